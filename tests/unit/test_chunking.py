@@ -1,0 +1,48 @@
+from graph_store.chunking import chunk_document, split_sentences
+from graph_store.documents import Document
+
+
+def words(text: str) -> int:
+    return len(text.split())
+
+
+def test_short_document_stays_whole_with_its_own_id():
+    doc = Document("a", "T", "One two three. Four five.")
+    [chunk] = chunk_document(doc, 10, words)
+    assert (chunk.id, chunk.doc_id, chunk.position, chunk.n_chunks) == ("a", "a", 0, 1)
+    assert chunk.text == doc.text
+    assert chunk.embed_text == "T\nOne two three. Four five."
+
+
+def test_long_document_splits_at_sentence_ends_in_balanced_chunks():
+    sentences = [f"Sentence {i} has exactly six words." for i in range(10)]  # 60 words
+    doc = Document("long", "T", " ".join(sentences))
+    chunks = chunk_document(doc, 25, words)
+    # ceil(60 / 25) = 3 chunks of ~20 words, not 25 + 25 + 10
+    assert [c.id for c in chunks] == ["long#0", "long#1", "long#2"]
+    assert all(c.n_chunks == 3 and c.doc_id == "long" for c in chunks)
+    assert [c.position for c in chunks] == [0, 1, 2]
+    assert all(c.text.endswith(".") for c in chunks)  # no sentence cut
+    assert all(words(c.text) <= 25 for c in chunks)
+    assert " ".join(c.text for c in chunks) == doc.text
+
+
+def test_sentence_longer_than_budget_is_cut_at_words():
+    doc = Document("w", "", " ".join(f"w{i}" for i in range(50)))
+    chunks = chunk_document(doc, 20, words)
+    assert all(words(c.text) <= 20 for c in chunks)
+    assert " ".join(c.text for c in chunks).split() == doc.text.split()
+
+
+def test_chunk_ids_are_stable_across_runs():
+    doc = Document("x", "T", "A b c d e. " * 30)
+    first = chunk_document(doc, 12, words)
+    assert first == chunk_document(doc, 12, words)
+
+
+def test_split_sentences_keeps_closing_quotes():
+    assert split_sentences('He said "go." Then left.\nNew line') == [
+        'He said "go."',
+        "Then left.",
+        "New line",
+    ]

@@ -1,0 +1,188 @@
+import json
+
+import pytest
+
+from hopgraph.cli import build_parser, main
+from tests.conftest import DOCS, write_jsonl
+
+COMMANDS = ["demo", "index", "add", "delete", "retrieve", "info", "eval"]
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+@pytest.mark.parametrize("command", [None, *COMMANDS])
+def test_help_everywhere(capsys, command):
+    with pytest.raises(SystemExit) as exit_info:
+        build_parser().parse_args([command, "--help"] if command else ["--help"])
+    assert exit_info.value.code == 0
+    assert "usage: hopgraph" in capsys.readouterr().out
+
+
+@pytest.fixture
+def idx(tmp_path, corpus_file, capsys):
+    path = tmp_path / "idx"
+    code, out, _ = run(
+        capsys,
+        "index",
+        str(corpus_file),
+        "--index",
+        str(path),
+        "--model",
+        "hashing",
+        "--chunk-tokens",
+        "16",
+        "-q",
+    )
+    assert code == 0 and "6 documents" in out
+    return path
+
+
+def test_index_retrieve_add_delete_info(tmp_path, idx, capsys):
+    code, out, _ = run(
+        capsys,
+        "retrieve",
+        "Mountrail County seat",
+        "--index",
+        str(idx),
+        "--json",
+        "-k",
+        "2",
+        "--method",
+        "bm25",
+    )
+    hits = json.loads(out)
+    assert code == 0 and hits[0]["doc_id"] == "d5" and len(hits) == 2
+    assert hits[0]["provenance"][0]["method"] == "bm25"
+    more = write_jsonl(
+        tmp_path / "more.jsonl", [{"id": "d7", "title": "Oslo", "text": "Oslo is cold."}]
+    )
+    assert run(capsys, "add", str(more), "--index", str(idx), "-q")[0] == 0
+    code, out, _ = run(
+        capsys, "retrieve", "Oslo", "--index", str(idx), "--method", "dense", "-k", "1"
+    )
+    assert code == 0 and "d7" in out and "Oslo" in out
+    ids = tmp_path / "ids.txt"
+    ids.write_text("d7\n\nd6\n")
+    code, out, _ = run(capsys, "delete", "d1", "--ids-file", str(ids), "--index", str(idx))
+    assert code == 0 and "-3" in out
+    code, out, _ = run(capsys, "info", "--index", str(idx))
+    assert code == 0 and "documents  4" in out and "hashing" in out
+
+
+def test_default_index_dir_from_environment(tmp_path, corpus_file, capsys, monkeypatch):
+    monkeypatch.setenv("HOPGRAPH_INDEX", str(tmp_path / "env-idx"))
+    assert run(capsys, "index", str(corpus_file), "--model", "hashing", "-q")[0] == 0
+    assert (tmp_path / "env-idx" / "manifest.json").exists()
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["retrieve", "", "--index", "{idx}"], "the query is empty"),
+        (["retrieve", "x", "--index", "{idx}", "--method", "colbert"], "unknown method 'colbert'"),
+        (["retrieve", "x", "--index", "{tmp}/nowhere"], "no index at"),
+        (["add", "{tmp}/missing.jsonl", "--index", "{idx}"], "no such file"),
+        (["add", "{corpus}", "--index", "{idx}"], "already in the index"),
+        (["delete", "nope", "--index", "{idx}"], "not in the index: 'nope'"),
+        (["delete", "--index", "{idx}"], "no document ids given"),
+        (["index", "{corpus}", "--index", "{tmp}/x", "--chroma-url", "ftp://h"], "http://"),
+        (["eval", "--data", "{tmp}/nodata", "--index", "{idx}"], "no such dataset folder"),
+        (["eval", "--data", "{tmp}", "--methods", "bm25,zzz"], "unknown method(s): zzz"),
+    ],
+)
+def test_bad_input_exits_2_with_a_clear_message(tmp_path, idx, corpus_file, capsys, argv, message):
+    before = (idx / "manifest.json").read_text()
+    argv = [a.format(idx=idx, tmp=tmp_path, corpus=corpus_file) for a in argv]
+    code, _, err = run(capsys, *argv)
+    assert code == 2
+    assert message in err
+    assert (idx / "manifest.json").read_text() == before
+
+
+def test_argument_errors_exit_2(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["retrieve", "x", "-k", "0"])
+    assert exit_info.value.code == 2
+    assert "must be a positive whole number" in capsys.readouterr().err
+
+
+def test_malformed_corpus_names_the_line(tmp_path, capsys):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id": "a", "text": "fine"}\n{oops\n', encoding="utf-8")
+    code, _, err = run(
+        capsys, "index", str(bad), "--index", str(tmp_path / "i"), "--model", "hashing"
+    )
+    assert code == 2 and "bad.jsonl:2: malformed JSON" in err
+    assert not (tmp_path / "i").exists()
+
+
+def test_eval_prints_table_and_writes_reports(tmp_path, capsys):
+    data = tmp_path / "tiny"
+    data.mkdir()
+    write_jsonl(data / "corpus.jsonl", DOCS)
+    write_jsonl(
+        data / "dev.jsonl",
+        [
+            {
+                "id": "q1",
+                "question": "When did military instruction start where Larry Alcala studied?",
+                "answers": ["1936"],
+                "gold_ids": ["d1", "d2"],
+            },
+            {
+                "id": "q2",
+                "question": "Seat of the county of Van Hook Township?",
+                "answers": ["Stanley"],
+                "gold_ids": ["d4", "d5"],
+            },
+        ],
+    )
+    out = tmp_path / "report"
+    code, text, _ = run(
+        capsys,
+        "eval",
+        "--data",
+        str(data),
+        "--methods",
+        "bm25,hybrid",
+        "--model",
+        "hashing",
+        "--out",
+        str(out),
+        "-q",
+    )
+    assert code == 0
+    assert "R@2" in text and "All@15" in text and "p95 ms" in text
+    report = json.loads((out / "report.json").read_text())
+    assert [s["method"] for s in report["scores"]] == ["bm25", "hybrid"]
+    assert report["config"]["questions"] == 2
+    rows = [json.loads(x) for x in (out / "questions.jsonl").read_text().splitlines()]
+    assert len(rows) == 4
+    assert set(rows[0]) >= {"ranked_ids", "gold_ids", "recall", "all", "hits", "latency_ms"}
+    # the second eval reuses the cached index instead of rebuilding it
+    cache = [
+        p for p in (tmp_path / "cache" / "eval-indexes").iterdir() if not p.name.startswith(".")
+    ]
+    assert len(cache) == 1
+    stamp = (cache[0] / "manifest.json").stat().st_mtime
+    assert (
+        run(
+            capsys,
+            "eval",
+            "--data",
+            str(data),
+            "--methods",
+            "dense",
+            "--model",
+            "hashing",
+            "--out",
+            str(out),
+            "-q",
+        )[0]
+        == 0
+    )
+    assert (cache[0] / "manifest.json").stat().st_mtime == stamp

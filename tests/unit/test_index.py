@@ -1,0 +1,174 @@
+import json
+import os
+
+import pytest
+
+from graph_store import Document, Index, add_documents, build_index, delete_documents
+from graph_store import build as build_module
+from graph_store.embedding import HashingEmbedder
+from graph_store.manifest import MANIFEST
+from hopgraph.errors import IndexStateError, InputError
+from hopgraph.settings import IndexSettings
+from tests.conftest import DOCS
+from tools import make_retriever
+
+HASHING = IndexSettings(model="hashing", chunk_tokens=16)
+ALL = [Document(d["id"], d["title"], d["text"]) for d in DOCS]
+QUERIES = ["Where was Larry Alcala educated?", "military instruction 1936", "seat of Mountrail"]
+
+
+def build(path, docs=ALL):
+    return build_index(docs, path, HASHING, show_progress=False)
+
+
+def results(path):
+    """Top hits per method and query; hits with no similarity at all (the hashing embedder's
+    many exact zeros, whose order is arbitrary) are left out."""
+    with Index.open(path) as idx:
+        return {
+            (m, q): [
+                (h.id, round(h.score, 5))
+                for h in make_retriever(m, idx).retrieve(q, 5)
+                if m != "dense" or h.score > 1e-6
+            ]
+            for m in ("bm25", "dense")
+            for q in QUERIES
+        }
+
+
+def test_build_writes_every_store_and_a_manifest(tmp_path):
+    report = build(tmp_path / "idx")
+    assert (report.documents, report.chunks) == (6, report.added_chunks)
+    manifest = json.loads((tmp_path / "idx" / MANIFEST).read_text())
+    assert manifest["counts"] == {"documents": 6, "chunks": report.chunks}
+    assert manifest["settings"]["model"] == "hashing"
+    assert {"chromadb", "bm25s", "hopgraph"} <= set(manifest["versions"])
+    with Index.open(tmp_path / "idx") as idx:
+        assert idx.vectors.count() == len(idx.chunks) == len(idx.keywords.ids) == report.chunks
+        # d2 is longer than 16 words: split into neighbouring chunks of one document
+        assert [c.id for c in idx.chunks.values() if c.doc_id == "d2"] == ["d2#0", "d2#1"]
+
+
+def test_reopening_recomputes_nothing(tmp_path, monkeypatch):
+    build(tmp_path / "idx")
+    calls = []
+    original = HashingEmbedder.embed
+
+    def counting(self, texts, progress=None):
+        calls.append(len(texts))
+        return original(self, texts, progress)
+
+    monkeypatch.setattr(HashingEmbedder, "embed", counting)
+    monkeypatch.setattr(build_module.BM25Store, "build", None)  # any rebuild would crash
+    with Index.open(tmp_path / "idx") as idx:
+        make_retriever("hybrid", idx).retrieve("Stanley", 3)
+    assert calls == [1]  # only the query is embedded
+
+
+def test_add_then_delete_equals_fresh_build(tmp_path):
+    first, extra = ALL[:4], ALL[4:]
+    build(tmp_path / "grown", first)
+    add_documents(
+        tmp_path / "grown",
+        [*extra, Document("tmp", "Temp", "Temporary Stanley note.")],
+        show_progress=False,
+    )
+    delete_documents(tmp_path / "grown", ["tmp", "d3"])
+    build(tmp_path / "fresh", [d for d in ALL if d.id != "d3"])
+    assert results(tmp_path / "grown") == results(tmp_path / "fresh")
+    with Index.open(tmp_path / "grown") as idx:
+        assert idx.doc_ids == {"d1", "d2", "d4", "d5", "d6"}
+        assert idx.vectors.count() == len(idx.chunks)
+
+
+def test_add_embeds_only_new_documents(tmp_path, monkeypatch):
+    build(tmp_path / "idx", ALL[:4])
+    seen = []
+    original = HashingEmbedder.embed
+    monkeypatch.setattr(
+        HashingEmbedder,
+        "embed",
+        lambda self, texts, progress=None: seen.extend(texts) or original(self, texts),
+    )
+    add_documents(tmp_path / "idx", ALL[4:], show_progress=False)
+    assert seen == [f"{d.title}\n{d.text}" for d in ALL[4:]]
+
+
+def test_failed_build_and_failed_add_leave_previous_index_intact(tmp_path, monkeypatch):
+    build(tmp_path / "idx")
+    before = results(tmp_path / "idx")
+    snapshot = sorted(os.listdir(tmp_path / "idx"))
+
+    def boom(*args, **kwargs):
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(build_module, "_write_tables", boom)
+    with pytest.raises(RuntimeError):
+        build(tmp_path / "idx", ALL[:2])
+    with pytest.raises(RuntimeError):
+        add_documents(tmp_path / "idx", [Document("new", "N", "new text")], show_progress=False)
+    with pytest.raises(RuntimeError):
+        delete_documents(tmp_path / "idx", ["d1"])
+    assert sorted(os.listdir(tmp_path / "idx")) == snapshot
+    assert results(tmp_path / "idx") == before
+    assert [p.name for p in tmp_path.iterdir() if "staging" in p.name] == []
+
+
+def test_interrupted_swap_is_recovered_on_open(tmp_path):
+    build(tmp_path / "idx")
+    os.rename(tmp_path / "idx", tmp_path / ".idx.old-deadbeef")  # died between the two renames
+    with Index.open(tmp_path / "idx") as idx:
+        assert len(idx.doc_ids) == 6
+
+
+def test_bad_writes_are_refused_and_change_nothing(tmp_path):
+    path = tmp_path / "idx"
+    build(path)
+    with pytest.raises(InputError, match="already in the index: 'd1'"):
+        add_documents(path, [ALL[0]], show_progress=False)
+    with pytest.raises(InputError, match="not in the index: 'zzz'"):
+        delete_documents(path, ["d1", "zzz"])
+    with pytest.raises(InputError, match="would leave the index empty"):
+        delete_documents(path, [d.id for d in ALL])
+    with pytest.raises(InputError, match="duplicate document ids"):
+        build(tmp_path / "other", [ALL[0], ALL[0]])
+    with pytest.raises(InputError, match="empty"):
+        build(tmp_path / "other", [])
+    with Index.open(path) as idx:
+        assert len(idx.doc_ids) == 6
+
+
+def test_foreign_directory_is_never_overwritten(tmp_path):
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "thesis.tex").write_text("precious")
+    with pytest.raises(InputError, match="not a hopgraph index"):
+        build(tmp_path / "mine")
+    assert (tmp_path / "mine" / "thesis.tex").read_text() == "precious"
+
+
+def test_index_from_another_version_or_model_is_refused(tmp_path):
+    path = tmp_path / "idx"
+    build(path)
+    with pytest.raises(IndexStateError, match="built with embedding model 'hashing'"):
+        Index.open(path, model="all-MiniLM-L6-v2")
+    manifest = json.loads((path / MANIFEST).read_text())
+    manifest["format_version"] = 99
+    (path / MANIFEST).write_text(json.dumps(manifest))
+    with pytest.raises(IndexStateError, match="format 99"):
+        Index.open(path)
+    with pytest.raises(IndexStateError, match="no index at"):
+        Index.open(tmp_path / "missing")
+    (tmp_path / "plain").mkdir()
+    with pytest.raises(IndexStateError, match="not a hopgraph index"):
+        Index.open(tmp_path / "plain")
+    build(path)  # a rebuild replaces the old-format index
+    with Index.open(path) as idx:
+        assert idx.manifest.format_version == 1
+
+
+def test_a_second_writer_is_refused(tmp_path):
+    from graph_store.atomic import write_lock
+
+    build(tmp_path / "idx")
+    with write_lock(tmp_path / "idx"), pytest.raises(IndexStateError, match="another hopgraph"):
+        delete_documents(tmp_path / "idx", ["d1"])

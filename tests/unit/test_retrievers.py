@@ -1,0 +1,74 @@
+import pytest
+
+from graph_store import Document, Index, build_index
+from hopgraph.errors import InputError, UnknownMethodError
+from hopgraph.settings import IndexSettings
+from tests.conftest import DOCS
+from tools import RETRIEVERS, make_retriever, parse_methods
+from tools.langchain import RetrieveInput, retrieval_tools
+
+
+@pytest.fixture(scope="module")
+def index(tmp_path_factory):
+    path = tmp_path_factory.mktemp("r") / "idx"
+    docs = [Document(d["id"], d["title"], d["text"]) for d in DOCS]
+    build_index(docs, path, IndexSettings(model="hashing"), show_progress=False)
+    with Index.open(path) as idx:
+        yield idx
+
+
+@pytest.mark.parametrize("method", sorted(RETRIEVERS))
+def test_every_method_ranks_the_matching_passage_first(index, method):
+    hits = make_retriever(method, index).retrieve("Mountrail County seat Stanley", 3)
+    assert hits[0].doc_id == "d5"
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+    assert hits[0].provenance[-1].method == method
+    assert len(hits) == 3
+
+
+def test_hybrid_keeps_the_provenance_of_both_parts(index):
+    hit = make_retriever("hybrid", index).retrieve("Mountrail County seat Stanley", 1)[0]
+    assert [p.method for p in hit.provenance] == ["dense", "hybrid"] or [
+        p.method for p in hit.provenance
+    ] == ["bm25", "hybrid"]
+    assert hit.provenance[-1].step == "rrf"
+    assert hit.score == pytest.approx(hit.provenance[-1].score)
+
+
+def test_k_larger_than_corpus_and_stopword_only_query(index):
+    assert len(make_retriever("dense", index).retrieve("Stanley", 100)) == 6
+    assert make_retriever("bm25", index).retrieve("the of and", 5) == []
+
+
+@pytest.mark.parametrize(("query", "k"), [("", 5), ("   ", 5), ("ok", 0), ("ok", -1), ("ok", 1.5)])
+def test_bad_query_or_k(index, query, k):
+    with pytest.raises(InputError):
+        make_retriever("bm25", index).retrieve(query, k)
+
+
+def test_unknown_methods(index):
+    with pytest.raises(UnknownMethodError, match="choose one of"):
+        make_retriever("colbert", index)
+    with pytest.raises(UnknownMethodError, match="colbert, nope"):
+        parse_methods("bm25,colbert,nope")
+    assert parse_methods(" bm25 , hybrid ") == ["bm25", "hybrid"]
+
+
+def test_retrievers_as_langchain_tools(index):
+    tools = {t.name: t for t in retrieval_tools(index)}
+    assert set(tools) == {"retrieve_bm25", "retrieve_dense", "retrieve_hybrid"}
+    tool = tools["retrieve_hybrid"]
+    assert tool.args_schema is RetrieveInput
+    assert "query" in tool.args and tool.description
+    message = tool.invoke(
+        {
+            "type": "tool_call",
+            "id": "c1",
+            "name": tool.name,
+            "args": {"query": "Where is Stanley?", "k": 2},
+        }
+    )
+    assert "id=d6" in message.content
+    assert [h.doc_id for h in message.artifact][:1] == ["d6"]
+    with pytest.raises(Exception, match="greater than or equal to 1"):
+        tool.invoke({"query": "x", "k": 0})

@@ -1,0 +1,52 @@
+"""The retriever interface: one verb, ``retrieve(query, k) -> list[Hit]``."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import ClassVar
+
+from graph_store import Index
+from graph_store.base import Scored
+from hopgraph.errors import InputError
+
+from .hits import Hit, Provenance
+
+
+class Retriever(ABC):
+    """Base of every retriever: validates input, then ranks chunks of one index."""
+
+    name: ClassVar[str]
+    description: ClassVar[str]
+    """What the method finds and when to use it; shown to LLMs that call it as a tool."""
+
+    def __init__(self, index: Index) -> None:
+        self.index = index
+
+    def retrieve(self, query: str, k: int = 5) -> list[Hit]:
+        """Return the ``k`` best chunks for ``query``, best first."""
+        if not isinstance(query, str) or not query.strip():
+            raise InputError("the query is empty", "ask a question or give some keywords")
+        if isinstance(k, bool) or not isinstance(k, int) or k <= 0:
+            raise InputError(f"k must be a positive whole number, got {k!r}")
+        return self._retrieve(query.strip(), k)
+
+    @abstractmethod
+    def _retrieve(self, query: str, k: int) -> list[Hit]:
+        """Rank chunks for a validated query."""
+
+    def _hits(self, scored: Scored, step: str) -> list[Hit]:
+        """Turn (chunk id, score) pairs into hits with this method's provenance."""
+        out = []
+        for rank, (chunk_id, score) in enumerate(scored, start=1):
+            chunk = self.index.chunk(chunk_id)
+            out.append(
+                Hit(
+                    chunk.id,
+                    score,
+                    chunk.title,
+                    chunk.text,
+                    chunk.doc_id,
+                    (Provenance(self.name, step, rank, score),),
+                )
+            )
+        return out

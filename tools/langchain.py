@@ -1,0 +1,50 @@
+"""Retrievers as LangChain tools, for LLM agents and other tool-calling code."""
+
+from __future__ import annotations
+
+from langchain_core.tools import BaseTool, StructuredTool
+from pydantic import BaseModel, Field
+
+from graph_store import Index
+
+from .base import Retriever
+from .hits import Hit
+from .registry import RETRIEVERS, make_retriever
+
+
+class RetrieveInput(BaseModel):
+    """Arguments of every retrieval tool."""
+
+    query: str = Field(min_length=1, description="the question or keywords to search for")
+    k: int = Field(5, ge=1, le=50, description="how many passages to return")
+
+
+def format_hits(hits: list[Hit]) -> str:
+    """Render hits as numbered passages an LLM can cite by id."""
+    if not hits:
+        return "No passages found."
+    return "\n\n".join(
+        f"[{i}] id={h.id} title={h.title!r} score={h.score:.3f}\n{h.text}"
+        for i, h in enumerate(hits, start=1)
+    )
+
+
+def as_tool(retriever: Retriever) -> BaseTool:
+    """Wrap a retriever: the content is text for the model, the artifact is the list of hits."""
+
+    def run(query: str, k: int = 5) -> tuple[str, list[Hit]]:
+        hits = retriever.retrieve(query, k)
+        return format_hits(hits), hits
+
+    return StructuredTool.from_function(
+        func=run,
+        name=f"retrieve_{retriever.name}",
+        description=retriever.description,
+        args_schema=RetrieveInput,
+        response_format="content_and_artifact",
+    )
+
+
+def retrieval_tools(index: Index, names: list[str] | None = None) -> list[BaseTool]:
+    """Return the named retrievers (all registered ones by default) as tools over ``index``."""
+    return [as_tool(make_retriever(name, index)) for name in names or list(RETRIEVERS)]
