@@ -52,12 +52,17 @@ class QuestionResult:
 
 
 def eval_index(
-    data: Path, settings: IndexSettings, index_dir: Path | None, show_progress: bool
+    data: Path,
+    settings: IndexSettings,
+    index_dir: Path | None,
+    show_progress: bool,
+    expect_model: str | None = None,
 ) -> Index:
     """Open the index for a dataset, building it first if needed.
 
     Without ``index_dir`` the index is cached under ``$HOPGRAPH_CACHE`` by corpus content and
-    settings, so a second eval reuses it.
+    settings, so a second eval reuses it. An existing ``index_dir`` is used as it is, checked
+    against ``expect_model`` when the user named a model.
     """
     corpus = data / "corpus.jsonl"
     if index_dir is None:
@@ -66,7 +71,7 @@ def eval_index(
         index_dir = cache_dir() / "eval-indexes" / f"{data.name}-{digest.hexdigest()[:12]}"
     if not (index_dir / MANIFEST).exists():
         build_index(load_documents(corpus), index_dir, settings, show_progress=show_progress)
-    return Index.open(index_dir, model=settings.model)
+    return Index.open(index_dir, model=expect_model)
 
 
 def ranked_documents(retriever: Retriever, query: str, k: int) -> tuple[list[str], list[Hit]]:

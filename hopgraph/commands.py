@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import textwrap
 from datetime import datetime
@@ -122,9 +123,9 @@ def evaluate(args: argparse.Namespace) -> None:
     data = Path(args.data)
     questions = load_questions(data, args.split, args.limit)
     settings = settings_from(args)
-    with eval_index(
-        data, settings, Path(args.index) if args.index else None, show_progress=not args.quiet
-    ) as idx:
+    named_model = args.model or os.environ.get("HOPGRAPH_MODEL")
+    index_path = Path(args.index) if args.index else None
+    with eval_index(data, settings, index_path, not args.quiet, named_model) as idx:
         missing = check_gold_coverage(idx, questions)
         if missing:
             print(f"warning: {missing} gold passage ids are not in the index", flush=True)

@@ -92,9 +92,14 @@ def test_default_index_dir_from_environment(tmp_path, corpus_file, capsys, monke
         (["index", "{corpus}", "--index", "{tmp}/x", "--chroma-url", "ftp://h"], "http://"),
         (["eval", "--data", "{tmp}/nodata", "--index", "{idx}"], "no such dataset folder"),
         (["eval", "--data", "{tmp}", "--methods", "bm25,zzz"], "unknown method(s): zzz"),
+        (
+            ["eval", "--data", "{tmp}", "--index", "{idx}", "--model", "all-MiniLM-L6-v2"],
+            "built with embedding model 'hashing', not 'all-MiniLM-L6-v2'",
+        ),
     ],
 )
 def test_bad_input_exits_2_with_a_clear_message(tmp_path, idx, corpus_file, capsys, argv, message):
+    write_jsonl(tmp_path / "dev.jsonl", [{"id": "q", "question": "?", "gold_ids": ["d1"]}])
     before = (idx / "manifest.json").read_text()
     argv = [a.format(idx=idx, tmp=tmp_path, corpus=corpus_file) for a in argv]
     code, _, err = run(capsys, *argv)

@@ -59,3 +59,12 @@ def test_empty_folder_and_wrong_suffix(tmp_path):
     other = write_jsonl(tmp_path / "corpus.csv", DOCS)
     with pytest.raises(InputError, match=r"expected a \.jsonl file"):
         load_documents(other)
+
+
+def test_unreadable_file(tmp_path, corpus_file, monkeypatch):
+    def denied(self, *args, **kwargs):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(type(corpus_file), "read_text", denied)
+    with pytest.raises(InputError, match="cannot be read \\(Permission denied\\)"):
+        load_documents(corpus_file)

@@ -1,0 +1,122 @@
+"""Measure index build time against embedding alone, and query latency per retrieval method.
+
+The embedding model is loaded before anything is timed, so both timings measure the same work:
+the embedder alone on the index's chunk texts, then the whole build (load, chunk, embed, Chroma,
+BM25, manifest). Target: build ≤ 1.3 × embedding alone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from evals.datasets import load_questions
+from evals.metrics import percentile
+from graph_store import Index, build_index, load_documents
+from graph_store.build import chunk_documents
+from graph_store.embedding import load_embedder
+from hopgraph.settings import IndexSettings
+from tools import RETRIEVERS, make_retriever
+
+
+def time_indexing(data: Path, settings: IndexSettings, workdir: Path) -> dict[str, float]:
+    """Time the embedder alone on the chunk texts, then a whole index build of the corpus."""
+    embedder = load_embedder(settings.model, settings.batch_size)
+    embedder.embed(["warm-up"])
+    docs = load_documents(data / "corpus.jsonl")
+    texts = [c.embed_text for c in chunk_documents(docs, settings, embedder)]
+    started = time.perf_counter()
+    embedder.embed(texts)
+    embed_only = time.perf_counter() - started
+    started = time.perf_counter()
+    build_index(
+        load_documents(data / "corpus.jsonl"), workdir / "index", settings, show_progress=False
+    )
+    build = time.perf_counter() - started
+    return {
+        "documents": len(docs),
+        "chunks": len(texts),
+        "embed_only_s": embed_only,
+        "build_s": build,
+        "ratio": build / embed_only,
+        "embed_passages_per_s": len(texts) / embed_only,
+        "build_passages_per_s": len(texts) / build,
+    }
+
+
+def time_queries(index_dir: Path, questions: list[str], k: int) -> dict[str, dict[str, float]]:
+    """Time each registered method over the questions (after one warm-up query)."""
+    out = {}
+    with Index.open(index_dir) as index:
+        for name in RETRIEVERS:
+            retriever = make_retriever(name, index)
+            retriever.retrieve(questions[0], k)
+            times = []
+            for q in questions:
+                started = time.perf_counter()
+                retriever.retrieve(q, k)
+                times.append((time.perf_counter() - started) * 1000)
+            out[name] = {
+                "p50_ms": percentile(times, 50),
+                "p95_ms": percentile(times, 95),
+                "queries": len(times),
+            }
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the benchmark and print a summary; writes JSON with --out."""
+    parser = argparse.ArgumentParser(
+        prog="python -m evals.bench",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--data", required=True, type=Path, help="dataset folder (corpus.jsonl)")
+    parser.add_argument("--split", default="dev", help="questions for query latency")
+    parser.add_argument("--queries", type=int, default=200, help="questions to time (default 200)")
+    parser.add_argument("-k", type=int, default=10, help="passages per query (default 10)")
+    parser.add_argument("--model", default=IndexSettings().model)
+    parser.add_argument("--out", type=Path, help="write the figures as JSON here")
+    args = parser.parse_args(argv)
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # models are never downloaded
+    settings = IndexSettings(model=args.model)
+    with tempfile.TemporaryDirectory(prefix="hopgraph-bench-") as tmp:
+        indexing = time_indexing(args.data, settings, Path(tmp))
+        questions = [q.question for q in load_questions(args.data, args.split, args.queries)]
+        latency = time_queries(Path(tmp) / "index", questions, args.k)
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    result = {
+        "data": str(args.data),
+        "settings": settings.model_dump(),
+        "indexing": indexing,
+        "query_latency": latency,
+        "peak_rss_mb": peak_mb,
+        "cpus": os.cpu_count(),
+    }
+    print(f"{args.data.name}: {indexing['documents']} documents → {indexing['chunks']} chunks")
+    print(
+        f"  embedder alone  {indexing['embed_only_s']:7.1f} s  "
+        f"({indexing['embed_passages_per_s']:.1f} passages/s)"
+    )
+    print(
+        f"  whole build     {indexing['build_s']:7.1f} s  "
+        f"({indexing['build_passages_per_s']:.1f} passages/s)  "
+        f"= {indexing['ratio']:.3f} × embedding alone (target ≤ 1.3)"
+    )
+    for name, t in latency.items():
+        print(f"  query {name:<8} p50 {t['p50_ms']:6.1f} ms   p95 {t['p95_ms']:6.1f} ms")
+    print(f"  peak RSS {peak_mb:.0f} MB")
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,74 @@
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from graph_store import load_documents
+from hopgraph.demo import sample_dir
+
+pytestmark = pytest.mark.integration
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def chroma_executable() -> str:
+    local = Path(sys.executable).with_name("chroma")
+    found = str(local) if local.exists() else shutil.which("chroma")
+    if not found:
+        pytest.fail("the `chroma` command (from the chromadb package) is not installed")
+    return found
+
+
+@pytest.fixture
+def chroma_server(tmp_path):
+    """Start a real Chroma server on 127.0.0.1 and stop it afterwards; yields its URL."""
+    import chromadb
+
+    port = free_port()
+    log = (tmp_path / "chroma.log").open("w")
+    proc = subprocess.Popen(
+        [
+            chroma_executable(),
+            "run",
+            "--path",
+            str(tmp_path / "chroma-data"),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env={**os.environ, "ANONYMIZED_TELEMETRY": "False"},
+    )
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            chromadb.HttpClient(host="127.0.0.1", port=port).heartbeat()
+            break
+        except Exception:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                pytest.fail(f"chroma server did not start: {(tmp_path / 'chroma.log').read_text()}")
+            time.sleep(0.3)
+    yield f"http://127.0.0.1:{port}", proc
+    proc.terminate()
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+    log.close()
+
+
+@pytest.fixture(scope="session")
+def sample_docs():
+    return load_documents(sample_dir() / "corpus.jsonl")

@@ -1,0 +1,51 @@
+"""The same retrieval through a real Chroma server (`chroma run`) as through the embedded store."""
+
+import chromadb
+import pytest
+
+from graph_store import Index, add_documents, build_index, delete_documents
+from hopgraph.errors import IndexStateError
+from hopgraph.settings import IndexSettings
+from tools import make_retriever
+
+pytestmark = pytest.mark.integration
+QUERIES = ["Who is the sibling of the actress who played Susan Walker?", "Mach number physicist"]
+
+
+def ranked(path):
+    with Index.open(path) as idx:
+        return [
+            [(h.id, round(h.score, 4)) for h in make_retriever(m, idx).retrieve(q, 8)]
+            for m in ("dense", "hybrid")
+            for q in QUERIES
+        ]
+
+
+def test_server_and_embedded_give_the_same_results(tmp_path, chroma_server, sample_docs):
+    url, _ = chroma_server
+    docs = sample_docs[:80]
+    build_index(docs, tmp_path / "embedded", IndexSettings(), show_progress=False)
+    build_index(docs, tmp_path / "served", IndexSettings(chroma_url=url), show_progress=False)
+    assert not any((tmp_path / "served").glob("chroma-*"))  # vectors live on the server
+    assert ranked(tmp_path / "served") == ranked(tmp_path / "embedded")
+
+    # add + delete through the server, then compare with a fresh embedded build of the result
+    add_documents(tmp_path / "served", sample_docs[80:100], show_progress=False)
+    delete_documents(tmp_path / "served", [d.id for d in docs[:10]])
+    final = sample_docs[10:100]
+    build_index(final, tmp_path / "fresh", IndexSettings(), show_progress=False)
+    assert ranked(tmp_path / "served") == ranked(tmp_path / "fresh")
+
+    client = chromadb.HttpClient(host="127.0.0.1", port=int(url.rsplit(":", 1)[1]))
+    assert len(client.list_collections()) == 1  # replaced generations were dropped
+
+
+def test_server_gone_is_a_clear_error(tmp_path, chroma_server, sample_docs):
+    url, proc = chroma_server
+    build_index(
+        sample_docs[:5], tmp_path / "idx", IndexSettings(chroma_url=url), show_progress=False
+    )
+    proc.terminate()
+    proc.wait(timeout=20)
+    with pytest.raises(IndexStateError, match="not reachable"):
+        Index.open(tmp_path / "idx")
