@@ -10,10 +10,12 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 from tqdm.auto import tqdm
 
 from hopgraph.errors import IndexStateError, InputError
@@ -25,7 +27,7 @@ from .documents import Chunk, Document
 from .embedding import Embedder, load_embedder
 from .index import BM25_DIR, CHUNKS_FILE, chroma_location, read_chunks
 from .kdb_bm25 import BM25Store
-from .loaders import check_unique_ids
+from .loaders import check_unique_ids, quote_ids
 from .manifest import FORMAT_VERSION, MANIFEST, Manifest, now, package_versions, read_manifest
 from .vdb_chroma import ChromaLocation, ChromaVectorStore
 
@@ -59,7 +61,7 @@ def chunk_documents(
     return chunks
 
 
-def embed_chunks(chunks: Sequence[Chunk], embedder: Embedder, show_progress: bool):
+def embed_chunks(chunks: Sequence[Chunk], embedder: Embedder, show_progress: bool) -> np.ndarray:
     r"""Embed chunk texts ("title\\ntext") with a progress bar."""
     with tqdm(
         total=len(chunks), desc="embedding", unit="passage", disable=not show_progress
@@ -96,7 +98,8 @@ def build_index(
                 finally:
                     vectors.close()
                 _write_tables(staging, chunks)
-                manifest = _manifest(settings, embedder, location, chunks, created=None)
+                embedder_info = {"name": embedder.name, "dimension": embedder.dimension}
+                manifest = _manifest(settings, embedder_info, location, chunks, created=None)
                 manifest.timings = {
                     "build_seconds": time.perf_counter() - started,
                     "embed_seconds": embed_seconds,
@@ -132,8 +135,7 @@ def add_documents(
         present = sorted({c.doc_id for c in existing} & {d.id for d in docs})
         if present:
             raise InputError(
-                f"{len(present)} document id(s) are already in the index: "
-                + ", ".join(repr(i) for i in present[:5]),
+                f"{len(present)} document id(s) are already in the index: {quote_ids(present)}",
                 "delete them first (`hopgraph delete`) to replace them, or give new ids",
             )
         embedder = load_embedder(old.settings.model, old.settings.batch_size)
@@ -145,9 +147,7 @@ def add_documents(
         embeddings = embed_chunks(new_chunks, embedder, show_progress)
         embed_seconds = time.perf_counter() - t0
         chunks = sorted(existing + new_chunks, key=lambda c: c.id)
-        _rewrite(
-            directory, old, chunks, embedder, lambda store: store.upsert(new_chunks, embeddings)
-        )
+        _rewrite(directory, old, chunks, lambda store: store.upsert(new_chunks, embeddings))
     return WriteReport(
         directory,
         len({c.doc_id for c in chunks}),
@@ -172,8 +172,7 @@ def delete_documents(directory: str | Path, doc_ids: Sequence[str]) -> WriteRepo
         missing = sorted(wanted - {c.doc_id for c in existing})
         if missing:
             raise InputError(
-                f"{len(missing)} document id(s) are not in the index: "
-                + ", ".join(repr(i) for i in missing[:5]),
+                f"{len(missing)} document id(s) are not in the index: {quote_ids(missing)}",
                 "`hopgraph info --index DIR` shows the index; ids are case-sensitive",
             )
         removed = [c.id for c in existing if c.doc_id in wanted]
@@ -183,8 +182,7 @@ def delete_documents(directory: str | Path, doc_ids: Sequence[str]) -> WriteRepo
                 "deleting these documents would leave the index empty",
                 "remove the index directory instead",
             )
-        embedder = load_embedder(old.settings.model, old.settings.batch_size)
-        _rewrite(directory, old, chunks, embedder, lambda store: store.delete(removed))
+        _rewrite(directory, old, chunks, lambda store: store.delete(removed))
     return WriteReport(
         directory,
         len({c.doc_id for c in chunks}),
@@ -197,7 +195,10 @@ def delete_documents(directory: str | Path, doc_ids: Sequence[str]) -> WriteRepo
 
 
 def _rewrite(
-    directory: Path, old: Manifest, chunks: list[Chunk], embedder: Embedder, change
+    directory: Path,
+    old: Manifest,
+    chunks: list[Chunk],
+    change: Callable[[ChromaVectorStore], None],
 ) -> None:
     """Stage a copy of the index with ``change`` applied to its vectors, then swap it in."""
     location = _new_location(old.settings, directory)
@@ -221,7 +222,7 @@ def _rewrite(
             finally:
                 store.close()
             _write_tables(staging, chunks)
-            _manifest(old.settings, embedder, location, chunks, created=old.created_at).write(
+            _manifest(old.settings, old.embedder, location, chunks, created=old.created_at).write(
                 staging
             )
     except BaseException:
@@ -238,7 +239,7 @@ def _write_tables(directory: Path, chunks: Sequence[Chunk]) -> None:
 
 def _manifest(
     settings: IndexSettings,
-    embedder: Embedder,
+    embedder: dict[str, Any],
     location: ChromaLocation,
     chunks: Sequence[Chunk],
     created: str | None,
@@ -247,7 +248,7 @@ def _manifest(
     return Manifest(
         format_version=FORMAT_VERSION,
         settings=settings,
-        embedder={"name": embedder.name, "dimension": embedder.dimension},
+        embedder=embedder,
         collection=location.collection,
         chroma_dir=None if location.url else location.path.name,
         counts={"documents": len({c.doc_id for c in chunks}), "chunks": len(chunks)},

@@ -6,7 +6,7 @@ Every problem is reported with the file (and line) it is in, before anything is 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from hopgraph.errors import InputError
@@ -117,9 +117,12 @@ def check_unique_ids(docs: Iterable[Document], where: str) -> None:
             repeated.append(doc.id)
         seen.add(doc.id)
     if repeated:
-        shown = ", ".join(repr(i) for i in repeated[:5])
         raise InputError(
-            f"{where}: duplicate document ids: {shown}"
-            + (f" and {len(repeated) - 5} more" if len(repeated) > 5 else ""),
-            "document ids must be unique",
+            f"{where}: duplicate document ids: {quote_ids(repeated)}", "document ids must be unique"
         )
+
+
+def quote_ids(ids: Sequence[str], shown: int = 5) -> str:
+    """List the first ``shown`` ids quoted, then how many more there are."""
+    text = ", ".join(repr(i) for i in ids[:shown])
+    return text + (f" and {len(ids) - shown} more" if len(ids) > shown else "")

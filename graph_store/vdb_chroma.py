@@ -14,6 +14,7 @@ from urllib.parse import urlparse
 
 import chromadb
 import numpy as np
+from chromadb.config import Settings
 
 from hopgraph.errors import IndexStateError
 
@@ -40,15 +41,17 @@ class ChromaLocation:
 
 def connect(location: ChromaLocation) -> chromadb.ClientAPI:
     """Open a client for ``location``; a server that does not answer is a clear error."""
+    settings = Settings(anonymized_telemetry=False)  # never phone home
     if location.url is None:
         assert location.path is not None
-        return chromadb.PersistentClient(path=str(location.path))
+        return chromadb.PersistentClient(path=str(location.path), settings=settings)
     parsed = urlparse(location.url)
     try:
         client = chromadb.HttpClient(
             host=parsed.hostname or "localhost",
             port=parsed.port or (443 if parsed.scheme == "https" else 8000),
             ssl=parsed.scheme == "https",
+            settings=settings,
         )
         client.heartbeat()
     except Exception as err:  # the client raises several types for an unreachable server

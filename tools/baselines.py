@@ -58,9 +58,13 @@ class HybridRetriever(Retriever):
     def _retrieve(self, query: str, k: int) -> list[Hit]:
         depth = max(k, self.depth or k)
         rankings = [part.retrieve(query, depth) for part in self.parts]
-        by_id = {h.id: h for ranking in reversed(rankings) for h in ranking}
+        # A chunk found by both parts keeps both provenances: a user sees why it ranks high.
+        found: dict[str, Hit] = {}
+        for hit in (h for ranking in rankings for h in ranking):
+            seen = found.get(hit.id)
+            found[hit.id] = seen.with_score(seen.score, *hit.provenance) if seen else hit
         fused = reciprocal_rank_fusion([[h.id for h in r] for r in rankings], self.rrf_k)[:k]
         return [
-            by_id[chunk_id].with_score(score, Provenance(self.name, "rrf", rank, score))
+            found[chunk_id].with_score(score, Provenance(self.name, "rrf", rank, score))
             for rank, (chunk_id, score) in enumerate(fused, start=1)
         ]

@@ -172,3 +172,16 @@ def test_a_second_writer_is_refused(tmp_path):
     build(tmp_path / "idx")
     with write_lock(tmp_path / "idx"), pytest.raises(IndexStateError, match="another hopgraph"):
         delete_documents(tmp_path / "idx", ["d1"])
+
+
+def test_delete_needs_no_embedding_model(tmp_path, monkeypatch):
+    build(tmp_path / "idx")
+
+    def no_model(*args, **kwargs):
+        raise AssertionError("delete loaded an embedding model")
+
+    monkeypatch.setattr(build_module, "load_embedder", no_model)
+    delete_documents(tmp_path / "idx", ["d3"])
+    with Index.open(tmp_path / "idx") as idx:
+        assert "d3" not in idx.doc_ids
+        assert idx.manifest.embedder == {"name": "hashing", "dimension": 256}
