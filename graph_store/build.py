@@ -109,14 +109,13 @@ def build_index(
             _drop_server_collection(location)
             raise
         _drop_server_collection(_old_location(directory, old))
-    return WriteReport(
+    return _write_report(
         directory,
-        len(docs),
-        len(chunks),
-        len(chunks),
-        0,
-        time.perf_counter() - started,
-        embed_seconds,
+        chunks,
+        added=len(chunks),
+        removed=0,
+        started=started,
+        embed_seconds=embed_seconds,
     )
 
 
@@ -148,14 +147,13 @@ def add_documents(
         embed_seconds = time.perf_counter() - t0
         chunks = sorted(existing + new_chunks, key=lambda c: c.id)
         _rewrite(directory, old, chunks, lambda store: store.upsert(new_chunks, embeddings))
-    return WriteReport(
+    return _write_report(
         directory,
-        len({c.doc_id for c in chunks}),
-        len(chunks),
-        len(new_chunks),
-        0,
-        time.perf_counter() - started,
-        embed_seconds,
+        chunks,
+        added=len(new_chunks),
+        removed=0,
+        started=started,
+        embed_seconds=embed_seconds,
     )
 
 
@@ -183,14 +181,27 @@ def delete_documents(directory: str | Path, doc_ids: Sequence[str]) -> WriteRepo
                 "remove the index directory instead",
             )
         _rewrite(directory, old, chunks, lambda store: store.delete(removed))
+    return _write_report(
+        directory, chunks, added=0, removed=len(removed), started=started, embed_seconds=0.0
+    )
+
+
+def _write_report(
+    directory: Path,
+    chunks: Sequence[Chunk],
+    added: int,
+    removed: int,
+    started: float,
+    embed_seconds: float,
+) -> WriteReport:
     return WriteReport(
-        directory,
-        len({c.doc_id for c in chunks}),
-        len(chunks),
-        0,
-        len(removed),
-        time.perf_counter() - started,
-        0.0,
+        directory=directory,
+        documents=len({c.doc_id for c in chunks}),
+        chunks=len(chunks),
+        added_chunks=added,
+        removed_chunks=removed,
+        seconds=time.perf_counter() - started,
+        embed_seconds=embed_seconds,
     )
 
 
