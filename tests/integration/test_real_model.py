@@ -1,14 +1,15 @@
 """The real embedding model end to end: index lifecycle equality and the README's demo."""
 
+import json
 import os
 import subprocess
 import sys
 
 import pytest
 
-from graph_store import Index, add_documents, build_index, delete_documents
-from hopgraph.settings import IndexSettings
-from tools import make_retriever
+from graph_store import Index
+from hopgraph.cli import main
+from tests.conftest import write_jsonl
 
 pytestmark = pytest.mark.integration
 QUERIES = [
@@ -18,25 +19,42 @@ QUERIES = [
 ]
 
 
-def ranked(path):
-    with Index.open(path) as idx:
-        return {
-            (m, q): [(h.id, round(h.score, 4)) for h in make_retriever(m, idx).retrieve(q, 10)]
-            for m in ("bm25", "dense", "hybrid")
-            for q in QUERIES
-        }
+def cli(capsys, *argv):
+    code = main([str(a) for a in argv])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    return out
 
 
-def test_index_add_delete_equals_fresh_build(tmp_path, sample_docs):
-    settings = IndexSettings(chunk_tokens=64)  # small chunks, so some documents split
-    build_index(sample_docs[:150], tmp_path / "grown", settings, show_progress=False)
-    add_documents(tmp_path / "grown", sample_docs[150:], show_progress=False)
+def ranked(capsys, index):
+    return {
+        (m, q): [
+            (h["id"], round(h["score"], 4))
+            for h in json.loads(
+                cli(capsys, "retrieve", q, "--index", index, "--method", m, "-k", 10, "--json")
+            )
+        ]
+        for m in ("bm25", "dense", "hybrid")
+        for q in QUERIES
+    }
+
+
+def test_cli_index_add_delete_equals_fresh_build(tmp_path, sample_docs, capsys):
+    def corpus(name, docs):
+        return write_jsonl(
+            tmp_path / name, [{"id": d.id, "title": d.title, "text": d.text} for d in docs]
+        )
+
     gone = [d.id for d in sample_docs[::7]]
-    delete_documents(tmp_path / "grown", gone)
     final = [d for d in sample_docs if d.id not in set(gone)]
-    build_index(final, tmp_path / "fresh", settings, show_progress=False)
-    assert ranked(tmp_path / "grown") == ranked(tmp_path / "fresh")
-    with Index.open(tmp_path / "grown") as idx:
+    grown, fresh = tmp_path / "grown", tmp_path / "fresh"
+    small = ("--chunk-tokens", 64, "-q")  # small chunks, so some documents split
+    cli(capsys, "index", corpus("first.jsonl", sample_docs[:150]), "--index", grown, *small)
+    cli(capsys, "add", corpus("more.jsonl", sample_docs[150:]), "--index", grown, "-q")
+    cli(capsys, "delete", *gone, "--index", grown)
+    cli(capsys, "index", corpus("final.jsonl", final), "--index", fresh, *small)
+    assert ranked(capsys, grown) == ranked(capsys, fresh)
+    with Index.open(grown) as idx:
         assert any(c.n_chunks > 1 for c in idx.chunks.values())
         assert idx.doc_ids == {d.id for d in final}
 
