@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from tqdm.auto import tqdm
 
 from hopgraph.errors import IndexStateError, InputError
 from hopgraph.settings import IndexSettings
@@ -24,7 +23,8 @@ from hopgraph.settings import IndexSettings
 from .atomic import staged, write_lock
 from .chunking import chunk_document
 from .documents import Chunk, Document
-from .embedding import Embedder, load_embedder
+from .embedding import Embedder, embed_with_progress, load_embedder
+from .graph_build import GraphSettings, triples_location, write_graphs
 from .index import BM25_DIR, CHUNKS_FILE, chroma_location, read_chunks
 from .kdb_bm25 import BM25Store
 from .loaders import check_unique_ids, quote_ids
@@ -63,10 +63,7 @@ def chunk_documents(
 
 def embed_chunks(chunks: Sequence[Chunk], embedder: Embedder, show_progress: bool) -> np.ndarray:
     r"""Embed chunk texts ("title\\ntext") with a progress bar."""
-    with tqdm(
-        total=len(chunks), desc="embedding", unit="passage", disable=not show_progress
-    ) as bar:
-        return embedder.embed([c.embed_text for c in chunks], progress=bar.update)
+    return embed_with_progress(embedder, [c.embed_text for c in chunks], show_progress)
 
 
 def build_index(
@@ -224,22 +221,34 @@ def _rewrite(
                 (staging / old.chroma_dir).rename(staging / location.path.name)
                 store = ChromaVectorStore(_in(staging, location))
             else:
-                store = ChromaVectorStore(location, create=True)
-                previous = ChromaVectorStore(source)
-                previous.copy_into(store)
-                previous.close()
+                store = _copy_collection(source, location)
+                if old.graph:  # carry the triple vectors too; only new triples get embedded
+                    _copy_collection(triples_location(source), triples_location(location)).close()
             try:
                 change(store)
             finally:
                 store.close()
             _write_tables(staging, chunks)
-            _manifest(old.settings, old.embedder, location, chunks, created=old.created_at).write(
-                staging
-            )
+            manifest = _manifest(old.settings, old.embedder, location, chunks, old.created_at)
+            if old.graph:
+                settings = GraphSettings.model_validate(old.graph["settings"])
+                manifest.graph = write_graphs(staging, directory, manifest, settings, False)
+            manifest.write(staging)
     except BaseException:
         _drop_server_collection(location)
         raise
     _drop_server_collection(_old_location(directory, old))
+
+
+def _copy_collection(source: ChromaLocation, target: ChromaLocation) -> ChromaVectorStore:
+    """Create ``target`` on the server holding every record of ``source``."""
+    store = ChromaVectorStore(target, create=True)
+    previous = ChromaVectorStore(source)
+    try:
+        previous.copy_into(store)
+    finally:
+        previous.close()
+    return store
 
 
 def _write_tables(directory: Path, chunks: Sequence[Chunk]) -> None:
@@ -292,12 +301,13 @@ def _drop_server_collection(location: ChromaLocation | None) -> None:
     """Drop a collection on a Chroma server (local collections go with their directory)."""
     if location is None or location.url is None:
         return
-    try:
-        store = ChromaVectorStore(location)
+    for each in (location, triples_location(location)):
+        try:
+            store = ChromaVectorStore(each)
+        except IndexStateError:
+            continue  # already gone, or an index without graphs
         store.drop()
         store.close()
-    except IndexStateError:
-        pass  # already gone
 
 
 def _readable_manifest(directory: Path) -> Manifest | None:

@@ -116,6 +116,16 @@ class HashingEmbedder:
         return len(self._WORD.findall(text))
 
 
+def embed_with_progress(
+    embedder: Embedder, texts: Sequence[str], show_progress: bool, desc: str = "embedding"
+) -> np.ndarray:
+    """Embed texts with a progress bar counting passages."""
+    from tqdm.auto import tqdm
+
+    with tqdm(total=len(texts), desc=desc, unit="passage", disable=not show_progress) as bar:
+        return embedder.embed(texts, progress=bar.update)
+
+
 DEFAULT_NAMES = ("all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2")
 
 

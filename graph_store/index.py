@@ -19,11 +19,14 @@ from .atomic import recover
 from .documents import Chunk
 from .embedding import Embedder, load_embedder
 from .kdb_bm25 import BM25Store
+from .knowledge_graph import KnowledgeGraph
 from .manifest import Manifest, read_manifest
+from .passage_graph import PassageGraph
 from .vdb_chroma import ChromaLocation, ChromaVectorStore
 
 CHUNKS_FILE = "chunks.jsonl"
 BM25_DIR = "bm25"
+GRAPH_DIR = "graph"
 
 
 def chroma_location(directory: Path, manifest: Manifest) -> ChromaLocation:
@@ -80,6 +83,24 @@ class Index:
                 "rebuild the index with this model",
             )
         return embedder
+
+    @cached_property
+    def passage_graph(self) -> PassageGraph:
+        """Load the passage graph (built by `hopgraph graph build`)."""
+        return PassageGraph.load(self._graph_dir())
+
+    @cached_property
+    def knowledge_graph(self) -> KnowledgeGraph:
+        """Load the knowledge graph (built by `hopgraph graph build`)."""
+        return KnowledgeGraph.load(self._graph_dir())
+
+    def _graph_dir(self) -> Path:
+        if self.manifest.graph is None:
+            raise IndexStateError(
+                f"{self.directory} has no graphs yet",
+                f"build them with `hopgraph graph build --index {self.directory}`",
+            )
+        return self.directory / GRAPH_DIR
 
     def embed_query(self, text: str) -> np.ndarray:
         """Embed one query with the index's model."""

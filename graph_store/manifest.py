@@ -33,6 +33,8 @@ class Manifest(BaseModel):
     created_at: str
     updated_at: str
     timings: dict[str, float] = {}
+    graph: dict[str, Any] | None = None
+    """Settings, counts and timings of the passage and knowledge graphs, once built."""
 
     def write(self, directory: Path) -> None:
         """Write ``manifest.json`` (the last file of a build)."""

@@ -84,23 +84,38 @@ class ChromaVectorStore:
                 ) from err
 
     def upsert(self, chunks: Sequence[Chunk], embeddings: np.ndarray) -> None:
-        """Upsert in batches the client accepts."""
+        """Upsert chunks with their embeddings."""
+        self.upsert_records(
+            [c.id for c in chunks],
+            embeddings,
+            [c.text for c in chunks],
+            [
+                {
+                    "doc_id": c.doc_id,
+                    "title": c.title,
+                    "position": c.position,
+                    "n_chunks": c.n_chunks,
+                }
+                for c in chunks
+            ],
+        )
+
+    def upsert_records(
+        self,
+        ids: Sequence[str],
+        embeddings: np.ndarray,
+        documents: Sequence[str],
+        metadatas: Sequence[dict],
+    ) -> None:
+        """Upsert any records (chunks, triples) in batches the client accepts."""
         step = self.client.get_max_batch_size()
-        for start in range(0, len(chunks), step):
-            part = chunks[start : start + step]
+        for start in range(0, len(ids), step):
+            end = start + step
             self.collection.upsert(
-                ids=[c.id for c in part],
-                embeddings=embeddings[start : start + len(part)],
-                documents=[c.text for c in part],
-                metadatas=[
-                    {
-                        "doc_id": c.doc_id,
-                        "title": c.title,
-                        "position": c.position,
-                        "n_chunks": c.n_chunks,
-                    }
-                    for c in part
-                ],
+                ids=list(ids[start:end]),
+                embeddings=embeddings[start:end],
+                documents=list(documents[start:end]),
+                metadatas=list(metadatas[start:end]),
             )
 
     def delete(self, ids: Sequence[str]) -> None:

@@ -172,7 +172,101 @@ def build_parser() -> argparse.ArgumentParser:
     _build_options(p)
     _quiet_option(p)
     p.set_defaults(func=commands.evaluate)
+    _graph_parser(sub)
     return parser
+
+
+def _graph_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--extractor",
+        choices=["offline", "llm"],
+        help="who reads entities, keywords and triples (default offline: no LLM)",
+    )
+    parser.add_argument(
+        "--max-entity-df",
+        type=_positive,
+        metavar="N",
+        help="entities in more than N chunks make no edges (default 30)",
+    )
+    parser.add_argument(
+        "--keyword-min-shared",
+        type=_positive,
+        metavar="N",
+        help="shared keywords for a keyword edge (default 2)",
+    )
+    parser.add_argument(
+        "--semantic-k",
+        type=int,
+        metavar="K",
+        help="semantic neighbours per chunk (default 5; 0 = none)",
+    )
+    parser.add_argument(
+        "--semantic-min-sim",
+        type=float,
+        metavar="S",
+        help="least cosine similarity for a semantic edge (default 0.5)",
+    )
+    parser.add_argument(
+        "--no-triple-embeddings",
+        action="store_true",
+        help="skip embedding triples (they cannot then be searched by text)",
+    )
+
+
+def _graph_parser(sub: argparse._SubParsersAction) -> None:
+    from . import graph_commands
+
+    p = sub.add_parser(
+        "graph",
+        help="build and inspect the passage graph and knowledge graph",
+        description="The passage graph (structural, entity, keyword and semantic "
+        "edges between chunks) and the knowledge graph (entities and triples, each "
+        "linked to its chunk).",
+    )
+    actions = p.add_subparsers(dest="action", required=True, metavar="ACTION")
+    b = actions.add_parser(
+        "build",
+        help="extract and build both graphs (atomic)",
+        description="Extract entities, keywords and triples from every chunk "
+        "(offline by default; --extractor llm uses the configured LLM and a "
+        "disk cache), build both graphs and embed the triples.",
+    )
+    _index_option(b)
+    _graph_options(b)
+    _quiet_option(b)
+    b.set_defaults(func=graph_commands.build)
+    s = actions.add_parser("stats", help="counts by node and edge type, degree distributions")
+    _index_option(s)
+    s.add_argument("--json", action="store_true", help="print JSON")
+    s.set_defaults(func=graph_commands.stats)
+    e = actions.add_parser("export", help="write a graph as GraphML (Gephi, networkx)")
+    _index_option(e)
+    e.add_argument("--format", choices=["graphml"], default="graphml", help="file format")
+    e.add_argument(
+        "--graph",
+        choices=["passages", "knowledge"],
+        default="passages",
+        help="which graph (default passages)",
+    )
+    e.add_argument("--out", required=True, metavar="FILE", help="where to write it")
+    e.set_defaults(func=graph_commands.export)
+    c = actions.add_parser(
+        "coverage",
+        help="share of questions whose gold passages the graphs connect within N hops",
+        description="Bridge coverage on a benchmark split: builds (and caches) "
+        "the dataset's index and graphs like `hopgraph eval`.",
+    )
+    c.add_argument("--data", required=True, metavar="DIR", help="dataset folder")
+    c.add_argument("--split", default="dev", help="question file (default dev)")
+    c.add_argument("--limit", type=_positive, metavar="N", help="first N questions only")
+    c.add_argument("--hops", type=_positive, default=2, help="hops allowed (default 2)")
+    c.add_argument("--json", action="store_true", help="print JSON")
+    c.add_argument("--rebuild", action="store_true", help="rebuild the graphs even if current")
+    _index_option(c)
+    _build_options(c)
+    _graph_options(c)
+    _quiet_option(c)
+    c.set_defaults(func=graph_commands.coverage)
 
 
 def _version() -> str:

@@ -1,0 +1,121 @@
+"""Bridge coverage: can a graph walk from one gold passage of a question to the others?
+
+For each question with two or more gold documents, two gold documents are *bridged* when some
+chunk of one reaches some chunk of the other within ``hops`` steps. A question is covered when its
+gold documents form one bridged group. This bounds what a graph retriever seeded at one gold
+passage can reach; mean degree is reported beside it, since a complete graph would cover all.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+
+import numpy as np
+import scipy.sparse as sp
+
+from graph_store import Index
+from hopgraph.errors import IndexStateError
+
+from .datasets import Question
+
+
+def covered(adjacency: sp.csr_matrix, gold_rows: list[list[int]], hops: int = 2) -> bool:
+    """Return whether the gold groups (rows of each gold document) are connected within ``hops``."""
+    rows = sorted({r for group in gold_rows for r in group})
+    reach = adjacency[rows]
+    frontier = reach
+    for _ in range(hops - 1):
+        frontier = frontier @ adjacency
+        reach = reach + frontier
+    where = {r: i for i, r in enumerate(rows)}
+    parent = list(range(len(gold_rows)))
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    for a, group_a in enumerate(gold_rows):
+        block = reach[[where[r] for r in group_a]]
+        for b in range(a + 1, len(gold_rows)):
+            if block[:, gold_rows[b]].nnz:
+                parent[find(a)] = find(b)
+    return len({find(i) for i in range(len(gold_rows))}) == 1
+
+
+def coverage(
+    adjacency: sp.csr_matrix,
+    rows_of_doc: dict[str, list[int]],
+    questions: Sequence[Question],
+    hops: int = 2,
+) -> tuple[float, int]:
+    """Return (% of multi-document questions covered, questions counted)."""
+    counted = hits = 0
+    for q in questions:
+        groups = [rows_of_doc[d] for d in dict.fromkeys(q.gold_ids) if d in rows_of_doc]
+        if len(groups) < 2:
+            continue
+        counted += 1
+        hits += covered(adjacency, groups, hops)
+    return (100.0 * hits / counted if counted else 0.0), counted
+
+
+def bridge_coverage(index: Index, questions: Sequence[Question], hops: int = 2) -> dict:
+    """Measure coverage and mean degree for the passage graph (per edge set) and the KG."""
+    graph = index.passage_graph
+    rows_of_doc: dict[str, list[int]] = defaultdict(list)
+    for row, chunk_id in enumerate(graph.ids):
+        rows_of_doc[index.chunk(chunk_id).doc_id].append(row)
+    edge_sets = {
+        "all": ("structural", "entity", "keyword", "semantic"),
+        "structural+entity": ("structural", "entity"),
+        "structural+keyword": ("structural", "keyword"),
+        "structural+semantic": ("structural", "semantic"),
+    }
+    report: dict = {"hops": hops, "passage_graph": {}}
+    for name, types in edge_sets.items():
+        adjacency = graph.adjacency(types)
+        share, counted = coverage(adjacency, rows_of_doc, questions, hops)
+        report["passage_graph"][name] = {
+            "coverage": share,
+            "mean_degree": float(np.diff(adjacency.indptr).mean()),
+        }
+    report["questions"] = counted
+    all_edges = graph.adjacency()
+    by_type: dict[str, list[Question]] = defaultdict(list)
+    for q in questions:
+        by_type[q.type or "untyped"].append(q)
+    report["by_type"] = {
+        kind: coverage(all_edges, rows_of_doc, group, hops)[0] for kind, group in by_type.items()
+    }
+    knowledge = index.knowledge_graph
+    if knowledge.chunk_ids != graph.ids:
+        raise IndexStateError(
+            "the passage and knowledge graphs are out of step",
+            "rebuild them with `hopgraph graph build`",
+        )
+    max_df = index.manifest.graph["settings"]["max_entity_df"]
+    report["knowledge_graph"] = {}
+    for name, cap in (("hub-capped", max_df), ("all entities", None)):
+        shared = entity_sharing(knowledge.chunk_entity, cap)
+        share, _ = coverage(shared, rows_of_doc, questions, hops)
+        report["knowledge_graph"][name] = {
+            "coverage": share,
+            "mean_degree": float(np.diff(shared.indptr).mean()),
+        }
+    return report
+
+
+def entity_sharing(chunk_entity: sp.csr_matrix, max_df: int | None) -> sp.csr_matrix:
+    """Return chunk-to-chunk adjacency through shared entities (one hop = one shared entity)."""
+    incidence = chunk_entity
+    if max_df is not None:
+        df = np.asarray(incidence.sum(axis=0)).ravel()
+        incidence = incidence[:, np.flatnonzero(df <= max_df)]
+    shared = (incidence @ incidence.T).tocsr()
+    shared.setdiag(0)
+    shared.eliminate_zeros()
+    shared.data[:] = 1.0
+    return shared

@@ -1,0 +1,277 @@
+"""Offline extraction: no LLM, no model download, deterministic.
+
+- **Entities**: mentions linked to the corpus's own page titles (and their aliases: title without
+  the parenthetical, part before a comma), longest match first; other capitalised spans as
+  unlinked named entities; each chunk also carries its own page's entity, which is what links a
+  passage that mentions X to X's page (GNN-Ret's link edges, spec gnn_ret §2.5, own-title option).
+- **Keywords** (IIER §2.2): five per chunk, the chunk's rarest mentioned entities (tf·idf), then
+  salient content words; never the chunk's own title.
+- **Triples**: within a sentence, subject = the first entity (the page's entity when the sentence
+  opens with a pronoun), object = each later entity or year, predicate = the content words between
+  them. Pattern-based relation extraction over linked mentions: cruder than an LLM, but honest and
+  fast (seconds for thousands of chunks).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from itertools import pairwise
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from tqdm.auto import tqdm
+
+from graph_store.chunking import split_sentences
+from graph_store.documents import Chunk
+
+from .base import Extraction, Triple
+from .normalise import title_aliases
+
+_TOKEN = re.compile(r"\w+(?:['’.\-]\w+)*")
+_YEAR = re.compile(r"1[0-9]{3}|20[0-9]{2}")
+CONNECTORS = frozenset("""of the de da del der di du van von la le for on in upon""".split())
+# A full stop after these does not end a sentence ("Robert G. Vignola", "St. Louis").
+ABBREVIATION = re.compile(
+    r"(?:\b[A-Z]|\b(?:St|Mr|Mrs|Dr|Jr|Sr|Co|Inc|Ltd|Mt|No|Gen|Col|Lt|Sgt|Capt|Rev|Prof|vs))\.$"
+)
+PRONOUNS = frozenset("""he she it they his her its their this these""".split())
+STOPWORDS = frozenset(
+    """a an and are as at be been but by for from had has have he her his i if in into is it
+    its of on or she that the their them then there these they this to was were which while
+    who whom with after before during when where also not no one two three other such than
+    most more many some all any each both between about over under up out only january
+    february march april may june july august september october november december monday
+    tuesday wednesday thursday friday saturday sunday mr mrs dr however although because
+    since until though whose what why how would could should can will""".split()
+)
+KEYWORDS_PER_CHUNK = 5
+MAX_PREDICATE_GAP = 12  # tokens between subject and object beyond which no relation is read
+MAX_PREDICATE_WORDS = 4
+
+
+def token_key(text: str) -> str:
+    """Return the matching key of a name: its lower-cased word tokens joined by spaces."""
+    return " ".join(_TOKEN.findall(text.replace("’", "'").lower()))
+
+
+@dataclass(frozen=True, slots=True)
+class Mention:
+    """An entity or year found in a sentence, with token positions [start, end)."""
+
+    key: str
+    start: int
+    end: int
+    is_date: bool = False
+
+
+class TitleIndex:
+    """Aliases of the corpus's page titles → the page entity, for longest-match linking."""
+
+    def __init__(self, titles: Sequence[str], common_words: frozenset[str] = frozenset()) -> None:
+        """Index the titles' aliases; one-word aliases the corpus uses in lower case are skipped.
+
+        ("Love, Honor and Behave" must not claim every "love".)
+        """
+        self.aliases: dict[str, str] = {}
+        for title in sorted(set(titles)):
+            entity = token_key(title)
+            for alias in title_aliases(title):
+                key = token_key(alias)
+                if key and key not in STOPWORDS and (" " in key or key not in common_words):
+                    self.aliases.setdefault(key, entity)
+        self.longest = max((len(k.split()) for k in self.aliases), default=0)
+
+    def match(self, words: list[str], start: int) -> tuple[str, int] | None:
+        """Return (entity, end) of the longest alias starting at ``words[start]``."""
+        for end in range(min(len(words), start + self.longest), start, -1):
+            entity = self.aliases.get(" ".join(words[start:end]))
+            if entity is not None:
+                return entity, end
+        return None
+
+
+def extraction_sentences(text: str) -> list[str]:
+    """Split into sentences, re-joining splits made after initials and abbreviations."""
+    out: list[str] = []
+    for sentence in split_sentences(text):
+        if out and ABBREVIATION.search(out[-1]):
+            out[-1] = f"{out[-1]} {sentence}"
+        else:
+            out.append(sentence)
+    return out
+
+
+def find_mentions(sentence: str, titles: TitleIndex) -> tuple[list[str], list[Mention]]:
+    """Return the sentence's lower-cased tokens and its mentions, in order."""
+    found = list(_TOKEN.finditer(sentence))
+    raw = [m.group() for m in found]
+    # A span never crosses punctuation: "Ronald Howard, Mary Germaine" is two names.
+    joined = [
+        sentence[a.end() : b.start()].isspace() for a, b in zip(found, found[1:], strict=False)
+    ]
+    words = [w.replace("’", "'").lower() for w in raw]
+    mentions: list[Mention] = []
+    i = 0
+    while i < len(raw):
+        if _YEAR.fullmatch(raw[i]):
+            mentions.append(Mention(raw[i], i, i + 1, is_date=True))
+            i += 1
+        elif not raw[i][0].isupper():
+            i += 1
+        elif linked := titles.match(words, i):
+            mentions.append(Mention(linked[0], i, linked[1]))
+            i = linked[1]
+        else:
+            end = _span_end(raw, joined, i)
+            if key := _span_key(words, i, end):
+                mentions.append(Mention(titles.aliases.get(key, key), i, end))
+            i = end
+    return words, mentions
+
+
+def _span_key(words: list[str], start: int, end: int) -> str:
+    """Return the key of a capitalised span without edge stop words ("When Guy's" → "guy")."""
+    span = list(words[start:end])
+    while span and span[0] in STOPWORDS:
+        span.pop(0)
+    while span and span[-1] in STOPWORDS | CONNECTORS:
+        span.pop()
+    if span and span[-1].endswith("'s"):
+        span[-1] = span[-1][:-2]
+    key = " ".join(span)
+    return key if len(key) > 1 and not key.isdigit() else ""
+
+
+def _span_end(raw: list[str], joined: list[bool], start: int) -> int:
+    """Extend a capitalised span over capitalised words and inner connectors ("of", "van")."""
+    end = start + 1
+    while end < len(raw) and joined[end - 1]:
+        if raw[end][0].isupper() and not _YEAR.fullmatch(raw[end]):
+            end += 1
+        elif (
+            raw[end].lower() in CONNECTORS
+            and end + 1 < len(raw)
+            and joined[end]
+            and raw[end + 1][0].isupper()
+        ):
+            end += 2
+        else:
+            break
+    return end
+
+
+def read_triples(words: list[str], mentions: list[Mention], page: str) -> list[Triple]:
+    """Read (subject, predicate, object) triples from one sentence's mentions."""
+    if words and words[0] in PRONOUNS:
+        subject, subject_end = page, 1
+        objects = [m for m in mentions if m.start >= 1]
+    else:
+        first = next((m for m in mentions if not m.is_date), None)
+        if first is None:
+            return []
+        subject, subject_end = first.key, first.end
+        objects = [m for m in mentions if m.start >= first.end]
+    inside = {i for m in mentions for i in range(m.start, m.end)}
+    triples = []
+    for obj in objects:
+        if obj.key == subject or obj.start - subject_end > MAX_PREDICATE_GAP:
+            continue
+        # The predicate is the plain words between subject and object: no other mention, no
+        # numbers, no stop words ("was born in 1950 in" → "born").
+        between = [
+            w
+            for i, w in enumerate(words[subject_end : obj.start], start=subject_end)
+            if i not in inside and w not in STOPWORDS and not any(ch.isdigit() for ch in w)
+        ]
+        predicate = " ".join(between[-MAX_PREDICATE_WORDS:]) or "related to"
+        triples.append(Triple(subject, predicate, obj.key))
+    return triples
+
+
+@dataclass
+class _ChunkReading:
+    entities: list[str]
+    triples: list[Triple]
+    entity_counts: Counter[str]
+    word_counts: Counter[str]
+
+
+class OfflineExtractor:
+    """Entities, keywords and triples by title linking and patterns; see the module docstring."""
+
+    name = "offline"
+
+    def extract(self, chunks: Sequence[Chunk], show_progress: bool = False) -> list[Extraction]:
+        """Extract every chunk; keywords need corpus statistics, so all chunks come at once."""
+        lower_case = frozenset(w for c in chunks for w in _TOKEN.findall(c.text) if w[0].islower())
+        titles = TitleIndex([c.title for c in chunks if c.title], lower_case)
+        readings = [
+            self._read(chunk, titles)
+            for chunk in tqdm(chunks, desc="extracting", unit="chunk", disable=not show_progress)
+        ]
+        entity_df = Counter(e for r in readings for e in r.entity_counts)
+        word_df = Counter(w for r in readings for w in r.word_counts)
+        n = max(len(chunks), 1)
+        return [
+            Extraction(
+                chunk_id=chunk.id,
+                entities=tuple(reading.entities),
+                keywords=tuple(_keywords(chunk, reading, entity_df, word_df, n)),
+                triples=tuple(dict.fromkeys(reading.triples)),
+            )
+            for chunk, reading in zip(chunks, readings, strict=True)
+        ]
+
+    @staticmethod
+    def _read(chunk: Chunk, titles: TitleIndex) -> _ChunkReading:
+        page = token_key(chunk.title) if chunk.title else ""
+        entities = [page] if page else []
+        triples: list[Triple] = []
+        entity_counts: Counter[str] = Counter()
+        word_counts: Counter[str] = Counter()
+        for sentence in extraction_sentences(chunk.text):
+            words, mentions = find_mentions(sentence, titles)
+            mentions = [_resolve_to_page(m, page) for m in mentions]
+            found = [m.key for m in mentions if not m.is_date]
+            entity_counts.update(found)
+            entities.extend(found)
+            word_counts.update(w for w in words if len(w) > 3 and w not in STOPWORDS)
+            if page or found:
+                triples.extend(read_triples(words, mentions, page or found[0]))
+        return _ChunkReading(list(dict.fromkeys(entities)), triples, entity_counts, word_counts)
+
+
+def _resolve_to_page(mention: Mention, page: str) -> Mention:
+    """Map a part of the page's own name ("Boritzer" in "Etan Boritzer") to the page."""
+    if mention.is_date or not page or mention.key == page:
+        return mention
+    words, name = mention.key.split(), page.split()
+    if len(words) < len(name) and (name[: len(words)] == words or name[-len(words) :] == words):
+        return Mention(page, mention.start, mention.end)
+    return mention
+
+
+def _keywords(
+    chunk: Chunk, reading: _ChunkReading, entity_df: Counter[str], word_df: Counter[str], n: int
+) -> list[str]:
+    """Pick the chunk's most distinctive entities, then words, by tf·idf; never its own title."""
+    page = token_key(chunk.title) if chunk.title else ""
+
+    def idf(df: int) -> float:
+        return math.log((n + 1) / (df + 0.5))
+
+    ranked = sorted(
+        ((tf * idf(entity_df[e]), e) for e, tf in reading.entity_counts.items() if e != page),
+        key=lambda pair: (-pair[0], pair[1]),
+    )
+    chosen = [e for _, e in ranked[:KEYWORDS_PER_CHUNK]]
+    if len(chosen) < KEYWORDS_PER_CHUNK:
+        taken = {w for e in chosen for w in e.split()} | set(page.split())
+        words = sorted(
+            ((tf * idf(word_df[w]), w) for w, tf in reading.word_counts.items() if w not in taken),
+            key=lambda pair: (-pair[0], pair[1]),
+        )
+        chosen += [w for _, w in words[: KEYWORDS_PER_CHUNK - len(chosen)]]
+    return chosen

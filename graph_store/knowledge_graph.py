@@ -1,0 +1,160 @@
+"""The knowledge graph (GEAR §2, ToG-2 §8.3): entities, triples, and where each came from.
+
+Every triple points to exactly one chunk. Adjacency is kept as two sparse incidence matrices:
+triples × entities (head or tail) and chunks × entities (mentions), from which
+entity → triples, entity → chunks and triple neighbours (triples sharing a head or tail entity)
+are row lookups. Triple texts are embedded in their own Chroma collection (see graph_build).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import networkx as nx
+import numpy as np
+import scipy.sparse as sp
+
+from .extraction import Extraction, Triple
+
+
+@dataclass(frozen=True, slots=True)
+class StoredTriple:
+    """A triple with its id and the chunk it was read from."""
+
+    id: str
+    subject: str
+    predicate: str
+    object: str
+    chunk_id: str
+
+    @property
+    def text(self) -> str:
+        """Return the searchable text "s p o"."""
+        return f"{self.subject} {self.predicate} {self.object}"
+
+
+def triple_id(chunk_id: str, triple: Triple) -> str:
+    """Return a stable id for a triple of a chunk."""
+    key = f"{chunk_id}\x1f{triple.subject}\x1f{triple.predicate}\x1f{triple.object}"
+    return hashlib.sha1(key.encode("utf-8")).hexdigest()[:16]
+
+
+class KnowledgeGraph:
+    """Entities, triples and their incidence with chunks."""
+
+    def __init__(
+        self,
+        entities: list[str],
+        triples: list[StoredTriple],
+        chunk_ids: list[str],
+        triple_entity: sp.csr_matrix,
+        chunk_entity: sp.csr_matrix,
+    ) -> None:
+        self.entities = entities
+        self.entity_position = {e: i for i, e in enumerate(entities)}
+        self.triples = triples
+        self.triple_position = {t.id: i for i, t in enumerate(triples)}
+        self.chunk_ids = chunk_ids
+        self.chunk_position = {c: i for i, c in enumerate(chunk_ids)}
+        self.triple_entity = triple_entity
+        self.entity_triple = triple_entity.T.tocsr()
+        self.chunk_entity = chunk_entity
+        self.entity_chunk = chunk_entity.T.tocsr()
+
+    def triples_of(self, entity: str) -> list[StoredTriple]:
+        """Return the triples whose subject or object is ``entity``."""
+        row = self.entity_position.get(entity)
+        return [] if row is None else [self.triples[i] for i in _row(self.entity_triple, row)]
+
+    def chunks_of(self, entity: str) -> list[str]:
+        """Return the ids of the chunks that mention ``entity``."""
+        row = self.entity_position.get(entity)
+        return [] if row is None else [self.chunk_ids[i] for i in _row(self.entity_chunk, row)]
+
+    def triple_neighbours(self, triple: str) -> list[StoredTriple]:
+        """Return the triples sharing a head or tail entity with ``triple`` (itself excluded)."""
+        row = self.triple_position[triple]
+        entities = _row(self.triple_entity, row)
+        found = sorted({t for e in entities for t in _row(self.entity_triple, e)} - {row})
+        return [self.triples[i] for i in found]
+
+    def save(self, directory: Path) -> None:
+        """Write entities, triples and the two incidence matrices."""
+        directory.mkdir(parents=True, exist_ok=True)
+        (directory / "entities.json").write_text(json.dumps(self.entities), encoding="utf-8")
+        with (directory / "triples.jsonl").open("w", encoding="utf-8") as handle:
+            for t in self.triples:
+                handle.write(
+                    json.dumps(
+                        [t.id, t.subject, t.predicate, t.object, t.chunk_id], ensure_ascii=False
+                    )
+                    + "\n"
+                )
+        (directory / "kg-chunks.json").write_text(json.dumps(self.chunk_ids), encoding="utf-8")
+        sp.save_npz(directory / "kg-triple-entity.npz", self.triple_entity)
+        sp.save_npz(directory / "kg-chunk-entity.npz", self.chunk_entity)
+
+    @classmethod
+    def load(cls, directory: Path) -> KnowledgeGraph:
+        """Read a graph written by :meth:`save`."""
+        lines = (directory / "triples.jsonl").read_text(encoding="utf-8").splitlines()
+        return cls(
+            json.loads((directory / "entities.json").read_text(encoding="utf-8")),
+            [StoredTriple(*json.loads(line)) for line in lines if line],
+            json.loads((directory / "kg-chunks.json").read_text(encoding="utf-8")),
+            sp.load_npz(directory / "kg-triple-entity.npz").tocsr(),
+            sp.load_npz(directory / "kg-chunk-entity.npz").tocsr(),
+        )
+
+    def to_networkx(self) -> nx.MultiDiGraph:
+        """Return entities as nodes and triples as directed edges (predicate, chunk_id)."""
+        graph = nx.MultiDiGraph()
+        graph.add_nodes_from(self.entities)
+        for t in self.triples:
+            graph.add_edge(
+                t.subject, t.object, key=t.id, predicate=t.predicate, chunk_id=t.chunk_id
+            )
+        return graph
+
+
+def build_knowledge_graph(
+    chunk_ids: Sequence[str], extractions: Sequence[Extraction]
+) -> KnowledgeGraph:
+    """Collect entities and triples of every chunk into one graph (no entity disambiguation)."""
+    triples = [
+        StoredTriple(triple_id(e.chunk_id, t), t.subject, t.predicate, t.object, e.chunk_id)
+        for e in extractions
+        for t in dict.fromkeys(e.triples)
+    ]
+    entities = sorted(
+        {x for e in extractions for x in e.entities}
+        | {x for t in triples for x in (t.subject, t.object)}
+    )
+    position = {e: i for i, e in enumerate(entities)}
+    triple_entity = _incidence(
+        [(i, position[x]) for i, t in enumerate(triples) for x in {t.subject, t.object}],
+        (len(triples), len(entities)),
+    )
+    mentions = [
+        (row, position[x])
+        for row, e in enumerate(extractions)
+        for x in set(e.entities) | {y for t in e.triples for y in (t.subject, t.object)}
+    ]
+    chunk_entity = _incidence(mentions, (len(chunk_ids), len(entities)))
+    return KnowledgeGraph(entities, triples, list(chunk_ids), triple_entity, chunk_entity)
+
+
+def _incidence(pairs: list[tuple[int, int]], shape: tuple[int, int]) -> sp.csr_matrix:
+    rows = np.fromiter((a for a, _ in pairs), dtype=np.int64, count=len(pairs))
+    cols = np.fromiter((b for _, b in pairs), dtype=np.int64, count=len(pairs))
+    matrix = sp.csr_matrix((np.ones(len(pairs), dtype=np.float32), (rows, cols)), shape=shape)
+    matrix.data[:] = 1.0  # duplicates summed by the constructor become 1 again
+    return matrix
+
+
+def _row(matrix: sp.csr_matrix, row: int) -> list[int]:
+    return matrix.indices[matrix.indptr[row] : matrix.indptr[row + 1]].tolist()

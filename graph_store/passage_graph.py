@@ -1,0 +1,200 @@
+"""The passage graph (GNN-Ret §2, IIER §2): chunks as nodes, typed and weighted edges.
+
+Each edge type is one symmetric sparse matrix over the index's chunks (the order of
+``chunks.jsonl``), so neighbour lookups and message passing are sparse products, not Python loops:
+
+- ``structural``: consecutive chunks of one document, weight 1 (GNN-Ret §2.4, IIER §2.4);
+- ``entity``: chunks sharing an entity (GNN-Ret's shared links), weight = shared entities;
+  entities in more than ``max_entity_df`` chunks ("United States") make no edges, or they would
+  flood every degree;
+- ``keyword``: chunks sharing at least ``keyword_min_shared`` keywords, weight = that count
+  (IIER §2.6, the code's ≥ 2);
+- ``semantic``: each chunk to its ``semantic_k`` most similar chunks with cosine ≥
+  ``semantic_min_sim``, weight = the similarity (IIER §2.5).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import networkx as nx
+import numpy as np
+import scipy.sparse as sp
+
+from .documents import Chunk
+from .extraction import Extraction
+
+EDGE_TYPES = ("structural", "entity", "keyword", "semantic")
+FEATURES = ("structural", "semantic", "keyword", "entity")
+"""Order of :meth:`PassageGraph.edge_features`: IIER's r(u, n) = [a_struct, s_sem, c_kw], then
+the number of shared entities."""
+KEYWORD_FEATURE_CAP = 5  # IIER code: min(count, 5)
+
+
+@dataclass(frozen=True)
+class PassageGraphSettings:
+    """Density knobs of the passage graph."""
+
+    max_entity_df: int = 30
+    keyword_min_shared: int = 2
+    semantic_k: int = 5
+    semantic_min_sim: float = 0.5
+
+
+class PassageGraph:
+    """Typed sparse adjacency over chunk ids."""
+
+    def __init__(self, ids: list[str], edges: dict[str, sp.csr_matrix]) -> None:
+        self.ids = ids
+        self.position = {chunk_id: i for i, chunk_id in enumerate(ids)}
+        self.edges = edges
+
+    def adjacency(self, types: Sequence[str] = EDGE_TYPES, binary: bool = True) -> sp.csr_matrix:
+        """Return the union of the given edge types (0/1 entries when ``binary``)."""
+        total = sp.csr_matrix((len(self.ids), len(self.ids)), dtype=np.float32)
+        for kind in types:
+            part = self.edges[kind]
+            total = total + ((part != 0).astype(np.float32) if binary else part)
+        if binary:
+            total.data[:] = 1.0
+        return total.tocsr()
+
+    def neighbours(self, chunk_id: str, types: Sequence[str] = EDGE_TYPES) -> list[str]:
+        """Return the ids of a chunk's neighbours over the given edge types."""
+        row = self.position[chunk_id]
+        found: set[int] = set()
+        for kind in types:
+            matrix = self.edges[kind]
+            found.update(matrix.indices[matrix.indptr[row] : matrix.indptr[row + 1]].tolist())
+        return [self.ids[i] for i in sorted(found)]
+
+    def edge_features(self, u: str, candidates: Sequence[str]) -> np.ndarray:
+        """Return one row [structural, semantic, keyword (≤ 5), shared entities] per candidate.
+
+        Zeros where no edge of that type joins the pair; defined for every pair (IIER's r(u, n)).
+        """
+        row = self.position[u]
+        cols = [self.position[c] for c in candidates]
+        out = np.zeros((len(cols), len(FEATURES)), dtype=np.float32)
+        for j, kind in enumerate(FEATURES):
+            out[:, j] = self.edges[kind][row, cols].toarray().ravel() if cols else 0
+        out[:, 2] = np.minimum(out[:, 2], KEYWORD_FEATURE_CAP)
+        return out
+
+    def degrees(self, types: Sequence[str] = EDGE_TYPES) -> np.ndarray:
+        """Return each node's number of distinct neighbours over the given types."""
+        return np.diff(self.adjacency(types).indptr)
+
+    def save(self, directory: Path) -> None:
+        """Write one .npz per edge type and the node order."""
+        directory.mkdir(parents=True, exist_ok=True)
+        (directory / "nodes.json").write_text(json.dumps(self.ids), encoding="utf-8")
+        for kind, matrix in self.edges.items():
+            sp.save_npz(directory / f"passages-{kind}.npz", matrix)
+
+    @classmethod
+    def load(cls, directory: Path) -> PassageGraph:
+        """Read a graph written by :meth:`save`."""
+        ids = json.loads((directory / "nodes.json").read_text(encoding="utf-8"))
+        edges = {k: sp.load_npz(directory / f"passages-{k}.npz").tocsr() for k in EDGE_TYPES}
+        return cls(ids, edges)
+
+    def to_networkx(self) -> nx.MultiGraph:
+        """Return a networkx MultiGraph: one edge per (pair, type), with ``type`` and ``weight``."""
+        graph = nx.MultiGraph()
+        graph.add_nodes_from(self.ids)
+        for kind, matrix in self.edges.items():
+            upper = sp.triu(matrix, k=1).tocoo()
+            for i, j, w in zip(upper.row, upper.col, upper.data, strict=True):
+                graph.add_edge(self.ids[i], self.ids[j], type=kind, weight=float(w))
+        return graph
+
+
+def build_passage_graph(
+    chunks: Sequence[Chunk],
+    extractions: Sequence[Extraction],
+    embeddings: np.ndarray,
+    settings: PassageGraphSettings,
+) -> PassageGraph:
+    """Build every edge type over ``chunks`` (extractions and embeddings in the same order)."""
+    ids = [c.id for c in chunks]
+    edges = {
+        "structural": structural_edges(chunks),
+        "entity": shared_item_edges([e.entities for e in extractions], 1, settings.max_entity_df),
+        "keyword": shared_item_edges(
+            [e.keywords for e in extractions], settings.keyword_min_shared, None
+        ),
+        "semantic": semantic_edges(embeddings, settings.semantic_k, settings.semantic_min_sim),
+    }
+    return PassageGraph(ids, edges)
+
+
+def structural_edges(chunks: Sequence[Chunk]) -> sp.csr_matrix:
+    """Link chunk i and i+1 of the same document."""
+    where = {(c.doc_id, c.position): i for i, c in enumerate(chunks)}
+    pairs = [
+        (i, where[(c.doc_id, c.position + 1)])
+        for i, c in enumerate(chunks)
+        if (c.doc_id, c.position + 1) in where
+    ]
+    return _symmetric(pairs, np.ones(len(pairs), dtype=np.float32), len(chunks))
+
+
+def shared_item_edges(
+    items: Sequence[Sequence[str]], min_shared: int, max_df: int | None
+) -> sp.csr_matrix:
+    """Link chunks sharing ≥ ``min_shared`` items (entities, keywords); weight = shared count."""
+    vocab: dict[str, int] = {}
+    rows, cols = [], []
+    for row, chunk_items in enumerate(items):
+        for item in set(chunk_items):
+            rows.append(row)
+            cols.append(vocab.setdefault(item, len(vocab)))
+    incidence = sp.csr_matrix(
+        (np.ones(len(rows), dtype=np.float32), (rows, cols)), shape=(len(items), len(vocab))
+    )
+    if max_df is not None:  # drop hub items before the product, so they never densify it
+        df = np.asarray(incidence.sum(axis=0)).ravel()
+        incidence = incidence[:, np.flatnonzero(df <= max_df)]
+    shared = (incidence @ incidence.T).tocsr()
+    shared.setdiag(0)
+    shared.data[shared.data < min_shared] = 0
+    shared.eliminate_zeros()
+    return shared.astype(np.float32)
+
+
+def semantic_edges(
+    embeddings: np.ndarray, k: int, min_sim: float, block: int = 512
+) -> sp.csr_matrix:
+    """Link each chunk to its top-``k`` cosine neighbours (self excluded) above ``min_sim``."""
+    n = len(embeddings)
+    k = min(k, n - 1)
+    if k <= 0:
+        return sp.csr_matrix((n, n), dtype=np.float32)
+    vectors = np.asarray(embeddings, dtype=np.float32)
+    rows, cols, sims = [], [], []
+    for start in range(0, n, block):
+        scores = vectors[start : start + block] @ vectors.T
+        scores[np.arange(len(scores)), np.arange(start, start + len(scores))] = -np.inf
+        # argpartition finds the top k without sorting the whole row
+        top = np.argpartition(-scores, k - 1, axis=1)[:, :k]
+        top_scores = np.take_along_axis(scores, top, axis=1)
+        keep = top_scores >= min_sim
+        rows.append(np.nonzero(keep)[0] + start)
+        cols.append(top[keep])
+        sims.append(top_scores[keep])
+    matrix = sp.csr_matrix(
+        (np.concatenate(sims), (np.concatenate(rows), np.concatenate(cols))), shape=(n, n)
+    )
+    return matrix.maximum(matrix.T).tocsr().astype(np.float32)
+
+
+def _symmetric(pairs: list[tuple[int, int]], weights: np.ndarray, n: int) -> sp.csr_matrix:
+    if not pairs:
+        return sp.csr_matrix((n, n), dtype=np.float32)
+    a, b = np.array(pairs).T
+    matrix = sp.csr_matrix((weights, (a, b)), shape=(n, n))
+    return matrix.maximum(matrix.T).tocsr().astype(np.float32)

@@ -1,0 +1,161 @@
+"""`hopgraph graph ...`: build, inspect, export and measure the passage and knowledge graphs."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import networkx as nx
+import numpy as np
+from pydantic import ValidationError
+
+from graph_store import Index
+from graph_store.graph_build import GraphSettings, build_graphs
+from graph_store.passage_graph import EDGE_TYPES
+from hopgraph.commands import index_dir, settings_from
+from hopgraph.errors import InputError
+
+
+def graph_settings(args: argparse.Namespace) -> GraphSettings:
+    """Build graph settings from the command's options (unset options keep the defaults)."""
+    given = {
+        "extractor": args.extractor,
+        "max_entity_df": args.max_entity_df,
+        "keyword_min_shared": args.keyword_min_shared,
+        "semantic_k": args.semantic_k,
+        "semantic_min_sim": args.semantic_min_sim,
+        "embed_triples": False if args.no_triple_embeddings else None,
+    }
+    try:
+        return GraphSettings(**{k: v for k, v in given.items() if v is not None})
+    except ValidationError as err:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in err.errors())
+        raise InputError(f"invalid graph setting: {problems}") from None
+
+
+def build(args: argparse.Namespace) -> None:
+    """Build both graphs of an index (atomic, like every write)."""
+    info = build_graphs(index_dir(args), graph_settings(args), show_progress=not args.quiet)
+    counts, timings = info["counts"], info["timings"]
+    edges = ", ".join(f"{k} {v}" for k, v in counts["edges"].items())
+    print(
+        f"graphs of {index_dir(args)}: {counts['chunks']} chunks; edges {edges}; "
+        f"mean degree {counts['mean_degree']:.1f}; {counts['entities']} entities, "
+        f"{counts['triples']} triples ({counts['triples_per_chunk']:.1f} per chunk); "
+        f"extraction {timings['extract_seconds']:.1f}s, graphs {timings['graph_seconds']:.1f}s, "
+        f"triple embedding {timings['triple_embed_seconds']:.1f}s"
+    )
+
+
+def _distribution(values: np.ndarray) -> dict[str, float]:
+    if not len(values):
+        return {"min": 0, "median": 0, "mean": 0, "p90": 0, "max": 0}
+    return {
+        "min": float(values.min()),
+        "median": float(np.median(values)),
+        "mean": float(values.mean()),
+        "p90": float(np.percentile(values, 90)),
+        "max": float(values.max()),
+    }
+
+
+def stats(args: argparse.Namespace) -> None:
+    """Print node and edge counts by type and degree distributions."""
+    with Index.open(index_dir(args)) as index:
+        graph, knowledge = index.passage_graph, index.knowledge_graph
+        report = {
+            "chunks": len(graph.ids),
+            "edges": {k: int(graph.edges[k].nnz // 2) for k in EDGE_TYPES},
+            "degree": {k: _distribution(graph.degrees([k])) for k in EDGE_TYPES}
+            | {"all": _distribution(graph.degrees())},
+            "entities": len(knowledge.entities),
+            "triples": len(knowledge.triples),
+            "triples_per_chunk": len(knowledge.triples) / max(len(graph.ids), 1),
+            "entities_per_chunk": float(np.diff(knowledge.chunk_entity.indptr).mean()),
+            "entity_degree_triples": _distribution(np.diff(knowledge.entity_triple.indptr)),
+            "entity_degree_chunks": _distribution(np.diff(knowledge.entity_chunk.indptr)),
+            "build": index.manifest.graph,
+        }
+    if args.json:
+        print(json.dumps(report, indent=2))
+        return
+    print(f"passage graph: {report['chunks']} chunks")
+    print(f"  {'edges':<10}" + "".join(f"{k} {v:<10}" for k, v in report["edges"].items()))
+    for kind, d in report["degree"].items():
+        print(
+            f"  degree {kind:<11} min {d['min']:.0f}  median {d['median']:.0f}  "
+            f"mean {d['mean']:.1f}  p90 {d['p90']:.0f}  max {d['max']:.0f}"
+        )
+    print(
+        f"knowledge graph: {report['entities']} entities, {report['triples']} triples "
+        f"({report['triples_per_chunk']:.1f} per chunk, "
+        f"{report['entities_per_chunk']:.1f} entities per chunk)"
+    )
+    for name in ("entity_degree_triples", "entity_degree_chunks"):
+        d = report[name]
+        print(
+            f"  {name.replace('_', ' ')}: median {d['median']:.0f}  mean {d['mean']:.1f}  "
+            f"p90 {d['p90']:.0f}  max {d['max']:.0f}"
+        )
+    build_info = report["build"]
+    print(f"extractor: {build_info['settings']['extractor']}, built {build_info['built_at']}")
+
+
+def export(args: argparse.Namespace) -> None:
+    """Write a graph as GraphML (opens in Gephi and networkx)."""
+    out = Path(args.out)
+    with Index.open(index_dir(args)) as index:
+        if args.graph == "passages":
+            graph = index.passage_graph.to_networkx()
+            for node, data in graph.nodes(data=True):
+                chunk = index.chunk(node)
+                data.update(title=chunk.title, doc_id=chunk.doc_id, position=chunk.position)
+        else:
+            graph = index.knowledge_graph.to_networkx()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    temporary = out.with_name(out.name + ".partial")
+    nx.write_graphml(graph, temporary)
+    temporary.replace(out)  # a reader never sees half a file
+    print(f"wrote {out}: {graph.number_of_nodes()} nodes, {graph.number_of_edges()} edges")
+
+
+def coverage(args: argparse.Namespace) -> None:
+    """Measure bridge coverage on a benchmark split (building the index and graphs if needed)."""
+    from evals.coverage import bridge_coverage
+    from evals.datasets import load_questions
+    from evals.runner import eval_index
+
+    data = Path(args.data)
+    questions = load_questions(data, args.split, args.limit)
+    settings = graph_settings(args)
+    index_path = Path(args.index) if args.index else None
+    index = eval_index(data, settings_from(args), index_path, not args.quiet)
+    built = index.manifest.graph
+    if args.rebuild or built is None or GraphSettings(**built["settings"]) != settings:
+        index.close()
+        build_graphs(index.directory, settings, show_progress=not args.quiet)
+        index = Index.open(index.directory)
+    with index:
+        report = bridge_coverage(index, questions, hops=args.hops)
+        counts = index.manifest.graph["counts"]
+    if args.json:
+        print(json.dumps(report | {"counts": counts}, indent=2))
+        return
+    print(
+        f"{data.name}/{args.split}: {report['questions']} multi-document questions, "
+        f"gold documents connected within {report['hops']} hops"
+    )
+    for name, row in report["passage_graph"].items():
+        print(
+            f"  passage graph {name:<20} {row['coverage']:5.1f}%   "
+            f"mean degree {row['mean_degree']:.1f}"
+        )
+    for name, row in report["knowledge_graph"].items():
+        print(
+            f"  knowledge graph {name:<18} {row['coverage']:5.1f}%   "
+            f"mean degree {row['mean_degree']:.1f}"
+        )
+    kinds = ", ".join(f"{k} {v:.1f}%" for k, v in sorted(report["by_type"].items()))
+    print(f"  passage graph (all) by question type: {kinds}")
+    print(f"  {counts['triples_per_chunk']:.1f} triples per chunk, {counts['entities']} entities")
