@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import math
 import re
-from itertools import pairwise
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 
 from tqdm.auto import tqdm
 
@@ -108,9 +108,7 @@ def find_mentions(sentence: str, titles: TitleIndex) -> tuple[list[str], list[Me
     found = list(_TOKEN.finditer(sentence))
     raw = [m.group() for m in found]
     # A span never crosses punctuation: "Ronald Howard, Mary Germaine" is two names.
-    joined = [
-        sentence[a.end() : b.start()].isspace() for a, b in zip(found, found[1:], strict=False)
-    ]
+    joined = [sentence[a.end() : b.start()].isspace() for a, b in pairwise(found)]
     words = [w.replace("’", "'").lower() for w in raw]
     mentions: list[Mention] = []
     i = 0
