@@ -7,7 +7,7 @@ import unicodedata
 
 _PAREN = re.compile(r"\s*\([^)]*\)\s*")
 _SPACE = re.compile(r"\s+")
-_EDGE_PUNCT = "\"'“”‘’.,;:!?()[]{}"
+_EDGE_PUNCT = "\"'“”‘’.,;:!?"
 
 
 def normalise(name: str) -> str:

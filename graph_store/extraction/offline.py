@@ -32,10 +32,11 @@ from .normalise import title_aliases
 _TOKEN = re.compile(r"\w+(?:['’.\-]\w+)*")
 _YEAR = re.compile(r"1[0-9]{3}|20[0-9]{2}")
 CONNECTORS = frozenset("""of the de da del der di du van von la le for on in upon""".split())
-# A full stop after these does not end a sentence ("Robert G. Vignola", "St. Louis").
-ABBREVIATION = re.compile(
-    r"(?:\b[A-Z]|\b(?:St|Mr|Mrs|Dr|Jr|Sr|Co|Inc|Ltd|Mt|No|Gen|Col|Lt|Sgt|Capt|Rev|Prof|vs))\.$"
+# A full stop after these ends neither a sentence nor a name ("Robert G. Vignola", "St. Louis").
+ABBREVIATIONS = frozenset(
+    "St Mr Mrs Dr Jr Sr Co Inc Ltd Mt No Gen Col Lt Sgt Capt Rev Prof".split()
 )
+ABBREVIATION = re.compile(r"(?:\b[A-Z]|\b(?:" + "|".join(ABBREVIATIONS) + r"))\.$")
 PRONOUNS = frozenset("""he she it they his her its their this these""".split())
 STOPWORDS = frozenset(
     """a an and are as at be been but by for from had has have he her his i if in into is it
@@ -108,7 +109,7 @@ def find_mentions(sentence: str, titles: TitleIndex) -> tuple[list[str], list[Me
     found = list(_TOKEN.finditer(sentence))
     raw = [m.group() for m in found]
     # A span never crosses punctuation: "Ronald Howard, Mary Germaine" is two names.
-    joined = [sentence[a.end() : b.start()].isspace() for a, b in pairwise(found)]
+    joined = [_joins(sentence[a.end() : b.start()], a.group()) for a, b in pairwise(found)]
     words = [w.replace("’", "'").lower() for w in raw]
     mentions: list[Mention] = []
     i = 0
@@ -140,6 +141,14 @@ def _span_key(words: list[str], start: int, end: int) -> str:
         span[-1] = span[-1][:-2]
     key = " ".join(span)
     return key if len(key) > 1 and not key.isdigit() else ""
+
+
+def _joins(gap: str, before: str) -> bool:
+    """Tell whether two tokens may belong to one name: a space, or the dot of an initial."""
+    if gap.isspace():
+        return True
+    initial = (len(before) == 1 and before.isupper()) or before in ABBREVIATIONS
+    return initial and gap.strip() == "."
 
 
 def _span_end(raw: list[str], joined: list[bool], start: int) -> int:

@@ -1,0 +1,101 @@
+import json
+import os
+
+import pytest
+
+from graph_store import Document, Index, add_documents, build_index, delete_documents, graph_build
+from graph_store.graph_build import GraphSettings, build_graphs, triples_location
+from graph_store.vdb_chroma import ChromaVectorStore
+from hopgraph.cli import main
+from hopgraph.errors import IndexStateError
+from hopgraph.settings import IndexSettings
+from tests.conftest import DOCS
+
+ALL = [Document(d["id"], d["title"], d["text"]) for d in DOCS]
+SETTINGS = GraphSettings(semantic_min_sim=0.1)
+
+
+def make(path, docs):
+    build_index(docs, path, IndexSettings(model="hashing", chunk_tokens=16), show_progress=False)
+    return build_graphs(path, SETTINGS, show_progress=False)
+
+
+def snapshot(path):
+    with Index.open(path) as idx:
+        graph, kg = idx.passage_graph, idx.knowledge_graph
+        store = ChromaVectorStore(triples_location(idx.vectors.location))
+        stored = sorted(store.collection.get(include=[])["ids"])
+        store.close()
+        return {
+            "ids": graph.ids,
+            "edges": {k: m.toarray().round(5).tolist() for k, m in graph.edges.items()},
+            "entities": kg.entities,
+            "triples": [(t.id, t.text, t.chunk_id) for t in kg.triples],
+            "stored_triples": stored,
+        }
+
+
+def test_add_then_delete_leaves_graphs_as_a_fresh_build(tmp_path):
+    make(tmp_path / "grown", ALL[:3])
+    add_documents(tmp_path / "grown", ALL[3:], show_progress=False)
+    delete_documents(tmp_path / "grown", ["d1"])
+    make(tmp_path / "fresh", ALL[1:])
+    grown, fresh = snapshot(tmp_path / "grown"), snapshot(tmp_path / "fresh")
+    assert grown == fresh
+    assert grown["stored_triples"] == sorted(t[0] for t in grown["triples"])
+    assert not any(c.startswith("d1") for t in grown["triples"] for c in [t[2]])
+    assert any(sum(map(sum, m)) for m in grown["edges"].values())  # not an empty graph
+
+
+def test_add_embeds_only_new_triples(tmp_path):
+    first = make(tmp_path / "idx", ALL[:3])
+    assert first["triples_embedded"] == first["counts"]["triples"] > 0
+    add_documents(tmp_path / "idx", ALL[3:], show_progress=False)
+    with Index.open(tmp_path / "idx") as idx:
+        info = idx.manifest.graph
+    assert 0 < info["triples_embedded"] < info["counts"]["triples"]
+
+
+def test_failed_graph_build_leaves_the_index_intact(tmp_path, monkeypatch):
+    make(tmp_path / "idx", ALL)
+    before = snapshot(tmp_path / "idx")
+    listing = sorted(os.listdir(tmp_path / "idx"))
+
+    def boom(*args, **kwargs):
+        raise RuntimeError("out of memory")
+
+    monkeypatch.setattr(graph_build, "build_knowledge_graph", boom)
+    with pytest.raises(RuntimeError):
+        build_graphs(tmp_path / "idx", GraphSettings(semantic_k=2), show_progress=False)
+    with pytest.raises(RuntimeError):  # add/delete rebuild the graphs in the same staged write
+        delete_documents(tmp_path / "idx", ["d2"])
+    assert sorted(os.listdir(tmp_path / "idx")) == listing
+    assert snapshot(tmp_path / "idx") == before
+
+
+def test_no_graphs_yet_is_a_clear_error(tmp_path, capsys):
+    build_index(ALL, tmp_path / "idx", IndexSettings(model="hashing"), show_progress=False)
+    with Index.open(tmp_path / "idx") as idx, pytest.raises(IndexStateError, match="no graphs"):
+        _ = idx.passage_graph
+    assert main(["graph", "stats", "--index", str(tmp_path / "idx")]) == 2
+    assert "hopgraph graph build" in capsys.readouterr().err
+
+
+def test_graph_cli_build_stats_export(tmp_path, capsys):
+    build_index(ALL, tmp_path / "idx", IndexSettings(model="hashing"), show_progress=False)
+    idx = str(tmp_path / "idx")
+    assert main(["graph", "build", "--index", idx, "--semantic-min-sim", "0.1", "-q"]) == 0
+    assert "triples" in capsys.readouterr().out
+    assert main(["graph", "stats", "--index", idx, "--json"]) == 0
+    stats = json.loads(capsys.readouterr().out)
+    assert stats["chunks"] == 6 and stats["edges"]["entity"] > 0
+    assert set(stats["degree"]) == {"structural", "entity", "keyword", "semantic", "all"}
+    import networkx as nx
+
+    for kind in ("passages", "knowledge"):
+        out = tmp_path / f"{kind}.graphml"
+        assert main(["graph", "export", "--index", idx, "--graph", kind, "--out", str(out)]) == 0
+        graph = nx.read_graphml(out)
+        assert graph.number_of_nodes() > 0 and graph.number_of_edges() > 0
+    assert main(["graph", "build", "--index", idx, "--semantic-min-sim", "7"]) == 2
+    assert "semantic_min_sim" in capsys.readouterr().err

@@ -1,0 +1,105 @@
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from evals.coverage import covered
+from graph_store.documents import Chunk
+from graph_store.extraction import Extraction, Triple
+from graph_store.knowledge_graph import build_knowledge_graph
+from graph_store.passage_graph import (
+    PassageGraph,
+    PassageGraphSettings,
+    build_passage_graph,
+    semantic_edges,
+    shared_item_edges,
+    structural_edges,
+)
+
+
+def test_structural_edges_link_consecutive_chunks_of_one_document():
+    chunks = [
+        Chunk("d#0", "d", "", "x", 0, 3),
+        Chunk("d#1", "d", "", "y", 1, 3),
+        Chunk("d#2", "d", "", "z", 2, 3),
+        Chunk("e", "e", "", "w"),
+    ]
+    dense = structural_edges(chunks).toarray()
+    assert dense.tolist() == [[0, 1, 0, 0], [1, 0, 1, 0], [0, 1, 0, 0], [0, 0, 0, 0]]
+
+
+def test_shared_items_weight_and_hub_cap():
+    items = [["x", "y"], ["x", "y", "hub"], ["y", "hub"], ["hub"]]
+    both = shared_item_edges(items, min_shared=1, max_df=None).toarray()
+    assert both[0, 1] == 2 and both[1, 2] == 2 and both[2, 3] == 1 and both[0, 0] == 0
+    capped = shared_item_edges(items, min_shared=1, max_df=2).toarray()  # "hub" (df 3), "y" (3)
+    assert capped.tolist() == [[0, 1, 0, 0], [1, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0]]
+    assert shared_item_edges(items, min_shared=2, max_df=None).toarray()[2, 3] == 0
+
+
+def test_semantic_top_k_above_threshold_symmetric():
+    v = np.array([[1, 0], [0.8, 0.6], [0, 1], [-1, 0]], dtype=np.float32)
+    m = semantic_edges(v, k=1, min_sim=0.5).toarray()
+    # cos(0,1) = 0.8, cos(1,2) = 0.6, cos(2,1) = 0.6; node 3's best (cos 0 with 2) < 0.5
+    assert m[0, 1] == pytest.approx(0.8) and m[1, 0] == pytest.approx(0.8)
+    assert m[1, 2] == pytest.approx(0.6) and m[2, 1] == pytest.approx(0.6)
+    assert not m[3].any() and not m[:, 3].any()
+
+
+def test_passage_graph_features_neighbours_and_round_trip(tmp_path):
+    chunks = [
+        Chunk("a", "a", "A", "t"),
+        Chunk("b#0", "b", "B", "t", 0, 2),
+        Chunk("b#1", "b", "B", "t", 1, 2),
+    ]
+    extractions = [
+        Extraction("a", ("a", "b"), ("k1", "k2")),
+        Extraction("b#0", ("b",), ("k1", "k2", "k3")),
+        Extraction("b#1", ("b",), ()),
+    ]
+    vectors = np.array([[1, 0], [0.6, 0.8], [0, 1]], dtype=np.float32)
+    graph = build_passage_graph(
+        chunks,
+        extractions,
+        vectors,
+        PassageGraphSettings(
+            max_entity_df=5, keyword_min_shared=2, semantic_k=1, semantic_min_sim=0.5
+        ),
+    )
+    # a–b#0: semantic 0.6, keywords {k1,k2}, entity {b}; b#0–b#1: structural, entity {b}
+    np.testing.assert_allclose(
+        graph.edge_features("a", ["b#0", "b#1"]), [[0, 0.6, 2, 1], [0, 0, 0, 1]], rtol=1e-6
+    )
+    np.testing.assert_allclose(graph.edge_features("b#0", ["b#1"]), [[1, 0.8, 0, 1]], rtol=1e-6)
+    assert graph.neighbours("a", ["keyword"]) == ["b#0"]
+    assert graph.degrees().tolist() == [2, 2, 2]
+    graph.save(tmp_path)
+    again = PassageGraph.load(tmp_path)
+    assert again.ids == graph.ids
+    assert all((again.edges[k] != graph.edges[k]).nnz == 0 for k in graph.edges)
+    assert again.to_networkx().number_of_edges() == sum(m.nnz // 2 for m in graph.edges.values())
+
+
+def test_knowledge_graph_lookups_by_hand():
+    extractions = [
+        Extraction("c1", ("x", "y"), (), (Triple("x", "born in", "y"), Triple("x", "son of", "z"))),
+        Extraction("c2", ("y",), (), (Triple("y", "capital of", "w"),)),
+    ]
+    kg = build_knowledge_graph(["c1", "c2"], extractions)
+    assert kg.entities == ["w", "x", "y", "z"]
+    assert {t.text for t in kg.triples_of("y")} == {"x born in y", "y capital of w"}
+    assert kg.chunks_of("y") == ["c1", "c2"] and kg.chunks_of("w") == ["c2"]
+    born = next(t for t in kg.triples if t.predicate == "born in")
+    # neighbours share a head or tail: "x son of z" (via x) and "y capital of w" (via y)
+    assert {t.text for t in kg.triple_neighbours(born.id)} == {"x son of z", "y capital of w"}
+    assert kg.triples_of("nobody") == [] and all(t.chunk_id for t in kg.triples)
+
+
+def test_coverage_connects_gold_groups_within_hops():
+    # path 0 - 1 - 2 - 3
+    a = sp.csr_matrix(
+        np.array([[0, 1, 0, 0], [1, 0, 1, 0], [0, 1, 0, 1], [0, 0, 1, 0]], dtype=np.float32)
+    )
+    assert covered(a, [[0], [2]], hops=2)
+    assert not covered(a, [[0], [3]], hops=2)
+    assert covered(a, [[0], [3]], hops=3)
+    assert covered(a, [[0], [2], [3]], hops=2)  # 0~2 and 2~3 chain the three
