@@ -93,7 +93,12 @@ def write_graphs(
     """Extract, build and save both graphs into ``staging``; sync the triple collection."""
     started = time.perf_counter()
     chunks = read_chunks(staging)
-    extractions = make_extractor(settings, directory).extract(chunks, show_progress)
+    extractor = make_extractor(settings, directory)
+    try:
+        extractions = extractor.extract(chunks, show_progress)
+    finally:
+        if hasattr(extractor, "close"):
+            extractor.close()
     extracted = time.perf_counter()
     save_extractions(staging / GRAPH_DIR, extractions)
     passages = chroma_location(staging, manifest)
@@ -118,6 +123,7 @@ def write_graphs(
             "triple_embed_seconds": time.perf_counter() - built,
         },
         "triples_embedded": embedded,
+        "llm": getattr(extractor, "stats", None),
         "built_at": now(),
     }
 

@@ -1,0 +1,79 @@
+"""One place that builds the chat model: any OpenAI-compatible endpoint through ChatOpenAI.
+
+Works with OpenAI and with local servers that speak its API (vLLM, Ollama, llama.cpp server,
+LM Studio). Configured by ``HOPGRAPH_LLM_*`` variables (falling back to ``OPENAI_*``); without a
+model and an endpoint or key, every LLM feature stops with an error that names what to set.
+"""
+
+from __future__ import annotations
+
+import os
+
+from langchain_core.language_models import BaseChatModel
+from pydantic import BaseModel, ConfigDict, Field
+
+from .errors import HopgraphError
+
+SETUP_HINT = (
+    "set HOPGRAPH_LLM_MODEL and HOPGRAPH_LLM_BASE_URL (any OpenAI-compatible server, e.g. "
+    "http://127.0.0.1:8000/v1 for vLLM or http://127.0.0.1:11434/v1 for Ollama) and, if the "
+    "server needs one, HOPGRAPH_LLM_API_KEY; for OpenAI itself OPENAI_API_KEY is enough"
+)
+
+
+class LLMSettings(BaseModel):
+    """How to reach the LLM."""
+
+    model_config = ConfigDict(frozen=True)
+
+    model: str = Field(description="model name the server knows")
+    base_url: str | None = Field(None, description="OpenAI-compatible endpoint; None = OpenAI")
+    api_key: str | None = Field(None, repr=False, description="API key (local servers: any)")
+    temperature: float = Field(0.0, ge=0, le=2)
+    timeout: float = Field(60.0, gt=0, description="seconds per request")
+    max_retries: int = Field(3, ge=0, description="retries of 429s, 5xx and timeouts, backoff")
+    max_concurrency: int = Field(4, ge=1, description="requests in flight at once")
+
+    @classmethod
+    def from_env(cls) -> LLMSettings:
+        """Read ``HOPGRAPH_LLM_*`` (then ``OPENAI_*``); raise if no LLM is configured."""
+
+        def env(name: str, fallback: str | None = None) -> str | None:
+            value = os.environ.get(f"HOPGRAPH_LLM_{name}")
+            return value or (os.environ.get(fallback) if fallback else None) or None
+
+        model = env("MODEL", "OPENAI_MODEL")
+        base_url = env("BASE_URL", "OPENAI_BASE_URL")
+        api_key = env("API_KEY", "OPENAI_API_KEY")
+        if not model or not (base_url or api_key):
+            raise HopgraphError("no LLM is configured", SETUP_HINT)
+        numbers = {
+            field: env(name)
+            for field, name in (
+                ("temperature", "TEMPERATURE"),
+                ("timeout", "TIMEOUT"),
+                ("max_retries", "MAX_RETRIES"),
+                ("max_concurrency", "MAX_CONCURRENCY"),
+            )
+        }
+        return cls(
+            model=model,
+            base_url=base_url,
+            api_key=api_key,
+            **{k: v for k, v in numbers.items() if v is not None},
+        )
+
+
+def make_chat_model(settings: LLMSettings) -> BaseChatModel:
+    """Build a ChatOpenAI client for the settings (retries with backoff are the client's)."""
+    from langchain_openai import ChatOpenAI
+
+    return ChatOpenAI(
+        model=settings.model,
+        base_url=settings.base_url,
+        # Local servers ignore the key, but the client insists on one.
+        api_key=settings.api_key or "not-needed",
+        temperature=settings.temperature,
+        timeout=settings.timeout,
+        max_retries=settings.max_retries,
+    )
