@@ -96,7 +96,7 @@ def bridge_coverage(index: Index, questions: Sequence[Question], hops: int = 2) 
             "the passage and knowledge graphs are out of step",
             "rebuild them with `hopgraph graph build`",
         )
-    max_df = index.manifest.graph["settings"]["max_entity_df"]
+    max_df = index.manifest.graph["settings"]["max_df"]
     report["knowledge_graph"] = {}
     for name, cap in (("hub-capped", max_df), ("all entities", None)):
         shared = entity_sharing(knowledge.chunk_entity, cap)

@@ -40,7 +40,7 @@ class GraphSettings(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     extractor: Literal["offline", "llm"] = Field("offline", description="who reads the chunks")
-    max_entity_df: int = Field(30, ge=1, description="entities in more chunks make no edges")
+    max_df: int = Field(30, ge=1, description="entities / keywords in more chunks: no edges")
     keyword_min_shared: int = Field(2, ge=1, description="shared keywords for a keyword edge")
     semantic_k: int = Field(5, ge=0, description="semantic neighbours per chunk")
     semantic_min_sim: float = Field(0.5, ge=-1, le=1, description="least cosine for an edge")
@@ -49,7 +49,7 @@ class GraphSettings(BaseModel):
     def passage_settings(self) -> PassageGraphSettings:
         """Return the passage-graph density knobs."""
         return PassageGraphSettings(
-            self.max_entity_df, self.keyword_min_shared, self.semantic_k, self.semantic_min_sim
+            self.max_df, self.keyword_min_shared, self.semantic_k, self.semantic_min_sim
         )
 
 

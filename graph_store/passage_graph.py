@@ -5,10 +5,10 @@ Each edge type is one symmetric sparse matrix over the index's chunks (the order
 
 - ``structural``: consecutive chunks of one document, weight 1 (GNN-Ret §2.4, IIER §2.4);
 - ``entity``: chunks sharing an entity (GNN-Ret's shared links), weight = shared entities;
-  entities in more than ``max_entity_df`` chunks ("United States") make no edges, or they would
-  flood every degree;
 - ``keyword``: chunks sharing at least ``keyword_min_shared`` keywords, weight = that count
   (IIER §2.6, the code's ≥ 2);
+- for both, an entity or keyword found in more than ``max_df`` chunks ("United States", a
+  common word) makes no edges: hubs would flood every degree and carry no evidence;
 - ``semantic``: each chunk to its ``semantic_k`` most similar chunks with cosine ≥
   ``semantic_min_sim``, weight = the similarity (IIER §2.5).
 """
@@ -38,7 +38,7 @@ KEYWORD_FEATURE_CAP = 5  # IIER code: min(count, 5)
 class PassageGraphSettings:
     """Density knobs of the passage graph."""
 
-    max_entity_df: int = 30
+    max_df: int = 30
     keyword_min_shared: int = 2
     semantic_k: int = 5
     semantic_min_sim: float = 0.5
@@ -123,9 +123,9 @@ def build_passage_graph(
     ids = [c.id for c in chunks]
     edges = {
         "structural": structural_edges(chunks),
-        "entity": shared_item_edges([e.entities for e in extractions], 1, settings.max_entity_df),
+        "entity": shared_item_edges([e.entities for e in extractions], 1, settings.max_df),
         "keyword": shared_item_edges(
-            [e.keywords for e in extractions], settings.keyword_min_shared, None
+            [e.keywords for e in extractions], settings.keyword_min_shared, settings.max_df
         ),
         "semantic": semantic_edges(embeddings, settings.semantic_k, settings.semantic_min_sim),
     }

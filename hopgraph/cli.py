@@ -183,10 +183,10 @@ def _graph_options(parser: argparse.ArgumentParser) -> None:
         help="who reads entities, keywords and triples (default offline: no LLM)",
     )
     parser.add_argument(
-        "--max-entity-df",
+        "--max-df",
         type=_positive,
         metavar="N",
-        help="entities in more than N chunks make no edges (default 30)",
+        help="entities or keywords in more than N chunks make no edges (default 30)",
     )
     parser.add_argument(
         "--keyword-min-shared",

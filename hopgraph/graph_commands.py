@@ -21,7 +21,7 @@ def graph_settings(args: argparse.Namespace) -> GraphSettings:
     """Build graph settings from the command's options (unset options keep the defaults)."""
     given = {
         "extractor": args.extractor,
-        "max_entity_df": args.max_entity_df,
+        "max_df": args.max_df,
         "keyword_min_shared": args.keyword_min_shared,
         "semantic_k": args.semantic_k,
         "semantic_min_sim": args.semantic_min_sim,

@@ -61,9 +61,7 @@ def test_passage_graph_features_neighbours_and_round_trip(tmp_path):
         chunks,
         extractions,
         vectors,
-        PassageGraphSettings(
-            max_entity_df=5, keyword_min_shared=2, semantic_k=1, semantic_min_sim=0.5
-        ),
+        PassageGraphSettings(max_df=5, keyword_min_shared=2, semantic_k=1, semantic_min_sim=0.5),
     )
     # a–b#0: semantic 0.6, keywords {k1,k2}, entity {b}; b#0–b#1: structural, entity {b}
     np.testing.assert_allclose(

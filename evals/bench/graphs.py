@@ -1,0 +1,145 @@
+"""Benchmark offline graph construction and the graph hot paths, on a real index or at scale.
+
+``python -m evals.bench.graphs --index DIR`` uses an index's chunks and stored embeddings;
+``python -m evals.bench.graphs --synthetic 100000`` makes a corpus of that many chunks whose
+texts mention each other's titles, with random unit embeddings (the embedder is benchmarked
+separately). Reported: extraction, passage-graph and knowledge-graph build times, peak memory,
+and the hot paths: neighbour lookups and one propagation step over the whole graph.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import resource
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from graph_store.documents import Chunk
+from graph_store.extraction.offline import OfflineExtractor
+from graph_store.graph_build import GraphSettings, chunk_embeddings, graph_counts
+from graph_store.index import Index
+from graph_store.knowledge_graph import build_knowledge_graph
+from graph_store.passage_graph import build_passage_graph
+
+SYLLABLES = "ka lo mi ra ven tor bel dun sha gri pol an eth ur is mon dal fen rik sor".split()
+
+
+def synthetic_corpus(n: int, seed: int = 0) -> tuple[list[Chunk], np.ndarray]:
+    """Make ``n`` one-chunk documents that mention 1–3 other titles each, and random vectors."""
+    rng = random.Random(seed)
+
+    def name() -> str:
+        return " ".join(
+            "".join(rng.choice(SYLLABLES) for _ in range(rng.randint(2, 3))).capitalize()
+            for _ in range(rng.randint(1, 3))
+        )
+
+    titles = list(dict.fromkeys(name() for _ in range(int(n * 1.2))))[:n]
+    # Lower-case filler words with a Zipf-like frequency, as in real text.
+    vocabulary = list(
+        dict.fromkeys(
+            "".join(rng.choice(SYLLABLES) for _ in range(rng.randint(1, 3))) for _ in range(20000)
+        )
+    )
+    weights = [1 / rank for rank in range(1, len(vocabulary) + 1)]
+    chunks = []
+    for i, title in enumerate(titles):
+        sentences = []
+        for _ in range(4):
+            words = rng.choices(vocabulary, weights, k=10)
+            if rng.random() < 0.6:
+                words.insert(rng.randint(1, 9), rng.choice(titles))
+            text = " ".join(words)
+            sentences.append(text[0].upper() + text[1:] + ".")
+        chunks.append(
+            Chunk(f"s{i:07d}", f"s{i:07d}", title, f"{title} is a place. " + " ".join(sentences))
+        )
+    # Vectors around one topic per 100 chunks, so semantic neighbours exist as in real corpora.
+    noise = np.random.default_rng(seed)
+    topics = noise.standard_normal((max(1, len(chunks) // 100), 384)).astype(np.float32)
+    vectors = topics[noise.integers(0, len(topics), len(chunks))]
+    vectors += 0.6 * noise.standard_normal(vectors.shape).astype(np.float32) / np.sqrt(384) * 20
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    return chunks, vectors
+
+
+def measure(chunks: list[Chunk], vectors: np.ndarray, settings: GraphSettings) -> dict:
+    """Time every stage and the hot paths."""
+    timings = {}
+    started = time.perf_counter()
+    extractions = OfflineExtractor().extract(chunks)
+    timings["extract_s"] = time.perf_counter() - started
+    started = time.perf_counter()
+    graph = build_passage_graph(chunks, extractions, vectors, settings.passage_settings())
+    timings["passage_graph_s"] = time.perf_counter() - started
+    started = time.perf_counter()
+    knowledge = build_knowledge_graph([c.id for c in chunks], extractions)
+    timings["knowledge_graph_s"] = time.perf_counter() - started
+    timings["total_s"] = sum(timings.values())
+    sample = [c.id for c in random.Random(1).sample(chunks, min(1000, len(chunks)))]
+    started = time.perf_counter()
+    for chunk_id in sample:
+        graph.neighbours(chunk_id)
+    timings["neighbours_us_per_lookup"] = (time.perf_counter() - started) / len(sample) * 1e6
+    adjacency = graph.adjacency()
+    scores = np.random.default_rng(2).random(len(chunks), dtype=np.float32)
+    started = time.perf_counter()
+    adjacency @ scores  # one message-passing step over every edge
+    timings["propagation_ms"] = (time.perf_counter() - started) * 1000
+    return {
+        "timings": timings,
+        "counts": graph_counts(graph, knowledge),
+        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the benchmark and print the figures (JSON with --out)."""
+    parser = argparse.ArgumentParser(
+        prog="python -m evals.bench.graphs",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--index", type=Path, help="an index directory")
+    source.add_argument("--synthetic", type=int, metavar="N", help="N synthetic chunks")
+    parser.add_argument("--out", type=Path, help="write the figures as JSON here")
+    args = parser.parse_args(argv)
+    settings = GraphSettings()
+    if args.index:
+        with Index.open(args.index) as index:
+            chunks = list(index.chunks.values())
+            vectors = chunk_embeddings(index.vectors.location, chunks)
+        label = str(args.index)
+    else:
+        chunks, vectors = synthetic_corpus(args.synthetic)
+        label = f"synthetic {args.synthetic}"
+    result = measure(chunks, vectors, settings) | {"source": label}
+    t, c = result["timings"], result["counts"]
+    print(f"{label}: {c['chunks']} chunks")
+    print(
+        f"  extraction {t['extract_s']:.1f} s, passage graph {t['passage_graph_s']:.1f} s, "
+        f"knowledge graph {t['knowledge_graph_s']:.1f} s, total {t['total_s']:.1f} s"
+    )
+    print(f"  edges {c['edges']}, mean degree {c['mean_degree']:.1f}")
+    print(
+        f"  {c['entities']} entities, {c['triples']} triples "
+        f"({c['triples_per_chunk']:.1f} per chunk)"
+    )
+    print(
+        f"  neighbour lookup {t['neighbours_us_per_lookup']:.0f} µs, one propagation step "
+        f"over all edges {t['propagation_ms']:.1f} ms, peak RSS {result['peak_rss_mb']:.0f} MB"
+    )
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
