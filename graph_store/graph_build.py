@@ -55,7 +55,7 @@ class GraphSettings(BaseModel):
 
 def triples_location(passages: ChromaLocation) -> ChromaLocation:
     """Return where an index's triple embeddings live: beside its passages, suffixed."""
-    return ChromaLocation(f"{passages.collection}-triples", passages.path, passages.url)
+    return passages.triples()
 
 
 def make_extractor(settings: GraphSettings, directory: Path) -> Extractor:

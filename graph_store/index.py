@@ -19,7 +19,7 @@ from .atomic import recover
 from .documents import Chunk
 from .embedding import Embedder, load_embedder
 from .kdb_bm25 import BM25Store
-from .knowledge_graph import KnowledgeGraph
+from .knowledge_graph import KnowledgeGraph, StoredTriple
 from .manifest import Manifest, read_manifest
 from .passage_graph import PassageGraph
 from .vdb_chroma import ChromaLocation, ChromaVectorStore
@@ -93,6 +93,22 @@ class Index:
     def knowledge_graph(self) -> KnowledgeGraph:
         """Load the knowledge graph (built by `hopgraph graph build`)."""
         return KnowledgeGraph.load(self._graph_dir())
+
+    def search_triples(self, query: str, k: int = 10) -> list[tuple[StoredTriple, float]]:
+        """Return the ``k`` triples whose text is most similar to ``query`` (cosine)."""
+        if not (self.manifest.graph or {}).get("settings", {}).get("embed_triples"):
+            raise IndexStateError(
+                f"{self.directory} has no triple embeddings",
+                f"build the graphs with triple embeddings: `hopgraph graph build --index "
+                f"{self.directory}`",
+            )
+        store = ChromaVectorStore(self.vectors.location.triples())
+        try:
+            scored = store.query(self.embed_query(query), k)
+        finally:
+            store.close()
+        kg = self.knowledge_graph
+        return [(kg.triples[kg.triple_position[tid]], score) for tid, score in scored]
 
     def _graph_dir(self) -> Path:
         if self.manifest.graph is None:

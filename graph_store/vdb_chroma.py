@@ -34,6 +34,10 @@ class ChromaLocation:
     path: Path | None = None
     url: str | None = None
 
+    def triples(self) -> ChromaLocation:
+        """Return the location of the triple collection that goes with these passages."""
+        return ChromaLocation(f"{self.collection}-triples", self.path, self.url)
+
     def describe(self) -> str:
         """Return a short human description."""
         return f"{self.url or self.path} [{self.collection}]"

@@ -99,3 +99,13 @@ def test_graph_cli_build_stats_export(tmp_path, capsys):
         assert graph.number_of_nodes() > 0 and graph.number_of_edges() > 0
     assert main(["graph", "build", "--index", idx, "--semantic-min-sim", "7"]) == 2
     assert "semantic_min_sim" in capsys.readouterr().err
+
+
+def test_triples_are_searchable_by_text(tmp_path):
+    make(tmp_path / "idx", ALL)
+    with Index.open(tmp_path / "idx") as idx:
+        found = idx.search_triples("Mountrail County seat Stanley", k=3)
+        assert len(found) == 3
+        best, score = found[0]
+        assert "mountrail county" in best.text and best.chunk_id == "d5"
+        assert score >= found[-1][1]
