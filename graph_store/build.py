@@ -143,7 +143,13 @@ def add_documents(
         embeddings = embed_chunks(new_chunks, embedder, show_progress)
         embed_seconds = time.perf_counter() - t0
         chunks = sorted(existing + new_chunks, key=lambda c: c.id)
-        _rewrite(directory, old, chunks, lambda store: store.upsert(new_chunks, embeddings))
+        _rewrite(
+            directory,
+            old,
+            chunks,
+            lambda store: store.upsert(new_chunks, embeddings),
+            show_progress,
+        )
     return _write_report(
         directory,
         chunks,
@@ -177,7 +183,7 @@ def delete_documents(directory: str | Path, doc_ids: Sequence[str]) -> WriteRepo
                 "deleting these documents would leave the index empty",
                 "remove the index directory instead",
             )
-        _rewrite(directory, old, chunks, lambda store: store.delete(removed))
+        _rewrite(directory, old, chunks, lambda store: store.delete(removed), False)
     return _write_report(
         directory, chunks, added=0, removed=len(removed), started=started, embed_seconds=0.0
     )
@@ -207,6 +213,7 @@ def _rewrite(
     old: Manifest,
     chunks: list[Chunk],
     change: Callable[[ChromaVectorStore], None],
+    show_progress: bool,
 ) -> None:
     """Stage a copy of the index with ``change`` applied to its vectors, then swap it in."""
     location = _new_location(old.settings, directory)
@@ -232,7 +239,7 @@ def _rewrite(
             manifest = _manifest(old.settings, old.embedder, location, chunks, old.created_at)
             if old.graph:
                 settings = GraphSettings.model_validate(old.graph["settings"])
-                manifest.graph = write_graphs(staging, directory, manifest, settings, False)
+                manifest.graph = write_graphs(staging, directory, manifest, settings, show_progress)
             manifest.write(staging)
     except BaseException:
         _drop_server_collection(location)

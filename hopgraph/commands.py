@@ -51,6 +51,7 @@ def index(args: argparse.Namespace) -> None:
     settings = settings_from(args)
     docs = load_documents(args.source)
     _report("built", build_index(docs, index_dir(args), settings, show_progress=not args.quiet))
+    print(f"next: `hopgraph graph build --index {index_dir(args)}` for the graph methods")
 
 
 def add(args: argparse.Namespace) -> None:
