@@ -8,7 +8,6 @@ BM25, manifest). Target: build ≤ 1.3 × embedding alone.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import resource
 import sys
@@ -16,6 +15,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from evals.bench import save_json
 from evals.datasets import load_questions
 from evals.metrics import percentile
 from graph_store import Index, build_index, load_documents
@@ -113,8 +113,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  query {name:<8} p50 {t['p50_ms']:6.1f} ms   p95 {t['p95_ms']:6.1f} ms")
     print(f"  peak RSS {peak_mb:.0f} MB")
     if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+        save_json(args.out, result)
     return 0
 
 

@@ -10,7 +10,6 @@ and the hot paths: neighbour lookups and one propagation step over the whole gra
 from __future__ import annotations
 
 import argparse
-import json
 import random
 import resource
 import sys
@@ -19,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from evals.bench import save_json
 from graph_store.documents import Chunk
 from graph_store.extraction.offline import OfflineExtractor
 from graph_store.graph_build import GraphSettings, chunk_embeddings, graph_counts
@@ -136,8 +136,7 @@ def main(argv: list[str] | None = None) -> int:
         f"over all edges {t['propagation_ms']:.1f} ms, peak RSS {result['peak_rss_mb']:.0f} MB"
     )
     if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+        save_json(args.out, result)
     return 0
 
 
