@@ -109,3 +109,37 @@ def test_triples_are_searchable_by_text(tmp_path):
         best, score = found[0]
         assert "mountrail county" in best.text and best.chunk_id == "d5"
         assert score >= found[-1][1]
+
+
+def test_graph_coverage_command_on_a_tiny_dataset(tmp_path, capsys):
+    from tests.conftest import write_jsonl
+
+    data = tmp_path / "tiny"
+    data.mkdir()
+    write_jsonl(data / "corpus.jsonl", DOCS)
+    write_jsonl(
+        data / "dev.jsonl",
+        [
+            # d4 mentions Mountrail County, whose page is d5: one entity hop
+            {"id": "q1", "question": "?", "gold_ids": ["d4", "d5"], "type": "bridge"},
+            # d1 and d6 share nothing, and no two-hop path joins them
+            {"id": "q2", "question": "?", "gold_ids": ["d1", "d6"], "type": "comparison"},
+        ],
+    )
+    argv = [
+        "graph",
+        "coverage",
+        "--data",
+        str(data),
+        "--model",
+        "hashing",
+        "--json",
+        "-q",
+        "--semantic-k",
+        "0",
+    ]
+    assert main(argv) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["questions"] == 2
+    assert report["by_type"] == {"bridge": 100.0, "comparison": 0.0}
+    assert report["passage_graph"]["structural+entity"]["coverage"] == 50.0
