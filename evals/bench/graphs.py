@@ -39,7 +39,10 @@ def synthetic_corpus(n: int, seed: int = 0) -> tuple[list[Chunk], np.ndarray]:
             for _ in range(rng.randint(1, 3))
         )
 
-    titles = list(dict.fromkeys(name() for _ in range(int(n * 1.2))))[:n]
+    unique: dict[str, None] = {}
+    while len(unique) < n:
+        unique[name()] = None
+    titles = list(unique)
     # Lower-case filler words with a Zipf-like frequency, as in real text.
     vocabulary = list(
         dict.fromkeys(
