@@ -45,6 +45,11 @@ class GraphSettings(BaseModel):
     semantic_k: int = Field(5, ge=0, description="semantic neighbours per chunk")
     semantic_min_sim: float = Field(0.5, ge=-1, le=1, description="least cosine for an edge")
     embed_triples: bool = Field(True, description="embed triples so they can be searched by text")
+    llm_prompts: tuple[Literal["gear", "iier", "gnn_ret"], ...] = Field(
+        ("gear", "iier"),
+        min_length=1,
+        description="LLM prompt sets: GEAR entities + triples, IIER keywords, GNN-Ret links",
+    )
 
     def passage_settings(self) -> PassageGraphSettings:
         """Return the passage-graph density knobs."""
@@ -64,7 +69,7 @@ def make_extractor(settings: GraphSettings, directory: Path) -> Extractor:
         return OfflineExtractor()
     from .extraction.llm import LLMExtractor
 
-    return LLMExtractor.from_environment(cache_path=llm_cache_path(directory))
+    return LLMExtractor.from_environment(llm_cache_path(directory), settings.llm_prompts)
 
 
 def llm_cache_path(directory: Path) -> Path:

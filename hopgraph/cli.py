@@ -207,6 +207,12 @@ def _graph_options(parser: argparse.ArgumentParser) -> None:
         help="least cosine similarity for a semantic edge (default 0.5)",
     )
     parser.add_argument(
+        "--llm-prompts",
+        metavar="LIST",
+        help="with --extractor llm: prompt sets among gear (entities + triples), iier "
+        "(keywords), gnn_ret (entity links); default gear,iier",
+    )
+    parser.add_argument(
         "--no-triple-embeddings",
         action="store_true",
         help="skip embedding triples (they cannot then be searched by text)",

@@ -26,12 +26,17 @@ def graph_settings(args: argparse.Namespace) -> GraphSettings:
         "semantic_k": args.semantic_k,
         "semantic_min_sim": args.semantic_min_sim,
         "embed_triples": False if args.no_triple_embeddings else None,
+        "llm_prompts": _prompt_list(args.llm_prompts),
     }
     try:
         return GraphSettings(**{k: v for k, v in given.items() if v is not None})
     except ValidationError as err:
         problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in err.errors())
         raise InputError(f"invalid graph setting: {problems}") from None
+
+
+def _prompt_list(text: str | None) -> tuple[str, ...] | None:
+    return tuple(p.strip() for p in text.split(",") if p.strip()) if text else None
 
 
 def build(args: argparse.Namespace) -> None:

@@ -27,6 +27,11 @@ def extraction_reply(prompt: str) -> str:
         text = prompt.rsplit("Text: ", 1)[-1]
         words = re.findall(r"[A-Za-z]{5,}", text)[:5]
         return str(words).replace("'", '"')
+    if "wikipedia links" in prompt:
+        text = prompt.rsplit("\n\n", 1)[-1]
+        names = re.findall(r"\b[A-Z][a-z]+(?: [A-Z][a-z]+)*", text)
+        pairs = [[n, "https://en.wikipedia.org/wiki/" + n.replace(" ", "_")] for n in names]
+        return str(pairs)
     return "[]"
 
 

@@ -68,7 +68,9 @@ class LLMExtractor:
         }
 
     @classmethod
-    def from_environment(cls, cache_path: Path) -> LLMExtractor:
+    def from_environment(
+        cls, cache_path: Path, prompts: Sequence[str] = ("gear", "iier")
+    ) -> LLMExtractor:
         """Build from ``HOPGRAPH_LLM_*`` settings (a clear error when none are set)."""
         from hopgraph.llm import LLMSettings, make_chat_model
 
@@ -78,6 +80,7 @@ class LLMExtractor:
             settings.model,
             ReplyCache(cache_path),
             settings.max_concurrency,
+            prompts,
         )
 
     def extract(self, chunks: Sequence[Chunk], show_progress: bool = False) -> list[Extraction]:

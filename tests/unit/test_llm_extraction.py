@@ -104,3 +104,11 @@ def test_no_llm_configured_names_the_settings(monkeypatch):
     with pytest.raises(HopgraphError, match="no LLM is configured") as err:
         LLMSettings.from_env()
     assert "HOPGRAPH_LLM_MODEL" in str(err.value)
+
+
+def test_gnn_ret_links_become_entities(tmp_path):
+    model = ScriptedChatModel()
+    [e] = extractor(tmp_path, model, prompts=("gnn_ret",)).extract(CHUNKS[:1])
+    assert len(model.calls) == 1 and "wikipedia links" in model.calls[0]
+    assert e.entities == ("page 0", "alice smith", "bob jones", "paris")
+    assert e.triples == () and e.keywords == ()
