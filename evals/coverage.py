@@ -8,6 +8,7 @@ passage can reach; mean degree is reported beside it, since a complete graph wou
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from collections.abc import Sequence
 
@@ -18,6 +19,11 @@ from graph_store import Index
 from hopgraph.errors import IndexStateError
 
 from .datasets import Question
+
+
+# Questions that compare two things ("Who was born first, A or B?") have no bridge to find; the
+# dataset types say so where they exist, and this pattern approximates it where they do not.
+COMPARISON = re.compile(r"\bor\b|\bboth\b|\bsame\b", re.IGNORECASE)
 
 
 def covered(adjacency: sp.csr_matrix, gold_rows: list[list[int]], hops: int = 2) -> bool:
@@ -89,6 +95,13 @@ def bridge_coverage(index: Index, questions: Sequence[Question], hops: int = 2) 
         by_type[q.type or "untyped"].append(q)
     report["by_type"] = {
         kind: coverage(all_edges, rows_of_doc, group, hops)[0] for kind, group in by_type.items()
+    }
+    by_shape: dict[str, list[Question]] = defaultdict(list)
+    for q in questions:
+        by_shape["comparison" if COMPARISON.search(q.question) else "chain"].append(q)
+    report["by_shape"] = {
+        shape: coverage(all_edges, rows_of_doc, group, hops)[0]
+        for shape, group in sorted(by_shape.items())
     }
     knowledge = index.knowledge_graph
     if knowledge.chunk_ids != graph.ids:

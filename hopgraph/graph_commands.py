@@ -163,4 +163,6 @@ def coverage(args: argparse.Namespace) -> None:
         )
     kinds = ", ".join(f"{k} {v:.1f}%" for k, v in sorted(report["by_type"].items()))
     print(f"  passage graph (all) by question type: {kinds}")
+    shapes = ", ".join(f"{k} {v:.1f}%" for k, v in report["by_shape"].items())
+    print(f"  passage graph (all) by question shape (comparison = or/both/same): {shapes}")
     print(f"  {counts['triples_per_chunk']:.1f} triples per chunk, {counts['entities']} entities")
