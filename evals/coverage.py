@@ -20,7 +20,6 @@ from hopgraph.errors import IndexStateError
 
 from .datasets import Question
 
-
 # Questions that compare two things ("Who was born first, A or B?") have no bridge to find; the
 # dataset types say so where they exist, and this pattern approximates it where they do not.
 COMPARISON = re.compile(r"\bor\b|\bboth\b|\bsame\b", re.IGNORECASE)
