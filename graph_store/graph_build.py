@@ -15,17 +15,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from hopgraph.errors import IndexStateError
 
 from .atomic import staged, write_lock
-from .documents import Chunk
 from .embedding import embed_with_progress, load_embedder
 from .extraction import Extraction, Extractor
 from .extraction.offline import OfflineExtractor
-from .index import GRAPH_DIR, chroma_location, read_chunks
+from .index import GRAPH_DIR, chroma_location, chunk_embeddings, read_chunks
 from .knowledge_graph import KnowledgeGraph, build_knowledge_graph
 from .manifest import Manifest, now, read_manifest
 from .passage_graph import EDGE_TYPES, PassageGraph, PassageGraphSettings, build_passage_graph
@@ -131,24 +129,6 @@ def write_graphs(
         "llm": getattr(extractor, "stats", None),
         "built_at": now(),
     }
-
-
-def chunk_embeddings(location: ChromaLocation, chunks: Sequence[Chunk]) -> np.ndarray:
-    """Read the chunks' stored embeddings from Chroma, in chunk order (nothing is re-embedded)."""
-    store = ChromaVectorStore(location)
-    try:
-        found: dict[str, np.ndarray] = {}
-        for ids, embeddings, _, _ in store.records():
-            found.update(zip(ids, embeddings, strict=True))
-    finally:
-        store.close()
-    missing = [c.id for c in chunks if c.id not in found]
-    if missing:
-        raise IndexStateError(
-            f"{len(missing)} chunks have no stored vector (e.g. {missing[0]!r})",
-            "the index is damaged: rebuild it with `hopgraph index`",
-        )
-    return np.stack([found[c.id] for c in chunks]).astype(np.float32)
 
 
 def sync_triples(

@@ -7,6 +7,7 @@ nothing is recomputed, and the embedding model is loaded only when a query needs
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from functools import cached_property
 from pathlib import Path
 from types import TracebackType
@@ -45,6 +46,24 @@ def read_chunks(directory: Path) -> list[Chunk]:
         return [Chunk.from_dict(json.loads(line)) for line in lines if line]
     except (OSError, ValueError, TypeError) as err:
         raise IndexStateError(f"{path} is missing or damaged: {err}", "rebuild the index") from err
+
+
+def chunk_embeddings(location: ChromaLocation, chunks: Sequence[Chunk]) -> np.ndarray:
+    """Read the chunks' stored embeddings from Chroma, in chunk order (nothing is re-embedded)."""
+    store = ChromaVectorStore(location)
+    try:
+        found: dict[str, np.ndarray] = {}
+        for ids, embeddings, _, _ in store.records():
+            found.update(zip(ids, embeddings, strict=True))
+    finally:
+        store.close()
+    missing = [c.id for c in chunks if c.id not in found]
+    if missing:
+        raise IndexStateError(
+            f"{len(missing)} chunks have no stored vector (e.g. {missing[0]!r})",
+            "the index is damaged: rebuild it with `hopgraph index`",
+        )
+    return np.stack([found[c.id] for c in chunks]).astype(np.float32)
 
 
 class Index:
@@ -117,6 +136,15 @@ class Index:
                 f"build them with `hopgraph graph build --index {self.directory}`",
             )
         return self.directory / GRAPH_DIR
+
+    @cached_property
+    def embedding_matrix(self) -> np.ndarray:
+        """Load every chunk's stored vector, in chunk order (read once, nothing re-embedded)."""
+        return chunk_embeddings(self.vectors.location, list(self.chunks.values()))
+
+    def similarities(self, vector: np.ndarray) -> np.ndarray:
+        """Return the cosine similarity of ``vector`` to every chunk, in chunk order (exact)."""
+        return self.embedding_matrix @ np.asarray(vector, dtype=np.float32)
 
     def embed_query(self, text: str) -> np.ndarray:
         """Embed one query with the index's model."""

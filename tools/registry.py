@@ -7,9 +7,10 @@ from hopgraph.errors import UnknownMethodError
 
 from .base import Retriever
 from .baselines import BM25Retriever, DenseRetriever, HybridRetriever
+from .gnn_ret import GNNRetriever
 
 RETRIEVERS: dict[str, type[Retriever]] = {
-    cls.name: cls for cls in (BM25Retriever, DenseRetriever, HybridRetriever)
+    cls.name: cls for cls in (BM25Retriever, DenseRetriever, HybridRetriever, GNNRetriever)
 }
 
 

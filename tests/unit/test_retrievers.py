@@ -1,6 +1,7 @@
 import pytest
 
 from graph_store import Document, Index, build_index
+from graph_store.graph_build import GraphSettings, build_graphs
 from hopgraph.errors import InputError, UnknownMethodError
 from hopgraph.settings import IndexSettings
 from tests.conftest import DOCS
@@ -13,6 +14,7 @@ def index(tmp_path_factory):
     path = tmp_path_factory.mktemp("r") / "idx"
     docs = [Document(d["id"], d["title"], d["text"]) for d in DOCS]
     build_index(docs, path, IndexSettings(model="hashing"), show_progress=False)
+    build_graphs(path, GraphSettings(semantic_min_sim=0.1), show_progress=False)
     with Index.open(path) as idx:
         yield idx
 
@@ -55,7 +57,7 @@ def test_unknown_methods(index):
 
 def test_retrievers_as_langchain_tools(index):
     tools = {t.name: t for t in retrieval_tools(index)}
-    assert set(tools) == {"retrieve_bm25", "retrieve_dense", "retrieve_hybrid"}
+    assert set(tools) == {f"retrieve_{name}" for name in RETRIEVERS}
     tool = tools["retrieve_hybrid"]
     assert tool.args_schema is RetrieveInput
     assert "query" in tool.args and tool.description

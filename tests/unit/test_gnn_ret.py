@@ -1,0 +1,50 @@
+"""GNN-Ret's layer (Eqs. 3-4 of spec gnn_ret §3.2) on a graph small enough to check by hand."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from tools.gnn_ret import gnn_layer, propagate
+
+
+def graph(n, edges):
+    rows, cols = zip(*edges, strict=True)
+    m = sp.csr_matrix((np.ones(len(edges)), (rows, cols)), shape=(n, n))
+    return ((m + m.T) > 0).astype(np.float32).tocsr()
+
+
+H0 = np.array([0.1, 0.5, 0.9, 0.3, 0.8])
+# 0-2, 1-3, 2-3; node 4 is isolated. With K = 2, T_K = {0 (0.1), 3 (0.3)}.
+A = graph(5, [(0, 2), (1, 3), (2, 3)])
+
+
+def test_min_message_from_top_k_blended_by_alpha():
+    layer = gnn_layer(H0, A, alpha=0.5, top_k=2)
+    # node 2 hears from 0 and 3: m = min(0.1, 0.3) = 0.1, h = 0.5*0.9 + 0.5*0.1 = 0.5
+    # node 1 hears from 3: m = 0.3, h = 0.5*0.5 + 0.5*0.3 = 0.4
+    # nodes 0, 3 (no neighbour in T_K) and 4 (isolated) keep their distance
+    np.testing.assert_allclose(layer.h, [0.1, 0.4, 0.5, 0.3, 0.8])
+    assert layer.sender.tolist() == [-1, 3, 0, -1, -1]
+
+
+def test_alpha_extremes():
+    np.testing.assert_allclose(gnn_layer(H0, A, alpha=1.0, top_k=2).h, H0)
+    np.testing.assert_allclose(gnn_layer(H0, A, alpha=0.0, top_k=2).h, [0.1, 0.3, 0.1, 0.3, 0.8])
+
+
+def test_top_k_nodes_adjacent_to_each_other_literal_or_only_lower():
+    a = graph(5, [(0, 2), (1, 3), (2, 3), (0, 3)])
+    literal = gnn_layer(H0, a, alpha=0.5, top_k=2)
+    # 0 hears 0.3 from 3: the literal Eq. 4 raises it to 0.2; 3 hears 0.1 from 0: 0.2
+    assert literal.h[0] == pytest.approx(0.2) and literal.h[3] == pytest.approx(0.2)
+    guarded = gnn_layer(H0, a, alpha=0.5, top_k=2, only_lower=True)
+    assert guarded.h[0] == pytest.approx(0.1) and guarded.sender[0] == -1
+    assert guarded.h[3] == pytest.approx(0.2) and guarded.sender[3] == 0
+
+
+def test_two_layers_use_the_new_top_k():
+    h, sender = propagate(H0, A, alpha=0.5, top_k=2, layers=2)
+    # layer 1: [0.1, 0.4, 0.5, 0.3, 0.8]; T_K = {0, 3}; node 2 again hears 0.1: 0.3;
+    # node 1 hears 0.3: 0.35
+    np.testing.assert_allclose(h, [0.1, 0.35, 0.3, 0.3, 0.8])
+    assert sender.tolist() == [-1, 3, 0, -1, -1]
