@@ -47,17 +47,20 @@ def gnn_layer(
     n = len(h)
     k = min(top_k, n)
     top = np.argpartition(h, k - 1)[:k] if k < n else np.arange(n)
-    to_top = adjacency[:, top].tocsr()  # column c of to_top is chunk top[c]
-    receivers = np.flatnonzero(np.diff(to_top.indptr))
+    # The graph is symmetric, so the rows of the top-K chunks list who hears from each of them.
+    rows = adjacency[top]
+    receivers = rows.indices
+    senders = np.repeat(top, np.diff(rows.indptr))
     new_h, sender = h.astype(np.float64).copy(), np.full(n, -1)
-    for i in receivers:
-        cols = to_top.indices[to_top.indptr[i] : to_top.indptr[i + 1]]
-        best = cols[np.argmin(h[top[cols]])]
-        message = h[top[best]]
-        blended = alpha * h[i] + (1 - alpha) * message
-        if only_lower and blended >= h[i]:
-            continue
-        new_h[i], sender[i] = blended, top[best]
+    if len(receivers) == 0:
+        return Layer(new_h, sender)
+    # Eq. 3: per receiver, the smallest sender distance (ties: the sender listed first).
+    order = np.lexsort((senders, h[senders], receivers))
+    first = np.unique(receivers[order], return_index=True)[1]
+    who, best = receivers[order][first], senders[order][first]
+    blended = alpha * h[who] + (1 - alpha) * h[best]  # Eq. 4
+    keep = blended < h[who] if only_lower else np.ones(len(who), dtype=bool)
+    new_h[who[keep]], sender[who[keep]] = blended[keep], best[keep]
     return Layer(new_h, sender)
 
 
