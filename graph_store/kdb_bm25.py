@@ -50,6 +50,13 @@ class BM25Store:
         ids = json.loads((directory / IDS_FILE).read_text(encoding="utf-8"))
         return cls(retriever, ids)
 
+    def scores(self, text: str) -> np.ndarray:
+        """Return the BM25 score of every chunk for ``text``, in the order of ``self.ids``."""
+        tokens = [t for t in _tokenize([text])[0] if t in self.retriever.vocab_dict]
+        if not tokens:
+            return np.zeros(len(self.ids), dtype=np.float32)
+        return np.asarray(self.retriever.get_scores(tokens), dtype=np.float32)
+
     def query(self, text: str, k: int) -> Scored:
         """Return up to ``k`` (id, score) pairs with a positive score, best first."""
         tokens = [t for t in _tokenize([text])[0] if t in self.retriever.vocab_dict]

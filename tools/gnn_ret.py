@@ -21,7 +21,6 @@ import numpy as np
 import scipy.sparse as sp
 
 from graph_store import Index
-from graph_store.passage_graph import EDGE_TYPES
 from hopgraph.errors import IndexStateError
 
 from .base import Retriever
@@ -81,6 +80,9 @@ def propagate(
     return h, sender
 
 
+BASES = ("dense", "bm25", "hybrid")
+
+
 class GNNRetriever(Retriever):
     """GNN-Ret over the passage graph, with the dense distance as h⁰ (no training)."""
 
@@ -97,28 +99,53 @@ class GNNRetriever(Retriever):
         alpha: float = 0.5,
         top_k: int = 10,
         layers: int = 1,
-        edge_types: Sequence[str] = EDGE_TYPES,
-        only_lower: bool = False,
+        edge_types: Sequence[str] = ("structural", "entity"),
+        only_lower: bool = True,
+        base: str = "dense",
     ) -> None:
         super().__init__(index)
         if not 0.0 <= alpha <= 1.0:
             raise ValueError(f"alpha must be in [0, 1], got {alpha}")
-        self.alpha, self.top_k, self.layers = alpha, top_k, layers
+        if base not in BASES:
+            raise ValueError(f"base must be one of {BASES}, got {base!r}")
+        self.alpha, self.top_k, self.layers, self.base = alpha, top_k, layers, base
         self.edge_types = tuple(edge_types)
         self.only_lower = only_lower
         graph = index.passage_graph
-        if graph.ids != list(index.chunks):
+        if graph.ids != list(index.chunks) or index.keywords.ids != graph.ids:
             raise IndexStateError(
                 "the passage graph is out of step with the chunks",
                 f"rebuild it: `hopgraph graph build --index {index.directory}`",
             )
         self.adjacency = graph.adjacency(self.edge_types)
+        self._last: tuple[str, np.ndarray, np.ndarray] | None = None
+
+    def distances(self, query: str) -> np.ndarray:
+        """Return h⁰ for every chunk: 1 − similarity under the base (scores scaled to [0, 1])."""
+        parts = []
+        if self.base in ("dense", "hybrid"):
+            parts.append(self.index.similarities(self.index.embed_query(query)))
+        if self.base in ("bm25", "hybrid"):
+            bm25 = self.index.keywords.scores(query)
+            parts.append(bm25 / bm25.max() if bm25.max() > 0 else bm25)
+        return 1.0 - np.mean(parts, axis=0)
+
+    def ranking(self, query: str) -> tuple[np.ndarray, np.ndarray]:
+        """Return (final distances, senders) for a query; the last query's are kept for paging."""
+        if self._last is None or self._last[0] != query:
+            h, sender = propagate(
+                self.distances(query),
+                self.adjacency,
+                self.alpha,
+                self.top_k,
+                self.layers,
+                self.only_lower,
+            )
+            self._last = (query, h, sender)
+        return self._last[1], self._last[2]
 
     def _retrieve(self, query: str, k: int) -> list[Hit]:
-        h0 = 1.0 - self.index.similarities(self.index.embed_query(query))
-        h, sender = propagate(
-            h0, self.adjacency, self.alpha, self.top_k, self.layers, self.only_lower
-        )
+        h, sender = self.ranking(query)
         order = np.argsort(h, kind="stable")[:k]
         ids = self.index.passage_graph.ids
         hits = []
