@@ -75,6 +75,7 @@ class Index:
         self.chunks: dict[str, Chunk] = {c.id: c for c in chunks}
         self.vectors = ChromaVectorStore(chroma_location(directory, manifest))
         self.keywords = BM25Store.load(directory / BM25_DIR)
+        self._query_vectors: dict[str, np.ndarray] = {}
 
     @classmethod
     def open(cls, directory: str | Path, model: str | None = None) -> Index:
@@ -147,8 +148,14 @@ class Index:
         return self.embedding_matrix @ np.asarray(vector, dtype=np.float32)
 
     def embed_query(self, text: str) -> np.ndarray:
-        """Embed one query with the index's model."""
-        return self.embedder.embed([text])[0]
+        """Embed one query with the index's model (the last 256 are kept: methods share them)."""
+        vector = self._query_vectors.get(text)
+        if vector is None:
+            vector = self.embedder.embed([text])[0]
+            if len(self._query_vectors) >= 256:
+                self._query_vectors.pop(next(iter(self._query_vectors)))
+            self._query_vectors[text] = vector
+        return vector
 
     def chunk(self, chunk_id: str) -> Chunk:
         """Return the chunk with this id."""
