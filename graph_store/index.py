@@ -116,12 +116,7 @@ class Index:
 
     def search_triples(self, query: str, k: int = 10) -> list[tuple[StoredTriple, float]]:
         """Return the ``k`` triples whose text is most similar to ``query`` (cosine)."""
-        if not (self.manifest.graph or {}).get("settings", {}).get("embed_triples"):
-            raise IndexStateError(
-                f"{self.directory} has no triple embeddings",
-                f"build the graphs with triple embeddings: `hopgraph graph build --index "
-                f"{self.directory}`",
-            )
+        self._require_triple_vectors()
         store = ChromaVectorStore(self.vectors.location.triples())
         try:
             scored = store.query(self.embed_query(query), k)
@@ -142,6 +137,35 @@ class Index:
     def embedding_matrix(self) -> np.ndarray:
         """Load every chunk's stored vector, in chunk order (read once, nothing re-embedded)."""
         return chunk_embeddings(self.vectors.location, list(self.chunks.values()))
+
+    @cached_property
+    def triple_matrix(self) -> np.ndarray:
+        """Load every triple's stored vector, in knowledge-graph order."""
+        self._require_triple_vectors()
+        store = ChromaVectorStore(self.vectors.location.triples())
+        try:
+            found: dict[str, np.ndarray] = {}
+            for ids, embeddings, _, _ in store.records():
+                found.update(zip(ids, embeddings, strict=True))
+        finally:
+            store.close()
+        triples = self.knowledge_graph.triples
+        if len(found) != len(triples) or any(t.id not in found for t in triples):
+            raise IndexStateError(
+                "the triple vectors are out of step with the knowledge graph",
+                f"rebuild: `hopgraph graph build --index {self.directory}`",
+            )
+        dims = self.manifest.embedder["dimension"]
+        if not triples:
+            return np.zeros((0, dims), dtype=np.float32)
+        return np.stack([found[t.id] for t in triples]).astype(np.float32)
+
+    def _require_triple_vectors(self) -> None:
+        if not (self.manifest.graph or {}).get("settings", {}).get("embed_triples"):
+            raise IndexStateError(
+                f"{self.directory} has no triple embeddings",
+                f"build the graphs with them: `hopgraph graph build --index {self.directory}`",
+            )
 
     def similarities(self, vector: np.ndarray) -> np.ndarray:
         """Return the cosine similarity of ``vector`` to every chunk, in chunk order (exact)."""

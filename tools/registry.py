@@ -7,10 +7,12 @@ from hopgraph.errors import UnknownMethodError
 
 from .base import Retriever
 from .baselines import BM25Retriever, DenseRetriever, HybridRetriever
+from .gear_ge import NaiveGERetriever
 from .gnn_ret import GNNRetriever
 
 RETRIEVERS: dict[str, type[Retriever]] = {
-    cls.name: cls for cls in (BM25Retriever, DenseRetriever, HybridRetriever, GNNRetriever)
+    cls.name: cls
+    for cls in (BM25Retriever, DenseRetriever, HybridRetriever, GNNRetriever, NaiveGERetriever)
 }
 
 

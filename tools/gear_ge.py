@@ -1,0 +1,186 @@
+"""GEAR graph expansion without an LLM: NaiveGE (spec gear §3, the "NaiveGE" variant).
+
+1. Base retrieval: C' = h_base^k(q) (bm25, dense or hybrid).
+2. Initial triples: every triple read from a chunk of C' (NaiveGE; SyncGE asks an LLM instead).
+3. Diverse triple beam search (Algorithm 1): beams grow by triples that share a head or tail
+   entity with their last triple; a beam's score is the running sum of score(q, chain); within
+   each parent, the n-th best child is multiplied by exp(−min(n, γ)/γ), so the kept beams do not
+   all share one start.
+4. Beams are flattened breadth-first to their source chunks, then fused with C' by RRF (Eq. 3).
+
+score(q, chain) is the cosine between the query and the chain. The paper embeds the chain's text;
+here the chain's vector is the normalised sum of its triples' stored vectors, which needs no
+model call per candidate and keeps a query in milliseconds.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from graph_store import Index
+
+from .base import Retriever
+from .fusion import reciprocal_rank_fusion
+from .hits import Hit, Provenance
+
+Beam = tuple[float, list[int]]
+
+
+def chain_score(query: np.ndarray, vectors: np.ndarray, chain: Sequence[int]) -> float:
+    """Return cos(q, Σ vectors of the chain)."""
+    total = vectors[list(chain)].sum(axis=0)
+    norm = float(np.linalg.norm(total))
+    return float(query @ total / norm) if norm else 0.0
+
+
+def diverse_beam_search(
+    query: np.ndarray,
+    initial: Sequence[int],
+    vectors: np.ndarray,
+    neighbours: Callable[[int], np.ndarray],
+    beam_width: int = 10,
+    length: int = 2,
+    neighbour_cap: int = 100,
+    gamma: float | None = None,
+) -> list[Beam]:
+    """Algorithm 1 of GEAR; returns the top ``beam_width`` (score, triple rows) beams."""
+    gamma = gamma or 2 * beam_width
+    beams = sorted(
+        ((chain_score(query, vectors, [t]), [t]) for t in dict.fromkeys(initial)),
+        key=lambda beam: -beam[0],
+    )[:beam_width]
+    for _ in range(length - 1):
+        visited = {t for _, chain in beams for t in chain}
+        grown: list[Beam] = []
+        for score, chain in beams:
+            children = _children(
+                query, vectors, chain, neighbours(chain[-1]), visited, neighbour_cap
+            )
+            for n, (child_score, child) in enumerate(children):
+                grown.append(((score + child_score) * math.exp(-min(n, gamma) / gamma), child))
+        if not grown:
+            break  # nothing to expand: keep the beams we have
+        beams = sorted(grown, key=lambda beam: -beam[0])[:beam_width]
+    return beams
+
+
+def _children(
+    query: np.ndarray,
+    vectors: np.ndarray,
+    chain: list[int],
+    candidates: np.ndarray,
+    visited: set[int],
+    cap: int,
+) -> list[tuple[float, list[int]]]:
+    """Score every unvisited neighbour's extended chain; keep the best ``cap``, best first."""
+    fresh = np.array([t for t in candidates if t not in visited], dtype=np.int64)
+    if not len(fresh):
+        return []
+    totals = vectors[chain].sum(axis=0) + vectors[fresh]
+    norms = np.linalg.norm(totals, axis=1)
+    scores = np.where(norms > 0, totals @ query / np.where(norms > 0, norms, 1), 0.0)
+    best = np.argsort(-scores, kind="stable")[:cap]
+    return [(float(scores[i]), [*chain, int(fresh[i])]) for i in best]
+
+
+def flatten_to_chunks(beams: Sequence[Beam], chunk_of: Sequence[str]) -> list[tuple[str, int]]:
+    """Map beams to chunk ids breadth-first (all first triples, then all second ones), deduped.
+
+    Returns (chunk id, triple row that brought it).
+    """
+    out: dict[str, int] = {}
+    for position in range(max((len(chain) for _, chain in beams), default=0)):
+        for _, chain in beams:
+            if position < len(chain):
+                out.setdefault(chunk_of[chain[position]], chain[position])
+    return list(out.items())
+
+
+class NaiveGERetriever(Retriever):
+    """GEAR's NaiveGE: base retrieval, triple beam search from its chunks' triples, RRF."""
+
+    name = "naive_ge"
+    description = (
+        "Graph expansion for multi-hop questions: follows chains of facts (subject, predicate, "
+        "object) linked through shared entities, starting from the facts of the best-matching "
+        "passages, and merges the passages the chains lead to with the direct matches."
+    )
+
+    def __init__(
+        self,
+        index: Index,
+        base: str = "hybrid",
+        beam_width: int = 10,
+        length: int = 2,
+        neighbour_cap: int = 100,
+        gamma: float | None = None,
+        rrf_k: int = 60,
+    ) -> None:
+        from .registry import make_retriever
+
+        super().__init__(index)
+        self.base = make_retriever(base, index)
+        self.beam_width, self.length, self.cap = beam_width, length, neighbour_cap
+        self.gamma, self.rrf_k = gamma, rrf_k
+        knowledge = index.knowledge_graph
+        self.vectors = index.triple_matrix
+        self.chunk_of = [t.chunk_id for t in knowledge.triples]
+        self.triples_of_chunk: dict[str, list[int]] = {}
+        for row, chunk_id in enumerate(self.chunk_of):
+            self.triples_of_chunk.setdefault(chunk_id, []).append(row)
+        self.triple_entity, self.entity_triple = knowledge.triple_entity, knowledge.entity_triple
+
+    def neighbours(self, row: int) -> np.ndarray:
+        """Return the rows of the triples sharing a head or tail entity with triple ``row``."""
+        te, et = self.triple_entity, self.entity_triple
+        entities = te.indices[te.indptr[row] : te.indptr[row + 1]]
+        found = [et.indices[et.indptr[e] : et.indptr[e + 1]] for e in entities]
+        rows = np.unique(np.concatenate(found)) if found else np.array([], dtype=np.int64)
+        return rows[rows != row]
+
+    def _retrieve(self, query: str, k: int) -> list[Hit]:
+        base_hits = self.base.retrieve(query, k)
+        initial = [t for h in base_hits for t in self.triples_of_chunk.get(h.id, [])]
+        beams = diverse_beam_search(
+            self.index.embed_query(query),
+            initial,
+            self.vectors,
+            self.neighbours,
+            self.beam_width,
+            self.length,
+            self.cap,
+            self.gamma,
+        )
+        expanded = flatten_to_chunks(beams, self.chunk_of)
+        via = {chunk_id: self._chain_of(row, beams) for chunk_id, row in expanded}
+        fused = reciprocal_rank_fusion(
+            [[c for c, _ in expanded], [h.id for h in base_hits]], self.rrf_k
+        )[:k]
+        base_by_id = {h.id: h for h in base_hits}
+        hits = []
+        for rank, (chunk_id, score) in enumerate(fused, start=1):
+            chunk = self.index.chunk(chunk_id)
+            step = "triple chain" if chunk_id in via else "base retrieval"
+            earlier = base_by_id[chunk_id].provenance if chunk_id in base_by_id else ()
+            hits.append(
+                Hit(
+                    chunk.id,
+                    score,
+                    chunk.title,
+                    chunk.text,
+                    chunk.doc_id,
+                    (*earlier, Provenance(self.name, step, rank, score, via.get(chunk_id, ()))),
+                )
+            )
+        return hits
+
+    def _chain_of(self, row: int, beams: Sequence[Beam]) -> tuple[str, ...]:
+        """Return the triple chain (as texts) of the best beam that holds ``row``."""
+        knowledge = self.index.knowledge_graph
+        for _, chain in beams:
+            if row in chain:
+                return tuple(knowledge.triples[t].text for t in chain)
+        return ()
