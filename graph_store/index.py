@@ -181,6 +181,10 @@ class Index:
             self._query_vectors[text] = vector
         return vector
 
+    def forget_queries(self) -> None:
+        """Drop the cached query vectors (so a timing includes embedding the query)."""
+        self._query_vectors.clear()
+
     def chunk(self, chunk_id: str) -> Chunk:
         """Return the chunk with this id."""
         return self.chunks[chunk_id]
