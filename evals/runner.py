@@ -11,6 +11,7 @@ from pathlib import Path
 from tqdm.auto import tqdm
 
 from graph_store import Index, build_index, load_documents
+from graph_store.graph_build import GraphSettings, build_graphs
 from graph_store.manifest import MANIFEST
 from hopgraph.errors import InputError
 from hopgraph.settings import IndexSettings, cache_dir
@@ -57,12 +58,14 @@ def eval_index(
     index_dir: Path | None,
     show_progress: bool,
     expect_model: str | None = None,
+    with_graphs: bool = False,
 ) -> Index:
     """Open the index for a dataset, building it first if needed.
 
     Without ``index_dir`` the index is cached under ``$HOPGRAPH_CACHE`` by corpus content and
     settings, so a second eval reuses it. An existing ``index_dir`` is used as it is, checked
-    against ``expect_model`` when the user named a model.
+    against ``expect_model`` when the user named a model. ``with_graphs`` builds the graphs
+    (default settings) if the index has none.
     """
     corpus = data / "corpus.jsonl"
     if index_dir is None:
@@ -71,7 +74,12 @@ def eval_index(
         index_dir = cache_dir() / "eval-indexes" / f"{data.name}-{digest.hexdigest()[:12]}"
     if not (index_dir / MANIFEST).exists():
         build_index(load_documents(corpus), index_dir, settings, show_progress=show_progress)
-    return Index.open(index_dir, model=expect_model)
+    index = Index.open(index_dir, model=expect_model)
+    if with_graphs and index.manifest.graph is None:
+        index.close()
+        build_graphs(index_dir, GraphSettings(), show_progress=show_progress)
+        index = Index.open(index_dir, model=expect_model)
+    return index
 
 
 def ranked_documents(retriever: Retriever, query: str, k: int) -> tuple[list[str], list[Hit]]:

@@ -126,7 +126,8 @@ def evaluate(args: argparse.Namespace) -> None:
     settings = settings_from(args)
     named_model = args.model or os.environ.get("HOPGRAPH_MODEL")
     index_path = Path(args.index) if args.index else None
-    with eval_index(data, settings, index_path, not args.quiet, named_model) as idx:
+    graphs = any(RETRIEVERS[m].needs_graphs for m in methods)
+    with eval_index(data, settings, index_path, not args.quiet, named_model, graphs) as idx:
         missing = check_gold_coverage(idx, questions)
         if missing:
             print(f"warning: {missing} gold passage ids are not in the index", flush=True)

@@ -18,6 +18,8 @@ class Retriever(ABC):
     name: ClassVar[str]
     description: ClassVar[str]
     """What the method finds and when to use it; shown to LLMs that call it as a tool."""
+    needs_graphs: ClassVar[bool] = False
+    """Whether the method walks the passage or knowledge graph (`hopgraph graph build`)."""
 
     def __init__(self, index: Index) -> None:
         self.index = index

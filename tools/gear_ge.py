@@ -103,6 +103,7 @@ class NaiveGERetriever(Retriever):
     """GEAR's NaiveGE: base retrieval, triple beam search from its chunks' triples, RRF."""
 
     name = "naive_ge"
+    needs_graphs = True
     description = (
         "Graph expansion for multi-hop questions: follows chains of facts (subject, predicate, "
         "object) linked through shared entities, starting from the facts of the best-matching "

@@ -92,6 +92,7 @@ class GNNRetriever(Retriever):
     """
 
     name = "gnn_ret"
+    needs_graphs = True
     description = (
         "Graph retrieval for multi-hop questions: passages are ranked by their distance to the "
         "question blended with the distance of their best-matching linked passage (shared "

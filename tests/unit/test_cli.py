@@ -153,7 +153,7 @@ def test_eval_prints_table_and_writes_reports(tmp_path, capsys):
         "--data",
         str(data),
         "--methods",
-        "bm25,hybrid",
+        "bm25,hybrid,gnn_ret",
         "--model",
         "hashing",
         "--out",
@@ -163,10 +163,10 @@ def test_eval_prints_table_and_writes_reports(tmp_path, capsys):
     assert code == 0
     assert "R@2" in text and "All@15" in text and "p95 ms" in text
     report = json.loads((out / "report.json").read_text())
-    assert [s["method"] for s in report["scores"]] == ["bm25", "hybrid"]
+    assert [s["method"] for s in report["scores"]] == ["bm25", "hybrid", "gnn_ret"]
     assert report["config"]["questions"] == 2
     rows = [json.loads(x) for x in (out / "questions.jsonl").read_text().splitlines()]
-    assert len(rows) == 4
+    assert len(rows) == 6
     assert set(rows[0]) >= {"ranked_ids", "gold_ids", "recall", "all", "hits", "latency_ms"}
     # the second eval reuses the cached index instead of rebuilding it
     cache = [
