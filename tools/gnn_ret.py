@@ -161,7 +161,7 @@ class GNNRetriever(Retriever):
         for rank, row in enumerate(order, start=1):
             chunk = self.index.chunk(ids[row])
             score = float(1.0 - h[row])
-            via = (ids[sender[row]],) if sender[row] >= 0 else ()
+            via = self._edge(row, sender[row]) if sender[row] >= 0 else ()
             step = "message from a top-K neighbour" if via else "own distance"
             hits.append(
                 Hit(
@@ -174,3 +174,9 @@ class GNNRetriever(Retriever):
                 )
             )
         return hits
+
+    def _edge(self, row: int, sender: int) -> tuple[str, ...]:
+        """Name the sender and the edge types that joined it to ``row``: ("d1#0", "entity")."""
+        edges = self.index.passage_graph.edges
+        kinds = [k for k in self.edge_types if edges[k][row, sender] != 0]
+        return (self.index.passage_graph.ids[sender], *kinds)
