@@ -76,6 +76,7 @@ class TitleIndex:
         ("Love, Honor and Behave" must not claim every "love".)
         """
         self.aliases: dict[str, str] = {}
+        self.common_words = common_words
         for title in sorted(set(titles)):
             entity = token_key(title)
             for alias in title_aliases(title):
@@ -124,7 +125,10 @@ def find_mentions(sentence: str, titles: TitleIndex) -> tuple[list[str], list[Me
             i = linked[1]
         else:
             end = _span_end(raw, joined, i)
-            if key := _span_key(words, i, end):
+            key = _span_key(words, i, end)
+            # One capitalised word the corpus also writes in lower case ("District", "Film")
+            # is a common word that opens a sentence or a heading, not a name.
+            if key and not (" " not in key and key in titles.common_words):
                 mentions.append(Mention(titles.aliases.get(key, key), i, end))
             i = end
     return words, mentions
