@@ -11,7 +11,8 @@ from pathlib import Path
 from tqdm.auto import tqdm
 
 from graph_store import Index, build_index, load_documents
-from graph_store.graph_build import GraphSettings, build_graphs
+from graph_store.build import build_graphs
+from graph_store.graph_build import GraphSettings
 from graph_store.manifest import MANIFEST
 from hopgraph.errors import InputError
 from hopgraph.settings import IndexSettings, cache_dir

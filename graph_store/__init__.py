@@ -1,6 +1,6 @@
 """The index: documents, chunks, Chroma vectors and BM25 in one directory."""
 
-from .build import WriteReport, add_documents, build_index, delete_documents
+from .build import WriteReport, add_documents, build_graphs, build_index, delete_documents
 from .documents import Chunk, Document
 from .index import Index
 from .loaders import load_documents
@@ -11,6 +11,7 @@ __all__ = [
     "Index",
     "WriteReport",
     "add_documents",
+    "build_graphs",
     "build_index",
     "delete_documents",
     "load_documents",

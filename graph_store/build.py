@@ -208,17 +208,46 @@ def _write_report(
     )
 
 
+def build_graphs(
+    directory: str | Path, settings: GraphSettings, show_progress: bool = True
+) -> dict[str, Any]:
+    """Build (or rebuild) both graphs of an index as one atomic write; returns the graph info.
+
+    It is the same staged rewrite as ``add`` / ``delete`` with no change to the passages, so on
+    a Chroma server the triples go to new collections too and the live index is never touched.
+    """
+    directory = Path(directory)
+    with write_lock(directory):
+        old = read_manifest(directory)
+        manifest = _rewrite(
+            directory,
+            old,
+            read_chunks(directory),
+            lambda store: None,
+            show_progress,
+            graph_settings=settings,
+        )
+    assert manifest.graph is not None
+    return manifest.graph
+
+
 def _rewrite(
     directory: Path,
     old: Manifest,
     chunks: list[Chunk],
     change: Callable[[ChromaVectorStore], None],
     show_progress: bool,
-) -> None:
-    """Stage a copy of the index with ``change`` applied to its vectors, then swap it in."""
+    graph_settings: GraphSettings | None = None,
+) -> Manifest:
+    """Stage a copy of the index with ``change`` applied to its vectors, then swap it in.
+
+    The graphs are rebuilt when the index has them, or when ``graph_settings`` asks for them.
+    """
     location = _new_location(old.settings, directory)
     if location.url is None:  # the copied files hold the old collection; only the folder is new
         location = ChromaLocation(old.collection, path=location.path)
+    if graph_settings is None and old.graph:
+        graph_settings = GraphSettings.model_validate(old.graph["settings"])
     try:
         with staged(directory, copy_existing=True) as staging:
             source = _old_location(staging, old)
@@ -237,14 +266,16 @@ def _rewrite(
                 store.close()
             _write_tables(staging, chunks)
             manifest = _manifest(old.settings, old.embedder, location, chunks, old.created_at)
-            if old.graph:
-                settings = GraphSettings.model_validate(old.graph["settings"])
-                manifest.graph = write_graphs(staging, directory, manifest, settings, show_progress)
+            if graph_settings is not None:
+                manifest.graph = write_graphs(
+                    staging, directory, manifest, graph_settings, show_progress
+                )
             manifest.write(staging)
     except BaseException:
         _drop_server_collection(location)
         raise
     _drop_server_collection(_old_location(directory, old))
+    return manifest
 
 
 def _copy_collection(source: ChromaLocation, target: ChromaLocation) -> ChromaVectorStore:

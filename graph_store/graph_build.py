@@ -19,13 +19,12 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from hopgraph.errors import IndexStateError
 
-from .atomic import staged, write_lock
 from .embedding import embed_with_progress, load_embedder
 from .extraction import Extraction, Extractor
 from .extraction.offline import OfflineExtractor
 from .index import GRAPH_DIR, chroma_location, chunk_embeddings, read_chunks
 from .knowledge_graph import KnowledgeGraph, build_knowledge_graph
-from .manifest import Manifest, now, read_manifest
+from .manifest import Manifest, now
 from .passage_graph import EDGE_TYPES, PassageGraph, PassageGraphSettings, build_passage_graph
 from .vdb_chroma import ChromaLocation, ChromaVectorStore
 
@@ -73,21 +72,6 @@ def make_extractor(settings: GraphSettings, directory: Path) -> Extractor:
 def llm_cache_path(directory: Path) -> Path:
     """Return the LLM extraction cache of an index: beside it, so it outlives failed builds."""
     return directory.parent / f".{directory.name}.llm-cache.sqlite"
-
-
-def build_graphs(
-    directory: str | Path, settings: GraphSettings, show_progress: bool = True
-) -> dict[str, Any]:
-    """Build (or rebuild) both graphs of an index as one atomic write; returns the graph info."""
-    directory = Path(directory)
-    with write_lock(directory):
-        manifest = read_manifest(directory)
-        with staged(directory, copy_existing=True) as staging:
-            info = write_graphs(staging, directory, manifest, settings, show_progress)
-            manifest.graph = info
-            manifest.updated_at = now()
-            manifest.write(staging)
-    return info
 
 
 def write_graphs(

@@ -11,7 +11,8 @@ import numpy as np
 from pydantic import ValidationError
 
 from graph_store import Index
-from graph_store.graph_build import GraphSettings, build_graphs
+from graph_store.build import build_graphs
+from graph_store.graph_build import GraphSettings
 from graph_store.passage_graph import EDGE_TYPES
 from hopgraph.commands import index_dir, settings_from
 from hopgraph.errors import InputError

@@ -19,9 +19,9 @@ from evals.bench import save_json
 from evals.datasets import load_questions
 from evals.metrics import percentile
 from graph_store import Index, build_index, load_documents
-from graph_store.build import chunk_documents
+from graph_store.build import build_graphs, chunk_documents
 from graph_store.embedding import load_embedder
-from graph_store.graph_build import GraphSettings, build_graphs
+from graph_store.graph_build import GraphSettings
 from hopgraph.settings import IndexSettings
 from tools import RETRIEVERS, make_retriever
 

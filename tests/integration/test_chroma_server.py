@@ -3,7 +3,8 @@
 import chromadb
 import pytest
 
-from graph_store import Index, add_documents, build_index, delete_documents
+from graph_store import Index, add_documents, build_graphs, build_index, delete_documents
+from graph_store.graph_build import GraphSettings
 from hopgraph.errors import IndexStateError
 from hopgraph.settings import IndexSettings
 from tools import make_retriever
@@ -49,3 +50,33 @@ def test_server_gone_is_a_clear_error(tmp_path, chroma_server, sample_docs):
     proc.wait(timeout=20)
     with pytest.raises(IndexStateError, match="not reachable"):
         Index.open(tmp_path / "idx")
+
+
+def test_graphs_on_a_server_are_built_atomically(tmp_path, chroma_server, sample_docs):
+    url, _ = chroma_server
+    path = tmp_path / "served"
+    build_index(sample_docs[:40], path, IndexSettings(chroma_url=url), show_progress=False)
+    build_graphs(path, GraphSettings(), show_progress=False)
+    with Index.open(path) as idx:
+        assert idx.search_triples("Who played Susan Walker?", 2)
+        triples = len(idx.knowledge_graph.triples)
+    client = chromadb.HttpClient(host="127.0.0.1", port=int(url.rsplit(":", 1)[1]))
+    names = {c.name for c in client.list_collections()}
+    assert len(names) == 2 and any(n.endswith("-triples") for n in names)  # old ones dropped
+
+    def boom(*args, **kwargs):
+        raise RuntimeError("extraction crashed")
+
+    import graph_store.graph_build as graph_build
+
+    original = graph_build.build_knowledge_graph
+    graph_build.build_knowledge_graph = boom
+    try:
+        with pytest.raises(RuntimeError):
+            build_graphs(path, GraphSettings(semantic_k=2), show_progress=False)
+    finally:
+        graph_build.build_knowledge_graph = original
+    assert {c.name for c in client.list_collections()} == names  # live collections untouched
+    with Index.open(path) as idx:
+        assert len(idx.knowledge_graph.triples) == triples
+        assert idx.manifest.graph["settings"]["semantic_k"] == 5

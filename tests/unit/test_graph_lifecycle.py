@@ -4,7 +4,8 @@ import os
 import pytest
 
 from graph_store import Document, Index, add_documents, build_index, delete_documents, graph_build
-from graph_store.graph_build import GraphSettings, build_graphs, triples_location
+from graph_store.build import build_graphs
+from graph_store.graph_build import GraphSettings, triples_location
 from graph_store.vdb_chroma import ChromaVectorStore
 from hopgraph.cli import main
 from hopgraph.errors import IndexStateError

@@ -1,7 +1,8 @@
 import pytest
 
 from graph_store import Document, Index, build_index
-from graph_store.graph_build import GraphSettings, build_graphs
+from graph_store.build import build_graphs
+from graph_store.graph_build import GraphSettings
 from hopgraph.errors import InputError, UnknownMethodError
 from hopgraph.settings import IndexSettings
 from tests.conftest import DOCS
