@@ -57,6 +57,8 @@ def synthetic_corpus(n: int, seed: int = 0) -> tuple[list[Chunk], np.ndarray]:
             words = rng.choices(vocabulary, weights, k=10)
             if rng.random() < 0.6:
                 words.insert(rng.randint(1, 9), rng.choice(titles))
+            if rng.random() < 0.5:  # as in encyclopaedic text, many sentences name their page
+                words.insert(0, title)
             text = " ".join(words)
             sentences.append(text[0].upper() + text[1:] + ".")
         chunks.append(
