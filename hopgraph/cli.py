@@ -88,10 +88,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="index the bundled sample corpus and answer its questions by "
         "retrieval (offline, no API key)",
         description="Build an index of the bundled MuSiQue sample (277 passages), "
-        "then retrieve evidence for its 8 multi-hop questions, marking gold passages.",
+        "builds its offline graphs, then retrieves evidence for its 8 multi-hop questions, "
+        "marking gold passages.",
     )
     _index_option(p)
-    p.add_argument("--method", default="hybrid", help="retrieval method (default hybrid)")
+    p.add_argument(
+        "--method",
+        default="gnn_ret",
+        help="retrieval method (default gnn_ret; try hybrid to compare)",
+    )
     p.add_argument("-k", type=_positive, default=4, help="passages per question (default 4)")
     _quiet_option(p)
     p.set_defaults(func=commands.demo)

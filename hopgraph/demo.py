@@ -11,10 +11,11 @@ from pathlib import Path
 
 from evals.datasets import load_questions
 from evals.metrics import all_at_k, recall_at_k
-from graph_store import Index, build_index, load_documents
+from graph_store import Index, build_graphs, build_index, load_documents
+from graph_store.graph_build import GraphSettings
 from graph_store.manifest import MANIFEST
 from hopgraph.settings import IndexSettings
-from tools import make_retriever
+from tools import RETRIEVERS, Retriever, make_retriever
 
 DEFAULT_DIR = Path(".hopgraph") / "demo-index"
 
@@ -22,6 +23,11 @@ DEFAULT_DIR = Path(".hopgraph") / "demo-index"
 def sample_dir() -> Path:
     """Return the folder of the bundled sample (corpus.jsonl, questions.jsonl)."""
     return Path(str(files("hopgraph") / "sample"))
+
+
+def _has_graphs(directory: Path) -> bool:
+    with Index.open(directory) as index:
+        return index.manifest.graph is not None
 
 
 def run_demo(directory: Path | None, method: str, k: int, show_progress: bool) -> None:
@@ -34,6 +40,10 @@ def run_demo(directory: Path | None, method: str, k: int, show_progress: bool) -
         build_index(docs, directory, IndexSettings(), show_progress=show_progress)
     questions = load_questions(sample, "questions")
     from hopgraph.commands import format_hits
+
+    if RETRIEVERS.get(method, Retriever).needs_graphs and not _has_graphs(directory):
+        print(f"building the sample's graphs for {method} …", flush=True)
+        build_graphs(directory, GraphSettings(), show_progress=show_progress)
 
     with Index.open(directory) as index:
         retriever = make_retriever(method, index)

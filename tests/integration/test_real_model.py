@@ -72,4 +72,4 @@ def test_demo_runs_offline(tmp_path):
     assert result.returncode == 0, result.stderr
     assert result.stdout.count("\nQ") == 8
     assert "[gold]" in result.stdout
-    assert "hybrid: Recall@4" in result.stdout
+    assert "gnn_ret: Recall@4" in result.stdout
