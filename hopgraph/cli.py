@@ -87,9 +87,9 @@ def build_parser() -> argparse.ArgumentParser:
         "demo",
         help="index the bundled sample corpus and answer its questions by "
         "retrieval (offline, no API key)",
-        description="Build an index of the bundled MuSiQue sample (277 passages), "
-        "builds its offline graphs, then retrieves evidence for its 8 multi-hop questions, "
-        "marking gold passages.",
+        description="Build an index of the bundled MuSiQue sample (277 passages) and its "
+        "offline graphs, then retrieve evidence for its 8 multi-hop questions, marking the "
+        "gold passages.",
     )
     _index_option(p)
     p.add_argument(
