@@ -19,6 +19,7 @@ from hopgraph.errors import IndexStateError
 from .atomic import recover
 from .documents import Chunk
 from .embedding import Embedder, load_embedder
+from .extraction import Extraction
 from .kdb_bm25 import BM25Store
 from .knowledge_graph import KnowledgeGraph, StoredTriple
 from .manifest import Manifest, read_manifest
@@ -108,6 +109,13 @@ class Index:
     def passage_graph(self) -> PassageGraph:
         """Load the passage graph (built by `hopgraph graph build`)."""
         return PassageGraph.load(self._graph_dir())
+
+    @cached_property
+    def extractions(self) -> list[Extraction]:
+        """Load the entities, keywords and triples read from each chunk, in chunk order."""
+        path = self._graph_dir() / "extractions.jsonl"
+        rows = path.read_text(encoding="utf-8").splitlines()
+        return [Extraction.from_dict(json.loads(line)) for line in rows if line]
 
     @cached_property
     def knowledge_graph(self) -> KnowledgeGraph:

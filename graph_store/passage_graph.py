@@ -76,11 +76,21 @@ class PassageGraph:
 
         Zeros where no edge of that type joins the pair; defined for every pair (IIER's r(u, n)).
         """
-        row = self.position[u]
-        cols = [self.position[c] for c in candidates]
+        return self.edge_features_rows(self.position[u], [self.position[c] for c in candidates])
+
+    def edge_features_rows(self, row: int, cols: Sequence[int]) -> np.ndarray:
+        """Return :meth:`edge_features` by row numbers (the hot path of chain scoring)."""
         out = np.zeros((len(cols), len(FEATURES)), dtype=np.float32)
         for j, kind in enumerate(FEATURES):
-            out[:, j] = self.edges[kind][row, cols].toarray().ravel() if cols else 0
+            matrix = self.edges[kind]
+            start, end = matrix.indptr[row], matrix.indptr[row + 1]
+            # A row holds a node's few neighbours: a dict beats sparse fancy indexing here.
+            weights = dict(
+                zip(
+                    matrix.indices[start:end].tolist(), matrix.data[start:end].tolist(), strict=True
+                )
+            )
+            out[:, j] = [weights.get(c, 0.0) for c in cols]
         out[:, 2] = np.minimum(out[:, 2], KEYWORD_FEATURE_CAP)
         return out
 

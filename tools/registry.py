@@ -9,10 +9,18 @@ from .base import Retriever
 from .baselines import BM25Retriever, DenseRetriever, HybridRetriever
 from .gear_ge import NaiveGERetriever
 from .gnn_ret import GNNRetriever
+from .iier import IIERRetriever
 
 RETRIEVERS: dict[str, type[Retriever]] = {
     cls.name: cls
-    for cls in (BM25Retriever, DenseRetriever, HybridRetriever, GNNRetriever, NaiveGERetriever)
+    for cls in (
+        BM25Retriever,
+        DenseRetriever,
+        HybridRetriever,
+        GNNRetriever,
+        NaiveGERetriever,
+        IIERRetriever,
+    )
 }
 
 

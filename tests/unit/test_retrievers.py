@@ -74,3 +74,23 @@ def test_retrievers_as_langchain_tools(index):
     assert [h.doc_id for h in message.artifact][:1] == ["d6"]
     with pytest.raises(Exception, match="greater than or equal to 1"):
         tool.invoke({"query": "x", "k": 0})
+
+
+def test_iier_keywords_seed_and_chain(index):
+    from tools.iier import IIERRetriever
+
+    iier = IIERRetriever(index, max_length=2)
+    question = "When did military instruction start where Larry Alcala was educated?"
+    assert iier.question_keywords(question) == {"larry alcala"}  # entities, not plain words
+    rows = {chunk_id: row for row, chunk_id in enumerate(iier.ids)}
+    similarity = index.similarities(index.embed_query(question))
+    assert iier.seeds({"larry alcala"}, similarity) == [rows["d1"]]
+    # d1 mentions the University of Santo Tomas, whose page d2 is linked by an entity edge
+    assert iier.chain(rows["d1"], similarity) == [rows["d1"], rows["d2"]]
+    hits = iier.retrieve(question, 3)
+    assert [h.id for h in hits[:2]] == ["d1", "d2"]
+    assert [p.step for h in hits[:2] for p in h.provenance] == ["seed", "hop 1"]
+    assert hits[1].provenance[0].via == ("d1", "d2")
+    assert hits[2].provenance[-1].step == "base retrieval"  # chains ran out: the base fills
+    # a question naming nothing known falls back to its words, and always has a seed
+    assert iier.seeds(set(), similarity) == [int(similarity.argmax())]
