@@ -49,15 +49,21 @@ def read_chunks(directory: Path) -> list[Chunk]:
         raise IndexStateError(f"{path} is missing or damaged: {err}", "rebuild the index") from err
 
 
-def chunk_embeddings(location: ChromaLocation, chunks: Sequence[Chunk]) -> np.ndarray:
-    """Read the chunks' stored embeddings from Chroma, in chunk order (nothing is re-embedded)."""
+def stored_vectors(location: ChromaLocation) -> dict[str, np.ndarray]:
+    """Read every vector of a Chroma collection, by record id."""
     store = ChromaVectorStore(location)
     try:
         found: dict[str, np.ndarray] = {}
         for ids, embeddings, _, _ in store.records():
             found.update(zip(ids, embeddings, strict=True))
+        return found
     finally:
         store.close()
+
+
+def chunk_embeddings(location: ChromaLocation, chunks: Sequence[Chunk]) -> np.ndarray:
+    """Read the chunks' stored embeddings from Chroma, in chunk order (nothing is re-embedded)."""
+    found = stored_vectors(location)
     missing = [c.id for c in chunks if c.id not in found]
     if missing:
         raise IndexStateError(
@@ -150,13 +156,7 @@ class Index:
     def triple_matrix(self) -> np.ndarray:
         """Load every triple's stored vector, in knowledge-graph order."""
         self._require_triple_vectors()
-        store = ChromaVectorStore(self.vectors.location.triples())
-        try:
-            found: dict[str, np.ndarray] = {}
-            for ids, embeddings, _, _ in store.records():
-                found.update(zip(ids, embeddings, strict=True))
-        finally:
-            store.close()
+        found = stored_vectors(self.vectors.location.triples())
         triples = self.knowledge_graph.triples
         if len(found) != len(triples) or any(t.id not in found for t in triples):
             raise IndexStateError(

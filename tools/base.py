@@ -38,17 +38,12 @@ class Retriever(ABC):
 
     def _hits(self, scored: Scored, step: str) -> list[Hit]:
         """Turn (chunk id, score) pairs into hits with this method's provenance."""
-        out = []
-        for rank, (chunk_id, score) in enumerate(scored, start=1):
-            chunk = self.index.chunk(chunk_id)
-            out.append(
-                Hit(
-                    chunk.id,
-                    score,
-                    chunk.title,
-                    chunk.text,
-                    chunk.doc_id,
-                    (Provenance(self.name, step, rank, score),),
-                )
-            )
-        return out
+        return [
+            self._hit(chunk_id, score, Provenance(self.name, step, rank, score))
+            for rank, (chunk_id, score) in enumerate(scored, start=1)
+        ]
+
+    def _hit(self, chunk_id: str, score: float, *provenance: Provenance) -> Hit:
+        """Build the hit of a chunk with the given score and provenance."""
+        chunk = self.index.chunk(chunk_id)
+        return Hit(chunk.id, score, chunk.title, chunk.text, chunk.doc_id, provenance)

@@ -163,19 +163,10 @@ class NaiveGERetriever(Retriever):
         base_by_id = {h.id: h for h in base_hits}
         hits = []
         for rank, (chunk_id, score) in enumerate(fused, start=1):
-            chunk = self.index.chunk(chunk_id)
             step = "triple chain" if chunk_id in via else "base retrieval"
             earlier = base_by_id[chunk_id].provenance if chunk_id in base_by_id else ()
-            hits.append(
-                Hit(
-                    chunk.id,
-                    score,
-                    chunk.title,
-                    chunk.text,
-                    chunk.doc_id,
-                    (*earlier, Provenance(self.name, step, rank, score, via.get(chunk_id, ()))),
-                )
-            )
+            own = Provenance(self.name, step, rank, score, via.get(chunk_id, ()))
+            hits.append(self._hit(chunk_id, score, *earlier, own))
         return hits
 
     def _chain_of(self, row: int, beams: Sequence[Beam]) -> tuple[str, ...]:

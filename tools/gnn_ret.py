@@ -159,20 +159,10 @@ class GNNRetriever(Retriever):
         ids = self.index.passage_graph.ids
         hits = []
         for rank, row in enumerate(order, start=1):
-            chunk = self.index.chunk(ids[row])
             score = float(1.0 - h[row])
             via = self._edge(row, sender[row]) if sender[row] >= 0 else ()
             step = "message from a top-K neighbour" if via else "own distance"
-            hits.append(
-                Hit(
-                    chunk.id,
-                    score,
-                    chunk.title,
-                    chunk.text,
-                    chunk.doc_id,
-                    (Provenance(self.name, step, rank, score, via),),
-                )
-            )
+            hits.append(self._hit(ids[row], score, Provenance(self.name, step, rank, score, via)))
         return hits
 
     def _edge(self, row: int, sender: int) -> tuple[str, ...]:

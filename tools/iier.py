@@ -122,19 +122,11 @@ class IIERRetriever(Retriever):
                     ranked.setdefault(chain[hop], (hop, chain))
         hits = []
         for rank, (row, (hop, chain)) in enumerate(list(ranked.items())[:k], start=1):
-            chunk = self.index.chunk(self.ids[row])
             score = float(similarity[row])
             step = "seed" if hop == 0 else f"hop {hop}"
             via = tuple(self.ids[r] for r in chain[: hop + 1])
             hits.append(
-                Hit(
-                    chunk.id,
-                    score,
-                    chunk.title,
-                    chunk.text,
-                    chunk.doc_id,
-                    (Provenance(self.name, step, rank, score, via),),
-                )
+                self._hit(self.ids[row], score, Provenance(self.name, step, rank, score, via))
             )
         if len(hits) < k:  # the base ranking fills the places the chains left
             taken = {h.id for h in hits}
