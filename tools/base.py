@@ -20,6 +20,8 @@ class Retriever(ABC):
     """What the method finds and when to use it; shown to LLMs that call it as a tool."""
     needs_graphs: ClassVar[bool] = False
     """Whether the method walks the passage or knowledge graph (`hopgraph graph build`)."""
+    needs_llm: ClassVar[bool] = False
+    """Whether the method calls an LLM at query time (see hopgraph.llm for the settings)."""
 
     def __init__(self, index: Index) -> None:
         self.index = index

@@ -16,11 +16,16 @@ model call per candidate and keeps a query in milliseconds.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import HumanMessage
 
 from graph_store import Index
+from prompts.gear import READ
 
 from .base import Retriever
 from .fusion import reciprocal_rank_fusion
@@ -134,6 +139,10 @@ class NaiveGERetriever(Retriever):
             self.triples_of_chunk.setdefault(chunk_id, []).append(row)
         self.triple_entity, self.entity_triple = knowledge.triple_entity, knowledge.entity_triple
 
+    def initial_triples(self, query: str, base_hits: Sequence[Hit]) -> list[int]:
+        """NaiveGE's seeds: every triple read from a chunk of the base result."""
+        return [t for h in base_hits for t in self.triples_of_chunk.get(h.id, [])]
+
     def neighbours(self, row: int) -> np.ndarray:
         """Return the rows of the triples sharing a head or tail entity with triple ``row``."""
         te, et = self.triple_entity, self.entity_triple
@@ -144,7 +153,7 @@ class NaiveGERetriever(Retriever):
 
     def _retrieve(self, query: str, k: int) -> list[Hit]:
         base_hits = self.base.retrieve(query, k)
-        initial = [t for h in base_hits for t in self.triples_of_chunk.get(h.id, [])]
+        initial = self.initial_triples(query, base_hits)
         beams = diverse_beam_search(
             self.index.embed_query(query),
             initial,
@@ -176,3 +185,49 @@ class NaiveGERetriever(Retriever):
             if row in chain:
                 return tuple(knowledge.triples[t].text for t in chain)
         return ()
+
+
+_FACT = re.compile(r'\(\s*"([^"]*)"\s*,\s*"([^"]*)"\s*,\s*"([^"]*)"\s*\)')
+
+
+def read_facts(reply: str) -> list[str]:
+    """Parse ("s", "p", "o") facts from the reader's free text (spec gear §3 step 2)."""
+    return [f"{s} {p} {o}" for s, p, o in _FACT.findall(reply) if s.strip() and o.strip()]
+
+
+class SyncGERetriever(NaiveGERetriever):
+    """GEAR's SyncGE: NaiveGE's search, seeded by what an LLM reads from the base passages.
+
+    The LLM writes proximal triples (Eq. 1); each is linked to its most similar stored triple
+    (tripleLink, Eq. 2, exact cosine over the triple vectors); those seed the beam search.
+    """
+
+    name = "sync_ge"
+    needs_llm = True
+    description = (
+        "LLM-guided graph expansion for multi-hop questions: an LLM reads the best-matching "
+        "passages into the facts the question needs, and chains of stored facts linked to them "
+        "lead to the passages that hold the rest of the evidence."
+    )
+
+    def __init__(self, index: Index, chat: BaseChatModel | None = None, **options: Any) -> None:
+        super().__init__(index, **options)
+        if chat is None:
+            from hopgraph.llm import LLMSettings, make_chat_model
+
+            chat = make_chat_model(LLMSettings.from_env())
+        self.chat = chat
+        self.last_reply = ""
+
+    def initial_triples(self, query: str, base_hits: Sequence[Hit]) -> list[int]:
+        """Read proximal triples from the base passages and link each to its nearest triple."""
+        docs = "\n\n".join(f"Wikipedia Title: {h.title}\n{h.text}" for h in base_hits)
+        self.last_reply = str(
+            self.chat.invoke([HumanMessage(READ.format(docs=docs, query=query))]).content
+        )
+        facts = read_facts(self.last_reply)
+        if not facts:  # the model found nothing usable: fall back to NaiveGE's seeds
+            return super().initial_triples(query, base_hits)
+        vectors = np.stack([self.index.embed_query(f) for f in facts])
+        nearest = np.argmax(vectors @ self.vectors.T, axis=1) if len(self.vectors) else []
+        return list(dict.fromkeys(int(t) for t in nearest))

@@ -46,5 +46,6 @@ def as_tool(retriever: Retriever) -> BaseTool:
 
 
 def retrieval_tools(index: Index, names: list[str] | None = None) -> list[BaseTool]:
-    """Return the named retrievers (all registered ones by default) as tools over ``index``."""
-    return [as_tool(make_retriever(name, index)) for name in names or list(RETRIEVERS)]
+    """Return the named retrievers as tools over ``index`` (default: every LLM-free one)."""
+    default = [name for name, cls in RETRIEVERS.items() if not cls.needs_llm]
+    return [as_tool(make_retriever(name, index)) for name in names or default]

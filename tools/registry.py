@@ -7,7 +7,7 @@ from hopgraph.errors import UnknownMethodError
 
 from .base import Retriever
 from .baselines import BM25Retriever, DenseRetriever, HybridRetriever
-from .gear_ge import NaiveGERetriever
+from .gear_ge import NaiveGERetriever, SyncGERetriever
 from .gnn_ret import GNNRetriever
 from .iier import IIERRetriever
 
@@ -20,6 +20,7 @@ RETRIEVERS: dict[str, type[Retriever]] = {
         GNNRetriever,
         NaiveGERetriever,
         IIERRetriever,
+        SyncGERetriever,
     )
 }
 

@@ -20,7 +20,10 @@ def index(tmp_path_factory):
         yield idx
 
 
-@pytest.mark.parametrize("method", sorted(RETRIEVERS))
+LLM_FREE = sorted(name for name, cls in RETRIEVERS.items() if not cls.needs_llm)
+
+
+@pytest.mark.parametrize("method", LLM_FREE)
 def test_every_method_ranks_the_matching_passage_first(index, method):
     hits = make_retriever(method, index).retrieve("Mountrail County seat Stanley", 3)
     assert hits[0].doc_id == "d5"
@@ -58,7 +61,7 @@ def test_unknown_methods(index):
 
 def test_retrievers_as_langchain_tools(index):
     tools = {t.name: t for t in retrieval_tools(index)}
-    assert set(tools) == {f"retrieve_{name}" for name in RETRIEVERS}
+    assert set(tools) == {f"retrieve_{name}" for name in LLM_FREE}
     tool = tools["retrieve_hybrid"]
     assert tool.args_schema is RetrieveInput
     assert "query" in tool.args and tool.description
@@ -94,3 +97,37 @@ def test_iier_keywords_seed_and_chain(index):
     assert hits[2].provenance[-1].step == "base retrieval"  # chains ran out: the base fills
     # a question naming nothing known falls back to its words, and always has a seed
     assert iier.seeds(set(), similarity) == [int(similarity.argmax())]
+
+
+def test_sync_ge_reads_facts_links_them_and_expands(index):
+    from tests.fakes import ScriptedChatModel
+    from tools.gear_ge import SyncGERetriever, read_facts
+
+    assert read_facts('Facts: ("A b", "born in", "C"), ("", "x", "y") and more') == [
+        "A b born in C"
+    ]
+    model = ScriptedChatModel(respond=lambda prompt: '("Mountrail County", "seat", "Stanley")')
+    sync = SyncGERetriever(index, chat=model, base="bm25")
+    hits = sync.retrieve("Where is the county seat of Van Hook Township?", 4)
+    assert len(model.calls) == 1
+    assert "Wikipedia Title: Van Hook Township" in model.calls[0]
+    assert "Question: Where is the county seat of Van Hook Township?" in model.calls[0]
+    linked = sync.initial_triples("q", [])
+    assert "mountrail county" in index.knowledge_graph.triples[linked[0]].text
+    chained = [h for h in hits if h.provenance[-1].step == "triple chain"]
+    assert {"d5"} <= {h.doc_id for h in chained}
+    silent = SyncGERetriever(
+        index, chat=ScriptedChatModel(respond=lambda p: "nothing"), base="bm25"
+    )
+    naive = make_retriever("naive_ge", index, base="bm25")
+    question = "Where is the county seat of Van Hook Township?"
+    assert [h.id for h in silent.retrieve(question, 4)] == [
+        h.id for h in naive.retrieve(question, 4)
+    ]
+
+
+def test_sync_ge_without_an_llm_says_what_to_set(index, monkeypatch):
+    for name in ("HOPGRAPH_LLM_MODEL", "HOPGRAPH_LLM_BASE_URL", "OPENAI_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    with pytest.raises(Exception, match="no LLM is configured"):
+        make_retriever("sync_ge", index)
