@@ -16,6 +16,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from graph_store import Index
+from graph_store.passage_graph import co_occurrence
 from hopgraph.errors import IndexStateError
 
 from .datasets import Question
@@ -122,12 +123,6 @@ def bridge_coverage(index: Index, questions: Sequence[Question], hops: int = 2) 
 
 def entity_sharing(chunk_entity: sp.csr_matrix, max_df: int | None) -> sp.csr_matrix:
     """Return chunk-to-chunk adjacency through shared entities (one hop = one shared entity)."""
-    incidence = chunk_entity
-    if max_df is not None:
-        df = np.asarray(incidence.sum(axis=0)).ravel()
-        incidence = incidence[:, np.flatnonzero(df <= max_df)]
-    shared = (incidence @ incidence.T).tocsr()
-    shared.setdiag(0)
-    shared.eliminate_zeros()
+    shared = co_occurrence(chunk_entity, 1, max_df)
     shared.data[:] = 1.0
     return shared

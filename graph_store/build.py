@@ -226,6 +226,7 @@ def build_graphs(
             lambda store: None,
             show_progress,
             graph_settings=settings,
+            tables_changed=False,
         )
     assert manifest.graph is not None
     return manifest.graph
@@ -238,6 +239,7 @@ def _rewrite(
     change: Callable[[ChromaVectorStore], None],
     show_progress: bool,
     graph_settings: GraphSettings | None = None,
+    tables_changed: bool = True,
 ) -> Manifest:
     """Stage a copy of the index with ``change`` applied to its vectors, then swap it in.
 
@@ -264,7 +266,8 @@ def _rewrite(
                 change(store)
             finally:
                 store.close()
-            _write_tables(staging, chunks)
+            if tables_changed:  # else the staged copy already holds the chunk table and BM25
+                _write_tables(staging, chunks)
             manifest = _manifest(old.settings, old.embedder, location, chunks, old.created_at)
             if graph_settings is not None:
                 manifest.graph = write_graphs(

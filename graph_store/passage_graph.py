@@ -166,7 +166,15 @@ def shared_item_edges(
     incidence = sp.csr_matrix(
         (np.ones(len(rows), dtype=np.float32), (rows, cols)), shape=(len(items), len(vocab))
     )
-    if max_df is not None:  # drop hub items before the product, so they never densify it
+    return co_occurrence(incidence, min_shared, max_df)
+
+
+def co_occurrence(incidence: sp.csr_matrix, min_shared: int, max_df: int | None) -> sp.csr_matrix:
+    """Link the rows of a (chunk × item) incidence sharing ≥ ``min_shared`` items; weight = count.
+
+    Items in more than ``max_df`` rows are dropped first, so hubs never densify the product.
+    """
+    if max_df is not None:
         df = np.asarray(incidence.sum(axis=0)).ravel()
         incidence = incidence[:, np.flatnonzero(df <= max_df)]
     shared = (incidence @ incidence.T).tocsr()

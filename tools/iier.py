@@ -22,7 +22,7 @@ from collections import defaultdict
 import numpy as np
 
 from graph_store import Index
-from graph_store.extraction.offline import STOPWORDS, TitleIndex, find_mentions
+from graph_store.extraction.offline import STOPWORDS, corpus_titles, find_mentions
 
 from .base import Retriever
 from .hits import Hit, Provenance
@@ -50,9 +50,8 @@ class IIERRetriever(Retriever):
         self.graph = index.passage_graph
         self.ids = self.graph.ids
         self.adjacency = self.graph.adjacency()
-        chunks = list(index.chunks.values())
-        lower_case = frozenset(w for c in chunks for w in c.text.split() if w[:1].islower())
-        self.titles = TitleIndex([c.title for c in chunks if c.title], lower_case)
+        # The same title index the offline extractor used, so question mentions meet chunk entities.
+        self.titles = corpus_titles(list(index.chunks.values()))
         # Seeds match a chunk's keywords and its entities (its own page's included): IIER keeps
         # titles out of keyword *edges* to keep them sparse, but a question naming a page
         # should be able to seed on that page.

@@ -105,6 +105,12 @@ def extraction_sentences(text: str) -> list[str]:
     return out
 
 
+def corpus_titles(chunks: Sequence[Chunk]) -> TitleIndex:
+    """Index a corpus's page titles, with the words the corpus also writes in lower case."""
+    lower_case = frozenset(w for c in chunks for w in _TOKEN.findall(c.text) if w[0].islower())
+    return TitleIndex([c.title for c in chunks if c.title], lower_case)
+
+
 def find_mentions(sentence: str, titles: TitleIndex) -> tuple[list[str], list[Mention]]:
     """Return the sentence's lower-cased tokens and its mentions, in order."""
     found = list(_TOKEN.finditer(sentence))
@@ -216,8 +222,7 @@ class OfflineExtractor:
 
     def extract(self, chunks: Sequence[Chunk], show_progress: bool = False) -> list[Extraction]:
         """Extract every chunk; keywords need corpus statistics, so all chunks come at once."""
-        lower_case = frozenset(w for c in chunks for w in _TOKEN.findall(c.text) if w[0].islower())
-        titles = TitleIndex([c.title for c in chunks if c.title], lower_case)
+        titles = corpus_titles(chunks)
         readings = [
             self._read(chunk, titles)
             for chunk in tqdm(chunks, desc="extracting", unit="chunk", disable=not show_progress)
