@@ -16,7 +16,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from graph_store import Index
-from graph_store.passage_graph import co_occurrence
+from graph_store.passage_graph import EDGE_TYPES, co_occurrence
 from hopgraph.errors import IndexStateError
 
 from .datasets import Question
@@ -75,21 +75,22 @@ def bridge_coverage(index: Index, questions: Sequence[Question], hops: int = 2) 
     for row, chunk_id in enumerate(graph.ids):
         rows_of_doc[index.chunk(chunk_id).doc_id].append(row)
     edge_sets = {
-        "all": ("structural", "entity", "keyword", "semantic"),
+        "all": EDGE_TYPES,
+        "structural+link": ("structural", "link"),
         "structural+entity": ("structural", "entity"),
         "structural+keyword": ("structural", "keyword"),
         "structural+semantic": ("structural", "semantic"),
     }
     report: dict = {"hops": hops, "passage_graph": {}}
     for name, types in edge_sets.items():
-        adjacency = graph.adjacency(types)
+        adjacency = graph.adjacency(types, undirected=True)
         share, counted = coverage(adjacency, rows_of_doc, questions, hops)
         report["passage_graph"][name] = {
             "coverage": share,
             "mean_degree": float(np.diff(adjacency.indptr).mean()),
         }
     report["questions"] = counted
-    all_edges = graph.adjacency()
+    all_edges = graph.adjacency(undirected=True)
     by_type: dict[str, list[Question]] = defaultdict(list)
     for q in questions:
         by_type[q.type or "untyped"].append(q)

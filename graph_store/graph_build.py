@@ -37,7 +37,9 @@ class GraphSettings(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     extractor: Literal["offline", "llm"] = Field("offline", description="who reads the chunks")
-    max_df: int = Field(30, ge=1, description="entities / keywords in more chunks: no edges")
+    max_df: int = Field(
+        30, ge=1, description="entities / keywords in more chunks, pages linked from more: no edges"
+    )
     keyword_min_shared: int = Field(2, ge=1, description="shared keywords for a keyword edge")
     semantic_k: int = Field(5, ge=0, description="semantic neighbours per chunk")
     semantic_min_sim: float = Field(0.5, ge=-1, le=1, description="least cosine for an edge")
@@ -160,7 +162,7 @@ def _open_or_create(location: ChromaLocation) -> ChromaVectorStore:
 
 def graph_counts(passage_graph: PassageGraph, knowledge: KnowledgeGraph) -> dict[str, Any]:
     """Count nodes and edges by type, and the knowledge graph's size."""
-    edges = {k: int(passage_graph.edges[k].nnz // 2) for k in EDGE_TYPES}
+    edges = {k: passage_graph.edge_count(k) for k in EDGE_TYPES}
     chunks = max(len(passage_graph.ids), 1)
     return {
         "chunks": len(passage_graph.ids),

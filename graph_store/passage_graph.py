@@ -10,12 +10,18 @@ Each edge type is one symmetric sparse matrix over the index's chunks (the order
 - for both, an entity or keyword found in more than ``max_df`` chunks ("United States", a
   common word) makes no edges: hubs would flood every degree and carry no evidence;
 - ``semantic``: each chunk to its ``semantic_k`` most similar chunks with cosine ≥
-  ``semantic_min_sim``, weight = the similarity (IIER §2.5).
+  ``semantic_min_sim``, weight = the similarity (IIER §2.5);
+- ``link`` (directed, the only one): chunk i → every chunk of the page whose title chunk i
+  mentions — the hyperlink a reader would follow (GNN-Ret §2.5's link edges). It is the bridge
+  of most Wikipedia multi-hop questions, and far sparser than shared entities: two passages that
+  both mention "Germany" share an entity, but only the page *Germany* is linked. A page
+  mentioned by more than ``max_df`` chunks ("Italy") gets no links in, like the hubs above.
 """
 
 from __future__ import annotations
 
 import json
+from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,10 +30,15 @@ import networkx as nx
 import numpy as np
 import scipy.sparse as sp
 
+from hopgraph.errors import IndexStateError
+
 from .documents import Chunk
 from .extraction import Extraction
+from .extraction.offline import token_key
 
-EDGE_TYPES = ("structural", "entity", "keyword", "semantic")
+EDGE_TYPES = ("structural", "entity", "keyword", "semantic", "link")
+DIRECTED = frozenset({"link"})
+"""Edge types stored as row → column; every other type is a symmetric matrix."""
 FEATURES = ("structural", "semantic", "keyword", "entity")
 """Order of :meth:`PassageGraph.edge_features`: IIER's r(u, n) = [a_struct, s_sem, c_kw], then
 the number of shared entities."""
@@ -52,15 +63,28 @@ class PassageGraph:
         self.position = {chunk_id: i for i, chunk_id in enumerate(ids)}
         self.edges = edges
 
-    def adjacency(self, types: Sequence[str] = EDGE_TYPES, binary: bool = True) -> sp.csr_matrix:
-        """Return the union of the given edge types (0/1 entries when ``binary``)."""
+    def adjacency(
+        self, types: Sequence[str] = EDGE_TYPES, binary: bool = True, undirected: bool = False
+    ) -> sp.csr_matrix:
+        """Return the union of the given edge types (0/1 entries when ``binary``).
+
+        Row i lists where a walk from chunk i may go, so a directed type keeps its direction;
+        ``undirected`` adds the reverse of every directed edge (for reachability and degrees).
+        """
         total = sp.csr_matrix((len(self.ids), len(self.ids)), dtype=np.float32)
         for kind in types:
             part = self.edges[kind]
+            if undirected and kind in DIRECTED:
+                part = part + part.T
             total = total + ((part != 0).astype(np.float32) if binary else part)
         if binary:
             total.data[:] = 1.0
         return total.tocsr()
+
+    def edge_count(self, kind: str) -> int:
+        """Return the number of edges of one type (a symmetric pair counts once)."""
+        nnz = int(self.edges[kind].nnz)
+        return nnz if kind in DIRECTED else nnz // 2
 
     def neighbours(self, chunk_id: str, types: Sequence[str] = EDGE_TYPES) -> list[str]:
         """Return the ids of a chunk's neighbours over the given edge types."""
@@ -95,8 +119,8 @@ class PassageGraph:
         return out
 
     def degrees(self, types: Sequence[str] = EDGE_TYPES) -> np.ndarray:
-        """Return each node's number of distinct neighbours over the given types."""
-        return np.diff(self.adjacency(types).indptr)
+        """Return each node's number of distinct neighbours (either direction) over the types."""
+        return np.diff(self.adjacency(types, undirected=True).indptr)
 
     def save(self, directory: Path) -> None:
         """Write one .npz per edge type and the node order."""
@@ -109,6 +133,13 @@ class PassageGraph:
     def load(cls, directory: Path) -> PassageGraph:
         """Read a graph written by :meth:`save`."""
         ids = json.loads((directory / "nodes.json").read_text(encoding="utf-8"))
+        missing = [k for k in EDGE_TYPES if not (directory / f"passages-{k}.npz").is_file()]
+        if missing:
+            raise IndexStateError(
+                f"the passage graph in {directory} has no {', '.join(missing)} edges "
+                "(built by an older hopgraph)",
+                "rebuild the graphs with `hopgraph graph build --index DIR`",
+            )
         edges = {k: sp.load_npz(directory / f"passages-{k}.npz").tocsr() for k in EDGE_TYPES}
         return cls(ids, edges)
 
@@ -117,9 +148,12 @@ class PassageGraph:
         graph = nx.MultiGraph()
         graph.add_nodes_from(self.ids)
         for kind, matrix in self.edges.items():
-            upper = sp.triu(matrix, k=1).tocoo()
-            for i, j, w in zip(upper.row, upper.col, upper.data, strict=True):
-                graph.add_edge(self.ids[i], self.ids[j], type=kind, weight=float(w))
+            directed = kind in DIRECTED
+            pairs = (matrix if directed else sp.triu(matrix, k=1)).tocoo()
+            for i, j, w in zip(pairs.row, pairs.col, pairs.data, strict=True):
+                # A directed edge keeps its direction as an attribute: the chunk that mentions.
+                extra = {"source": self.ids[i]} if directed else {}
+                graph.add_edge(self.ids[i], self.ids[j], type=kind, weight=float(w), **extra)
         return graph
 
 
@@ -138,6 +172,7 @@ def build_passage_graph(
             [e.keywords for e in extractions], settings.keyword_min_shared, settings.max_df
         ),
         "semantic": semantic_edges(embeddings, settings.semantic_k, settings.semantic_min_sim),
+        "link": link_edges(chunks, extractions, settings.max_df),
     }
     return PassageGraph(ids, edges)
 
@@ -151,6 +186,39 @@ def structural_edges(chunks: Sequence[Chunk]) -> sp.csr_matrix:
         if (c.doc_id, c.position + 1) in where
     ]
     return _symmetric(pairs, np.ones(len(pairs), dtype=np.float32), len(chunks))
+
+
+def link_edges(
+    chunks: Sequence[Chunk], extractions: Sequence[Extraction], max_df: int | None = None
+) -> sp.csr_matrix:
+    """Link chunk i → each chunk of another document whose page (title) chunk i mentions.
+
+    A chunk linked from more than ``max_df`` chunks keeps none of its links in.
+
+    Titles are keyed as extractors key page entities, so every extractor's mentions meet them;
+    a title shared by several documents (MuSiQue has such) is linked to in all of them.
+    """
+    pages: dict[str, list[int]] = defaultdict(list)
+    for row, chunk in enumerate(chunks):
+        if chunk.title:
+            pages[token_key(chunk.title)].append(row)
+    rows, cols = [], []
+    for row, (chunk, extraction) in enumerate(zip(chunks, extractions, strict=True)):
+        # A chunk naming its own page does not link to the page's namesakes.
+        own = token_key(chunk.title) if chunk.title else None
+        for entity in extraction.entities:
+            for col in pages.get(entity, ()) if entity != own else ():
+                if chunks[col].doc_id != chunk.doc_id:
+                    rows.append(row)
+                    cols.append(col)
+    n = len(chunks)
+    matrix = sp.csr_matrix((np.ones(len(rows), dtype=np.float32), (rows, cols)), shape=(n, n))
+    matrix.data[:] = 1.0  # the constructor sums repeated pairs; a link is there or not
+    if max_df is not None:
+        linked_from = np.diff(matrix.tocsc().indptr)
+        matrix = (matrix @ sp.diags((linked_from <= max_df).astype(np.float32))).tocsr()
+        matrix.eliminate_zeros()
+    return matrix
 
 
 def shared_item_edges(

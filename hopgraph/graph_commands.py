@@ -72,7 +72,7 @@ def stats(args: argparse.Namespace) -> None:
         graph, knowledge = index.passage_graph, index.knowledge_graph
         report = {
             "chunks": len(graph.ids),
-            "edges": {k: int(graph.edges[k].nnz // 2) for k in EDGE_TYPES},
+            "edges": {k: graph.edge_count(k) for k in EDGE_TYPES},
             "degree": {k: _distribution(graph.degrees([k])) for k in EDGE_TYPES}
             | {"all": _distribution(graph.degrees())},
             "entities": len(knowledge.entities),

@@ -1,10 +1,10 @@
-"""GNN-Ret's layer (Eqs. 3-4 of spec gnn_ret §3.2) on a graph small enough to check by hand."""
+"""GNN-Ret's layer (Eqs. 3-4 of spec gnn_ret §3.2) on graphs small enough to check by hand."""
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from tools.gnn_ret import gnn_layer, propagate
+from tools.gnn_ret import Channel, gnn_layer, propagate, typed_layer
 
 
 def graph(n, edges):
@@ -43,8 +43,35 @@ def test_top_k_nodes_adjacent_to_each_other_literal_or_only_lower():
 
 
 def test_two_layers_use_the_new_top_k():
-    h, sender = propagate(H0, A, alpha=0.5, top_k=2, layers=2)
+    h, sender, channel = propagate(H0, [(A, 0.5)], top_k=2, layers=2)
     # layer 1: [0.1, 0.4, 0.5, 0.3, 0.8]; T_K = {0, 3}; node 2 again hears 0.1: 0.3;
     # node 1 hears 0.3: 0.35
     np.testing.assert_allclose(h, [0.1, 0.35, 0.3, 0.3, 0.8])
     assert sender.tolist() == [-1, 3, 0, -1, -1]
+    assert channel.tolist() == [-1, 0, 0, -1, -1]
+
+
+def test_typed_layer_keeps_each_chunks_lowest_channel():
+    # Channel 0: the undirected A at α 0.5. Channel 1: one directed link 3 → 4 at α 0.2.
+    link = sp.csr_matrix(([1.0], ([3], [4])), shape=(5, 5))
+    layer, used = typed_layer(H0, [(A, 0.5), (link, 0.2)], top_k=2)
+    # channel 0 gives [0.1, 0.4, 0.5, 0.3, 0.8] (the first test); channel 1 only moves node 4:
+    # 0.2*0.8 + 0.8*0.3 = 0.4, below its 0.8
+    np.testing.assert_allclose(layer.h, [0.1, 0.4, 0.5, 0.3, 0.4])
+    assert layer.sender.tolist() == [-1, 3, 0, -1, 3]
+    assert used.tolist() == [-1, 0, 0, -1, 1]
+
+
+def test_directed_link_carries_a_message_one_way_only():
+    # 4 → 0: node 4 is not in T_K, and node 0 (in T_K) has no outgoing link: nothing moves.
+    link = sp.csr_matrix(([1.0], ([4], [0])), shape=(5, 5))
+    layer, used = typed_layer(H0, [(link, 0.0)], top_k=2)
+    np.testing.assert_allclose(layer.h, H0)
+    assert used.tolist() == [-1] * 5
+
+
+def test_channel_checks_its_settings():
+    with pytest.raises(ValueError, match="alpha"):
+        Channel(("entity",), 1.5)
+    with pytest.raises(ValueError, match="edge types"):
+        Channel(("hyperlinks",), 0.5)

@@ -90,7 +90,7 @@ def test_graph_cli_build_stats_export(tmp_path, capsys):
     assert main(["graph", "stats", "--index", idx, "--json"]) == 0
     stats = json.loads(capsys.readouterr().out)
     assert stats["chunks"] == 6 and stats["edges"]["entity"] > 0
-    assert set(stats["degree"]) == {"structural", "entity", "keyword", "semantic", "all"}
+    assert set(stats["degree"]) == {"structural", "entity", "keyword", "semantic", "link", "all"}
     import networkx as nx
 
     for kind in ("passages", "knowledge"):

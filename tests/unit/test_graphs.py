@@ -10,10 +10,12 @@ from graph_store.passage_graph import (
     PassageGraph,
     PassageGraphSettings,
     build_passage_graph,
+    link_edges,
     semantic_edges,
     shared_item_edges,
     structural_edges,
 )
+from hopgraph.errors import IndexStateError
 
 
 def test_structural_edges_link_consecutive_chunks_of_one_document():
@@ -70,11 +72,48 @@ def test_passage_graph_features_neighbours_and_round_trip(tmp_path):
     np.testing.assert_allclose(graph.edge_features("b#0", ["b#1"]), [[1, 0.8, 0, 1]], rtol=1e-6)
     assert graph.neighbours("a", ["keyword"]) == ["b#0"]
     assert graph.degrees().tolist() == [2, 2, 2]
+    # "a" mentions page B: links a → b#0 and a → b#1, one way; b's chunks mention no other page
+    assert graph.edges["link"].toarray().tolist() == [[0, 1, 1], [0, 0, 0], [0, 0, 0]]
+    assert graph.edge_count("link") == 2 and graph.edge_count("structural") == 1
+    assert graph.adjacency(["link"], undirected=True)[1, 0] == 1
     graph.save(tmp_path)
     again = PassageGraph.load(tmp_path)
     assert again.ids == graph.ids
     assert all((again.edges[k] != graph.edges[k]).nnz == 0 for k in graph.edges)
-    assert again.to_networkx().number_of_edges() == sum(m.nnz // 2 for m in graph.edges.values())
+    exported = again.to_networkx()
+    assert exported.number_of_edges() == sum(graph.edge_count(k) for k in graph.edges)
+    links = [d for _, _, d in exported.edges(data=True) if d["type"] == "link"]
+    assert [d["source"] for d in links] == ["a", "a"]
+    (tmp_path / "passages-link.npz").unlink()  # a graph written before link edges existed
+    with pytest.raises(IndexStateError, match="no link edges"):
+        PassageGraph.load(tmp_path)
+
+
+def test_link_edges_follow_titles_across_documents_only():
+    chunks = [
+        Chunk("p", "p", "Paris", "t"),
+        Chunk("q#0", "q", "Seine River", "t", 0, 2),
+        Chunk("q#1", "q", "Seine River", "t", 1, 2),
+        Chunk("r", "r", "Paris", "t"),  # a second page with the same title
+    ]
+    extractions = [
+        Extraction("p", ("paris", "seine river"), ()),
+        Extraction("q#0", ("seine river", "paris"), ()),
+        Extraction("q#1", ("seine river",), ()),  # its own page: no link to itself
+        Extraction("r", ("paris", "london"), ()),  # "london" has no page here
+    ]
+    links = link_edges(chunks, extractions).toarray()
+    assert links.tolist() == [
+        [0, 1, 1, 0],  # p → both chunks of the Seine page (naming Paris is naming itself)
+        [1, 0, 0, 1],  # q#0 mentions Paris: both pages of that title
+        [0, 0, 0, 0],  # q#1 names only its own page
+        [0, 0, 0, 0],  # r names itself and "london", which has no page here
+    ]
+    # When q#1 names Paris too, both Paris pages are linked from two chunks: a cap of one
+    # drops the links into them and keeps those into the Seine page.
+    extractions[2] = Extraction("q#1", ("seine river", "paris"), ())
+    capped = link_edges(chunks, extractions, max_df=1).toarray()
+    assert capped.tolist() == [[0, 1, 1, 0], [0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0]]
 
 
 def test_knowledge_graph_lookups_by_hand():
