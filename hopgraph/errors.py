@@ -30,3 +30,7 @@ class IndexStateError(HopgraphError):
 
 class UnknownMethodError(HopgraphError):
     """A retrieval method name is not in the registry."""
+
+
+class LLMReplyError(HopgraphError):
+    """An LLM's reply could not be read, even after one request to repair it."""

@@ -8,11 +8,16 @@ model and an endpoint or key, every LLM feature stops with an error that names w
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
+from typing import TypeVar
 
 from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import HumanMessage
 from pydantic import BaseModel, ConfigDict, Field
 
-from .errors import HopgraphError
+from .errors import HopgraphError, LLMReplyError
+
+T = TypeVar("T")
 
 SETUP_HINT = (
     "set HOPGRAPH_LLM_MODEL and HOPGRAPH_LLM_BASE_URL (any OpenAI-compatible server, e.g. "
@@ -77,3 +82,27 @@ def make_chat_model(settings: LLMSettings) -> BaseChatModel:
         timeout=settings.timeout,
         max_retries=settings.max_retries,
     )
+
+
+def ask_structured(chat: BaseChatModel, prompt: str, parse: Callable[[str], T]) -> T:
+    """Ask ``prompt`` and parse the reply; on a parse error ask once to repair it.
+
+    ``parse`` raises :class:`graph_store.extraction.parsing.ParseError` (a ``ValueError``) on a
+    reply it cannot read. A second unreadable reply raises :class:`LLMReplyError` quoting it.
+    """
+    from prompts.extraction import REPAIR
+
+    reply = str(chat.invoke([HumanMessage(prompt)]).content)
+    try:
+        return parse(reply)
+    except ValueError:
+        repaired = str(
+            chat.invoke([HumanMessage(f"{prompt}\n\n{REPAIR.format(reply=reply[:2000])}")]).content
+        )
+        try:
+            return parse(repaired)
+        except ValueError as err:
+            raise LLMReplyError(
+                f"the LLM's reply could not be read ({err}): {repaired[:200]!r}",
+                "check that HOPGRAPH_LLM_MODEL follows instructions, or use a larger model",
+            ) from err

@@ -1,8 +1,9 @@
 """IIER's evidence chains (spec iier §3), offline: keyword seeds, then chains over the CIG.
 
-1. Question keywords (§3.1): the entities the question mentions (linked to the corpus's titles
-   like chunk entities), or its content words when it names none; normalised like chunk
-   keywords.
+1. Question keywords (§3.1): with a chat model, the LLM's keyword list (prompt A.1 in
+   ``prompts/iier.py``); without one, the entities the question mentions (linked to the corpus's
+   titles like chunk entities), or its content words when it names none. Either way normalised
+   like chunk keywords.
 2. Seeds (§3.2): greedy set cover of the question keywords by chunk keywords; candidates ranked
    by (uncovered keywords they cover, similarity to the question); at least one seed (the most
    similar chunk) when nothing matches.
@@ -20,9 +21,13 @@ from __future__ import annotations
 from collections import defaultdict
 
 import numpy as np
+from langchain_core.language_models import BaseChatModel
 
 from graph_store import Index
-from graph_store.extraction.offline import STOPWORDS, corpus_titles, find_mentions
+from graph_store.extraction.offline import STOPWORDS, corpus_titles, find_mentions, token_key
+from graph_store.extraction.parsing import parse_string_list
+from hopgraph.llm import ask_structured
+from prompts.iier import QUESTION_KEYWORDS
 
 from .base import Retriever
 from .hits import Hit, Provenance
@@ -40,12 +45,18 @@ class IIERRetriever(Retriever):
     )
 
     def __init__(
-        self, index: Index, max_length: int = 3, edge_weight: float = 0.1, base: str = "hybrid"
+        self,
+        index: Index,
+        max_length: int = 3,
+        edge_weight: float = 0.1,
+        base: str = "hybrid",
+        chat: BaseChatModel | None = None,
     ) -> None:
+        """Set up over ``index``; give ``chat`` to read question keywords with an LLM (§3.1)."""
         from .registry import make_retriever
 
         super().__init__(index)
-        self.max_length, self.edge_weight = max_length, edge_weight
+        self.max_length, self.edge_weight, self.chat = max_length, edge_weight, chat
         self.base = make_retriever(base, index)
         self.graph = index.passage_graph
         self.ids = self.graph.ids
@@ -64,7 +75,12 @@ class IIERRetriever(Retriever):
                 self.by_keyword[word].append(row)
 
     def question_keywords(self, question: str) -> set[str]:
-        """Return the question's entities and content words, normalised like chunk keywords."""
+        """Return the question's keywords, normalised like chunk keywords."""
+        if self.chat is not None:
+            listed = ask_structured(
+                self.chat, QUESTION_KEYWORDS.format(question=question), parse_string_list
+            )
+            return {key for key in map(token_key, listed) if key}
         words, mentions = find_mentions(question, self.titles)
         keys = {m.key for m in mentions if not m.is_date}
         # IIER's keywords are entity-like phrases; plain words only when the question names none.

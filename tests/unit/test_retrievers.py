@@ -3,7 +3,7 @@ import pytest
 from graph_store import Document, Index, build_index
 from graph_store.build import build_graphs
 from graph_store.graph_build import GraphSettings
-from hopgraph.errors import InputError, UnknownMethodError
+from hopgraph.errors import InputError, LLMReplyError, UnknownMethodError
 from hopgraph.settings import IndexSettings
 from tests.conftest import DOCS
 from tools import RETRIEVERS, make_retriever, parse_methods
@@ -79,6 +79,15 @@ def test_retrievers_as_langchain_tools(index):
         tool.invoke({"query": "x", "k": 0})
 
 
+def test_gnn_ret_names_the_link_that_pulled_a_bridge_passage_in(index):
+    hits = make_retriever("gnn_ret", index).retrieve("Larry Alcala Filipino cartoonist", 2)
+    assert [h.id for h in hits] == ["d1", "d2"]
+    assert hits[0].provenance[-1].step == "own distance"
+    # d1 mentions the University of Santo Tomas: the link channel (α 0.3) carries its message
+    assert hits[1].provenance[-1].step == "message from a top-K neighbour"
+    assert hits[1].provenance[-1].via == ("d1", "link")
+
+
 def test_iier_keywords_seed_and_chain(index):
     from tools.iier import IIERRetriever
 
@@ -97,6 +106,31 @@ def test_iier_keywords_seed_and_chain(index):
     assert hits[2].provenance[-1].step == "base retrieval"  # chains ran out: the base fills
     # a question naming nothing known falls back to its words, and always has a seed
     assert iier.seeds(set(), similarity) == [int(similarity.argmax())]
+
+
+def test_iier_reads_question_keywords_with_an_llm(index):
+    from tests.fakes import ScriptedChatModel
+    from tools.iier import IIERRetriever
+
+    chat = ScriptedChatModel(respond=lambda prompt: 'Keywords: ["Larry Alcala", "  "]')
+    iier = IIERRetriever(index, max_length=2, chat=chat)
+    assert iier.question_keywords("Where was the cartoonist educated?") == {"larry alcala"}
+    assert "Where was the cartoonist educated?" in chat.calls[-1]
+    assert iier.retrieve("Where was the cartoonist educated?", 2)[0].id == "d1"
+
+
+def test_iier_repairs_one_unreadable_keyword_reply_then_gives_up(index):
+    from tests.fakes import ScriptedChatModel
+    from tools.iier import IIERRetriever
+
+    replies = iter(["the keywords are Larry Alcala", '["Larry Alcala"]'])
+    chat = ScriptedChatModel(respond=lambda prompt: next(replies))
+    assert IIERRetriever(index, chat=chat).question_keywords("q?") == {"larry alcala"}
+    assert "could not be parsed" in chat.calls[1]
+    stubborn = ScriptedChatModel(respond=lambda prompt: "no list here")
+    with pytest.raises(LLMReplyError, match="could not be read"):
+        IIERRetriever(index, chat=stubborn).question_keywords("q?")
+    assert len(stubborn.calls) == 2
 
 
 def test_sync_ge_reads_facts_links_them_and_expands(index):
