@@ -83,7 +83,7 @@ def test_gnn_ret_names_the_link_that_pulled_a_bridge_passage_in(index):
     hits = make_retriever("gnn_ret", index).retrieve("Larry Alcala Filipino cartoonist", 2)
     assert [h.id for h in hits] == ["d1", "d2"]
     assert hits[0].provenance[-1].step == "own distance"
-    # d1 mentions the University of Santo Tomas: the link channel (α 0.3) carries its message
+    # d1 mentions the University of Santo Tomas: the link channel (α 0.2) carries its message
     assert hits[1].provenance[-1].step == "message from a top-K neighbour"
     assert hits[1].provenance[-1].via == ("d1", "link")
 
