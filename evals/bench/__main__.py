@@ -13,6 +13,7 @@ import resource
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from evals.bench import save_json
@@ -22,8 +23,12 @@ from graph_store import Index, build_index, load_documents
 from graph_store.build import build_graphs, chunk_documents
 from graph_store.embedding import load_embedder
 from graph_store.graph_build import GraphSettings
+from hopgraph.errors import HopgraphError
 from hopgraph.settings import IndexSettings
 from tools import RETRIEVERS, make_retriever
+from tools.registry import parse_methods
+
+LLM_FREE = [name for name, cls in RETRIEVERS.items() if not cls.needs_llm]
 
 
 def time_indexing(data: Path, settings: IndexSettings, workdir: Path) -> dict[str, float]:
@@ -51,8 +56,10 @@ def time_indexing(data: Path, settings: IndexSettings, workdir: Path) -> dict[st
     }
 
 
-def time_queries(index_dir: Path, questions: list[str], k: int) -> dict[str, dict[str, float]]:
-    """Time each registered method over the questions, excluding the query embedding.
+def time_queries(
+    index_dir: Path, questions: list[str], k: int, methods: Sequence[str]
+) -> dict[str, dict[str, float]]:
+    """Time each method over the questions, excluding the query embedding.
 
     Every method embeds the query the same way, so each question is embedded once up front (that
     time is reported as ``query embedding``) and the methods reuse it from the index's cache.
@@ -65,7 +72,7 @@ def time_queries(index_dir: Path, questions: list[str], k: int) -> dict[str, dic
             index.embed_query(q)
             embedding.append((time.perf_counter() - started) * 1000)
         out["query embedding"] = _summary(embedding)
-        for name in RETRIEVERS:
+        for name in methods:
             retriever = make_retriever(name, index)
             retriever.retrieve(questions[0], k)
             times = []
@@ -98,20 +105,29 @@ def main(argv: list[str] | None = None) -> int:
         type=Path,
         help="time queries only, on this index (with graphs) instead of building one",
     )
+    parser.add_argument(
+        "--methods",
+        default=",".join(LLM_FREE),
+        help=f"comma-separated methods to time (default: the LLM-free ones, {','.join(LLM_FREE)})",
+    )
     parser.add_argument("--out", type=Path, help="write the figures as JSON here")
     args = parser.parse_args(argv)
+    try:
+        methods = parse_methods(args.methods)
+    except HopgraphError as err:
+        parser.error(str(err))
     os.environ.setdefault("HF_HUB_OFFLINE", "1")  # models are never downloaded
     settings = IndexSettings(model=args.model)
     questions = [q.question for q in load_questions(args.data, args.split, args.queries)]
     indexing = None
     if args.index:  # query latency only, on an index that has its graphs
-        latency = time_queries(args.index, questions, args.k)
+        latency = time_queries(args.index, questions, args.k, methods)
     else:
         with tempfile.TemporaryDirectory(prefix="hopgraph-bench-") as tmp:
             indexing = time_indexing(args.data, settings, Path(tmp))
             # The graph methods need graphs; triple vectors play no part in query latency.
             build_graphs(Path(tmp) / "index", GraphSettings(embed_triples=False), False)
-            latency = time_queries(Path(tmp) / "index", questions, args.k)
+            latency = time_queries(Path(tmp) / "index", questions, args.k, methods)
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     result = {
         "data": str(args.data),
@@ -133,8 +149,14 @@ def main(argv: list[str] | None = None) -> int:
             f"= {indexing['ratio']:.3f} × embedding alone (target ≤ 1.3)"
         )
     print("  query latency (methods exclude the query embedding, which they share):")
+    dense = latency.get("dense")
     for name, t in latency.items():
-        print(f"  {name:<16} p50 {t['p50_ms']:6.1f} ms   p95 {t['p95_ms']:6.1f} ms")
+        versus = (
+            f"   {t['p50_ms'] / dense['p50_ms']:.2f} × dense"
+            if dense and name not in ("dense", "query embedding")
+            else ""
+        )
+        print(f"  {name:<16} p50 {t['p50_ms']:6.1f} ms   p95 {t['p95_ms']:6.1f} ms{versus}")
     print(f"  peak RSS {peak_mb:.0f} MB")
     if args.out:
         save_json(args.out, result)
