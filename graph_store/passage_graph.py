@@ -138,7 +138,7 @@ class PassageGraph:
             raise IndexStateError(
                 f"the passage graph in {directory} has no {', '.join(missing)} edges "
                 "(built by an older hopgraph)",
-                "rebuild the graphs with `hopgraph graph build --index DIR`",
+                f"rebuild the graphs: `hopgraph graph build --index {directory.parent}`",
             )
         edges = {k: sp.load_npz(directory / f"passages-{k}.npz").tocsr() for k in EDGE_TYPES}
         return cls(ids, edges)
