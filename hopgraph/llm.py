@@ -8,8 +8,9 @@ model and an endpoint or key, every LLM feature stops with an error that names w
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable
-from typing import TypeVar
+from typing import TypedDict, TypeVar
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage
@@ -84,23 +85,64 @@ def make_chat_model(settings: LLMSettings) -> BaseChatModel:
     )
 
 
-def ask_structured(chat: BaseChatModel, prompt: str, parse: Callable[[str], T]) -> T:
+class Usage(TypedDict):
+    """LLM accounting of a run or a step: calls, tokens and seconds spent waiting."""
+
+    calls: int
+    prompt_tokens: int
+    completion_tokens: int
+    seconds: float
+
+
+def no_usage() -> Usage:
+    """Return the usage of nothing: all zeros."""
+    return Usage(calls=0, prompt_tokens=0, completion_tokens=0, seconds=0.0)
+
+
+def add_usage(left: Usage | None, right: Usage | None) -> Usage:
+    """Add two usages (the reducer of every agent's ``usage`` state key)."""
+    a, b = left or no_usage(), right or no_usage()
+    return Usage(
+        calls=a["calls"] + b["calls"],
+        prompt_tokens=a["prompt_tokens"] + b["prompt_tokens"],
+        completion_tokens=a["completion_tokens"] + b["completion_tokens"],
+        seconds=a["seconds"] + b["seconds"],
+    )
+
+
+def complete(chat: BaseChatModel, prompt: str) -> tuple[str, Usage]:
+    """Send one prompt; return the reply text and what the call cost.
+
+    Tokens are the server's counts (``usage_metadata``); a server that reports none counts 0.
+    """
+    started = time.perf_counter()
+    message = chat.invoke([HumanMessage(prompt)])
+    tokens = getattr(message, "usage_metadata", None) or {}
+    return str(message.content), Usage(
+        calls=1,
+        prompt_tokens=int(tokens.get("input_tokens", 0)),
+        completion_tokens=int(tokens.get("output_tokens", 0)),
+        seconds=time.perf_counter() - started,
+    )
+
+
+def ask_structured(chat: BaseChatModel, prompt: str, parse: Callable[[str], T]) -> tuple[T, Usage]:
     """Ask ``prompt`` and parse the reply; on a parse error ask once to repair it.
 
-    ``parse`` raises :class:`graph_store.extraction.parsing.ParseError` (a ``ValueError``) on a
-    reply it cannot read. A second unreadable reply raises :class:`LLMReplyError` quoting it.
+    ``parse`` raises ``ValueError`` (the extractors' ``ParseError`` is one) on a reply it cannot
+    read. A second unreadable reply raises :class:`LLMReplyError` quoting it. Returns the parsed
+    value and the usage of both calls.
     """
     from prompts.extraction import REPAIR
 
-    reply = str(chat.invoke([HumanMessage(prompt)]).content)
+    reply, usage = complete(chat, prompt)
     try:
-        return parse(reply)
+        return parse(reply), usage
     except ValueError:
-        repaired = str(
-            chat.invoke([HumanMessage(f"{prompt}\n\n{REPAIR.format(reply=reply[:2000])}")]).content
-        )
+        repaired, more = complete(chat, f"{prompt}\n\n{REPAIR.format(reply=reply[:2000])}")
+        usage = add_usage(usage, more)
         try:
-            return parse(repaired)
+            return parse(repaired), usage
         except ValueError as err:
             raise LLMReplyError(
                 f"the LLM's reply could not be read ({err}): {repaired[:200]!r}",

@@ -77,7 +77,7 @@ class IIERRetriever(Retriever):
     def question_keywords(self, question: str) -> set[str]:
         """Return the question's keywords, normalised like chunk keywords."""
         if self.chat is not None:
-            listed = ask_structured(
+            listed, _ = ask_structured(
                 self.chat, QUESTION_KEYWORDS.format(question=question), parse_string_list
             )
             return {key for key in map(token_key, listed) if key}

@@ -1,0 +1,46 @@
+"""The reader every method ends with: a short answer citing the passages it rests on."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from langchain_core.language_models import BaseChatModel
+
+from hopgraph.llm import Usage, ask_structured
+from prompts.answer import ANSWER, NOTES
+
+from .evidence import Evidence, numbered_passages
+
+# Models decorate labels ("**Answer:** x"): asterisks and spaces around the label are skipped.
+_ANSWER = re.compile(r"^[\s*]*answer[\s*]*:[\s*]*(.+?)[\s*]*$", re.IGNORECASE | re.MULTILINE)
+_CITED = re.compile(r"^[\s*]*cited[\s*]*:(.*)$", re.IGNORECASE | re.MULTILINE)
+
+
+def parse_answer(reply: str, passages: int) -> tuple[str, list[int]]:
+    """Read "Answer: …" and "Cited: [1, 3]"; return the answer and the 1-based numbers cited.
+
+    Raises ``ValueError`` when there is no answer line. Numbers outside 1..``passages`` are
+    dropped, since they cite nothing the reader was shown.
+    """
+    found = _ANSWER.search(reply)
+    if not found or not found.group(1).strip():
+        raise ValueError('no "Answer:" line')
+    cited = _CITED.search(reply)
+    numbers = [int(n) for n in re.findall(r"\d+", cited.group(1))] if cited else []
+    return found.group(1).strip(), list(dict.fromkeys(n for n in numbers if 1 <= n <= passages))
+
+
+def answer_with_citations(
+    chat: BaseChatModel, question: str, evidence: Sequence[Evidence], notes: str = ""
+) -> tuple[str, list[Evidence], Usage]:
+    """Answer ``question`` from ``evidence``; return the answer, the cited evidence and usage."""
+    prompt = ANSWER.format(
+        passages=numbered_passages(evidence),
+        notes=NOTES.format(notes=notes) if notes else "",
+        question=question,
+    )
+    (answer, numbers), usage = ask_structured(
+        chat, prompt, lambda reply: parse_answer(reply, len(evidence))
+    )
+    return answer, [evidence[n - 1] for n in numbers], usage

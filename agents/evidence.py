@@ -1,0 +1,52 @@
+"""Evidence as agents keep it in their state: plain, checkpointable records of retrieved chunks."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TypedDict
+
+from tools import Hit
+
+
+class Evidence(TypedDict):
+    """A retrieved chunk, with the step that found it."""
+
+    id: str
+    doc_id: str
+    title: str
+    text: str
+    score: float
+    found_by: str
+
+
+def evidence_of(hits: Sequence[Hit], found_by: str) -> list[Evidence]:
+    """Turn retriever hits into evidence records labelled with the step that found them."""
+    return [
+        Evidence(
+            id=h.id, doc_id=h.doc_id, title=h.title, text=h.text, score=h.score, found_by=found_by
+        )
+        for h in hits
+    ]
+
+
+def gather(left: list[Evidence] | None, right: list[Evidence] | None) -> list[Evidence]:
+    """Append unseen chunks in order (the reducer of ``gathered``: every chunk an agent saw)."""
+    out = list(left or [])
+    seen = {e["id"] for e in out}
+    for item in right or []:
+        if item["id"] not in seen:
+            seen.add(item["id"])
+            out.append(item)
+    return out
+
+
+def numbered_passages(evidence: Sequence[Evidence]) -> str:
+    """Render passages for a prompt: "[1] Wikipedia Title: …" then the text, one per block."""
+    return "\n\n".join(
+        f"[{n}] Wikipedia Title: {e['title']}\n{e['text']}" for n, e in enumerate(evidence, 1)
+    )
+
+
+def titled_passages(evidence: Sequence[Evidence]) -> str:
+    """Render passages the way the papers' readers see them: "Wikipedia Title: …" then text."""
+    return "\n\n".join(f"Wikipedia Title: {e['title']}\n{e['text']}" for e in evidence)

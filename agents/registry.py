@@ -1,0 +1,46 @@
+"""Method name → the agent that answers with it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langgraph.graph import StateGraph
+
+from hopgraph.errors import UnknownMethodError
+from tools import RETRIEVERS
+
+from .context import AgentContext
+
+
+def _agents() -> dict[str, tuple[StateGraph, type[AgentContext]]]:
+    from .retrieve_answer import context as single_context
+    from .retrieve_answer import graph as single
+    from .rgnn_ret import context as rgnn_context
+    from .rgnn_ret import graph as rgnn
+
+    return {
+        "retrieve_answer": (single.builder, single_context.Context),
+        "rgnn_ret": (rgnn.builder, rgnn_context.Context),
+    }
+
+
+MULTI_STEP = ("rgnn_ret", "gear", "tog2")
+
+
+def agent_methods() -> list[str]:
+    """Return every method ``ask`` accepts: the multi-step agents, then the retrievers."""
+    return [m for m in MULTI_STEP if m in _agents()] + list(RETRIEVERS)
+
+
+def agent_for(method: str) -> tuple[StateGraph, type[AgentContext], dict[str, Any]]:
+    """Return (graph builder, context type, fixed context settings) for a method name."""
+    agents = _agents()
+    if method in agents and method != "retrieve_answer":
+        builder, context = agents[method]
+        return builder, context, {}
+    if method in RETRIEVERS:
+        builder, context = agents["retrieve_answer"]
+        return builder, context, {"method": method}
+    raise UnknownMethodError(
+        f"unknown method {method!r}", f"choose one of: {', '.join(agent_methods())}"
+    )

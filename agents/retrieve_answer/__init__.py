@@ -1,0 +1,1 @@
+"""Answering with a single-step method: retrieve once, then the shared citing reader."""

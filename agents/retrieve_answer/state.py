@@ -1,0 +1,14 @@
+"""State of a single-step run."""
+
+from __future__ import annotations
+
+from agents.evidence import Evidence
+from agents.state import AnswerState, InputState
+
+__all__ = ["InputState", "State"]
+
+
+class State(AnswerState, total=False):
+    """The shared outputs plus the passages handed to the reader."""
+
+    evidence: list[Evidence]

@@ -1,0 +1,171 @@
+"""The agents' state machines driven by a scripted chat model over a six-passage index."""
+
+import re
+
+import numpy as np
+import pytest
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.runtime import Runtime
+
+from agents.answering import parse_answer
+from agents.rgnn_ret import graph as rgnn
+from agents.rgnn_ret.context import Context as RGNNContext
+from agents.rgnn_ret.state import parse_critique, parse_next_step
+from agents.run import run_agent
+from graph_store import Document, Index, build_index
+from graph_store.build import build_graphs
+from graph_store.graph_build import GraphSettings
+from hopgraph.errors import InputError, LLMReplyError, UnknownMethodError
+from hopgraph.settings import IndexSettings
+from tests.conftest import DOCS
+from tests.fakes import ScriptedChatModel
+
+QUESTION = "When did military instruction start at the place where Larry Alcala was educated?"
+
+
+@pytest.fixture(scope="module")
+def index(tmp_path_factory):
+    path = tmp_path_factory.mktemp("agents") / "idx"
+    docs = [Document(d["id"], d["title"], d["text"]) for d in DOCS]
+    build_index(docs, path, IndexSettings(model="hashing"), show_progress=False)
+    build_graphs(path, GraphSettings(semantic_min_sim=0.1), show_progress=False)
+    with Index.open(path) as idx:
+        yield idx
+
+
+def cite(prompt: str, title: str) -> str:
+    """Return the number the reader prompt gave the passage titled ``title``."""
+    found = re.search(rf"\[(\d+)\] Wikipedia Title: {re.escape(title)}\n", prompt)
+    return found.group(1) if found else "9"
+
+
+def rgnn_script(critiques: list[str]):
+    """A well-behaved model for RGNN-Ret; ``critiques`` are the critique replies, in order."""
+    verdicts = iter(critiques)
+
+    def respond(prompt: str) -> str:
+        if "ask the next step question" in prompt:
+            if "Intermediate answer: Larry" in prompt:
+                return "When did military instruction start at the University of Santo Tomas?"
+            return "Where was Larry Alcala educated?"
+        if "answer the next step question" in prompt:
+            if "military" in prompt.rsplit("Question:", 1)[-1]:
+                return "Military instruction started there in 1936."
+            return "Larry Alcala was educated at the University of Santo Tomas."
+        if "critique whether" in prompt:
+            return next(verdicts)
+        if "reading comprehension" in prompt:
+            return f"Answer: 1936\nCited: [{cite(prompt, 'University of Santo Tomas')}]"
+        raise AssertionError(f"unexpected prompt: {prompt[:80]}")
+
+    return respond
+
+
+def test_rgnn_ret_asks_retrieves_critiques_and_answers_with_citations(index):
+    chat = ScriptedChatModel(respond=rgnn_script(["not yet. Critique: no", "Critique: yes"]))
+    result = run_agent("rgnn_ret", QUESTION, index, chat)
+    assert result.answer == "1936"
+    assert [c["id"] for c in result.citations] == ["d2"]
+    assert {"d1", "d2"} <= {e["id"] for e in result.gathered}
+    # two rounds of (next step, sub-answer, critique), then the final answer
+    assert result.usage["calls"] == len(chat.calls) == 7
+    assert result.usage["prompt_tokens"] > 0 and result.usage["completion_tokens"] > 0
+    assert [s.split(":")[0] for s in result.steps] == [
+        "next step 1", "retrieve 1 (gnn_ret, β 0.9)", "intermediate answer", "critique",
+        "next step 2", "retrieve 2 (gnn_ret, β 0.9)", "intermediate answer", "critique",
+        "answer",
+    ]  # fmt: skip
+
+
+def test_rgnn_ret_forces_an_answer_at_the_step_bound(index):
+    chat = ScriptedChatModel(respond=rgnn_script(["Critique: no"] * 5))
+    result = run_agent("rgnn_ret", QUESTION, index, chat, max_steps=2)
+    assert sum(s.startswith("critique") for s in result.steps) == 2
+    assert result.steps[-1] == "answer (step bound 2 reached): 1936"
+
+
+def test_rgnn_ret_repairs_a_malformed_reply_and_stops_on_a_second(index):
+    script = rgnn_script(["Critique: yes"])
+    replies = {"next": iter(["", "Next step: Where was Larry Alcala educated?"])}
+
+    def respond(prompt: str) -> str:
+        if "ask the next step question" in prompt:
+            return next(replies["next"])
+        return script(prompt)
+
+    chat = ScriptedChatModel(respond=respond)
+    result = run_agent("rgnn_ret", QUESTION, index, chat)
+    assert result.steps[0] == "next step 1: Where was Larry Alcala educated?"
+    assert "could not be parsed" in chat.calls[1]  # the repair request
+    mumbling = ScriptedChatModel(respond=lambda p: "hmm" if "critique whether" in p else script(p))
+    with pytest.raises(LLMReplyError):
+        run_agent("rgnn_ret", QUESTION, index, mumbling)
+
+
+def test_recurrent_blend_is_eq_6(index):
+    context = RGNNContext(index=index, chat=ScriptedChatModel(), beta=0.75, step_k=2)
+    runtime = Runtime(context=context)
+    first = rgnn.retrieve({"question": QUESTION, "subquestion": "Larry Alcala"}, runtime)
+    second = rgnn.retrieve(
+        {"question": QUESTION, "subquestion": "military instruction", "h_hat": first["h_hat"]},
+        runtime,
+    )
+    gnn = context.retriever("gnn_ret")
+    h1, h2 = gnn.ranking("Larry Alcala")[0], gnn.ranking("military instruction")[0]
+    np.testing.assert_allclose(first["h_hat"], h1)
+    np.testing.assert_allclose(second["h_hat"], 0.75 * h2 + 0.25 * h1)
+    assert [e["id"] for e in second["evidence"]] == [
+        context.index.passage_graph.ids[r] for r in np.argsort(second["h_hat"])[:2]
+    ]
+
+
+def test_parsers_of_rgnn_replies():
+    assert parse_next_step("Next step: Who founded X?\nIntermediate answer: Y") == "Who founded X?"
+    assert parse_next_step("  \nWho founded X?") == "Who founded X?"
+    with pytest.raises(ValueError):
+        parse_next_step("Intermediate answer: nothing")
+    assert parse_critique("Critique: no ... on reflection, Critique: YES") is True
+    assert parse_critique("critique - no") is False
+    with pytest.raises(ValueError):
+        parse_critique("I think so")
+    assert parse_answer("Answer: 1936\nCited: [2, 7, 2, 1]", 3) == ("1936", [2, 1])
+    assert parse_answer("**Answer:** Manila", 2) == ("Manila", [])
+    with pytest.raises(ValueError):
+        parse_answer("Cited: [1]", 2)
+
+
+def test_single_step_methods_answer_with_citations(index):
+    chat = ScriptedChatModel(
+        respond=lambda p: f"Answer: Stanley\nCited: [{cite(p, 'Mountrail County')}]"
+    )
+    result = run_agent("hybrid", "What is the seat of Mountrail County?", index, chat, k=3)
+    assert result.answer == "Stanley" and [c["id"] for c in result.citations] == ["d5"]
+    assert result.usage["calls"] == 1 and len(result.gathered) == 3
+    assert result.steps[0].startswith("retrieve (hybrid): 3 passages: Mountrail County")
+    with pytest.raises(UnknownMethodError, match="rgnn_ret"):
+        run_agent("nope", "q", index, chat)
+
+
+def test_an_interrupted_run_resumes_without_repeating_finished_nodes(index):
+    saver = InMemorySaver()
+    # the model fails on its 4th call: the second round's next-step question
+    script = rgnn_script(["Critique: no", "Critique: yes"])
+    failing = ScriptedChatModel(respond=script, fail_after=3)
+    with pytest.raises(RuntimeError, match="went away"):
+        run_agent("rgnn_ret", QUESTION, index, failing, saver=saver, thread_id="t1")
+    assert len(failing.calls) == 4
+    healthy = ScriptedChatModel(respond=rgnn_script(["Critique: yes"]))
+    result = run_agent("rgnn_ret", QUESTION, index, healthy, saver=saver, thread_id="t1")
+    assert result.resumed and result.answer == "1936"
+    # the resumed run starts at the failed node: next step 2, sub-answer, critique, answer
+    assert len(healthy.calls) == 4
+    assert "Intermediate answer: Larry" in healthy.calls[0]
+    assert sum(s.startswith("next step 1") for s in result.steps) == 1
+    assert result.usage["calls"] == 3 + 4  # finished work is counted once
+    with pytest.raises(InputError, match="already answered"):
+        run_agent("rgnn_ret", QUESTION, index, healthy, saver=saver, thread_id="t1")
+    with pytest.raises(InputError, match="another question"):
+        failing2 = ScriptedChatModel(respond=rgnn_script(["Critique: no"]), fail_after=0)
+        with pytest.raises(RuntimeError):
+            run_agent("rgnn_ret", QUESTION, index, failing2, saver=saver, thread_id="t2")
+        run_agent("rgnn_ret", "Another question?", index, healthy, saver=saver, thread_id="t2")
