@@ -13,6 +13,8 @@ from .context import AgentContext
 
 
 def _agents() -> dict[str, tuple[StateGraph, type[AgentContext]]]:
+    from .gear import context as gear_context
+    from .gear import graph as gear
     from .retrieve_answer import context as single_context
     from .retrieve_answer import graph as single
     from .rgnn_ret import context as rgnn_context
@@ -21,6 +23,7 @@ def _agents() -> dict[str, tuple[StateGraph, type[AgentContext]]]:
     return {
         "retrieve_answer": (single.builder, single_context.Context),
         "rgnn_ret": (rgnn.builder, rgnn_context.Context),
+        "gear": (gear.builder, gear_context.Context),
     }
 
 

@@ -22,9 +22,9 @@ from typing import Any
 
 import numpy as np
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import HumanMessage
 
 from graph_store import Index
+from hopgraph.llm import Usage, add_usage, complete, no_usage
 from prompts.gear import READ
 
 from .base import Retriever
@@ -190,9 +190,18 @@ class NaiveGERetriever(Retriever):
 _FACT = re.compile(r'\(\s*"([^"]*)"\s*,\s*"([^"]*)"\s*,\s*"([^"]*)"\s*\)')
 
 
-def read_facts(reply: str) -> list[str]:
+def read_triples(reply: str) -> list[tuple[str, str, str]]:
     """Parse ("s", "p", "o") facts from the reader's free text (spec gear §3 step 2)."""
-    return [f"{s} {p} {o}" for s, p, o in _FACT.findall(reply) if s.strip() and o.strip()]
+    return [
+        (s.strip(), p.strip(), o.strip())
+        for s, p, o in _FACT.findall(reply)
+        if s.strip() and o.strip()
+    ]
+
+
+def read_facts(reply: str) -> list[str]:
+    """Parse the reader's facts as the texts "s p o" that are embedded and linked."""
+    return [f"{s} {p} {o}" for s, p, o in read_triples(reply)]
 
 
 class SyncGERetriever(NaiveGERetriever):
@@ -218,13 +227,18 @@ class SyncGERetriever(NaiveGERetriever):
             chat = make_chat_model(LLMSettings.from_env())
         self.chat = chat
         self.last_reply = ""
+        self.usage = no_usage()
+
+    def take_usage(self) -> Usage:
+        """Return the LLM usage since the last call (the reads of every retrieve) and reset it."""
+        usage, self.usage = self.usage, no_usage()
+        return usage
 
     def initial_triples(self, query: str, base_hits: Sequence[Hit]) -> list[int]:
         """Read proximal triples from the base passages and link each to its nearest triple."""
         docs = "\n\n".join(f"Wikipedia Title: {h.title}\n{h.text}" for h in base_hits)
-        self.last_reply = str(
-            self.chat.invoke([HumanMessage(READ.format(docs=docs, query=query))]).content
-        )
+        self.last_reply, usage = complete(self.chat, READ.format(docs=docs, query=query))
+        self.usage = add_usage(self.usage, usage)
         facts = read_facts(self.last_reply)
         if not facts:  # the model found nothing usable: fall back to NaiveGE's seeds
             return super().initial_triples(query, base_hits)

@@ -169,3 +169,77 @@ def test_an_interrupted_run_resumes_without_repeating_finished_nodes(index):
         with pytest.raises(RuntimeError):
             run_agent("rgnn_ret", QUESTION, index, failing2, saver=saver, thread_id="t2")
         run_agent("rgnn_ret", "Another question?", index, healthy, saver=saver, thread_id="t2")
+
+
+FACT_1 = '("Larry Alcala", "educated at", "University of Santo Tomas")'
+FACT_2 = '("University of Santo Tomas", "military instruction started in", "1936")'
+
+
+def gear_script(verdicts: list[str]):
+    """A well-behaved model for GEAR; ``verdicts`` are the reason replies, in order."""
+    replies = iter(verdicts)
+
+    def respond(prompt: str) -> str:
+        if "find facts that help answer" in prompt:
+            return FACT_2 if "preliminary facts" in prompt else f"{FACT_1}, {FACT_1}"
+        if "Answerable: Yes" in prompt:
+            return next(replies)
+        if "Next Question:" in prompt:
+            return "Next Question: When did military instruction start at Santo Tomas?"
+        if "reading comprehension" in prompt:
+            return f"Answer: 1936\nCited: [{cite(prompt, 'University of Santo Tomas')}]"
+        raise AssertionError(f"unexpected prompt: {prompt[:80]}")
+
+    return respond
+
+
+NOT_YET = "Answerable: No\nWhy: the facts do not say when military instruction started."
+
+
+def test_gear_reads_reasons_rewrites_links_and_answers(index):
+    chat = ScriptedChatModel(respond=gear_script([NOT_YET, "Answerable: Yes\nAnswer: 1936"]))
+    result = run_agent("gear", QUESTION, index, chat)
+    assert result.answer == "1936" and [c["id"] for c in result.citations] == ["d2"]
+    # round 1: SyncGE's read, the memory read, reason, rewrite; round 2 the same but the
+    # rewrite; then the answer
+    assert result.usage["calls"] == len(chat.calls) == 8
+    assert [s.split(" ")[0].rstrip(":") for s in result.steps] == [
+        "retrieve", "read", "reason", "rewrite", "retrieve", "read", "reason", "link", "answer",
+    ]  # fmt: skip
+    assert "for 'When did military instruction start at Santo Tomas?'" in result.steps[4]
+    assert result.steps[1] == f"read: 1 new facts {FACT_1}"  # a repeated fact is kept once
+    memory_read = [c for c in chat.calls if "preliminary facts" in c]
+    assert len(memory_read) == 1 and f"Facts: {FACT_1}" in memory_read[0]
+    assert f"Question: {QUESTION}" in memory_read[0]  # read always uses the original question
+
+
+def test_gear_links_passages_at_the_round_bound(index):
+    chat = ScriptedChatModel(respond=gear_script([NOT_YET] * 3))
+    result = run_agent("gear", QUESTION, index, chat, max_rounds=2)
+    assert sum(s.startswith("retrieve") for s in result.steps) == 2
+    assert result.steps[-2].startswith("link passages: 2 facts linked; top 5:")
+    assert result.steps[-1] == "answer (round bound 2 reached): 1936"
+
+
+def test_gear_stops_on_an_unreadable_reason(index):
+    script = gear_script([])
+    chat = ScriptedChatModel(respond=lambda p: "maybe" if "Answerable: Yes" in p else script(p))
+    with pytest.raises(LLMReplyError, match="could not be read"):
+        run_agent("gear", QUESTION, index, chat)
+
+
+def test_parsers_of_gear_replies():
+    from agents.gear.state import parse_next_question, parse_reason, render_triples
+
+    assert parse_reason("Answerable: Yes\nAnswer: 1936") == (True, "")
+    assert parse_reason("answerable - no\nWhy: nothing about\n  the date.") == (
+        False,
+        "nothing about the date.",
+    )
+    with pytest.raises(ValueError):
+        parse_reason("I cannot tell")
+    assert parse_next_question("Next Question: Where?\nmore") == "Where?"
+    assert parse_next_question("Who founded X?") == "Who founded X?"
+    with pytest.raises(ValueError):
+        parse_next_question("Next Question:   ")
+    assert render_triples([["a", "b", "c"]]) == '("a", "b", "c")'

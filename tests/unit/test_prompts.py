@@ -4,21 +4,30 @@ from string import Formatter
 
 import pytest
 
-from prompts import extraction
+from prompts import answer, extraction, gear, iier, rgnn_ret
 
-CALLERS = {  # slots each prompt is formatted with in graph_store/extraction/llm.py
-    "GEAR_EXTRACTION": {"wiki_title", "passage"},
-    "IIER_CHUNK_KEYWORDS": {"chunk"},
-    "GNN_RET_LINKS": {"passage"},
-    "REPAIR": {"reply"},
+CALLERS = {  # slots each prompt is formatted with by its caller
+    (extraction, "GEAR_EXTRACTION"): {"wiki_title", "passage"},  # graph_store/extraction/llm.py
+    (extraction, "IIER_CHUNK_KEYWORDS"): {"chunk"},
+    (extraction, "GNN_RET_LINKS"): {"passage"},
+    (extraction, "REPAIR"): {"reply"},  # and hopgraph/llm.py
+    (iier, "QUESTION_KEYWORDS"): {"question"},  # tools/iier.py
+    (gear, "READ"): {"docs", "query"},  # tools/gear_ge.py
+    (answer, "ANSWER"): {"passages", "notes", "question"},  # agents/answering.py
+    (answer, "NOTES"): {"notes"},
+    (rgnn_ret, "NEXT_STEP"): {"trace"},  # agents/rgnn_ret/graph.py
+    (rgnn_ret, "STEP_ANSWER"): {"subquestion", "passages"},
+    (rgnn_ret, "CRITIQUE"): {"trace"},
 }
 
 
-@pytest.mark.parametrize("name", sorted(CALLERS))
-def test_prompt_slots_match_the_caller(name):
-    template = getattr(extraction, name)
+@pytest.mark.parametrize(
+    ("module", "name"), sorted(CALLERS, key=lambda pair: (pair[0].__name__, pair[1]))
+)
+def test_prompt_slots_match_the_caller(module, name):
+    template = getattr(module, name)
     slots = {field for _, field, _, _ in Formatter().parse(template) if field}
-    assert slots == CALLERS[name]
+    assert slots == CALLERS[module, name]
     assert template.format(**dict.fromkeys(slots, "<x>")).count("<x>") >= len(slots)
 
 
