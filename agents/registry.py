@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from langgraph.graph import StateGraph
+from typing import TYPE_CHECKING, Any
 
 from hopgraph.errors import UnknownMethodError
 from tools import RETRIEVERS
 
-from .context import AgentContext
+if TYPE_CHECKING:  # the graphs import LangGraph: only when a run needs them, not for --help
+    from langgraph.graph import StateGraph
+
+    from .context import AgentContext
 
 
 def _agents() -> dict[str, tuple[StateGraph, type[AgentContext]]]:
@@ -27,12 +28,12 @@ def _agents() -> dict[str, tuple[StateGraph, type[AgentContext]]]:
     }
 
 
-MULTI_STEP = ("rgnn_ret", "gear", "tog2")
+MULTI_STEP = ("rgnn_ret", "gear")
 
 
 def agent_methods() -> list[str]:
     """Return every method ``ask`` accepts: the multi-step agents, then the retrievers."""
-    return [m for m in MULTI_STEP if m in _agents()] + list(RETRIEVERS)
+    return [*MULTI_STEP, *RETRIEVERS]
 
 
 def agent_for(method: str) -> tuple[StateGraph, type[AgentContext], dict[str, Any]]:

@@ -72,7 +72,7 @@ def _build_options(parser: argparse.ArgumentParser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     """Return the parser of every subcommand."""
-    from . import commands
+    from . import ask_command, commands
 
     parser = argparse.ArgumentParser(
         prog="hopgraph",
@@ -150,6 +150,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-k", type=_positive, default=5, help="how many passages (default 5)")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.set_defaults(func=commands.retrieve)
+
+    ask_command.add_parser(sub, _index_option, _positive)
 
     p = sub.add_parser("info", help="show an index's manifest and the available methods")
     _index_option(p)

@@ -1,7 +1,5 @@
 """The agents' state machines driven by a scripted chat model over a six-passage index."""
 
-import re
-
 import numpy as np
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
@@ -17,10 +15,9 @@ from graph_store.build import build_graphs
 from graph_store.graph_build import GraphSettings
 from hopgraph.errors import InputError, LLMReplyError, UnknownMethodError
 from hopgraph.settings import IndexSettings
+from tests.agent_scripts import FACT_1, NOT_YET, QUESTION, cite, gear_script, rgnn_script
 from tests.conftest import DOCS
 from tests.fakes import ScriptedChatModel
-
-QUESTION = "When did military instruction start at the place where Larry Alcala was educated?"
 
 
 @pytest.fixture(scope="module")
@@ -31,34 +28,6 @@ def index(tmp_path_factory):
     build_graphs(path, GraphSettings(semantic_min_sim=0.1), show_progress=False)
     with Index.open(path) as idx:
         yield idx
-
-
-def cite(prompt: str, title: str) -> str:
-    """Return the number the reader prompt gave the passage titled ``title``."""
-    found = re.search(rf"\[(\d+)\] Wikipedia Title: {re.escape(title)}\n", prompt)
-    return found.group(1) if found else "9"
-
-
-def rgnn_script(critiques: list[str]):
-    """A well-behaved model for RGNN-Ret; ``critiques`` are the critique replies, in order."""
-    verdicts = iter(critiques)
-
-    def respond(prompt: str) -> str:
-        if "ask the next step question" in prompt:
-            if "Intermediate answer: Larry" in prompt:
-                return "When did military instruction start at the University of Santo Tomas?"
-            return "Where was Larry Alcala educated?"
-        if "answer the next step question" in prompt:
-            if "military" in prompt.rsplit("Question:", 1)[-1]:
-                return "Military instruction started there in 1936."
-            return "Larry Alcala was educated at the University of Santo Tomas."
-        if "critique whether" in prompt:
-            return next(verdicts)
-        if "reading comprehension" in prompt:
-            return f"Answer: 1936\nCited: [{cite(prompt, 'University of Santo Tomas')}]"
-        raise AssertionError(f"unexpected prompt: {prompt[:80]}")
-
-    return respond
 
 
 def test_rgnn_ret_asks_retrieves_critiques_and_answers_with_citations(index):
@@ -169,31 +138,6 @@ def test_an_interrupted_run_resumes_without_repeating_finished_nodes(index):
         with pytest.raises(RuntimeError):
             run_agent("rgnn_ret", QUESTION, index, failing2, saver=saver, thread_id="t2")
         run_agent("rgnn_ret", "Another question?", index, healthy, saver=saver, thread_id="t2")
-
-
-FACT_1 = '("Larry Alcala", "educated at", "University of Santo Tomas")'
-FACT_2 = '("University of Santo Tomas", "military instruction started in", "1936")'
-
-
-def gear_script(verdicts: list[str]):
-    """A well-behaved model for GEAR; ``verdicts`` are the reason replies, in order."""
-    replies = iter(verdicts)
-
-    def respond(prompt: str) -> str:
-        if "find facts that help answer" in prompt:
-            return FACT_2 if "preliminary facts" in prompt else f"{FACT_1}, {FACT_1}"
-        if "Answerable: Yes" in prompt:
-            return next(replies)
-        if "Next Question:" in prompt:
-            return "Next Question: When did military instruction start at Santo Tomas?"
-        if "reading comprehension" in prompt:
-            return f"Answer: 1936\nCited: [{cite(prompt, 'University of Santo Tomas')}]"
-        raise AssertionError(f"unexpected prompt: {prompt[:80]}")
-
-    return respond
-
-
-NOT_YET = "Answerable: No\nWhy: the facts do not say when military instruction started."
 
 
 def test_gear_reads_reasons_rewrites_links_and_answers(index):

@@ -1,0 +1,129 @@
+"""`hopgraph ask`: answer a question with any method, citing passages, checkpointed by thread."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import textwrap
+import uuid
+from pathlib import Path
+from typing import Any
+
+from graph_store import Index
+
+from .errors import HopgraphError, InputError
+from .llm import LLMSettings, make_chat_model
+from .settings import cache_dir
+
+STEP_SETTING = {"rgnn_ret": "max_steps", "gear": "max_rounds"}
+"""The loop bound each multi-step agent takes from --max-steps."""
+
+
+def default_checkpoints() -> Path:
+    """Return where runs are checkpointed unless --checkpoints says otherwise."""
+    return cache_dir() / "runs.sqlite"
+
+
+def ask(args: argparse.Namespace) -> None:
+    """Answer a question; print the answer, its citations, the steps and the LLM usage."""
+    from agents.run import checkpointer, run_agent
+
+    from .commands import index_dir
+
+    settings: dict[str, Any] = {"k": args.k}
+    if args.max_steps is not None:
+        if args.method not in STEP_SETTING:
+            raise InputError(
+                f"--max-steps applies to the multi-step agents, not {args.method!r}",
+                f"use it with --method {' or '.join(STEP_SETTING)}",
+            )
+        settings[STEP_SETTING[args.method]] = args.max_steps
+    chat = make_chat_model(LLMSettings.from_env())
+    thread = args.thread or uuid.uuid4().hex[:12]
+    on_update = _print_update if args.stream and not args.json else None
+    store = args.checkpoints or default_checkpoints()
+    with Index.open(index_dir(args)) as index, checkpointer(store) as saver:
+        try:
+            result = run_agent(
+                args.method, args.question, index, chat,
+                saver=saver, thread_id=thread, on_update=on_update, **settings,
+            )  # fmt: skip
+        except HopgraphError:
+            raise
+        except Exception as err:  # the LLM server or the network failed mid-run
+            raise HopgraphError(
+                f"the run stopped: {type(err).__name__}: {err}",
+                f"finished steps are saved; run the same command with --thread {thread} "
+                "to resume from where it stopped",
+            ) from err
+    if args.json:
+        print(json.dumps(result.__dict__, indent=2, ensure_ascii=False))
+        return
+    _print_result(result, show_steps=not args.stream)
+
+
+def _print_update(node: str, update: dict[str, Any]) -> None:
+    for line in update.get("steps", []):
+        print(f"[{node}] {line}", flush=True)
+
+
+def _print_result(result: Any, show_steps: bool) -> None:
+    if show_steps:
+        print("steps:")
+        for line in result.steps:
+            print(f"  {line}")
+    print(f"\nanswer: {result.answer}")
+    print("cited:" if result.citations else "cited: nothing")
+    for n, passage in enumerate(result.citations, start=1):
+        snippet = textwrap.shorten(passage["text"], 160, placeholder=" …")
+        print(f"  [{n}] {passage['title']} ({passage['id']}): {snippet}")
+    usage = result.usage
+    print(
+        f"LLM: {usage['calls']} calls, {usage['prompt_tokens']} prompt + "
+        f"{usage['completion_tokens']} completion tokens, {usage['seconds']:.1f} s; "
+        f"{len(result.gathered)} passages gathered; thread {result.thread_id}"
+        + (" (resumed)" if result.resumed else "")
+    )
+
+
+def add_parser(sub: argparse._SubParsersAction, index_option: Any, positive: Any) -> None:
+    """Add `hopgraph ask` to the CLI."""
+    from agents.registry import agent_methods
+
+    p = sub.add_parser(
+        "ask",
+        help="answer a question with citations (needs an LLM)",
+        description=(
+            "Answer QUESTION with a method: a multi-step agent (rgnn_ret, gear) or any "
+            "retriever followed by the citing reader. Prints the answer, the passages it cites, "
+            "the steps taken and the LLM calls and tokens. Runs are checkpointed by thread: "
+            "if one stops (a server error, Ctrl-C), the same command with --thread resumes it."
+        ),
+    )
+    p.add_argument("question", metavar="QUESTION")
+    index_option(p)
+    p.add_argument(
+        "--method",
+        default="gear",
+        choices=agent_methods(),
+        metavar="METHOD",
+        help=f"one of {', '.join(agent_methods())} (default gear)",
+    )
+    p.add_argument("-k", type=positive, default=5, help="passages the reader gets (default 5)")
+    p.add_argument(
+        "--max-steps",
+        type=positive,
+        metavar="N",
+        help="loop bound of a multi-step agent (default: rgnn_ret 5 sub-questions, gear 4 rounds)",
+    )
+    p.add_argument("--stream", action="store_true", help="print each step as it finishes")
+    p.add_argument("--thread", metavar="ID", help="thread id: resume an unfinished run")
+    p.add_argument(
+        "--checkpoints",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help=f"SQLite file of run checkpoints (default {default_checkpoints()})",
+    )
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.set_defaults(func=ask)
