@@ -8,7 +8,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from .runner import MethodScores, QuestionResult
+from .runner import MethodScores
+from .tables import render_table
 
 
 def format_table(scores: Sequence[MethodScores]) -> str:
@@ -26,24 +27,19 @@ def format_table(scores: Sequence[MethodScores]) -> str:
         + [f"{s.mrr:.1f}", f"{s.latency_p50_ms:.1f}", f"{s.latency_p95_ms:.1f}"]
         for s in scores
     ]
-    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
-
-    def line(cells: list[str]) -> str:
-        return "  ".join(
-            c.ljust(w) if i == 0 else c.rjust(w)
-            for i, (c, w) in enumerate(zip(cells, widths, strict=True))
-        )
-
-    return "\n".join([line(head), line(["-" * w for w in widths]), *map(line, rows)])
+    return render_table(head, rows)
 
 
 def write_report(
     out: Path,
     config: dict[str, Any],
-    scores: Sequence[MethodScores],
-    rows: Sequence[QuestionResult],
+    scores: Sequence[Any],
+    rows: Sequence[Any],
 ) -> tuple[Path, Path]:
-    """Write ``report.json`` (config once, then scores) and ``questions.jsonl`` (one row each)."""
+    """Write ``report.json`` (config once, then scores) and ``questions.jsonl`` (one row each).
+
+    Scores and rows are dataclasses: retrieval's or answering's.
+    """
     out.mkdir(parents=True, exist_ok=True)
     report = out / "report.json"
     report.write_text(

@@ -171,6 +171,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--methods", default="bm25,dense,hybrid", help="comma-separated methods")
     p.add_argument("--limit", type=_positive, metavar="N", help="first N questions only")
     p.add_argument(
+        "--answers",
+        action="store_true",
+        help="answer every question with every method (needs an LLM): EM / F1, LLM calls and "
+        "tokens per question, recall of the passages each run gathered; --methods may then "
+        "name the agents (rgnn_ret, gear)",
+    )
+    p.add_argument(
         "--out",
         metavar="DIR",
         help="where to write the report (default runs/eval-DATASET-SPLIT-TIME)",

@@ -14,7 +14,7 @@ from pydantic import ValidationError
 
 from graph_store import Index, add_documents, build_index, delete_documents, load_documents
 from graph_store.build import WriteReport
-from hopgraph.errors import InputError
+from hopgraph.errors import InputError, UnknownMethodError
 from hopgraph.settings import IndexSettings, default_index_dir
 from tools import RETRIEVERS, Hit, make_retriever, parse_methods
 
@@ -116,22 +116,36 @@ def info(args: argparse.Namespace) -> None:
 
 def evaluate(args: argparse.Namespace) -> None:
     """Evaluate methods on a benchmark split and write the report."""
+    from agents.registry import MULTI_STEP
+    from evals.answers import evaluate_answers, format_answer_table
     from evals.datasets import load_questions
     from evals.report import format_table, write_report
     from evals.runner import check_gold_coverage, eval_index, run_methods
 
-    methods = parse_methods(args.methods)
+    from .llm import LLMSettings, make_chat_model
+
+    agents = [m.strip() for m in args.methods.split(",") if m.strip() in MULTI_STEP]
+    if agents and not args.answers:
+        raise InputError(
+            f"{', '.join(agents)} answer questions rather than rank passages",
+            "add --answers to score their answers (EM / F1) and the passages they gathered",
+        )
+    methods = _answer_methods(args.methods) if args.answers else parse_methods(args.methods)
+    chat = make_chat_model(LLMSettings.from_env()) if args.answers else None
     data = Path(args.data)
     questions = load_questions(data, args.split, args.limit)
     settings = settings_from(args)
     named_model = args.model or os.environ.get("HOPGRAPH_MODEL")
     index_path = Path(args.index) if args.index else None
-    graphs = any(RETRIEVERS[m].needs_graphs for m in methods)
+    graphs = any(m not in RETRIEVERS or RETRIEVERS[m].needs_graphs for m in methods)
     with eval_index(data, settings, index_path, not args.quiet, named_model, graphs) as idx:
         missing = check_gold_coverage(idx, questions)
         if missing:
             print(f"warning: {missing} gold passage ids are not in the index", flush=True)
-        scores, rows = run_methods(idx, questions, methods, show_progress=not args.quiet)
+        if chat is not None:
+            scores, rows = evaluate_answers(idx, questions, methods, chat, not args.quiet)
+        else:
+            scores, rows = run_methods(idx, questions, methods, show_progress=not args.quiet)
         stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
         out = (
             Path(args.out) if args.out else Path("runs") / f"eval-{data.name}-{args.split}-{stamp}"
@@ -148,8 +162,22 @@ def evaluate(args: argparse.Namespace) -> None:
     report, per_question = write_report(out, config, scores, rows)
     chunks = idx.manifest.counts["chunks"]
     print(f"\n{data.name} / {args.split}: {len(questions)} questions, {chunks} chunks\n")
-    print(format_table(scores))
+    print(format_answer_table(scores) if chat is not None else format_table(scores))
     print(f"\nreport: {report}\nper question: {per_question}")
+
+
+def _answer_methods(text: str) -> list[str]:
+    """Split --methods for --answers: agents and retrievers are both accepted."""
+    from agents.registry import agent_methods
+
+    names = [part.strip() for part in text.split(",") if part.strip()]
+    unknown = [n for n in names if n not in agent_methods()]
+    if not names or unknown:
+        raise UnknownMethodError(
+            f"unknown method(s): {', '.join(unknown) or '(none given)'}",
+            f"choose from: {', '.join(agent_methods())}",
+        )
+    return names
 
 
 def demo(args: argparse.Namespace) -> None:

@@ -187,3 +187,45 @@ def test_parsers_of_gear_replies():
     with pytest.raises(ValueError):
         parse_next_question("Next Question:   ")
     assert render_triples([["a", "b", "c"]]) == '("a", "b", "c")'
+
+
+def test_eval_answers_scores_every_method(tmp_path, monkeypatch, capsys):
+    import json
+
+    import hopgraph.llm
+    from hopgraph.cli import main
+    from tests.conftest import write_jsonl
+
+    data = tmp_path / "tiny"
+    data.mkdir()
+    write_jsonl(data / "corpus.jsonl", DOCS)
+    write_jsonl(
+        data / "dev.jsonl",
+        [
+            {"id": "q1", "question": QUESTION, "answers": ["1936"], "gold_ids": ["d1", "d2"]},
+            {"id": "q2", "question": "Seat of Mountrail County?", "answers": ["Stanley"],
+             "gold_ids": ["d5"]},
+        ],
+    )  # fmt: skip
+    script, gear = rgnn_script(["Critique: yes"] * 9), gear_script(["Answerable: Yes"] * 9)
+    rgnn_prompts = ("next step", "critique whether")
+    chat = ScriptedChatModel(
+        respond=lambda p: script(p) if any(k in p for k in rgnn_prompts) else gear(p)
+    )
+    monkeypatch.setattr(hopgraph.llm, "make_chat_model", lambda settings: chat)
+    monkeypatch.setenv("HOPGRAPH_LLM_MODEL", "scripted")
+    monkeypatch.setenv("HOPGRAPH_LLM_BASE_URL", "http://127.0.0.1:9/v1")
+    monkeypatch.setenv("HOPGRAPH_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "run"
+    args = ["eval", "--data", str(data), "--model", "hashing", "--out", str(out), "-q"]
+    assert main([*args, "--methods", "rgnn_ret"]) == 2
+    assert "add --answers" in capsys.readouterr().err
+    assert main([*args, "--methods", "rgnn_ret,gear,hybrid", "--answers"]) == 0
+    scores = {s["method"]: s for s in json.loads((out / "report.json").read_text())["scores"]}
+    # one round each: rgnn_ret next/sub-answer/critique/answer, gear sync/read/reason/answer
+    assert {m: s["calls"] for m, s in scores.items()} == {"rgnn_ret": 4, "gear": 4, "hybrid": 1}
+    assert all(s["em"] == 50.0 and s["failures"] == 0 for s in scores.values())  # q1 right
+    assert scores["gear"]["gathered_recall"] > 0 and scores["rgnn_ret"]["prompt_tokens"] > 0
+    rows = [json.loads(line) for line in (out / "questions.jsonl").read_text().splitlines()]
+    assert len(rows) == 6 and rows[0]["prediction"] == "1936" and rows[0]["cited_ids"] == ["d2"]
+    assert "calls/q" in capsys.readouterr().out
