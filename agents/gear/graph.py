@@ -62,7 +62,7 @@ def read(state: State, runtime: Runtime[Context]) -> dict:
     return {
         "memory": new,
         "usage": usage,
-        "steps": [f"read: {len(new)} new facts {render_triples(new)}".rstrip()],
+        "steps": [f"read: {len(new)} new fact{'' if len(new) == 1 else 's'} {render_triples(new)}"],
     }
 
 

@@ -151,7 +151,7 @@ def test_gear_reads_reasons_rewrites_links_and_answers(index):
         "retrieve", "read", "reason", "rewrite", "retrieve", "read", "reason", "link", "answer",
     ]  # fmt: skip
     assert "for 'When did military instruction start at Santo Tomas?'" in result.steps[4]
-    assert result.steps[1] == f"read: 1 new facts {FACT_1}"  # a repeated fact is kept once
+    assert result.steps[1] == f"read: 1 new fact {FACT_1}"  # a repeated fact is kept once
     memory_read = [c for c in chat.calls if "preliminary facts" in c]
     assert len(memory_read) == 1 and f"Facts: {FACT_1}" in memory_read[0]
     assert f"Question: {QUESTION}" in memory_read[0]  # read always uses the original question
