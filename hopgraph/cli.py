@@ -16,7 +16,9 @@ examples:
   hopgraph add more.jsonl --index my-index        add documents (only new ones are embedded)
   hopgraph delete doc-17 doc-42 --index my-index  remove documents from every store
   hopgraph retrieve "who founded X?" --index my-index --method hybrid -k 5
-  hopgraph eval --data ../shared/data/musique --split dev --methods bm25,dense,hybrid
+  hopgraph graph build --index my-index           extract entities and triples, build the graphs
+  hopgraph ask "who founded X?" --index my-index --method gear --stream   (needs an LLM)
+  hopgraph eval --data ../shared/data/musique --split dev --methods bm25,dense,hybrid,gnn_ret
 
 The index directory defaults to $HOPGRAPH_INDEX or ./hopgraph-index. Models are never downloaded:
 HF_HUB_OFFLINE=1 is set unless you set it yourself.
