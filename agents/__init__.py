@@ -1,5 +1,8 @@
-"""Multi-step methods as LangGraph state machines (RGNN-Ret, GEAR, ToG-2), one package each.
+"""Answering agents as LangGraph state machines, one package each.
 
-Each agent package holds ``state.py``, ``context.py`` and ``graph.py``; their nodes call the
-single-step retrievers of :mod:`tools`. None is implemented yet: see the project's issues.
+``rgnn_ret`` (sub-questions, recurrent GNN retrieval, self-critique), ``gear`` (SyncGE, gist
+memory, reason / rewrite, passageLink) and ``retrieve_answer`` (any single-step retriever, then
+the citing reader). Each package holds ``state.py``, ``context.py`` and ``graph.py``; their nodes
+call the retrievers of :mod:`tools`. :func:`agents.run.run_agent` runs any of them by method name,
+checkpointed and streamed.
 """
