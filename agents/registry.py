@@ -20,15 +20,18 @@ def _agents() -> dict[str, tuple[StateGraph, type[AgentContext]]]:
     from .retrieve_answer import graph as single
     from .rgnn_ret import context as rgnn_context
     from .rgnn_ret import graph as rgnn
+    from .tog2 import context as tog2_context
+    from .tog2 import graph as tog2
 
     return {
         "retrieve_answer": (single.builder, single_context.Context),
         "rgnn_ret": (rgnn.builder, rgnn_context.Context),
         "gear": (gear.builder, gear_context.Context),
+        "tog2": (tog2.builder, tog2_context.Context),
     }
 
 
-MULTI_STEP = ("rgnn_ret", "gear")
+MULTI_STEP = ("rgnn_ret", "gear", "tog2")
 
 
 def agent_methods() -> list[str]:

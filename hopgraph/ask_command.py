@@ -15,7 +15,7 @@ from .errors import HopgraphError, InputError
 from .llm import LLMSettings, make_chat_model
 from .settings import cache_dir
 
-STEP_SETTING = {"rgnn_ret": "max_steps", "gear": "max_rounds"}
+STEP_SETTING = {"rgnn_ret": "max_steps", "gear": "max_rounds", "tog2": "depth"}
 """The loop bound each multi-step agent takes from --max-steps."""
 
 
@@ -94,7 +94,7 @@ def add_parser(sub: argparse._SubParsersAction, index_option: Any, positive: Any
         "ask",
         help="answer a question with citations (needs an LLM)",
         description=(
-            "Answer QUESTION with a method: a multi-step agent (rgnn_ret, gear) or any "
+            "Answer QUESTION with a method: a multi-step agent (rgnn_ret, gear, tog2) or any "
             "retriever followed by the citing reader. Prints the answer, the passages it cites, "
             "the steps taken and the LLM calls and tokens. Runs are checkpointed by thread: "
             "if one stops (a server error, Ctrl-C), the same command with --thread resumes it."
@@ -114,7 +114,8 @@ def add_parser(sub: argparse._SubParsersAction, index_option: Any, positive: Any
         "--max-steps",
         type=positive,
         metavar="N",
-        help="loop bound of a multi-step agent (default: rgnn_ret 5 sub-questions, gear 4 rounds)",
+        help="loop bound of a multi-step agent (default: rgnn_ret 5 sub-questions, gear 4 "
+        "rounds, tog2 depth 3)",
     )
     p.add_argument("--stream", action="store_true", help="print each step as it finishes")
     p.add_argument("--thread", metavar="ID", help="thread id: resume an unfinished run")

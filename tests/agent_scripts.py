@@ -56,3 +56,48 @@ def gear_script(verdicts: list[str]):
 
 
 NOT_YET = "Answerable: No\nWhy: the facts do not say when military instruction started."
+
+
+def pick(labels: list[str], prefer: tuple[str, ...]) -> str:
+    """Return the first label equal to a preferred one, else containing one, else the first."""
+    for test in (str.__eq__, str.__contains__):
+        for wanted in prefer:
+            found = [x for x in labels if test(x, wanted)]
+            if found:
+                return found[0]
+    return labels[0]
+
+
+def tog2_script(
+    verdicts: list[str],
+    prefer: tuple[str, ...] = ("educated", "private university"),
+    topics: str = '{"E1": "x"}',
+):
+    """A model for ToG-2: picks one relation of every entity offered (see :func:`pick`)."""
+    replies = iter(verdicts)
+
+    def respond(prompt: str) -> str:
+        if "starting points for reasoning" in prompt:
+            return f"Analysis: the first is central.\nOutput: {topics}"
+        if "select the" in prompt and "Available Relations" in prompt:
+            new = prompt.rsplit("# Now the new question:", 1)[-1]
+            out = []
+            for n, block in enumerate(re.split(r"\nEntity \d+: ", new)[1:], start=1):
+                name, _, listed = block.partition("\nAvailable Relations:\n")
+                labels = re.findall(r"^\d+\. (.+)$", listed, re.MULTILINE)
+                label = pick(labels, prefer)
+                out.append(f"Entity {n}: {name}\n1. {{{label} (Score: 9)}}: useful.")
+            return "Answer:\n" + "\n".join(out)
+        if "sufficient to formulate an answer" in prompt:
+            return next(replies)
+        if "provide a suitable query" in prompt:
+            return "{When did military instruction start at the University of Santo Tomas?}"
+        if "reading comprehension" in prompt:
+            return f"Answer: 1936\nCited: [{cite(prompt, 'University of Santo Tomas')}]"
+        raise AssertionError(f"unexpected prompt: {prompt[:80]}")
+
+    return respond
+
+
+TOG2_NO = "{No} Not yet. The useful information for now is {Larry Alcala studied at Santo Tomas}"
+TOG2_YES = "{Yes} The analyzed answer entity is {1936}."

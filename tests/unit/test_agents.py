@@ -15,7 +15,17 @@ from graph_store.build import build_graphs
 from graph_store.graph_build import GraphSettings
 from hopgraph.errors import InputError, LLMReplyError, UnknownMethodError
 from hopgraph.settings import IndexSettings
-from tests.agent_scripts import FACT_1, NOT_YET, QUESTION, cite, gear_script, rgnn_script
+from tests.agent_scripts import (
+    FACT_1,
+    NOT_YET,
+    QUESTION,
+    TOG2_NO,
+    TOG2_YES,
+    cite,
+    gear_script,
+    rgnn_script,
+    tog2_script,
+)
 from tests.conftest import DOCS
 from tests.fakes import ScriptedChatModel
 
@@ -229,3 +239,103 @@ def test_eval_answers_scores_every_method(tmp_path, monkeypatch, capsys):
     rows = [json.loads(line) for line in (out / "questions.jsonl").read_text().splitlines()]
     assert len(rows) == 6 and rows[0]["prediction"] == "1936" and rows[0]["cited_ids"] == ["d2"]
     assert "calls/q" in capsys.readouterr().out
+
+
+def test_tog2_links_prunes_discovers_reasons_and_answers(index):
+    chat = ScriptedChatModel(respond=tog2_script([TOG2_NO, TOG2_YES]))
+    result = run_agent("tog2", QUESTION, index, chat)
+    assert result.answer == "1936" and [c["id"] for c in result.citations] == ["d2"]
+    heads = [s.split(":")[0] for s in result.steps]
+    assert heads == [
+        "link entities (mentions)", "prune topics", "retrieve context",
+        "prune relations 1", "discover entities", "prune entities", "reason", "reform query",
+        "prune relations 2", "discover entities", "prune entities", "reason", "answer",
+    ]  # fmt: skip
+    assert result.steps[3] == "prune relations 1: larry alcala → educated"
+    assert result.steps[5].startswith("prune entities: university of santo tomas")
+    assert result.steps[6] == "reason: not yet; clues: Larry Alcala studied at Santo Tomas"
+    # two linked entities or fewer: no topic-prune call; then RP, reason, reform, RP, reason, answer
+    assert result.usage["calls"] == len(chat.calls) == 6
+    reform = next(c for c in chat.calls if "provide a suitable query" in c)
+    assert "Larry Alcala studied at Santo Tomas" in reform
+    second_rp = [c for c in chat.calls if "Available Relations" in c][1]
+    assert "Question: When did military instruction start at the University" in second_rp
+
+
+def test_tog2_stops_at_its_depth(index):
+    chat = ScriptedChatModel(respond=tog2_script([TOG2_NO] * 3))
+    result = run_agent("tog2", QUESTION, index, chat, depth=1)
+    assert result.steps[-1] == "answer (depth 1 reached): 1936"
+    assert result.usage["calls"] == 3  # relation prune, reason, answer
+
+
+def test_tog2_topic_prune_and_its_empty_choice(index):
+    question = "Is Larry Alcala from Manila or from Stanley?"  # three linked entities
+    chat = ScriptedChatModel(respond=tog2_script([TOG2_YES], topics='{"E1": "larry alcala"}'))
+    result = run_agent("tog2", question, index, chat)
+    assert result.steps[1] == "prune topics: larry alcala"
+    assert "starting points" in chat.calls[0]
+    none = ScriptedChatModel(respond=tog2_script([], topics="{}"))
+    result = run_agent("tog2", question, index, none)
+    # no topic entity: plain retrieval feeds the reader, with no graph search
+    assert [s.split(":")[0] for s in result.steps] == [
+        "link entities (mentions)", "prune topics", "retrieve context", "answer",
+    ]  # fmt: skip
+    assert result.gathered[0]["found_by"] == "tog2 fallback: hybrid"
+    unreadable = ScriptedChatModel(
+        respond=lambda p: "I pick Larry" if "starting points" in p else tog2_script([])(p)
+    )
+    with pytest.raises(LLMReplyError):
+        run_agent("tog2", question, index, unreadable)
+
+
+def test_tog2_answers_when_the_graph_runs_out(index):
+    # Both entities are topics, so each relation leads only to a visited entity.
+    question = "Where did Larry Alcala study at the University of Santo Tomas?"
+    chat = ScriptedChatModel(respond=tog2_script([], prefer=("educated",)))
+    result = run_agent("tog2", question, index, chat)
+    assert result.steps[-2] == "discover entities: 0"
+    assert result.steps[-1] == "answer (search exhausted): 1936"
+    # a relation the graph does not have is dropped, and nothing is left to follow
+    script = tog2_script([])
+    odd = ScriptedChatModel(
+        respond=lambda p: (
+            "Entity 1: x\n1. {zzz (Score: 9)}" if "Available Relations" in p else script(p)
+        )
+    )
+    result = run_agent("tog2", QUESTION, index, odd)
+    assert result.steps[3:] == ["prune relations 1: none", "answer (search exhausted): 1936"]
+
+
+def test_tog2_search_functions_by_hand(index):
+    from agents.tog2.search import Relation, edges, entity_scores, tails
+    from agents.tog2.state import parse_query, parse_reason, parse_relations, parse_topics
+
+    kg = index.knowledge_graph
+    # two relations, one triple each: the order the triples were read in
+    assert edges(kg, "university of santo tomas") == [
+        Relation("educated", False), Relation("private university", True),
+    ]  # fmt: skip
+    assert edges(kg, "university of santo tomas")[0].label == "educated (reverse)"
+    assert tails(kg, "university of santo tomas", Relation("educated", False)) == ["larry alcala"]
+    assert tails(kg, "university of santo tomas", Relation("educated", True)) == []
+    # Eq. 6 with α = 1: a = 0.9·e⁻¹ + 0.5·e⁻³, b = 0.8·e⁻²
+    scores = entity_scores([(0.9, "a"), (0.8, "b"), (0.5, "a")], alpha=1.0)
+    assert scores["a"] == pytest.approx(0.9 * np.exp(-1) + 0.5 * np.exp(-3))
+    assert scores["b"] == pytest.approx(0.8 * np.exp(-2))
+    assert parse_topics('Output: {"E1": "x", "E9": "y"}', {"E1": "x", "E2": "z"}) == {"E1": "x"}
+    offered = [["educated", "born in (reverse)"], ["seat"]]
+    reply = (
+        "Entity 1: a\n1. {Educated (Score: 9)}: x\n2. {bogus (Score: 5)}\n"
+        "Entity 2: b\n{seat (Score: 2)}\nEntity 1: a\n{born in (reverse) (Score: 1)}"
+    )
+    assert parse_relations(reply, offered) == [
+        (0, "educated", 9.0), (1, "seat", 2.0), (0, "born in (reverse)", 1.0),
+    ]  # fmt: skip
+    with pytest.raises(ValueError):
+        parse_relations("educated, seat", offered)
+    assert parse_reason(TOG2_YES) == (True, "1936")
+    assert parse_reason(TOG2_NO) == (False, "Larry Alcala studied at Santo Tomas")
+    with pytest.raises(ValueError):
+        parse_reason("Probably yes")
+    assert parse_query("Query: {Where is X?}") == "Where is X?"

@@ -1,0 +1,32 @@
+"""Settings of a ToG-2 run (spec tog2 §5: W = 3, D = 3, K = 10, α = 0.8)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from agents.context import AgentContext
+
+
+@dataclass(kw_only=True)
+class Context(AgentContext):
+    """The shared context plus the search's bounds."""
+
+    width: int = field(
+        default=3, metadata={"description": "W: topic entities kept, relations per entity"}
+    )
+    depth: int = field(default=3, metadata={"description": "D: search rounds at most"})
+    top_chunks: int = field(
+        default=10, metadata={"description": "K: chunks kept per round (Ctx) and for reasoning"}
+    )
+    alpha: float = field(default=0.8, metadata={"description": "Eq. 6: rank decay exp(−α·k)"})
+    max_relations: int = field(
+        default=40, metadata={"description": "relations shown per entity, the most frequent"}
+    )
+    max_tails: int = field(default=50, metadata={"description": "candidates per relation at most"})
+    chunks_per_entity: int = field(
+        default=10, metadata={"description": "an entity's chunks scored at most (closest first)"}
+    )
+
+    def __post_init__(self) -> None:
+        if min(self.width, self.depth, self.top_chunks, self.max_tails) < 1:
+            raise ValueError("width, depth, top_chunks and max_tails must be at least 1")

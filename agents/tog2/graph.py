@@ -1,0 +1,305 @@
+"""ToG-2's loop over hopgraph's knowledge graph (spec tog2 §3, §8.3), one node per step.
+
+link_entities → prune_topics (Table 9) → retrieve_context (Ctx⁰) → [prune_relations (Eq. 3) →
+discover_entities → prune_entities (Eqs. 5–6) → reason (Eq. 7) → reform_query (Table 14) → …]
+→ answer. The loop ends when reasoning finds the evidence sufficient, after ``depth`` rounds, or
+when no relation or candidate is left; the citing reader then answers from the chunks gathered.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Literal
+
+import numpy as np
+from langgraph.graph import END, START, StateGraph
+from langgraph.runtime import Runtime
+
+from agents.answering import answer_with_citations
+from agents.evidence import Evidence, evidence_of
+from graph_store.extraction.offline import find_mentions
+from hopgraph.llm import ask_structured, no_usage
+from prompts.tog2 import REASON, REFORM, RELATION_PRUNE, TOPIC_PRUNE
+from tools.iier import IIERRetriever
+
+from .context import Context
+from .search import Relation, edges, entity_scores, tails
+from .state import (
+    Candidate,
+    InputState,
+    State,
+    Topic,
+    parse_query,
+    parse_reason,
+    parse_relations,
+    parse_topics,
+)
+
+SEED_CHUNKS = 5  # chunks whose entities seed the search when the question links to none
+
+
+def _similarity(ctx: Context, query: str) -> tuple[np.ndarray, dict[str, int]]:
+    """Return cosine(query, chunk) for every chunk, and each chunk id's row."""
+    rows = {chunk_id: row for row, chunk_id in enumerate(ctx.index.chunks)}
+    return ctx.index.similarities(ctx.index.embed_query(query)), rows
+
+
+def _evidence(ctx: Context, chunk_id: str, score: float, found_by: str) -> Evidence:
+    c = ctx.index.chunk(chunk_id)
+    return Evidence(
+        id=c.id, doc_id=c.doc_id, title=c.title, text=c.text, score=score, found_by=found_by
+    )
+
+
+def link_entities(state: State, runtime: Runtime[Context]) -> dict:
+    """Link the question's mentions to graph entities, as chunks were linked (spec §8.3)."""
+    ctx = runtime.context
+    kg = ctx.index.knowledge_graph
+    iier = ctx.retriever("iier")
+    assert isinstance(iier, IIERRetriever)
+    _, mentions = find_mentions(state["question"], iier.titles)
+    keys = [m.key for m in mentions if not m.is_date and m.key in kg.entity_position]
+    how = "mentions"
+    if not keys:  # nothing linked: the entities of the best-matching chunks seed the search
+        how = "entities of the best chunks"
+        hits = ctx.retriever("hybrid").retrieve(state["question"], SEED_CHUNKS)
+        position = {c: i for i, c in enumerate(ctx.index.chunks)}
+        extractions = ctx.index.extractions
+        counts: dict[str, int] = {}
+        for hit in hits:
+            for entity in extractions[position[hit.id]].entities:
+                counts[entity] = counts.get(entity, 0) + 1
+        keys = sorted(counts, key=lambda e: -counts[e])[: ctx.width]
+    linked = {f"E{i}": key for i, key in enumerate(dict.fromkeys(keys), start=1)}
+    return {"linked": linked, "query": state["question"], "steps": [
+        f"link entities ({how}): {', '.join(linked.values()) or 'none'}"
+    ]}  # fmt: skip
+
+
+def prune_topics(state: State, runtime: Runtime[Context]) -> dict:
+    """Keep the entities that are good starting points (Table 9); asked only for 3 or more."""
+    linked = state["linked"]
+    if len(linked) <= 2:  # as the authors' code: nothing to choose between
+        chosen, usage = dict(linked), no_usage()
+    else:
+        prompt = TOPIC_PRUNE.format(question=state["question"], entities=json.dumps(linked))
+        chosen, usage = ask_structured(
+            runtime.context.chat, prompt, lambda reply: parse_topics(reply, linked)
+        )
+    topics = [Topic(entity=e, path=[]) for e in chosen.values()]
+    return {
+        "topics": topics,
+        "visited": list(chosen.values()),
+        "usage": usage,
+        "steps": [f"prune topics: {', '.join(chosen.values()) or 'none'}"],
+    }
+
+
+def retrieve_context(state: State, runtime: Runtime[Context]) -> dict:
+    """Ctx⁰: the topic entities' best chunks for the question (no triple yet)."""
+    ctx = runtime.context
+    kg = ctx.index.knowledge_graph
+    similarity, rows = _similarity(ctx, state["question"])
+    pool: dict[str, float] = {}
+    for topic in state["topics"]:
+        for chunk_id in kg.chunks_of(topic["entity"]):
+            pool[chunk_id] = float(similarity[rows[chunk_id]])
+    if pool:
+        best = sorted(pool, key=lambda c: -pool[c])[: ctx.top_chunks]
+        evidence = [_evidence(ctx, c, pool[c], "tog2 topic entities") for c in best]
+    else:  # no topic entity: plain retrieval, so the reader still has evidence
+        hits = ctx.retriever("hybrid").retrieve(state["question"], ctx.top_chunks)
+        evidence = evidence_of(hits, "tog2 fallback: hybrid")
+    return {
+        "evidence": evidence,
+        "gathered": evidence,
+        "steps": [f"retrieve context: {', '.join(e['title'] for e in evidence[:5])}"],
+    }
+
+
+def after_context(state: State) -> Literal["prune_relations", "answer"]:
+    """Search the graph from the topic entities; with none, answer from the context."""
+    return "prune_relations" if state["topics"] else "answer"
+
+
+def prune_relations(state: State, runtime: Runtime[Context]) -> dict:
+    """Choose the relations worth following from every topic entity in one call (Eq. 3)."""
+    ctx = runtime.context
+    kg = ctx.index.knowledge_graph
+    offered = [edges(kg, t["entity"])[: ctx.max_relations] for t in state["topics"]]
+    n = state.get("rounds", 0) + 1
+    if not any(offered):
+        return {"relations": [], "rounds": n, "steps": [f"prune relations {n}: none to follow"]}
+    blocks = []
+    for i, (topic, relations) in enumerate(zip(state["topics"], offered, strict=True), 1):
+        listed = "\n".join(f"{j}. {r.label}" for j, r in enumerate(relations, 1))
+        blocks.append(f"Entity {i}: {topic['entity']}\nAvailable Relations:\n{listed}")
+    prompt = RELATION_PRUNE.format(
+        width=ctx.width,
+        question=state.get("query") or state["question"],
+        entities="\n".join(blocks),
+    )
+    labels = [[r.label for r in relations] for relations in offered]
+    chosen, usage = ask_structured(ctx.chat, prompt, lambda reply: parse_relations(reply, labels))
+    kept: list[list[str]] = []
+    for i, relations in enumerate(offered):
+        by_label = {r.label: r for r in relations}
+        mine = sorted((c for c in chosen if c[0] == i), key=lambda c: -c[2])[: ctx.width]
+        for _, label, _ in mine:
+            r = by_label[label]
+            kept.append([state["topics"][i]["entity"], r.predicate, "out" if r.outgoing else "in"])
+    shown = "; ".join(f"{e} → {p}{'' if d == 'out' else ' (reverse)'}" for e, p, d in kept)
+    return {
+        "relations": kept,
+        "rounds": n,
+        "usage": usage,
+        "steps": [f"prune relations {n}: {shown or 'none'}"],
+    }
+
+
+def after_relations(state: State) -> Literal["discover_entities", "answer"]:
+    """Follow the kept relations; with none, answer from what was found."""
+    return "discover_entities" if state["relations"] else "answer"
+
+
+def discover_entities(state: State, runtime: Runtime[Context]) -> dict:
+    """Reach the candidate entities over the kept relations, skipping visited ones (Tail)."""
+    ctx = runtime.context
+    kg = ctx.index.knowledge_graph
+    seen, candidates = set(state.get("visited", [])), []
+    for entity, predicate, direction in state["relations"]:
+        reached = tails(kg, entity, Relation(predicate, direction == "out"))
+        for tail in [t for t in reached if t not in seen][: ctx.max_tails]:
+            seen.add(tail)
+            candidates.append(
+                Candidate(
+                    entity=tail, parent=entity, relation=predicate, outgoing=direction == "out"
+                )
+            )
+    names = ", ".join(c["entity"] for c in candidates[:8])
+    more = f" and {len(candidates) - 8} more" if len(candidates) > 8 else ""
+    return {
+        "candidates": candidates,
+        "steps": [f"discover entities: {len(candidates)}: {names}{more}".rstrip(": ")],
+    }
+
+
+def after_discovery(state: State) -> Literal["prune_entities", "answer"]:
+    """Score the candidates; with none, answer from what was found."""
+    return "prune_entities" if state["candidates"] else "answer"
+
+
+def prune_entities(state: State, runtime: Runtime[Context]) -> dict:
+    """Score candidates by their chunks' ranks (Eq. 6); the top W become the next topics."""
+    ctx = runtime.context
+    kg = ctx.index.knowledge_graph
+    similarity, rows = _similarity(ctx, state.get("query") or state["question"])
+    best: dict[str, tuple[float, str]] = {}  # chunk → (score, candidate): one chunk counts once
+    for c in state["candidates"]:
+        chunk_ids = sorted(kg.chunks_of(c["entity"]), key=lambda x: -similarity[rows[x]])
+        for chunk_id in chunk_ids[: ctx.chunks_per_entity]:
+            score = float(similarity[rows[chunk_id]])
+            if chunk_id not in best or score > best[chunk_id][0]:
+                best[chunk_id] = (score, c["entity"])
+    top = sorted(best.items(), key=lambda item: -item[1][0])[: ctx.top_chunks]  # Ctx^i
+    scores = entity_scores([pair for _, pair in top], ctx.alpha)
+    by_entity = {c["entity"]: c for c in state["candidates"]}
+    chosen = sorted(scores, key=lambda e: -scores[e])[: ctx.width]
+    paths = {t["entity"]: t["path"] for t in state["topics"]}
+    topics, walked = [], []
+    for entity in chosen:
+        c = by_entity[entity]
+        step = (
+            [c["parent"], c["relation"], entity]
+            if c["outgoing"]
+            else [entity, c["relation"], c["parent"]]
+        )
+        topics.append(Topic(entity=entity, path=[*paths.get(c["parent"], []), step]))
+        walked.append(step)
+    new = [_evidence(ctx, chunk_id, s, f"tog2 round {state['rounds']}") for chunk_id, (s, _) in top]
+    return {
+        "topics": topics,
+        "visited": chosen,
+        "triples": walked,
+        "evidence": _rerank(ctx, state["question"], [*state.get("evidence", []), *new]),
+        "gathered": new,
+        "steps": [f"prune entities: {', '.join(f'{e} ({scores[e]:.2f})' for e in chosen)}"],
+    }
+
+
+def _rerank(ctx: Context, question: str, evidence: list[Evidence]) -> list[Evidence]:
+    """Keep the K chunks of all rounds closest to the question, one entry per chunk."""
+    similarity, rows = _similarity(ctx, question)
+    unique = {e["id"]: e for e in reversed(evidence)}
+    ranked = sorted(unique.values(), key=lambda e: -similarity[rows[e["id"]]])
+    return ranked[: ctx.top_chunks]
+
+
+def reason(state: State, runtime: Runtime[Context]) -> dict:
+    """Ask whether triples, chunks and clues suffice (Eq. 7); keep the clues when not."""
+    triples = "; ".join(", ".join(t) for t in state.get("triples", [])) or "None"
+    references = "\n".join(f"- {e['title']}: {e['text']}" for e in state["evidence"])
+    prompt = REASON.format(
+        question=state["question"],
+        clues=state.get("clues") or "None",
+        triples=triples,
+        references=references,
+    )
+    (sufficient, braced), usage = ask_structured(runtime.context.chat, prompt, parse_reason)
+    update: dict = {"sufficient": sufficient, "usage": usage}
+    if sufficient:
+        update["steps"] = [f"reason: sufficient ({braced})"]
+    else:
+        update |= {"clues": braced, "steps": [f"reason: not yet; clues: {braced or 'none'}"]}
+    return update
+
+
+def after_reason(state: State, runtime: Runtime[Context]) -> Literal["reform_query", "answer"]:
+    """Answer when the evidence suffices or after ``depth`` rounds; else search on."""
+    if state["sufficient"] or state["rounds"] >= runtime.context.depth:
+        return "answer"
+    return "reform_query"
+
+
+def reform_query(state: State, runtime: Runtime[Context]) -> dict:
+    """Write the query for the next round's scoring and relation pruning (Table 14)."""
+    prompt = REFORM.format(question=state["question"], clues=state.get("clues") or "None")
+    query, usage = ask_structured(runtime.context.chat, prompt, parse_query)
+    return {"query": query, "usage": usage, "steps": [f"reform query: {query}"]}
+
+
+def answer(state: State, runtime: Runtime[Context]) -> dict:
+    """Answer from the chunks kept, with the walked triples and clues as notes, citing chunks."""
+    notes = "\n".join(
+        [", ".join(t) for t in state.get("triples", [])]
+        + ([f"Clues: {state['clues']}"] if state.get("clues") else [])
+    )
+    text, cited, usage = answer_with_citations(
+        runtime.context.chat, state["question"], state["evidence"], notes
+    )
+    ended = (
+        "" if state.get("sufficient") or not state.get("topics")
+        else f" (depth {runtime.context.depth} reached)"
+        if state.get("rounds", 0) >= runtime.context.depth
+        else " (search exhausted)"
+    )  # fmt: skip
+    return {"answer": text, "citations": cited, "usage": usage, "steps": [f"answer{ended}: {text}"]}
+
+
+builder = StateGraph(State, context_schema=Context, input_schema=InputState)
+for node in (
+    link_entities, prune_topics, retrieve_context, prune_relations, discover_entities,
+    prune_entities, reason, reform_query, answer,
+):  # fmt: skip
+    builder.add_node(node)
+builder.add_edge(START, "link_entities")
+builder.add_edge("link_entities", "prune_topics")
+builder.add_edge("prune_topics", "retrieve_context")
+builder.add_conditional_edges("retrieve_context", after_context)
+builder.add_conditional_edges("prune_relations", after_relations)
+builder.add_conditional_edges("discover_entities", after_discovery)
+builder.add_edge("prune_entities", "reason")
+builder.add_conditional_edges("reason", after_reason)
+builder.add_edge("reform_query", "prune_relations")
+builder.add_edge("answer", END)
+graph = builder.compile(name="ToG-2")
