@@ -9,7 +9,15 @@ from graph_store.build import build_graphs
 from graph_store.graph_build import GraphSettings
 from hopgraph.cli import main
 from hopgraph.settings import IndexSettings
-from tests.agent_scripts import NOT_YET, QUESTION, gear_script, rgnn_script
+from tests.agent_scripts import (
+    NOT_YET,
+    QUESTION,
+    TOG2_NO,
+    TOG2_YES,
+    gear_script,
+    rgnn_script,
+    tog2_script,
+)
 from tests.conftest import DOCS
 from tests.openai_server import ScriptedOpenAIServer
 
@@ -93,3 +101,16 @@ def test_a_run_that_stops_resumes_on_its_thread(index_dir, tmp_path, monkeypatch
     # the first round's retrieve and read were not repeated: reason, rewrite, round 2, answer
     assert "Answerable: Yes" in server.requests[0]
     assert len(server.requests) == 1 + 1 + 3 + 1
+
+
+def test_tog2_end_to_end_and_its_depth(index_dir, tmp_path, monkeypatch, capsys):
+    with serve(tog2_script([TOG2_NO, TOG2_YES]), monkeypatch) as server:
+        assert ask(index_dir, tmp_path, "--method", "tog2", "--json") == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["answer"] == "1936" and [c["id"] for c in result["citations"]] == ["d2"]
+    assert result["usage"]["calls"] == len(server.requests) == 6
+    with serve(tog2_script([TOG2_NO] * 3), monkeypatch) as server:
+        assert ask(index_dir, tmp_path, "--method", "tog2", "--max-steps", "1", "--stream") == 0
+    out = capsys.readouterr().out
+    assert "[answer] answer (depth 1 reached): 1936" in out
+    assert "LLM: 3 calls" in out and len(server.requests) == 3

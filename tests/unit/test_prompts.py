@@ -4,7 +4,7 @@ from string import Formatter
 
 import pytest
 
-from prompts import answer, extraction, gear, iier, rgnn_ret
+from prompts import answer, extraction, gear, iier, rgnn_ret, tog2
 
 CALLERS = {  # slots each prompt is formatted with by its caller
     (extraction, "GEAR_EXTRACTION"): {"wiki_title", "passage"},  # graph_store/extraction/llm.py
@@ -18,6 +18,13 @@ CALLERS = {  # slots each prompt is formatted with by its caller
     (rgnn_ret, "NEXT_STEP"): {"trace"},  # agents/rgnn_ret/graph.py
     (rgnn_ret, "STEP_ANSWER"): {"subquestion", "passages"},
     (rgnn_ret, "CRITIQUE"): {"trace"},
+    (gear, "READ_WITH_MEMORY"): {"docs", "query", "triples"},  # agents/gear/graph.py
+    (gear, "REASON"): {"query", "triples"},
+    (gear, "REWRITE"): {"query", "triples", "reason"},
+    (tog2, "TOPIC_PRUNE"): {"question", "entities"},  # agents/tog2/graph.py
+    (tog2, "RELATION_PRUNE"): {"width", "question", "entities"},
+    (tog2, "REASON"): {"question", "clues", "triples", "references"},
+    (tog2, "REFORM"): {"question", "clues"},
 }
 
 
