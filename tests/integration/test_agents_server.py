@@ -4,6 +4,7 @@ import json
 
 import pytest
 
+from evals.scripted_llm import ScriptedOpenAIServer
 from graph_store import Document, build_index
 from graph_store.build import build_graphs
 from graph_store.graph_build import GraphSettings
@@ -19,7 +20,6 @@ from tests.agent_scripts import (
     tog2_script,
 )
 from tests.conftest import DOCS
-from tests.openai_server import ScriptedOpenAIServer
 
 pytestmark = pytest.mark.integration
 

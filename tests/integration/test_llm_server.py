@@ -2,11 +2,11 @@
 
 import pytest
 
+from evals.scripted_llm import ScriptedOpenAIServer
 from graph_store import Document, Index, build_index
 from hopgraph.cli import main
 from hopgraph.settings import IndexSettings
 from tests.fakes import extraction_reply
-from tests.openai_server import ScriptedOpenAIServer
 
 pytestmark = pytest.mark.integration
 

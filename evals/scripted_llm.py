@@ -1,12 +1,21 @@
 """A tiny OpenAI-compatible chat server on 127.0.0.1 that follows a script and counts requests.
 
 It speaks just enough of ``POST /v1/chat/completions`` for the real ``ChatOpenAI`` client, and can
-answer 429, 500, malformed output or nothing at all (a timeout) on chosen requests.
+answer 429, 500, malformed output or nothing at all (a timeout) on chosen requests. The tests
+script it per case; run as a program it serves :func:`never_enough`, a model whose replies are
+always well-formed and never conclusive, so every agent runs to its loop bound: the worst-case
+LLM cost per question, measured with `hopgraph eval --answers` and no real model:
+
+    python -m evals.scripted_llm --port 8765 &
+    HOPGRAPH_LLM_MODEL=scripted HOPGRAPH_LLM_BASE_URL=http://127.0.0.1:8765/v1 \
+        hopgraph eval --data ../shared/data/musique --methods rgnn_ret,gear,tog2 --answers
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import re
 import threading
 import time
 from collections.abc import Callable
@@ -18,7 +27,7 @@ Reply = tuple[int, str]  # (HTTP status, content)
 class ScriptedOpenAIServer:
     """Run with ``with ScriptedOpenAIServer(respond) as server: server.url``."""
 
-    def __init__(self, respond: Callable[[str, int], Reply | float]) -> None:
+    def __init__(self, respond: Callable[[str, int], Reply | float], port: int = 0) -> None:
         """``respond(prompt, n)`` gets the n-th request (from 1) with this prompt.
 
         It returns (status, content), or a number of seconds to stall before answering 200.
@@ -28,7 +37,7 @@ class ScriptedOpenAIServer:
         self.statuses: list[int] = []
         self._seen: dict[str, int] = {}
         self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._server = ThreadingHTTPServer(("127.0.0.1", port), self._handler())
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}/v1"
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:
@@ -94,3 +103,64 @@ class ScriptedOpenAIServer:
     def __exit__(self, *exc: object) -> None:
         self._server.shutdown()
         self._server.server_close()
+
+
+def never_enough(prompt: str) -> str:
+    """Reply to any hopgraph prompt in its format, never concluding (see the module docstring)."""
+    question = re.findall(r"Question:\s*(.+)", prompt)
+    asked = question[-1].strip() if question else "the question"
+    if "ask the next step question" in prompt:  # RGNN-Ret
+        return f"Next step: {asked}"
+    if "critique whether" in prompt:
+        return "The intermediate answers are not enough. Critique: no"
+    if "answer the next step question" in prompt:
+        return "The snippets do not say."
+    if "find facts that help answer" in prompt:  # GEAR and SyncGE
+        titles = re.findall(r"Wikipedia Title: (.+)", prompt)[:2]
+        return ", ".join(f'("{t}", "is mentioned in", "the documents")' for t in titles)
+    if "Answerable: Yes" in prompt:
+        return "Answerable: No\nWhy: the facts do not contain the answer."
+    if "Next Question:" in prompt:
+        return f"Next Question: {asked}"
+    if "starting points for reasoning" in prompt:  # ToG-2
+        offered = re.findall(r"Topic entities: (\{.*\})", prompt)
+        return f"Output: {offered[-1] if offered else '{}'}"
+    if "Available Relations" in prompt:
+        return _first_relations(prompt)
+    if "sufficient to formulate an answer" in prompt:
+        return "{No} Nothing conclusive yet. The useful information for now is {nothing yet}"
+    if "provide a suitable query" in prompt:
+        return f"{{{asked}}}"
+    if "reading comprehension" in prompt:  # every method's reader
+        return "Answer: unknown\nCited: [1]"
+    return "[]"
+
+
+def _first_relations(prompt: str) -> str:
+    """Choose the first offered relation of every entity, in ToG-2's format."""
+    new = prompt.rsplit("# Now the new question:", 1)[-1]
+    lines = ["Answer:"]
+    for n, block in enumerate(re.split(r"\nEntity \d+: ", new)[1:], start=1):
+        name, _, listed = block.partition("\nAvailable Relations:\n")
+        first = re.search(r"^\d+\. (.+)$", listed, re.MULTILINE)
+        if first:
+            lines += [f"Entity {n}: {name}", f"1. {{{first.group(1)} (Score: 5)}}: maybe."]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Serve :func:`never_enough` on 127.0.0.1 until interrupted."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m evals.scripted_llm", description=__doc__)
+    parser.add_argument("--port", type=int, default=8765, help="port on 127.0.0.1 (default 8765)")
+    args = parser.parse_args(argv)
+    with ScriptedOpenAIServer(lambda prompt, n: (200, never_enough(prompt)), args.port) as server:
+        print(f"serving a scripted model at {server.url} (Ctrl-C stops)", flush=True)
+        with contextlib.suppress(KeyboardInterrupt):
+            threading.Event().wait()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
