@@ -51,3 +51,17 @@ def agent_for(method: str) -> tuple[StateGraph, type[AgentContext], dict[str, An
     raise UnknownMethodError(
         f"unknown method {method!r}", f"choose one of: {', '.join(agent_methods())}"
     )
+
+
+def compiled_graphs() -> dict[str, Any]:
+    """Return every agent's compiled graph by method name (one place for the surfaces to use).
+
+    These are compiled without a checkpointer, as a LangGraph server wants them; a run that
+    should resume compiles its builder with one (see :func:`agents.run.run_agent`).
+    """
+    from .gear.graph import graph as gear
+    from .retrieve_answer.graph import graph as retrieve_answer
+    from .rgnn_ret.graph import graph as rgnn_ret
+    from .tog2.graph import graph as tog2
+
+    return {"rgnn_ret": rgnn_ret, "gear": gear, "tog2": tog2, "retrieve_answer": retrieve_answer}

@@ -339,3 +339,16 @@ def test_tog2_search_functions_by_hand(index):
     with pytest.raises(ValueError):
         parse_reason("Probably yes")
     assert parse_query("Query: {Where is X?}") == "Where is X?"
+
+
+def test_every_agent_graph_is_compiled_with_its_name():
+    from agents.registry import MULTI_STEP, compiled_graphs
+
+    graphs = compiled_graphs()
+    assert set(MULTI_STEP) < set(graphs)
+    assert {k: g.name for k, g in graphs.items()} == {
+        "rgnn_ret": "RGNN-Ret", "gear": "GEAR", "tog2": "ToG-2",
+        "retrieve_answer": "retrieve-and-answer",
+    }  # fmt: skip
+    nodes = set(graphs["tog2"].get_graph().nodes)
+    assert {"prune_relations", "discover_entities", "prune_entities", "reason"} <= nodes
