@@ -55,7 +55,7 @@ def link_entities(state: State, runtime: Runtime[Context]) -> dict:
     """Link the question's mentions to graph entities, as chunks were linked (spec §8.3)."""
     ctx = runtime.context
     kg = ctx.index.knowledge_graph
-    iier = ctx.retriever("iier")
+    iier = ctx.retriever("iier")  # built once per run; it holds the corpus's title index
     assert isinstance(iier, IIERRetriever)
     _, mentions = find_mentions(state["question"], iier.titles)
     keys = [m.key for m in mentions if not m.is_date and m.key in kg.entity_position]
