@@ -67,3 +67,27 @@ class ScriptedChatModel(BaseChatModel):
         }
         message = AIMessage(content=text, usage_metadata=usage)
         return ChatResult(generations=[ChatGeneration(message=message)])
+
+
+class ToolCallingChatModel(ScriptedChatModel):
+    """A scripted model that can be bound to tools: ``respond`` may return an AIMessage.
+
+    ``respond`` gets the whole message list as text; to call a tool it returns
+    ``AIMessage(content="", tool_calls=[...])``.
+    """
+
+    turns: Callable[[list[BaseMessage]], AIMessage | str] | None = None
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> ToolCallingChatModel:
+        return self
+
+    def _generate(
+        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any
+    ) -> ChatResult:
+        if self.turns is None:
+            return super()._generate(messages, stop, run_manager, **kwargs)
+        with self._lock:
+            self._calls.append(str(messages[-1].content))
+        reply = self.turns(messages)
+        message = reply if isinstance(reply, AIMessage) else AIMessage(content=reply)
+        return ChatResult(generations=[ChatGeneration(message=message)])
