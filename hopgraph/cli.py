@@ -19,6 +19,7 @@ examples:
   hopgraph graph build --index my-index           extract entities and triples, build the graphs
   hopgraph ask "who founded X?" --index my-index --method gear --stream   (needs an LLM)
   hopgraph eval --data ../shared/data/musique --split dev --methods bm25,dense,hybrid,gnn_ret
+  hopgraph mcp --index my-index                   tools for other agents over MCP (stdio)
 
 The index directory defaults to $HOPGRAPH_INDEX or ./hopgraph-index. Models are never downloaded:
 HF_HUB_OFFLINE=1 is set unless you set it yourself.
@@ -154,6 +155,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=commands.retrieve)
 
     ask_command.add_parser(sub, _index_option, _positive)
+
+    p = sub.add_parser(
+        "mcp",
+        help="serve the retrievers, ask and index stats to other agents over MCP",
+        description="Run an MCP server over one index: tools `retrieve` (any LLM-free method), "
+        "`ask` (an answer with citations; needs an LLM) and `index_stats`. Speaks stdio by "
+        "default (for Claude Desktop, IDEs and agent frameworks that launch it), or streamable "
+        "HTTP with --http (endpoint http://HOST:PORT/mcp).",
+    )
+    _index_option(p)
+    p.add_argument("--http", metavar="HOST:PORT", help="serve streamable HTTP instead of stdio")
+    p.set_defaults(func=commands.mcp)
 
     p = sub.add_parser("info", help="show an index's manifest and the available methods")
     _index_option(p)

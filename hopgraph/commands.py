@@ -185,3 +185,13 @@ def demo(args: argparse.Namespace) -> None:
     from hopgraph.demo import run_demo
 
     run_demo(Path(args.index) if args.index else None, args.method, args.k, not args.quiet)
+
+
+def mcp(args: argparse.Namespace) -> None:
+    """Serve the index over MCP until the client disconnects or Ctrl-C."""
+    from .mcp_server import serve
+
+    with Index.open(index_dir(args)) as idx:
+        if args.http:
+            print(f"hopgraph MCP server on http://{args.http}/mcp (Ctrl-C stops)", flush=True)
+        serve(idx, args.http)

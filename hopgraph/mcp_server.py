@@ -1,0 +1,107 @@
+"""`hopgraph mcp`: the retrievers, ``ask`` and index stats as an MCP server (stdio or HTTP).
+
+Tools take typed, validated arguments (their JSON schemas come from the signatures). Bad input
+and failures come back as MCP tool errors (``isError``) with the message a CLI user would see;
+the server keeps serving. ``ask`` needs an LLM (``HOPGRAPH_LLM_*``); without one it answers
+with an error saying what to set, and the retrievers still work.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Annotated, Any, Literal
+
+from mcp.server.fastmcp import FastMCP
+from mcp.server.fastmcp.exceptions import ToolError
+from pydantic import Field
+
+from graph_store import Index
+
+from .errors import HopgraphError
+
+Method = Literal["gnn_ret", "iier", "naive_ge", "hybrid", "dense", "bm25"]
+AskMethod = Literal["gear", "rgnn_ret", "tog2", "gnn_ret", "hybrid"]
+
+INSTRUCTIONS = (
+    "hopgraph retrieves evidence for multi-hop questions from one indexed corpus. Use "
+    "`retrieve` for passages (gnn_ret follows links between passages; hybrid is plain search) "
+    "and `ask` for an answer with cited passages (several LLM calls)."
+)
+
+
+def build_server(index: Index, host: str = "127.0.0.1", port: int = 8000) -> FastMCP:
+    """Return an MCP server exposing ``index``; the caller runs it and closes the index."""
+    server = FastMCP("hopgraph", instructions=INSTRUCTIONS, host=host, port=port)
+    lock = threading.Lock()  # one request at a time touches the index and its caches
+
+    @server.tool()
+    def retrieve(
+        query: Annotated[str, Field(min_length=1, description="question or keywords")],
+        method: Annotated[Method, Field(description="retrieval method")] = "gnn_ret",
+        k: Annotated[int, Field(ge=1, le=50, description="passages to return")] = 5,
+    ) -> list[dict[str, Any]]:
+        """Return the k best passages for a query, with scores and why each was retrieved."""
+        from tools import make_retriever
+
+        with lock, _as_tool_error():
+            hits = make_retriever(method, index).retrieve(query, k)
+            return [h.to_dict() for h in hits]
+
+    @server.tool()
+    def ask(
+        question: Annotated[str, Field(min_length=1, description="a standalone question")],
+        method: Annotated[AskMethod, Field(description="answering method")] = "gear",
+    ) -> dict[str, Any]:
+        """Answer a question from the corpus, citing passages, with the steps and LLM usage."""
+        from agents.run import run_agent
+
+        from .llm import LLMSettings, make_chat_model
+
+        with lock, _as_tool_error():
+            chat = make_chat_model(LLMSettings.from_env())
+            result = run_agent(method, question, index, chat)
+            return {
+                "answer": result.answer,
+                "citations": [{k: c[k] for k in ("id", "title", "text")} for c in result.citations],
+                "steps": result.steps,
+                "usage": dict(result.usage),
+            }
+
+    @server.tool()
+    def index_stats() -> dict[str, Any]:
+        """Describe the index: counts, embedding model, whether graphs are built."""
+        manifest = index.manifest
+        return {
+            "directory": str(index.directory),
+            "counts": manifest.counts,
+            "model": manifest.settings.model,
+            "graphs": manifest.graph["counts"] if manifest.graph else None,
+        }
+
+    return server
+
+
+@contextmanager
+def _as_tool_error() -> Iterator[None]:
+    """Turn errors into MCP tool errors carrying the message (and hint) a CLI user would see."""
+    try:
+        yield
+    except ToolError:
+        raise
+    except HopgraphError as err:
+        raise ToolError(str(err)) from err
+    except Exception as err:
+        raise ToolError(f"{type(err).__name__}: {err}") from err
+
+
+def serve(index: Index, http: str | None) -> None:
+    """Serve over stdio, or over streamable HTTP at ``http`` ("HOST:PORT", path /mcp)."""
+    if http is None:
+        build_server(index).run("stdio")
+        return
+    host, _, port = http.rpartition(":")
+    if not host or not port.isdigit():
+        raise HopgraphError(f"--http wants HOST:PORT, got {http!r}", "e.g. --http 127.0.0.1:8765")
+    build_server(index, host, int(port)).run("streamable-http")

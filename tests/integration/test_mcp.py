@@ -1,0 +1,119 @@
+"""`hopgraph mcp` with the real MCP Python client, over stdio and over streamable HTTP."""
+
+import asyncio
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
+
+from evals.scripted_llm import ScriptedOpenAIServer
+from graph_store import Document, build_index
+from graph_store.build import build_graphs
+from graph_store.graph_build import GraphSettings
+from hopgraph.settings import IndexSettings
+from tests.agent_scripts import NOT_YET, QUESTION, gear_script
+from tests.conftest import DOCS
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def index_dir(tmp_path_factory):
+    path = tmp_path_factory.mktemp("mcp") / "idx"
+    build_index([Document(d["id"], d["title"], d["text"]) for d in DOCS], path, IndexSettings())
+    build_graphs(path, GraphSettings(semantic_min_sim=0.1), show_progress=False)
+    return path
+
+
+@pytest.fixture
+def llm_env():
+    """An environment whose LLM is a scripted server on 127.0.0.1."""
+    script = gear_script([NOT_YET, "Answerable: Yes\nAnswer: 1936"])
+    with ScriptedOpenAIServer(lambda prompt, n: (200, script(prompt))) as server:
+        yield {
+            **os.environ,
+            "HF_HUB_OFFLINE": "1",
+            "HOPGRAPH_LLM_MODEL": "scripted-model",
+            "HOPGRAPH_LLM_BASE_URL": server.url,
+        }
+
+
+def payload(result):
+    """Return a tool result's structured value (FastMCP wraps non-objects in "result")."""
+    data = result.structuredContent
+    if isinstance(data, dict):
+        return data.get("result", data)
+    return json.loads(result.content[0].text)
+
+
+async def exercise(session: ClientSession) -> None:
+    await session.initialize()
+    tools = {t.name: t for t in (await session.list_tools()).tools}
+    assert set(tools) == {"retrieve", "ask", "index_stats"}
+    schema = tools["retrieve"].inputSchema["properties"]
+    assert schema["k"]["maximum"] == 50 and "gnn_ret" in schema["method"]["enum"]
+    hits = payload(await session.call_tool("retrieve", {"query": "Mountrail County seat", "k": 2}))
+    assert [h["id"] for h in hits][:1] == ["d5"] and hits[0]["provenance"]
+    # bad input is an MCP error, and the server keeps serving
+    empty = await session.call_tool("retrieve", {"query": "   "})
+    assert empty.isError and "the query is empty" in empty.content[0].text
+    assert (await session.call_tool("retrieve", {"query": "x", "k": 0})).isError
+    assert (await session.call_tool("retrieve", {"query": "x", "method": "nope"})).isError
+    stats = payload(await session.call_tool("index_stats", {}))
+    assert stats["counts"]["documents"] == 6 and stats["graphs"]["chunks"] == 6
+    answer = payload(await session.call_tool("ask", {"question": QUESTION}))
+    assert answer["answer"] == "1936" and answer["citations"][0]["id"] == "d2"
+    assert answer["usage"]["calls"] == 8
+
+
+def test_mcp_over_stdio(index_dir, llm_env):
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "hopgraph.cli", "mcp", "--index", str(index_dir)],
+        env=llm_env,
+    )
+
+    async def main():
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            await exercise(session)
+
+    asyncio.run(main())
+
+
+def test_mcp_over_streamable_http(index_dir, llm_env):
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = subprocess.Popen(
+        [sys.executable, "-m", "hopgraph.cli", "mcp", "--index", str(index_dir),
+         "--http", f"127.0.0.1:{port}"],
+        env=llm_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            assert server.poll() is None, server.stderr.read()
+            time.sleep(0.2)
+
+        async def main():
+            url = f"http://127.0.0.1:{port}/mcp"
+            async with (
+                streamable_http_client(url) as (read, write, _),
+                ClientSession(read, write) as session,
+            ):
+                await exercise(session)
+
+        asyncio.run(main())
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
