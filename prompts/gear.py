@@ -12,7 +12,7 @@
   ``reason``.
 """
 
-READ = """Your task is to find facts that help answer an input question.
+_READER_HEAD = """Your task is to find facts that help answer an input question.
 You should present these facts as knowledge triples, which are structured as \
 ("subject", "predicate", "object").
 Example:
@@ -21,25 +21,26 @@ Facts: ("Neville A. Stanton", "employer", "University of Southampton"), \
 ("University of Southampton", "founded in", "1862")
 Now you are given some documents:
 {docs}
-Based on these documents, find supporting fact(s) that may help answer the following question.
-Note: if the information you are given is insufficient, output only the relevant facts you can find.
+"""
+_READER_NOTE = """Note: if the information you are given is insufficient, output only the \
+relevant facts you can find.
 Question: {query}
-Facts: """
+"""
 
-READ_WITH_MEMORY = """Your task is to find facts that help answer an input question.
-You should present these facts as knowledge triples, which are structured as \
-("subject", "predicate", "object").
-Example:
-Question: When was Neville A. Stanton's employer founded?
-Facts: ("Neville A. Stanton", "employer", "University of Southampton"), \
-("University of Southampton", "founded in", "1862")
-Now you are given some documents:
-{docs}
-Based on these documents and some preliminary facts provided below, find additional supporting \
-fact(s) that may help answer the following question.
-Note: if the information you are given is insufficient, output only the relevant facts you can find.
-Question: {query}
-Facts: {triples}"""
+READ = (
+    _READER_HEAD
+    + "Based on these documents, find supporting fact(s) that may help answer the following "
+    "question.\n" + _READER_NOTE + "Facts: "
+)
+
+# The memory variant: the paper's highlighted words, and the memory pre-filled after "Facts:".
+READ_WITH_MEMORY = (
+    _READER_HEAD
+    + "Based on these documents and some preliminary facts provided below, find additional "
+    "supporting fact(s) that may help answer the following question.\n"
+    + _READER_NOTE
+    + "Facts: {triples}"
+)
 
 REASON = """Task Description:
 You are given an input question and a set of known facts:

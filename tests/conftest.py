@@ -49,3 +49,33 @@ def _isolated_cache(tmp_path, monkeypatch):
 @pytest.fixture
 def corpus_file(tmp_path) -> Path:
     return write_jsonl(tmp_path / "corpus.jsonl", DOCS)
+
+
+def build_docs_index(path: Path, model: str) -> Path:
+    """Index DOCS at ``path`` with ``model`` and build its graphs (semantic edges from 0.1)."""
+    from graph_store import Document, build_index
+    from graph_store.build import build_graphs
+    from graph_store.graph_build import GraphSettings
+    from hopgraph.settings import IndexSettings
+
+    docs = [Document(d["id"], d["title"], d["text"]) for d in DOCS]
+    build_index(docs, path, IndexSettings(model=model), show_progress=False)
+    build_graphs(path, GraphSettings(semantic_min_sim=0.1), show_progress=False)
+    return path
+
+
+@pytest.fixture(scope="module")
+def docs_index(tmp_path_factory):
+    """DOCS indexed with the hashing embedder, graphs built, open for one test module."""
+    from graph_store import Index
+
+    with Index.open(build_docs_index(tmp_path_factory.mktemp("docs") / "idx", "hashing")) as idx:
+        yield idx
+
+
+@pytest.fixture(scope="module")
+def real_docs_index_dir(tmp_path_factory):
+    """DOCS indexed with the real embedding model, graphs built (integration tests)."""
+    from hopgraph.settings import IndexSettings
+
+    return build_docs_index(tmp_path_factory.mktemp("real") / "idx", IndexSettings().model)

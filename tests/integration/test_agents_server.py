@@ -5,11 +5,7 @@ import json
 import pytest
 
 from evals.scripted_llm import ScriptedOpenAIServer
-from graph_store import Document, build_index
-from graph_store.build import build_graphs
-from graph_store.graph_build import GraphSettings
 from hopgraph.cli import main
-from hopgraph.settings import IndexSettings
 from tests.agent_scripts import (
     NOT_YET,
     QUESTION,
@@ -19,17 +15,13 @@ from tests.agent_scripts import (
     rgnn_script,
     tog2_script,
 )
-from tests.conftest import DOCS
 
 pytestmark = pytest.mark.integration
 
 
 @pytest.fixture(scope="module")
-def index_dir(tmp_path_factory):
-    path = tmp_path_factory.mktemp("ask") / "idx"
-    build_index([Document(d["id"], d["title"], d["text"]) for d in DOCS], path, IndexSettings())
-    build_graphs(path, GraphSettings(semantic_min_sim=0.1), show_progress=False)
-    return path
+def index_dir(real_docs_index_dir):
+    return real_docs_index_dir
 
 
 def serve(script, monkeypatch, fail=None):

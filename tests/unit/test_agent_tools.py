@@ -4,23 +4,13 @@ import pytest
 from langchain_core.messages import AIMessage, ToolMessage
 
 from agents.tools import AskInput, hopgraph_tools
-from graph_store import Document, Index, build_index
-from graph_store.build import build_graphs
-from graph_store.graph_build import GraphSettings
-from hopgraph.settings import IndexSettings
 from tests.agent_scripts import NOT_YET, QUESTION, gear_script
-from tests.conftest import DOCS
 from tests.fakes import ScriptedChatModel, ToolCallingChatModel
 
 
 @pytest.fixture(scope="module")
-def index(tmp_path_factory):
-    path = tmp_path_factory.mktemp("tools") / "idx"
-    docs = [Document(d["id"], d["title"], d["text"]) for d in DOCS]
-    build_index(docs, path, IndexSettings(model="hashing"), show_progress=False)
-    build_graphs(path, GraphSettings(semantic_min_sim=0.1), show_progress=False)
-    with Index.open(path) as idx:
-        yield idx
+def index(docs_index):
+    return docs_index
 
 
 def react_turns(messages):

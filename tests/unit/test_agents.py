@@ -10,11 +10,7 @@ from agents.rgnn_ret import graph as rgnn
 from agents.rgnn_ret.context import Context as RGNNContext
 from agents.rgnn_ret.state import parse_critique, parse_next_step
 from agents.run import run_agent
-from graph_store import Document, Index, build_index
-from graph_store.build import build_graphs
-from graph_store.graph_build import GraphSettings
 from hopgraph.errors import InputError, LLMReplyError, UnknownMethodError
-from hopgraph.settings import IndexSettings
 from tests.agent_scripts import (
     FACT_1,
     NOT_YET,
@@ -31,13 +27,8 @@ from tests.fakes import ScriptedChatModel
 
 
 @pytest.fixture(scope="module")
-def index(tmp_path_factory):
-    path = tmp_path_factory.mktemp("agents") / "idx"
-    docs = [Document(d["id"], d["title"], d["text"]) for d in DOCS]
-    build_index(docs, path, IndexSettings(model="hashing"), show_progress=False)
-    build_graphs(path, GraphSettings(semantic_min_sim=0.1), show_progress=False)
-    with Index.open(path) as idx:
-        yield idx
+def index(docs_index):
+    return docs_index
 
 
 def test_rgnn_ret_asks_retrieves_critiques_and_answers_with_citations(index):

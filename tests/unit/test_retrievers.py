@@ -1,23 +1,13 @@
 import pytest
 
-from graph_store import Document, Index, build_index
-from graph_store.build import build_graphs
-from graph_store.graph_build import GraphSettings
 from hopgraph.errors import InputError, LLMReplyError, UnknownMethodError
-from hopgraph.settings import IndexSettings
-from tests.conftest import DOCS
 from tools import RETRIEVERS, make_retriever, parse_methods
 from tools.langchain import RetrieveInput, retrieval_tools
 
 
 @pytest.fixture(scope="module")
-def index(tmp_path_factory):
-    path = tmp_path_factory.mktemp("r") / "idx"
-    docs = [Document(d["id"], d["title"], d["text"]) for d in DOCS]
-    build_index(docs, path, IndexSettings(model="hashing"), show_progress=False)
-    build_graphs(path, GraphSettings(semantic_min_sim=0.1), show_progress=False)
-    with Index.open(path) as idx:
-        yield idx
+def index(docs_index):
+    return docs_index
 
 
 LLM_FREE = sorted(name for name, cls in RETRIEVERS.items() if not cls.needs_llm)
