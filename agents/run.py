@@ -23,6 +23,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from graph_store import Index
 from hopgraph.errors import InputError
 from hopgraph.llm import Usage, no_usage
+from hopgraph.traces import TraceRecorder
 
 from .evidence import Evidence
 from .registry import agent_for
@@ -44,6 +45,8 @@ class RunResult:
     steps: list[str]
     usage: Usage
     resumed: bool
+    trace_id: str | None = None
+    """The run's trace in the local store (`hopgraph trace show ID`)."""
 
 
 @contextmanager
@@ -69,18 +72,22 @@ def run_agent(
     saver: BaseCheckpointSaver | None = None,
     thread_id: str | None = None,
     on_update: OnUpdate | None = None,
+    recorder: TraceRecorder | None = None,
     **settings: Any,
 ) -> RunResult:
     """Answer ``question`` with ``method``; resume the thread's unfinished run if it has one.
 
     ``settings`` go to the method's context (``k``, ``max_steps``, …). A thread holds one
     question: a finished thread, or an unfinished one asked a different question, is an error.
+    Every run is recorded in the local trace store (``recorder``, default
+    ``$HOPGRAPH_CACHE/traces.sqlite``).
     """
     builder, context_type, fixed = agent_for(method)
     graph = builder.compile(checkpointer=saver or InMemorySaver(), name=method)
     context = context_type(index=index, chat=chat, **fixed, **settings)
     thread_id = thread_id or uuid.uuid4().hex[:12]
-    config = {"configurable": {"thread_id": thread_id}}
+    recorder = recorder or TraceRecorder()
+    config = {"configurable": {"thread_id": thread_id}, "callbacks": [recorder]}
     earlier = graph.get_state(config)
     resumed = bool(earlier.values)
     if resumed:
@@ -102,6 +109,7 @@ def run_agent(
         steps=final.get("steps", []),
         usage=final.get("usage") or no_usage(),
         resumed=resumed,
+        trace_id=recorder.trace_id,
     )
 
 

@@ -84,6 +84,8 @@ def _print_result(result: Any, show_steps: bool) -> None:
         f"{len(result.gathered)} passages gathered; thread {result.thread_id}"
         + (" (resumed)" if result.resumed else "")
     )
+    if result.trace_id:
+        print(f"trace: {result.trace_id} (hopgraph trace show {result.trace_id[:8]})")
 
 
 def add_parser(sub: argparse._SubParsersAction, index_option: Any, positive: Any) -> None:

@@ -75,7 +75,7 @@ def _build_options(parser: argparse.ArgumentParser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     """Return the parser of every subcommand."""
-    from . import ask_command, commands
+    from . import ask_command, commands, trace_command
 
     parser = argparse.ArgumentParser(
         prog="hopgraph",
@@ -155,6 +155,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=commands.retrieve)
 
     ask_command.add_parser(sub, _index_option, _positive)
+    trace_command.add_parser(sub, _positive)
 
     p = sub.add_parser(
         "mcp",
