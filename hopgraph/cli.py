@@ -158,6 +158,22 @@ def build_parser() -> argparse.ArgumentParser:
     trace_command.add_parser(sub, _positive)
 
     p = sub.add_parser(
+        "explain",
+        help="draw the evidence a method finds for a question (HTML)",
+        description="Retrieve evidence for QUESTION with a method and draw it as a graph in one "
+        "self-contained HTML page: passages (by rank; gold and cited marked), the entities that "
+        "link them, the passage-graph edges between them and the messages or chains that "
+        "brought them in. Agents (rgnn_ret, gear, tog2) need an LLM; retrievers do not.",
+    )
+    p.add_argument("question", metavar="QUESTION")
+    _index_option(p)
+    p.add_argument("--method", default="gnn_ret", help="a retriever or an agent (default gnn_ret)")
+    p.add_argument("-k", type=_positive, default=8, help="passages to draw (default 8)")
+    p.add_argument("--gold", metavar="IDS", help="comma-separated gold document ids to mark")
+    p.add_argument("--out", required=True, metavar="FILE.html", help="where to write the page")
+    p.set_defaults(func=commands.explain)
+
+    p = sub.add_parser(
         "mcp",
         help="serve the retrievers, ask and index stats to other agents over MCP",
         description="Run an MCP server over one index: tools `retrieve` (any LLM-free method), "

@@ -195,3 +195,19 @@ def mcp(args: argparse.Namespace) -> None:
         if args.http:
             print(f"hopgraph MCP server on http://{args.http}/mcp (Ctrl-C stops)", flush=True)
         serve(idx, args.http)
+
+
+def explain(args: argparse.Namespace) -> None:
+    """Draw the evidence for a question as an HTML page."""
+    from .explain import explain as find_evidence
+    from .explain import render_page
+
+    gold = {g.strip() for g in (args.gold or "").split(",") if g.strip()}
+    with Index.open(index_dir(args)) as idx:
+        graph = find_evidence(idx, args.question, args.method, args.k, gold)
+    out = Path(args.out)
+    out.write_text(render_page(graph), encoding="utf-8")
+    print(
+        f"wrote {out}: {len(graph.passages)} passages, {len(graph.entities)} entities, "
+        f"{len(graph.edges)} edges"
+    )

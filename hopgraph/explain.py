@@ -1,0 +1,219 @@
+"""`hopgraph explain`: draw the evidence a method found as a graph, in one self-contained page.
+
+Nodes are the retrieved passages (ranked; gold and cited ones marked) and the entities that tie
+them together (named by two or more of them, or by the question). Edges are the passage-graph
+edges between the passages (structural, entity, keyword, semantic, link), the messages and chains
+that brought a passage in (from its provenance), and passage → entity mentions. The layout is
+computed here (networkx, fixed seed) and drawn as inline SVG: the page needs no network.
+"""
+
+from __future__ import annotations
+
+import html
+from collections import Counter
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, field
+
+import networkx as nx
+
+from graph_store import Index
+from graph_store.passage_graph import DIRECTED, EDGE_TYPES
+
+MAX_ENTITIES = 20
+COLOURS = {
+    "structural": "#888888", "entity": "#4a7bd0", "keyword": "#9b59b6", "semantic": "#16a085",
+    "link": "#e67e22", "message": "#c0392b", "chain": "#c0392b", "mentions": "#bbbbbb",
+}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Passage:
+    """A passage to draw: its chunk, rank and what led to it."""
+
+    id: str
+    doc_id: str
+    title: str
+    text: str
+    rank: int
+    via: tuple[str, ...] = ()
+    step: str = ""
+
+
+@dataclass
+class EvidenceGraph:
+    """Nodes and edges of a question's evidence, ready to draw."""
+
+    question: str
+    method: str
+    passages: list[Passage]
+    entities: list[str] = field(default_factory=list)
+    edges: list[tuple[str, str, str]] = field(default_factory=list)  # (source, target, kind)
+    gold: set[str] = field(default_factory=set)  # document ids
+    cited: set[str] = field(default_factory=set)  # chunk ids
+
+
+def build_evidence_graph(
+    index: Index,
+    question: str,
+    method: str,
+    passages: Sequence[Passage],
+    gold: Collection[str] = (),
+    cited: Collection[str] = (),
+) -> EvidenceGraph:
+    """Collect the edges among ``passages`` and the entities that link them."""
+    graph = EvidenceGraph(question, method, list(passages), gold=set(gold), cited=set(cited))
+    ids = {p.id for p in passages}
+    pg = index.passage_graph
+    rows = {p.id: pg.position[p.id] for p in passages if p.id in pg.position}
+    for a in rows:
+        for b in rows:
+            for kind in EDGE_TYPES:
+                # a symmetric type is drawn once per pair; a directed one in its direction
+                wanted = a != b and (kind in DIRECTED or a < b)
+                if wanted and pg.edges[kind][rows[a], rows[b]] != 0:
+                    graph.edges.append((a, b, kind))
+    for p in passages:  # what brought it in: GNN-Ret's sender, IIER's chain
+        chain = [x for x in p.via if x in ids]
+        kind = "chain" if len(chain) > 1 else "message"
+        for source, target in zip([*chain, p.id], [*chain[1:], p.id], strict=False):
+            if source != target:
+                graph.edges.append((source, target, kind))
+    position = {c: i for i, c in enumerate(index.chunks)}
+    mentions = {p.id: set(index.extractions[position[p.id]].entities) for p in passages}
+    counts = Counter(e for found in mentions.values() for e in found)
+    asked = question.lower()
+    keep = [e for e, n in counts.most_common() if n >= 2 or (len(e) > 3 and e in asked)]
+    graph.entities = keep[:MAX_ENTITIES]
+    for p in passages:
+        graph.edges += [(p.id, e, "mentions") for e in graph.entities if e in mentions[p.id]]
+    return graph
+
+
+def _layout(graph: EvidenceGraph, width: int, height: int) -> dict[str, tuple[float, float]]:
+    g = nx.Graph()
+    g.add_nodes_from(p.id for p in graph.passages)
+    g.add_nodes_from(f"entity:{e}" for e in graph.entities)
+    for source, target, kind in graph.edges:
+        g.add_edge(source, f"entity:{target}" if kind == "mentions" else target)
+    placed = nx.spring_layout(g, seed=7, k=1.6 / max(len(g), 1) ** 0.5)
+    margin = 80
+
+    def scale(value: float, size: int) -> float:
+        return margin + (value + 1) / 2 * (size - 2 * margin)
+
+    return {node: (scale(x, width), scale(y, height)) for node, (x, y) in placed.items()}
+
+
+def _edges_svg(graph: EvidenceGraph, at: dict[str, tuple[float, float]]) -> list[str]:
+    out = []
+    for source, target, kind in graph.edges:
+        a, b = at[source], at[f"entity:{target}" if kind == "mentions" else target]
+        dash = ' stroke-dasharray="4 3"' if kind == "mentions" else ""
+        arrow = ' marker-end="url(#arrow)"' if kind in {"link", "message", "chain"} else ""
+        out.append(
+            f'<line class="edge {kind}" x1="{a[0]:.0f}" y1="{a[1]:.0f}" x2="{b[0]:.0f}" '
+            f'y2="{b[1]:.0f}" stroke="{COLOURS[kind]}" stroke-width="2"{dash}{arrow}>'
+            f"<title>{kind}</title></line>"
+        )
+    return out
+
+
+def _entities_svg(graph: EvidenceGraph, at: dict[str, tuple[float, float]]) -> list[str]:
+    out = []
+    for e in graph.entities:
+        x, y = at[f"entity:{e}"]
+        out.append(
+            f'<g class="entity" data-id="{html.escape(e)}"><rect x="{x - 6:.0f}" y="{y - 6:.0f}" '
+            f'width="12" height="12" fill="#f4d03f" stroke="#b7950b"/><text x="{x + 9:.0f}" '
+            f'y="{y + 4:.0f}" font-size="11" fill="#7d6608">{html.escape(e)}</text></g>'
+        )
+    return out
+
+
+def _passages_svg(graph: EvidenceGraph, at: dict[str, tuple[float, float]]) -> list[str]:
+    out = []
+    for p in graph.passages:
+        x, y = at[p.id]
+        gold, cited = p.doc_id in graph.gold, p.id in graph.cited
+        classes = "passage" + (" gold" if gold else "") + (" cited" if cited else "")
+        tip = html.escape(f"#{p.rank} {p.title} ({p.id}) {p.step}\n{p.text}")
+        fill, stroke = "#2e86c1" if cited else "#aed6f1", "#d4ac0d" if gold else "#34495e"
+        out.append(
+            f'<g class="{classes}" data-id="{html.escape(p.id)}"><title>{tip}</title>'
+            f'<circle cx="{x:.0f}" cy="{y:.0f}" r="{22 if gold else 18}" '
+            f'fill="{fill}" stroke="{stroke}" '
+            f'stroke-width="{5 if gold else 2}"/><text x="{x:.0f}" y="{y + 4:.0f}" '
+            f'text-anchor="middle" font-size="12" font-weight="700">{p.rank}</text>'
+            f'<text x="{x:.0f}" y="{y + 36:.0f}" text-anchor="middle" font-size="12">'
+            f"{html.escape(p.title[:40])}</text></g>"
+        )
+    return out
+
+
+def render_page(graph: EvidenceGraph, width: int = 1100, height: int = 720) -> str:
+    """Return the evidence graph as a self-contained HTML page (inline SVG, no scripts)."""
+    at = _layout(graph, width, height)
+    esc = html.escape
+    drawing = "\n".join(
+        [*_edges_svg(graph, at), *_entities_svg(graph, at), *_passages_svg(graph, at)]
+    )
+    legend = "".join(f'<span style="color:{c}">━ {k}</span> ' for k, c in COLOURS.items())
+    rows = "".join(
+        f"<tr><td>{p.rank}</td><td>{esc(p.id)}</td><td>{esc(p.title)}</td>"
+        f"<td>{esc(p.step)}</td><td>{esc(p.text[:300])}</td></tr>"
+        for p in graph.passages
+    )
+    return f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>hopgraph: {esc(graph.question)}</title>
+<style>body {{ font: 14px system-ui, sans-serif; margin: 1.5em; color: #222; }}
+svg {{ border: 1px solid #ddd; background: #fff; }}
+td {{ vertical-align: top; padding: .2em .5em; }} .legend span {{ margin-right: 1em; }}</style>
+</head><body><h1>{esc(graph.question)}</h1>
+<p>method <b>{esc(graph.method)}</b>: {len(graph.passages)} passages (circles, by rank; gold
+ringed in gold, cited filled dark), {len(graph.entities)} entities (squares).</p>
+<p class="legend">{legend}</p>
+<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img">
+<defs><marker id="arrow" viewBox="0 0 10 10" refX="28" refY="5" markerWidth="7" markerHeight="7"
+orient="auto-start-reverse"><path d="M 0 0 L 10 5 L 0 10 z" fill="#555"/></marker></defs>
+{drawing}
+</svg>
+<table><tr><th>#</th><th>id</th><th>title</th><th>why</th><th>text</th></tr>{rows}</table>
+</body></html>
+"""
+
+
+def explain(
+    index: Index,
+    question: str,
+    method: str,
+    k: int,
+    gold: Collection[str] = (),
+) -> EvidenceGraph:
+    """Find the evidence for ``question`` with ``method`` and collect its graph.
+
+    An LLM-free retriever draws its top ``k`` and why each came; an agent (or an LLM retriever)
+    answers first, and its gathered passages are drawn with the cited ones marked.
+    """
+    from tools import RETRIEVERS, make_retriever
+
+    if method in RETRIEVERS and not RETRIEVERS[method].needs_llm:
+        hits = make_retriever(method, index).retrieve(question, k)
+        passages = [
+            Passage(h.id, h.doc_id, h.title, h.text, rank, h.provenance[-1].via,
+                    h.provenance[-1].step)
+            for rank, h in enumerate(hits, start=1)
+        ]  # fmt: skip
+        return build_evidence_graph(index, question, method, passages, gold)
+    from agents.run import run_agent
+
+    from .llm import LLMSettings, make_chat_model
+
+    result = run_agent(method, question, index, make_chat_model(LLMSettings.from_env()), k=k)
+    passages = [
+        Passage(e["id"], e["doc_id"], e["title"], e["text"], rank, (), e["found_by"])
+        for rank, e in enumerate(result.gathered, start=1)
+    ]
+    cited = {c["id"] for c in result.citations}
+    return build_evidence_graph(
+        index, question, f"{method}: {result.answer}", passages, gold, cited
+    )
