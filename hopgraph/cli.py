@@ -75,7 +75,7 @@ def _build_options(parser: argparse.ArgumentParser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     """Return the parser of every subcommand."""
-    from . import ask_command, commands, trace_command
+    from . import ask_command, chat_command, commands, trace_command
 
     parser = argparse.ArgumentParser(
         prog="hopgraph",
@@ -156,6 +156,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     ask_command.add_parser(sub, _index_option, _positive)
     trace_command.add_parser(sub, _positive)
+    chat_command.add_parser(sub, _index_option, _positive)
 
     p = sub.add_parser(
         "explain",

@@ -66,8 +66,10 @@ class TraceRecorder(BaseCallbackHandler):
         parent = kw.get("parent_run_id")
         with self._lock:
             parent_kind = self._open.get(str(parent), {}).get("kind")
-        kind = "graph" if parent is None else "route" if parent_kind == "node" else "node"
-        self._start(run_id, parent, kind, kw.get("name") or "chain", inputs)
+            first = self.trace_id is None
+        # The first run is the root, even inside a caller's run (a chat turn, a tool call).
+        kind = "graph" if first else "route" if parent_kind == "node" else "node"
+        self._start(run_id, None if first else parent, kind, kw.get("name") or "chain", inputs)
 
     def on_chat_model_start(
         self, serialized: Any, messages: Any, *, run_id: UUID, **kw: Any

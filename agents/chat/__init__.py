@@ -1,0 +1,1 @@
+"""Chat-style question answering: follow-ups made standalone, then any method answers."""
