@@ -1,0 +1,76 @@
+"""The agents as a LangGraph server serves them (``langgraph.json``; ``langgraph dev``).
+
+A server builds a run's context from JSON, so each graph here takes a JSON-friendly
+:class:`ServerContext` (the index directory, the method, k) and runs the agent's own graph as a
+subgraph with the real context: the index opened once per directory, the chat model from
+``HOPGRAPH_LLM_*``. Stream with ``subgraphs=True`` to see the agent's nodes as they run.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from functools import cache
+from typing import Any
+
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.runtime import Runtime
+
+from agents.registry import agent_for
+from graph_store import Index
+from hopgraph.llm import LLMSettings, make_chat_model
+
+
+@dataclass(kw_only=True)
+class ServerContext:
+    """What a server run may set; everything has a default."""
+
+    index: str = field(
+        default_factory=lambda: os.environ.get("HOPGRAPH_INDEX", "hopgraph-index"),
+        metadata={"description": "index directory (default $HOPGRAPH_INDEX or ./hopgraph-index)"},
+    )
+    method: str = field(default="gear", metadata={"description": "the method that answers (chat)"})
+    k: int = field(default=5, metadata={"description": "passages the reader gets"})
+
+
+@cache
+def _index(directory: str) -> Index:
+    return Index.open(directory)
+
+
+@cache
+def _chat() -> Any:
+    return make_chat_model(LLMSettings.from_env())
+
+
+def serve(method: str) -> CompiledStateGraph:
+    """Wrap an agent (or the chat graph) in a graph whose context is :class:`ServerContext`."""
+    if method == "chat":
+        from agents.chat import graph as chat_graph
+        from agents.chat.context import Context as ChatContext
+
+        builder, context_type, fixed = chat_graph.builder, ChatContext, {}
+    else:
+        builder, context_type, fixed = agent_for(method)
+    inner = builder.compile(name=method)
+
+    def run(state: dict, runtime: Runtime[ServerContext]) -> dict:
+        ctx = runtime.context or ServerContext()
+        extra = {"method": ctx.method} if method == "chat" else fixed
+        context = context_type(index=_index(ctx.index), chat=_chat(), k=ctx.k, **extra)
+        return inner.invoke(state, context=context)
+
+    outer = StateGraph(
+        builder.state_schema, context_schema=ServerContext, input_schema=builder.input_schema
+    )
+    outer.add_node(method, run)
+    outer.add_edge(START, method)
+    outer.add_edge(method, END)
+    return outer.compile(name=f"hopgraph-{method}")
+
+
+chat = serve("chat")
+gear = serve("gear")
+rgnn_ret = serve("rgnn_ret")
+tog2 = serve("tog2")

@@ -1,0 +1,96 @@
+"""`langgraph dev` over langgraph.json: threads, streamed runs and state over HTTP."""
+
+import os
+import shutil
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+from langgraph_sdk import get_sync_client
+
+from evals.scripted_llm import ScriptedOpenAIServer
+from tests.agent_scripts import NOT_YET, QUESTION, cite, gear_script
+
+pytestmark = pytest.mark.integration
+
+ROOT = Path(__file__).resolve().parents[2]
+LANGGRAPH = shutil.which("langgraph")
+
+
+GEAR = gear_script([NOT_YET, "Answerable: Yes\nAnswer: 1936"])
+
+
+def reply(prompt):
+    if "reading comprehension" in prompt and "Larry" not in prompt.rsplit("Question:", 1)[-1]:
+        return f"Answer: Manila\nCited: [{cite(prompt, 'Manila')}]"
+    return GEAR(prompt)
+
+
+@pytest.fixture
+def server(real_docs_index_dir, tmp_path):
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    with ScriptedOpenAIServer(lambda prompt, n: (200, reply(prompt))) as llm:
+        env = {
+            **os.environ,
+            "HF_HUB_OFFLINE": "1",
+            "HOPGRAPH_INDEX": str(real_docs_index_dir),
+            "HOPGRAPH_LLM_MODEL": "scripted",
+            "HOPGRAPH_LLM_BASE_URL": llm.url,
+            "HOPGRAPH_CACHE": str(tmp_path / "cache"),
+            "LANGGRAPH_CLI_NO_ANALYTICS": "1",
+        }
+        env.pop("LANGSMITH_TRACING", None)
+        process = subprocess.Popen(
+            [LANGGRAPH, "dev", "--no-browser", "--no-reload", "--port", str(port)],
+            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        )  # fmt: skip
+        url = f"http://127.0.0.1:{port}"
+        try:
+            deadline = time.monotonic() + 120
+            while True:
+                assert process.poll() is None, process.stdout.read()
+                try:
+                    if httpx.get(f"{url}/ok", timeout=2).status_code == 200:
+                        break
+                except httpx.HTTPError:
+                    pass
+                assert time.monotonic() < deadline, "the server did not start"
+                time.sleep(0.5)
+            yield url
+        finally:
+            process.terminate()
+            process.wait(timeout=30)
+
+
+@pytest.mark.skipif(LANGGRAPH is None, reason="needs langgraph-cli[inmem] (the test extra)")
+def test_agents_and_chat_over_the_langgraph_server(server):
+    client = get_sync_client(url=server)
+    assert {a["graph_id"] for a in client.assistants.search()} == {
+        "chat", "gear", "rgnn_ret", "tog2",
+    }  # fmt: skip
+    thread = client.threads.create()
+    stream = client.runs.stream(
+        thread["thread_id"],
+        "gear",
+        input={"question": QUESTION},
+        stream_mode="updates",
+        stream_subgraphs=True,
+    )
+    nodes = [next(iter(c.data)) for c in stream if c.event.startswith("updates|")]
+    assert nodes[:3] == ["retrieve", "read", "reason"] and nodes[-1] == "answer"
+    state = client.threads.get_state(thread["thread_id"])["values"]
+    assert state["answer"] == "1936" and [c["id"] for c in state["citations"]] == ["d2"]
+    assert state["usage"]["calls"] == 8
+    chat = client.threads.create()
+    client.runs.wait(
+        chat["thread_id"], "chat", context={"method": "gnn_ret"},
+        input={"messages": [{"role": "user", "content": "Where is Manila the capital of?"}]},
+    )  # fmt: skip
+    messages = client.threads.get_state(chat["thread_id"])["values"]["messages"]
+    assert [m["type"] for m in messages] == ["human", "ai"]
+    assert messages[-1]["content"] == "Manila — [1] Manila"
