@@ -85,7 +85,7 @@ def _print_result(result: Any, show_steps: bool) -> None:
         + (" (resumed)" if result.resumed else "")
     )
     if result.trace_id:
-        print(f"trace: {result.trace_id} (hopgraph trace show {result.trace_id[:8]})")
+        print(f"trace: hopgraph trace show {result.trace_id}")
 
 
 def add_parser(sub: argparse._SubParsersAction, index_option: Any, positive: Any) -> None:

@@ -17,7 +17,7 @@ def trace_list(args: argparse.Namespace) -> None:
     for r in rows:
         when = datetime.fromtimestamp(r["started"]).strftime("%Y-%m-%d %H:%M:%S")
         print(
-            f"{r['trace_id'][:8]}  {when}  {r['name']:<20} {r['seconds']:6.2f} s  "
+            f"{r['trace_id']}  {when}  {r['name']:<12} {r['seconds']:6.2f} s  "
             f"{r['llm_calls']:>3} LLM calls {r['tokens']:>7} tokens  {r['status']:<10} "
             f"{r['question'][:60]}"
         )
@@ -31,7 +31,7 @@ def trace_show(args: argparse.Namespace) -> None:
 def trace_export(args: argparse.Namespace) -> None:
     """Write one trace as a self-contained HTML page."""
     root = load_trace(args.store or default_store(), args.trace_id)
-    out = args.out or Path(f"trace-{root.span_id[:8]}.html")
+    out = args.out or Path(f"trace-{root.span_id}.html")
     out.write_text(render_html(root), encoding="utf-8")
     print(f"wrote {out}")
 

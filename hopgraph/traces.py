@@ -220,7 +220,11 @@ def _question(inputs: str | None) -> str:
 
 
 def load_trace(path: Path, trace_id: str) -> Span:
-    """Return a trace's root span with its tree; ``trace_id`` may be a unique prefix."""
+    """Return a trace's root span with its tree; ``trace_id`` may be a unique prefix.
+
+    Run ids are time-ordered, so traces made close together share their first characters:
+    a prefix must be long enough to name one.
+    """
     with _connect(path) as db:
         ids = [r[0] for r in db.execute(
             "SELECT DISTINCT trace_id FROM spans WHERE trace_id LIKE ?", (trace_id + "%",)
