@@ -170,13 +170,16 @@ def run_methods(
     methods: Sequence[str],
     ks: Sequence[int] = KS,
     show_progress: bool = True,
+    options: dict[str, dict] | None = None,
 ):
-    """Evaluate each named method; returns (scores per method, all per-question rows)."""
+    """Evaluate each named method (``options[name]`` go to its constructor).
+
+    Returns (scores per method, all per-question rows).
+    """
     scores, rows = [], []
     for name in methods:
-        method_scores, method_rows = evaluate(
-            make_retriever(name, index), questions, ks, show_progress
-        )
+        retriever = make_retriever(name, index, **(options or {}).get(name, {}))
+        method_scores, method_rows = evaluate(retriever, questions, ks, show_progress)
         scores.append(method_scores)
         rows.extend(method_rows)
     return scores, rows

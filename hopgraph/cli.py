@@ -6,6 +6,7 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from .errors import HopgraphError
 
@@ -75,7 +76,7 @@ def _build_options(parser: argparse.ArgumentParser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     """Return the parser of every subcommand."""
-    from . import ask_command, chat_command, commands, trace_command
+    from . import ask_command, chat_command, commands, trace_command, train_command
 
     parser = argparse.ArgumentParser(
         prog="hopgraph",
@@ -157,6 +158,7 @@ def build_parser() -> argparse.ArgumentParser:
     ask_command.add_parser(sub, _index_option, _positive)
     trace_command.add_parser(sub, _positive)
     chat_command.add_parser(sub, _index_option, _positive)
+    train_command.add_parser(sub, _index_option, _build_options, _positive)
 
     p = sub.add_parser(
         "explain",
@@ -203,6 +205,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--split", default="dev", help="question file to use (default dev)")
     p.add_argument("--methods", default="bm25,dense,hybrid", help="comma-separated methods")
     p.add_argument("--limit", type=_positive, metavar="N", help="first N questions only")
+    p.add_argument(
+        "--gnn-weights",
+        type=Path,
+        metavar="FILE",
+        help="learned α's for gnn_ret (from `hopgraph train gnn_ret`) instead of the defaults",
+    )
     p.add_argument(
         "--answers",
         action="store_true",

@@ -145,7 +145,10 @@ def evaluate(args: argparse.Namespace) -> None:
         if chat is not None:
             scores, rows = evaluate_answers(idx, questions, methods, chat, not args.quiet)
         else:
-            scores, rows = run_methods(idx, questions, methods, show_progress=not args.quiet)
+            options = {"gnn_ret": {"weights": args.gnn_weights}} if args.gnn_weights else {}
+            scores, rows = run_methods(
+                idx, questions, methods, show_progress=not args.quiet, options=options
+            )
         stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
         out = (
             Path(args.out) if args.out else Path("runs") / f"eval-{data.name}-{args.split}-{stamp}"

@@ -23,15 +23,17 @@ sent it in its provenance, so a user sees which seed pulled it in and over which
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
 
 from graph_store import Index
 from graph_store.passage_graph import DIRECTED, EDGE_TYPES
-from hopgraph.errors import IndexStateError
+from hopgraph.errors import IndexStateError, InputError
 
 from .base import Retriever
 from .hits import Hit, Provenance
@@ -87,6 +89,8 @@ class Channel:
         if unknown or not self.edge_types:
             raise ValueError(f"edge types must be some of {EDGE_TYPES}, got {self.edge_types}")
 
+
+WEIGHTS_HINT = "train them for this index's model: `hopgraph train gnn_ret --data DIR`"
 
 DEFAULT_CHANNELS = (Channel(("structural", "entity"), 0.65), Channel(("structural", "link"), 0.2))
 
@@ -162,8 +166,12 @@ class GNNRetriever(Retriever):
         only_lower: bool = True,
         base: str = "hybrid",
         dense_weight: float = 0.65,
+        weights: str | Path | None = None,
     ) -> None:
+        """Set up over ``index``; ``weights`` is a file of learned α's (`hopgraph train`)."""
         super().__init__(index)
+        if weights is not None:
+            channels = load_channels(Path(weights), index)
         if base not in BASES:
             raise ValueError(f"base must be one of {BASES}, got {base!r}")
         if not channels:
@@ -225,3 +233,22 @@ class GNNRetriever(Retriever):
             if edges[k][sender, row] != 0 or (k not in DIRECTED and edges[k][row, sender] != 0)
         ]
         return (self.index.passage_graph.ids[sender], *kinds)
+
+
+def load_channels(path: Path, index: Index) -> tuple[Channel, ...]:
+    """Read learned channels (`hopgraph train gnn_ret`); refuse ones made for another model."""
+    try:
+        saved = json.loads(path.read_text(encoding="utf-8"))
+        channels = tuple(
+            Channel(tuple(c["edge_types"]), float(c["alpha"])) for c in saved["channels"]
+        )
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        raise InputError(f"{path}: not a GNN-Ret weights file ({err})", WEIGHTS_HINT) from err
+    model = index.manifest.settings.model
+    if saved.get("model") != model:
+        raise IndexStateError(
+            f"{path} was trained on an index embedded with {saved.get('model')!r}; "
+            f"this index uses {model!r}",
+            WEIGHTS_HINT,
+        )
+    return channels
