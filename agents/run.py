@@ -86,18 +86,26 @@ def run_agent(
     graph = builder.compile(checkpointer=saver or InMemorySaver(), name=method)
     context = context_type(index=index, chat=chat, **fixed, **settings)
     thread_id = thread_id or uuid.uuid4().hex[:12]
+    own_recorder = recorder is None
     recorder = recorder or TraceRecorder()
     config = {"configurable": {"thread_id": thread_id}, "callbacks": [recorder]}
     earlier = graph.get_state(config)
     resumed = bool(earlier.values)
     if resumed:
         _check_resumable(thread_id, question, earlier.values, earlier.next)
-    for update in graph.stream(
-        None if resumed else {"question": question}, config, context=context, stream_mode="updates"
-    ):
-        for node, values in update.items():
-            if on_update is not None and isinstance(values, dict):
-                on_update(node, values)
+    try:
+        for update in graph.stream(
+            None if resumed else {"question": question},
+            config,
+            context=context,
+            stream_mode="updates",
+        ):
+            for node, values in update.items():
+                if on_update is not None and isinstance(values, dict):
+                    on_update(node, values)
+    finally:
+        if own_recorder:
+            recorder.close()
     final = graph.get_state(config).values
     return RunResult(
         method=method,

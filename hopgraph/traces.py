@@ -152,6 +152,13 @@ class TraceRecorder(BaseCallbackHandler):
             )
             db.commit()  # span by span: a crash keeps what finished
 
+    def close(self) -> None:
+        """Close the store's connection (spans are already committed)."""
+        with self._lock:
+            if self._db is not None:
+                self._db.close()
+                self._db = None
+
     def _connection(self) -> sqlite3.Connection:
         if self._db is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
