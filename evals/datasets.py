@@ -19,6 +19,8 @@ class Question:
     gold_ids: tuple[str, ...]
     hops: int | None = None
     type: str | None = None
+    decomposition: tuple[tuple[str, str], ...] = ()
+    """Gold (sub-question, answer) steps, where the dataset has them (MuSiQue)."""
 
 
 def questions_path(data: Path, split: str) -> Path:
@@ -60,6 +62,10 @@ def _parse(line: str, where: str) -> Question:
             gold_ids=tuple(str(g) for g in raw["gold_ids"]),
             hops=raw.get("hops"),
             type=raw.get("type"),
+            decomposition=tuple(
+                (str(step["question"]), str(step["answer"]))
+                for step in raw.get("decomposition") or []
+            ),
         )
     except (json.JSONDecodeError, KeyError, TypeError) as err:
         raise InputError(

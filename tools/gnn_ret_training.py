@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import torch
@@ -98,20 +99,29 @@ def train_alphas(
     initial: Sequence[float],
     only_lower: bool = True,
     margin: float = 0.01,
+    **descent: Any,
+) -> Training:
+    """Learn GNN-Ret's α per channel (Eq. 5) from ``initial``."""
+    if not samples:
+        raise ValueError("no training question has both gold chunks and competitors")
+    return descend(initial, lambda p: hinge_loss(samples, p, margin, only_lower), **descent)
+
+
+def descend(
+    initial: Sequence[float],
+    loss_of: Callable[[torch.Tensor], torch.Tensor],
     learning_rate: float = 1.0,
     max_iterations: int = 100,
     tolerance: float = 1e-3,
     patience: int = 5,
     on_step: Callable[[int, float], None] | None = None,
 ) -> Training:
-    """Full-batch gradient descent on the α's (the paper's optimiser and stopping rules)."""
-    if not samples:
-        raise ValueError("no training question has both gold chunks and competitors")
-    alphas = torch.tensor(list(initial), dtype=torch.float64, requires_grad=True)
+    """Full-batch gradient descent on parameters in [0, 1] (the paper's optimiser and stops)."""
+    params = torch.tensor(list(initial), dtype=torch.float64, requires_grad=True)
     result, rising = Training(alphas=list(initial)), 0
     for step in range(max_iterations):
-        loss = hinge_loss(samples, alphas, margin, only_lower)
-        (gradient,) = torch.autograd.grad(loss, alphas)
+        loss = loss_of(params)
+        (gradient,) = torch.autograd.grad(loss, params)
         value = float(loss.detach())
         rising = rising + 1 if result.losses and value > result.losses[-1] else 0
         result.losses.append(value)
@@ -124,9 +134,105 @@ def train_alphas(
             result.stopped = f"loss rose {patience} times in a row"
             break
         with torch.no_grad():
-            alphas -= learning_rate * gradient
-            alphas.clamp_(0.0, 1.0)
+            params -= learning_rate * gradient
+            params.clamp_(0.0, 1.0)
     else:
         result.stopped = f"{max_iterations} iterations"
-    result.alphas = [round(float(a), 6) for a in alphas.detach()]
+    result.alphas = [round(float(a), 6) for a in params.detach()]
     return result
+
+
+# -- RGNN-Ret (spec §4.2): β, learned with the α's on gold sub-questions ---------------------
+
+
+def step_question(text: str, answers: Sequence[str]) -> str:
+    """Fill "#k" with earlier answers and turn "X >> relation" into "relation of X"."""
+    for k, answer in enumerate(answers, start=1):
+        text = text.replace(f"#{k}", answer)
+    subject, arrow, relation = text.partition(">>")
+    return f"{relation.strip()} of {subject.strip()}" if arrow else text
+
+
+@dataclass(frozen=True)
+class RecurrentSample:
+    """One question's steps, each a :class:`Sample` over the same rows."""
+
+    steps: tuple[Sample, ...]
+
+
+def greedy_labels(h0s: Sequence[np.ndarray], gold_docs: Sequence[list[int]]) -> list[list[int]]:
+    """Appendix B: step t takes the remaining gold document closest to its sub-question."""
+    pool, labels = list(range(len(gold_docs))), []
+    for h0 in h0s:
+        if not pool:
+            labels.append([])
+            continue
+        best = min(pool, key=lambda d: min(h0[r] for r in gold_docs[d]))
+        pool.remove(best)
+        labels.append(gold_docs[best])
+    return labels
+
+
+def make_recurrent_sample(
+    retriever: GNNRetriever,
+    subquestions: Sequence[str],
+    gold_docs: Sequence[list[int]],
+    top_o: int,
+) -> RecurrentSample | None:
+    """Targets at step t: the labels of steps t…T (Y^{t+}); rivals: step t's top-O others."""
+    h0s = [retriever.distances(q).astype(np.float64) for q in subquestions]
+    labels = greedy_labels(h0s, gold_docs)
+    targets = [{r for later in labels[t:] for r in later} for t in range(len(h0s))]
+    rivals = [
+        set(np.argsort(h0, kind="stable")[:top_o].tolist()) - targets[t] for t, h0 in enumerate(h0s)
+    ]
+    if not any(targets) or not all(rivals):
+        return None
+    rows = sorted(set().union(*targets, *rivals))
+    steps = tuple(
+        Sample(
+            h0=torch.tensor(h0[rows]),
+            messages=torch.tensor(messages_for(retriever, h0)[:, rows]),
+            gold=torch.tensor([r in targets[t] for r in rows]),
+            rival=torch.tensor([r in rivals[t] for r in rows]),
+        )
+        for t, h0 in enumerate(h0s)
+    )
+    return RecurrentSample(steps)
+
+
+def recurrent_loss(
+    samples: Sequence[RecurrentSample], params: torch.Tensor, margin: float, only_lower: bool
+) -> torch.Tensor:
+    """Eq. 7/13: the step hinges on ĥ^t = β·h^t + (1 − β)·ĥ^{t−1}, averaged per question."""
+    alphas, beta = params[:-1], params[-1]
+    losses = []
+    for sample in samples:
+        running, steps = None, []
+        for step in sample.steps:
+            h = blended(step, alphas, only_lower)
+            running = h if running is None else beta * h + (1 - beta) * running
+            if step.gold.any():
+                gap = running[step.gold].mean() - running[step.rival].mean()
+                steps.append(torch.clamp(margin + gap, min=0.0))
+        if steps:
+            losses.append(torch.stack(steps).mean())
+    return torch.stack(losses).mean()
+
+
+def train_recurrent(
+    samples: Sequence[RecurrentSample],
+    initial_alphas: Sequence[float],
+    initial_beta: float,
+    only_lower: bool = True,
+    margin: float = 0.01,
+    **descent: Any,
+) -> Training:
+    """Learn the α's and β of RGNN-Ret jointly; the result's last value is β."""
+    if not samples:
+        raise ValueError("no training question has gold sub-questions and competitors")
+    return descend(
+        [*initial_alphas, initial_beta],
+        lambda p: recurrent_loss(samples, p, margin, only_lower),
+        **descent,
+    )

@@ -43,7 +43,7 @@ def ask_next_step(state: State, runtime: Runtime[Context]) -> dict:
 def retrieve(state: State, runtime: Runtime[Context]) -> dict:
     """Rank chunks by Eq. 6: β · h^t(sub-question) + (1 − β) · the previous blend."""
     ctx = runtime.context
-    gnn = ctx.retriever("gnn_ret")
+    gnn = ctx.retriever("gnn_ret", **({"weights": ctx.weights} if ctx.weights else {}))
     assert isinstance(gnn, GNNRetriever)
     h, _, _ = gnn.ranking(state["subquestion"])
     previous = state.get("h_hat")

@@ -3,6 +3,7 @@
 import json
 import math
 
+import numpy as np
 import pytest
 import torch
 
@@ -70,3 +71,51 @@ def test_training_is_reproducible_and_saved_with_provenance(tmp_path, capsys):
     (tmp_path / "bad.json").write_text(json.dumps(runs[0]))
     with Index.open(index_dir) as idx, pytest.raises(IndexStateError, match="another-model"):
         GNNRetriever(idx, weights=tmp_path / "bad.json")
+
+
+def test_step_questions_and_greedy_labels():
+    from tools.gnn_ret_training import greedy_labels, step_question
+
+    assert step_question("#1 >> capital", ["Mountrail County"]) == "capital of Mountrail County"
+    assert step_question("Who founded #2?", ["a", "Acme"]) == "Who founded Acme?"
+    h0s = [np.array([0.9, 0.1, 0.5]), np.array([0.2, 0.8, 0.6])]
+    # step 1 takes the document closest to its question (rows [1]); step 2 the rest ([0, 2])
+    assert greedy_labels(h0s, [[0, 2], [1]]) == [[1], [0, 2]]
+
+
+def test_recurrent_loss_blends_steps_by_beta():
+    from tools.gnn_ret_training import RecurrentSample, recurrent_loss, train_recurrent
+
+    inf = math.inf
+    step = Sample(
+        h0=torch.tensor([0.2, 0.1], dtype=torch.float64),
+        messages=torch.tensor([[inf, inf], [inf, inf]], dtype=torch.float64),
+        gold=torch.tensor([True, False]),
+        rival=torch.tensor([False, True]),
+    )
+    later = Sample(  # the second step sees the gold chunk close and the rival far
+        h0=torch.tensor([0.0, 0.5], dtype=torch.float64),
+        messages=step.messages,
+        gold=step.gold,
+        rival=step.rival,
+    )
+    sample = RecurrentSample((step, later))
+    params = torch.tensor([1.0, 1.0, 0.5], dtype=torch.float64)
+    # step 1: 0.01 + 0.2 − 0.1 = 0.11; step 2: ĥ = 0.5·[0, 0.5] + 0.5·[0.2, 0.1] = [0.1, 0.3],
+    # 0.01 + 0.1 − 0.3 < 0 → 0; mean 0.055
+    assert float(recurrent_loss([sample], params, 0.01, True)) == pytest.approx(0.055)
+    result = train_recurrent([sample], [1.0, 1.0], 0.5)
+    assert result.losses[0] == pytest.approx(0.055) and result.losses[-1] <= result.losses[0]
+
+
+def test_rgnn_context_takes_beta_from_weights(tmp_path, docs_index):
+    from agents.rgnn_ret.context import Context
+    from tests.fakes import ScriptedChatModel
+
+    path = tmp_path / "rgnn.json"
+    path.write_text(json.dumps({"beta": 0.7, "channels": [], "model": "hashing"}))
+    context = Context(index=docs_index, chat=ScriptedChatModel(), weights=str(path))
+    assert context.beta == 0.7
+    (tmp_path / "bad.json").write_text("{}")
+    with pytest.raises(Exception, match="not an RGNN-Ret weights file"):
+        Context(index=docs_index, chat=ScriptedChatModel(), weights=str(tmp_path / "bad.json"))
