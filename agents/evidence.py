@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TypedDict
 
+from graph_store import Index
 from tools import Hit
 
 
@@ -27,6 +28,14 @@ def evidence_of(hits: Sequence[Hit], found_by: str) -> list[Evidence]:
         )
         for h in hits
     ]
+
+
+def chunk_evidence(index: Index, chunk_id: str, score: float, found_by: str) -> Evidence:
+    """Return the evidence record of one chunk of ``index``."""
+    c = index.chunk(chunk_id)
+    return Evidence(
+        id=c.id, doc_id=c.doc_id, title=c.title, text=c.text, score=score, found_by=found_by
+    )
 
 
 def gather(left: list[Evidence] | None, right: list[Evidence] | None) -> list[Evidence]:

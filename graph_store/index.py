@@ -193,6 +193,11 @@ class Index:
         """Drop the cached query vectors (so a timing includes embedding the query)."""
         self._query_vectors.clear()
 
+    @cached_property
+    def rows(self) -> dict[str, int]:
+        """Return each chunk id's row: its place in ``chunks``, the embeddings and the graphs."""
+        return {chunk_id: row for row, chunk_id in enumerate(self.chunks)}
+
     def chunk(self, chunk_id: str) -> Chunk:
         """Return the chunk with this id."""
         return self.chunks[chunk_id]

@@ -78,8 +78,7 @@ def build_evidence_graph(
         for source, target in zip([*chain, p.id], [*chain[1:], p.id], strict=False):
             if source != target:
                 graph.edges.append((source, target, kind))
-    position = {c: i for i, c in enumerate(index.chunks)}
-    mentions = {p.id: set(index.extractions[position[p.id]].entities) for p in passages}
+    mentions = {p.id: set(index.extractions[index.rows[p.id]].entities) for p in passages}
     counts = Counter(e for found in mentions.values() for e in found)
     asked = question.lower()
     keep = [e for e, n in counts.most_common() if n >= 2 or (len(e) > 3 and e in asked)]

@@ -13,7 +13,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
 from agents.answering import answer_with_citations
-from agents.evidence import evidence_of, titled_passages
+from agents.evidence import chunk_evidence, evidence_of, titled_passages
 from hopgraph.llm import ask_structured, complete
 from prompts.gear import READ, READ_WITH_MEMORY, REASON, REWRITE
 from tools.fusion import reciprocal_rank_fusion
@@ -99,7 +99,7 @@ def link_passages(state: State, runtime: Runtime[Context]) -> dict:
     linked = [passage_link(ctx, " ".join(t)) for t in state.get("memory", [])]
     fused = reciprocal_rank_fusion([*linked, *state["rounds"]], ctx.rrf_k)[: ctx.k]
     evidence = [
-        {**_evidence_of_chunk(ctx, chunk_id), "score": score, "found_by": "gear passageLink + RRF"}
+        chunk_evidence(ctx.index, chunk_id, score, "gear passageLink + RRF")
         for chunk_id, score in fused
     ]
     return {
@@ -123,11 +123,6 @@ def passage_link(ctx: Context, fact: str) -> list[str]:
     # Several triples of one chunk: the chunk keeps the rank of its best triple.
     from_triples = list(dict.fromkeys(sync_ge.chunk_of[int(t)] for t in nearest))
     return [chunk_id for chunk_id, _ in reciprocal_rank_fusion([passages, from_triples], ctx.rrf_k)]
-
-
-def _evidence_of_chunk(ctx: Context, chunk_id: str) -> dict:
-    chunk = ctx.index.chunk(chunk_id)
-    return {"id": chunk.id, "doc_id": chunk.doc_id, "title": chunk.title, "text": chunk.text}
 
 
 def answer(state: State, runtime: Runtime[Context]) -> dict:

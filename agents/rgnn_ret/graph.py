@@ -13,7 +13,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
 from agents.answering import answer_with_citations
-from agents.evidence import Evidence, titled_passages
+from agents.evidence import chunk_evidence, titled_passages
 from hopgraph.llm import ask_structured, complete
 from prompts.rgnn_ret import CRITIQUE, NEXT_STEP, STEP_ANSWER
 from tools.gnn_ret import GNNRetriever
@@ -49,7 +49,11 @@ def retrieve(state: State, runtime: Runtime[Context]) -> dict:
     previous = state.get("h_hat")
     h_hat = h if not previous else ctx.beta * h + (1 - ctx.beta) * np.asarray(previous)
     n = len(state.get("trace", [])) + 1
-    evidence = [_evidence(ctx, row, h_hat[row], n) for row in np.argsort(h_hat)[: ctx.step_k]]
+    ids = ctx.index.passage_graph.ids
+    evidence = [
+        chunk_evidence(ctx.index, ids[row], float(1.0 - h_hat[row]), f"rgnn_ret step {n}")
+        for row in np.argsort(h_hat)[: ctx.step_k]
+    ]
     titles = ", ".join(e["title"] for e in evidence)
     return {
         "h_hat": h_hat.tolist(),
@@ -57,18 +61,6 @@ def retrieve(state: State, runtime: Runtime[Context]) -> dict:
         "gathered": evidence,
         "steps": [f"retrieve {n} (gnn_ret, β {ctx.beta}): {titles}"],
     }
-
-
-def _evidence(ctx: Context, row: int, distance: float, step: int) -> Evidence:
-    chunk = ctx.index.chunk(ctx.index.passage_graph.ids[row])
-    return Evidence(
-        id=chunk.id,
-        doc_id=chunk.doc_id,
-        title=chunk.title,
-        text=chunk.text,
-        score=float(1.0 - distance),
-        found_by=f"rgnn_ret step {step}",
-    )
 
 
 def answer_step(state: State, runtime: Runtime[Context]) -> dict:

@@ -16,7 +16,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
 from agents.answering import answer_with_citations
-from agents.evidence import Evidence, evidence_of
+from agents.evidence import Evidence, chunk_evidence, evidence_of
 from graph_store.extraction.offline import find_mentions
 from hopgraph.llm import ask_structured, no_usage
 from prompts.tog2 import REASON, REFORM, RELATION_PRUNE, TOPIC_PRUNE
@@ -40,15 +40,7 @@ SEED_CHUNKS = 5  # chunks whose entities seed the search when the question links
 
 def _similarity(ctx: Context, query: str) -> tuple[np.ndarray, dict[str, int]]:
     """Return cosine(query, chunk) for every chunk, and each chunk id's row."""
-    rows = {chunk_id: row for row, chunk_id in enumerate(ctx.index.chunks)}
-    return ctx.index.similarities(ctx.index.embed_query(query)), rows
-
-
-def _evidence(ctx: Context, chunk_id: str, score: float, found_by: str) -> Evidence:
-    c = ctx.index.chunk(chunk_id)
-    return Evidence(
-        id=c.id, doc_id=c.doc_id, title=c.title, text=c.text, score=score, found_by=found_by
-    )
+    return ctx.index.similarities(ctx.index.embed_query(query)), ctx.index.rows
 
 
 def link_entities(state: State, runtime: Runtime[Context]) -> dict:
@@ -63,11 +55,10 @@ def link_entities(state: State, runtime: Runtime[Context]) -> dict:
     if not keys:  # nothing linked: the entities of the best-matching chunks seed the search
         how = "entities of the best chunks"
         hits = ctx.retriever("hybrid").retrieve(state["question"], SEED_CHUNKS)
-        position = {c: i for i, c in enumerate(ctx.index.chunks)}
         extractions = ctx.index.extractions
         counts: dict[str, int] = {}
         for hit in hits:
-            for entity in extractions[position[hit.id]].entities:
+            for entity in extractions[ctx.index.rows[hit.id]].entities:
                 counts[entity] = counts.get(entity, 0) + 1
         keys = sorted(counts, key=lambda e: -counts[e])[: ctx.width]
     linked = {f"E{i}": key for i, key in enumerate(dict.fromkeys(keys), start=1)}
@@ -106,7 +97,7 @@ def retrieve_context(state: State, runtime: Runtime[Context]) -> dict:
             pool[chunk_id] = float(similarity[rows[chunk_id]])
     if pool:
         best = sorted(pool, key=lambda c: -pool[c])[: ctx.top_chunks]
-        evidence = [_evidence(ctx, c, pool[c], "tog2 topic entities") for c in best]
+        evidence = [chunk_evidence(ctx.index, c, pool[c], "tog2 topic entities") for c in best]
     else:  # no topic entity: plain retrieval, so the reader still has evidence
         hits = ctx.retriever("hybrid").retrieve(state["question"], ctx.top_chunks)
         evidence = evidence_of(hits, "tog2 fallback: hybrid")
@@ -216,7 +207,10 @@ def prune_entities(state: State, runtime: Runtime[Context]) -> dict:
         )
         topics.append(Topic(entity=entity, path=[*paths.get(c["parent"], []), step]))
         walked.append(step)
-    new = [_evidence(ctx, chunk_id, s, f"tog2 round {state['rounds']}") for chunk_id, (s, _) in top]
+    new = [
+        chunk_evidence(ctx.index, chunk_id, s, f"tog2 round {state['rounds']}")
+        for chunk_id, (s, _) in top
+    ]
     return {
         "topics": topics,
         "visited": chosen,
