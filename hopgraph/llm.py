@@ -126,20 +126,23 @@ def complete(chat: BaseChatModel, prompt: str) -> tuple[str, Usage]:
     )
 
 
-def ask_structured(chat: BaseChatModel, prompt: str, parse: Callable[[str], T]) -> tuple[T, Usage]:
-    """Ask ``prompt`` and parse the reply; on a parse error ask once to repair it.
+def parse_with_repair(
+    send: Callable[[str], tuple[str, Usage]], prompt: str, parse: Callable[[str], T]
+) -> tuple[T, Usage]:
+    """Send ``prompt`` and parse the reply; on a parse error ask once to repair it.
 
-    ``parse`` raises ``ValueError`` (the extractors' ``ParseError`` is one) on a reply it cannot
-    read. A second unreadable reply raises :class:`LLMReplyError` quoting it. Returns the parsed
-    value and the usage of both calls.
+    ``send`` returns a reply and its usage (a live call, or a cached one); ``parse`` raises
+    ``ValueError`` (the extractors' ``ParseError`` is one) on a reply it cannot read. A second
+    unreadable reply raises :class:`LLMReplyError` quoting it. Returns the parsed value and the
+    usage of both calls.
     """
     from prompts.extraction import REPAIR
 
-    reply, usage = complete(chat, prompt)
+    reply, usage = send(prompt)
     try:
         return parse(reply), usage
     except ValueError:
-        repaired, more = complete(chat, f"{prompt}\n\n{REPAIR.format(reply=reply[:2000])}")
+        repaired, more = send(f"{prompt}\n\n{REPAIR.format(reply=reply[:2000])}")
         usage = add_usage(usage, more)
         try:
             return parse(repaired), usage
@@ -148,3 +151,8 @@ def ask_structured(chat: BaseChatModel, prompt: str, parse: Callable[[str], T]) 
                 f"the LLM's reply could not be read ({err}): {repaired[:200]!r}",
                 "check that HOPGRAPH_LLM_MODEL follows instructions, or use a larger model",
             ) from err
+
+
+def ask_structured(chat: BaseChatModel, prompt: str, parse: Callable[[str], T]) -> tuple[T, Usage]:
+    """Ask ``chat`` and parse the reply, with one repair request (:func:`parse_with_repair`)."""
+    return parse_with_repair(lambda text: complete(chat, text), prompt, parse)

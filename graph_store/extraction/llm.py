@@ -21,13 +21,14 @@ from langchain_core.messages import HumanMessage
 from tqdm.auto import tqdm
 
 from graph_store.documents import Chunk
-from prompts.extraction import GEAR_EXTRACTION, GNN_RET_LINKS, IIER_CHUNK_KEYWORDS, REPAIR
+from hopgraph.errors import LLMReplyError
+from hopgraph.llm import Usage, no_usage, parse_with_repair
+from prompts.extraction import GEAR_EXTRACTION, GNN_RET_LINKS, IIER_CHUNK_KEYWORDS
 
 from .base import Extraction, Triple
 from .cache import CachedReply, ReplyCache
 from .offline import token_key
 from .parsing import (
-    ParseError,
     parse_entities_and_triples,
     parse_entity_links,
     parse_string_list,
@@ -137,17 +138,17 @@ class LLMExtractor:
         )
 
     def _ask(self, prompt: str, parse: Callable[[str], T]) -> T | None:
-        """Complete and parse; on a parse error ask once more for clean output, then give up."""
-        reply = self._complete(prompt)
+        """Complete and parse with one repair request; an unreadable reply is counted, skipped."""
+
+        def send(text: str) -> tuple[str, Usage]:
+            return self._complete(text), no_usage()  # _complete caches and counts tokens itself
+
         try:
-            return parse(reply)
-        except ParseError:
-            repaired = self._complete(f"{prompt}\n\n{REPAIR.format(reply=reply[:2000])}")
-            try:
-                return parse(repaired)
-            except ParseError:
-                self._count(parse_failures=1)
-                return None
+            value, _ = parse_with_repair(send, prompt, parse)
+        except LLMReplyError:
+            self._count(parse_failures=1)
+            return None
+        return value
 
     def _complete(self, prompt: str) -> str:
         """Return the reply to ``prompt``: from the cache, or from the model (then cached)."""
