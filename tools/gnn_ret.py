@@ -47,6 +47,27 @@ class Layer:
     sender: np.ndarray  # -1 where no message was received
 
 
+def min_messages(
+    h: np.ndarray, adjacency: sp.csr_matrix, top_k: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Eq. 3: the chunks that hear from the top-K, and for each its lowest-distance sender.
+
+    Row j of ``adjacency`` lists where a message from chunk j goes; ties go to the sender
+    listed first.
+    """
+    n = len(h)
+    k = min(top_k, n)
+    top = np.argpartition(h, k - 1)[:k] if k < n else np.arange(n)
+    rows = adjacency[top]
+    receivers = rows.indices
+    senders = np.repeat(top, np.diff(rows.indptr))
+    if len(receivers) == 0:
+        return receivers, senders
+    order = np.lexsort((senders, h[senders], receivers))
+    first = np.unique(receivers[order], return_index=True)[1]
+    return receivers[order][first], senders[order][first]
+
+
 def gnn_layer(
     h: np.ndarray, adjacency: sp.csr_matrix, alpha: float, top_k: int, only_lower: bool = False
 ) -> Layer:
@@ -55,20 +76,10 @@ def gnn_layer(
     ``only_lower`` keeps a chunk's distance when its message would raise it (spec §3.2 option b;
     the paper applies Eq. 4 literally, the default).
     """
-    n = len(h)
-    k = min(top_k, n)
-    top = np.argpartition(h, k - 1)[:k] if k < n else np.arange(n)
-    # The graph is symmetric, so the rows of the top-K chunks list who hears from each of them.
-    rows = adjacency[top]
-    receivers = rows.indices
-    senders = np.repeat(top, np.diff(rows.indptr))
-    new_h, sender = h.astype(np.float64).copy(), np.full(n, -1)
-    if len(receivers) == 0:
+    new_h, sender = h.astype(np.float64).copy(), np.full(len(h), -1)
+    who, best = min_messages(h, adjacency, top_k)
+    if len(who) == 0:
         return Layer(new_h, sender)
-    # Eq. 3: per receiver, the smallest sender distance (ties: the sender listed first).
-    order = np.lexsort((senders, h[senders], receivers))
-    first = np.unique(receivers[order], return_index=True)[1]
-    who, best = receivers[order][first], senders[order][first]
     blended = alpha * h[who] + (1 - alpha) * h[best]  # Eq. 4
     keep = blended < h[who] if only_lower else np.ones(len(who), dtype=bool)
     new_h[who[keep]], sender[who[keep]] = blended[keep], best[keep]

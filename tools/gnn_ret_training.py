@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from .gnn_ret import GNNRetriever
+from .gnn_ret import GNNRetriever, min_messages
 
 
 @dataclass(frozen=True)
@@ -46,13 +46,9 @@ class Training:
 def messages_for(retriever: GNNRetriever, h0: np.ndarray) -> np.ndarray:
     """Return, per channel, the min message each chunk receives from the top-K (inf: none)."""
     out = np.full((len(retriever.adjacencies), len(h0)), np.inf)
-    k = min(retriever.top_k, len(h0))
-    top = np.argpartition(h0, k - 1)[:k]
     for c, (adjacency, _) in enumerate(retriever.adjacencies):
-        rows = adjacency[top]  # row j lists who hears from top chunk j
-        receivers = rows.indices
-        senders = np.repeat(top, np.diff(rows.indptr))
-        np.minimum.at(out[c], receivers, h0[senders])
+        who, best = min_messages(h0, adjacency, retriever.top_k)
+        out[c, who] = h0[best]
     return out
 
 
