@@ -14,7 +14,7 @@ from pydantic import ValidationError
 
 from graph_store import Index, add_documents, build_index, delete_documents, load_documents
 from graph_store.build import WriteReport
-from hopgraph.errors import InputError, UnknownMethodError
+from hopgraph.errors import InputError
 from hopgraph.settings import IndexSettings, default_index_dir
 from tools import RETRIEVERS, Hit, make_retriever, parse_methods
 
@@ -116,7 +116,7 @@ def info(args: argparse.Namespace) -> None:
 
 def evaluate(args: argparse.Namespace) -> None:
     """Evaluate methods on a benchmark split and write the report."""
-    from agents.registry import MULTI_STEP
+    from agents.registry import MULTI_STEP, agent_methods
     from evals.answers import evaluate_answers, format_answer_table
     from evals.datasets import load_questions
     from evals.report import format_table, write_report
@@ -130,7 +130,8 @@ def evaluate(args: argparse.Namespace) -> None:
             f"{', '.join(agents)} answer questions rather than rank passages",
             "add --answers to score their answers (EM / F1) and the passages they gathered",
         )
-    methods = _answer_methods(args.methods) if args.answers else parse_methods(args.methods)
+    choices = agent_methods() if args.answers else None  # with --answers, agents too
+    methods = parse_methods(args.methods, choices)
     chat = make_chat_model(LLMSettings.from_env()) if args.answers else None
     data = Path(args.data)
     questions = load_questions(data, args.split, args.limit)
@@ -167,20 +168,6 @@ def evaluate(args: argparse.Namespace) -> None:
     print(f"\n{data.name} / {args.split}: {len(questions)} questions, {chunks} chunks\n")
     print(format_answer_table(scores) if chat is not None else format_table(scores))
     print(f"\nreport: {report}\nper question: {per_question}")
-
-
-def _answer_methods(text: str) -> list[str]:
-    """Split --methods for --answers: agents and retrievers are both accepted."""
-    from agents.registry import agent_methods
-
-    names = [part.strip() for part in text.split(",") if part.strip()]
-    unknown = [n for n in names if n not in agent_methods()]
-    if not names or unknown:
-        raise UnknownMethodError(
-            f"unknown method(s): {', '.join(unknown) or '(none given)'}",
-            f"choose from: {', '.join(agent_methods())}",
-        )
-    return names
 
 
 def demo(args: argparse.Namespace) -> None:

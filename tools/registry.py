@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from graph_store import Index
 from hopgraph.errors import UnknownMethodError
 
@@ -36,14 +38,15 @@ def make_retriever(name: str, index: Index, **options: object) -> Retriever:
     return cls(index, **options)
 
 
-def parse_methods(text: str) -> list[str]:
-    """Split a comma-separated method list and check every name."""
+def parse_methods(text: str, choices: Sequence[str] | None = None) -> list[str]:
+    """Split a comma-separated method list and check every name (default: the retrievers)."""
+    allowed = list(choices) if choices is not None else list(RETRIEVERS)
     names = [part.strip() for part in text.split(",") if part.strip()]
     if not names:
-        raise UnknownMethodError("no method given", f"choose from: {', '.join(RETRIEVERS)}")
-    unknown = [n for n in names if n not in RETRIEVERS]
+        raise UnknownMethodError("no method given", f"choose from: {', '.join(allowed)}")
+    unknown = [n for n in names if n not in allowed]
     if unknown:
         raise UnknownMethodError(
-            f"unknown method(s): {', '.join(unknown)}", f"choose from: {', '.join(RETRIEVERS)}"
+            f"unknown method(s): {', '.join(unknown)}", f"choose from: {', '.join(allowed)}"
         )
     return names
