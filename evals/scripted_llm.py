@@ -136,16 +136,28 @@ def never_enough(prompt: str) -> str:
     return "[]"
 
 
-def _first_relations(prompt: str) -> str:
-    """Choose the first offered relation of every entity, in ToG-2's format."""
+def offered_relations(prompt: str) -> list[tuple[str, list[str]]]:
+    """Read ToG-2's relation-prune prompt: (entity, its numbered relations) for the new question."""
     new = prompt.rsplit("# Now the new question:", 1)[-1]
-    lines = ["Answer:"]
-    for n, block in enumerate(re.split(r"\nEntity \d+: ", new)[1:], start=1):
+    offered = []
+    for block in re.split(r"\nEntity \d+: ", new)[1:]:
         name, _, listed = block.partition("\nAvailable Relations:\n")
-        first = re.search(r"^\d+\. (.+)$", listed, re.MULTILINE)
-        if first:
-            lines += [f"Entity {n}: {name}", f"1. {{{first.group(1)} (Score: 5)}}: maybe."]
+        offered.append((name, re.findall(r"^\d+\. (.+)$", listed, re.MULTILINE)))
+    return offered
+
+
+def relation_reply(chosen: list[tuple[str, str]], score: float) -> str:
+    """Write ToG-2's relation-prune reply choosing one relation per entity."""
+    lines = ["Answer:"]
+    for n, (name, label) in enumerate(chosen, start=1):
+        lines += [f"Entity {n}: {name}", f"1. {{{label} (Score: {score:g})}}: chosen."]
     return "\n".join(lines)
+
+
+def _first_relations(prompt: str) -> str:
+    """Choose the first offered relation of every entity."""
+    chosen = [(name, labels[0]) for name, labels in offered_relations(prompt) if labels]
+    return relation_reply(chosen, 5)
 
 
 def main(argv: list[str] | None = None) -> int:

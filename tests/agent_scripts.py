@@ -2,6 +2,8 @@
 
 import re
 
+from evals.scripted_llm import offered_relations, relation_reply
+
 QUESTION = "When did military instruction start at the place where Larry Alcala was educated?"
 
 
@@ -80,14 +82,8 @@ def tog2_script(
         if "starting points for reasoning" in prompt:
             return f"Analysis: the first is central.\nOutput: {topics}"
         if "select the" in prompt and "Available Relations" in prompt:
-            new = prompt.rsplit("# Now the new question:", 1)[-1]
-            out = []
-            for n, block in enumerate(re.split(r"\nEntity \d+: ", new)[1:], start=1):
-                name, _, listed = block.partition("\nAvailable Relations:\n")
-                labels = re.findall(r"^\d+\. (.+)$", listed, re.MULTILINE)
-                label = pick(labels, prefer)
-                out.append(f"Entity {n}: {name}\n1. {{{label} (Score: 9)}}: useful.")
-            return "Answer:\n" + "\n".join(out)
+            offered = offered_relations(prompt)
+            return relation_reply([(name, pick(labels, prefer)) for name, labels in offered], 9)
         if "sufficient to formulate an answer" in prompt:
             return next(replies)
         if "provide a suitable query" in prompt:

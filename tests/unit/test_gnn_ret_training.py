@@ -9,7 +9,7 @@ import torch
 
 from graph_store import Index
 from hopgraph.cli import main
-from hopgraph.errors import IndexStateError
+from hopgraph.errors import IndexStateError, InputError
 from tests.conftest import DOCS, write_jsonl
 from tools.gnn_ret import GNNRetriever
 from tools.gnn_ret_training import Sample, blended, train_alphas
@@ -117,5 +117,5 @@ def test_rgnn_context_takes_beta_from_weights(tmp_path, docs_index):
     context = Context(index=docs_index, chat=ScriptedChatModel(), weights=str(path))
     assert context.beta == 0.7
     (tmp_path / "bad.json").write_text("{}")
-    with pytest.raises(Exception, match="not an RGNN-Ret weights file"):
+    with pytest.raises(InputError, match="not an RGNN-Ret weights file"):
         Context(index=docs_index, chat=ScriptedChatModel(), weights=str(tmp_path / "bad.json"))
