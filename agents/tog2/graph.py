@@ -184,7 +184,8 @@ def prune_entities(state: State, runtime: Runtime[Context]) -> dict:
     """Score candidates by their chunks' ranks (Eq. 6); the top W become the next topics."""
     ctx = runtime.context
     kg = ctx.index.knowledge_graph
-    similarity, rows = _similarity(ctx, state.get("query") or state["question"])
+    query = state.get("query") or state["question"]
+    similarity, rows = _similarity(ctx, query)
     best: dict[str, tuple[float, str]] = {}  # chunk → (score, candidate): one chunk counts once
     for c in state["candidates"]:
         chunk_ids = sorted(kg.chunks_of(c["entity"]), key=lambda x: -similarity[rows[x]])
@@ -215,17 +216,20 @@ def prune_entities(state: State, runtime: Runtime[Context]) -> dict:
         "topics": topics,
         "visited": chosen,
         "triples": walked,
-        "evidence": _rerank(ctx, state["question"], [*state.get("evidence", []), *new]),
+        "evidence": _rerank(
+            ctx,
+            similarity if query == state["question"] else _similarity(ctx, state["question"])[0],
+            [*state.get("evidence", []), *new],
+        ),
         "gathered": new,
         "steps": [f"prune entities: {', '.join(f'{e} ({scores[e]:.2f})' for e in chosen)}"],
     }
 
 
-def _rerank(ctx: Context, question: str, evidence: list[Evidence]) -> list[Evidence]:
+def _rerank(ctx: Context, to_question: np.ndarray, evidence: list[Evidence]) -> list[Evidence]:
     """Keep the K chunks of all rounds closest to the question, one entry per chunk."""
-    similarity, rows = _similarity(ctx, question)
     unique = {e["id"]: e for e in reversed(evidence)}
-    ranked = sorted(unique.values(), key=lambda e: -similarity[rows[e["id"]]])
+    ranked = sorted(unique.values(), key=lambda e: -to_question[ctx.index.rows[e["id"]]])
     return ranked[: ctx.top_chunks]
 
 
