@@ -1,4 +1,4 @@
-"""`hopgraph train gnn_ret | rgnn_ret`: learn GNN-Ret's α per channel (and RGNN-Ret's β)."""
+"""`hopgraph train`: GNN-Ret's α per channel (and RGNN-Ret's β), G-RAG's reranker network."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import argparse
 import json
 import os
 from collections.abc import Callable, Sequence
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -14,23 +15,109 @@ from tqdm.auto import tqdm
 from .errors import InputError
 
 TOP_O = {"gnn_ret": 25, "rgnn_ret": 10}  # the paper's competitive-set sizes (spec §3.4, §4.2)
+NETWORKS = ("grag",)
+METHODS = (*TOP_O, *NETWORKS)
 
 
 def train(args: argparse.Namespace) -> None:
     """Learn the parameters, save them with their provenance, and print where."""
-    from evals.datasets import load_questions
+    if args.method in NETWORKS:
+        return train_network(args)
+    if len(args.data) > 1:
+        raise InputError(f"{args.method} trains on one dataset", "give --data once")
+    return train_values(args, Path(args.data[0]))
+
+
+def _open(args: argparse.Namespace, data: Path) -> Any:
     from evals.runner import eval_index
-    from graph_store.manifest import package_versions
-    from tools.gnn_ret import GNNRetriever
 
     from .commands import settings_from
 
-    data = Path(args.data)
-    questions = load_questions(data, args.split, args.limit)
     named_model = args.model or os.environ.get("HOPGRAPH_MODEL")
     index_path = Path(args.index) if args.index else None
-    settings = settings_from(args)
-    with eval_index(data, settings, index_path, not args.quiet, named_model, True) as idx:
+    return eval_index(data, settings_from(args), index_path, not args.quiet, named_model, True)
+
+
+def train_network(args: argparse.Namespace) -> None:
+    """Train G-RAG's network on one or more datasets; save the weights with their provenance."""
+    from evals.datasets import load_questions
+    from graph_store.manifest import package_versions
+    from tools.grag import GRAGSettings, GraphBuilder
+    from tools.grag_training import make_graphs, train_grag
+    from tools.training import FitSettings
+    from tools.weights import save_weights
+
+    if len(args.data) > 1 and (args.index or not args.out):
+        raise InputError(
+            "training on several datasets uses their cached indexes and needs --out",
+            "drop --index and name the weights file with --out FILE",
+        )
+    settings = GRAGSettings(hidden=args.hidden, loss=args.loss, n=args.candidates)
+    graphs, sources, vectors = [], [], set()
+    for folder in map(Path, args.data):
+        questions = load_questions(folder, args.split, args.limit)
+        with _open(args, folder) as idx:
+            vectors.add((idx.manifest.settings.model, idx.manifest.embedder["dimension"]))
+            found = make_graphs(
+                GraphBuilder(idx, settings),
+                [(q.question, set(q.gold_ids)) for q in questions],
+                not args.quiet,
+            )
+            graphs += found
+            sources.append({"data": str(folder), "questions": len(questions), "used": len(found)})
+            out = args.out or idx.directory / "models" / f"{args.method}.pt"
+    if len(vectors) != 1:
+        raise InputError(
+            f"the datasets' indexes use different embedding models: {sorted(vectors)}",
+            "build them all with the same --model",
+        )
+    if len(graphs) < 2:
+        raise InputError(
+            f"only {len(graphs)} question(s) have a gold passage among the candidates",
+            "give more training questions (drop --limit or add --data)",
+        )
+    ((model_name, dimension),) = vectors
+    fit_settings = FitSettings(
+        seed=args.seed, epochs=args.epochs, patience=args.patience, learning_rate=args.learning_rate
+    )
+    bar = tqdm(total=fit_settings.epochs, desc="training", unit="epoch", disable=args.quiet)
+
+    def on_epoch(_: int, loss: float, held: float) -> None:
+        bar.update(1)
+        bar.set_postfix(loss=f"{loss:.4f}", held_out_mrr=f"{held:.3f}")
+
+    network, result = train_grag(graphs, dimension, settings, fit_settings, on_epoch)
+    bar.close()
+    record = {
+        "method": args.method,
+        "model": model_name,
+        "dimension": dimension,
+        "settings": asdict(settings),
+        "fit": asdict(fit_settings),
+        "data": sources,
+        "split": args.split,
+        "best_epoch": result.best_epoch,
+        "stopped": result.stopped,
+        "losses": result.losses,
+        "held_out_mrr": result.held_out,
+        "versions": package_versions(),
+    }
+    save_weights(Path(out), record, network.state_dict())
+    print(
+        f"trained {args.method} on {len(graphs)} questions: held-back MRR "
+        f"{result.held_out[0]:.3f} untrained → {max(result.held_out):.3f} at epoch "
+        f"{result.best_epoch} ({result.stopped}); wrote {out}"
+    )
+
+
+def train_values(args: argparse.Namespace, data: Path) -> None:
+    """Learn GNN-Ret's α (and RGNN-Ret's β) by the paper's hinge loss."""
+    from evals.datasets import load_questions
+    from graph_store.manifest import package_versions
+    from tools.gnn_ret import GNNRetriever
+
+    questions = load_questions(data, args.split, args.limit)
+    with _open(args, data) as idx:
         retriever = GNNRetriever(idx)
         gold_docs = _gold_rows(idx)
         top_o = args.top_o or TOP_O[args.method]
@@ -132,22 +219,45 @@ def add_parser(
     """Add `hopgraph train` to the CLI."""
     p = sub.add_parser(
         "train",
-        help="learn GNN-Ret's α per channel (gnn_ret) or with RGNN-Ret's β (rgnn_ret)",
-        description="Learn with the paper's hinge loss (gold chunks closer than their top-O "
-        "competitors) by full-batch gradient descent on a dataset folder's split: gnn_ret "
-        "learns the α per message channel; rgnn_ret learns them with β on the gold "
-        "sub-questions (teacher forcing; MuSiQue has them). Writes the values with their "
-        "provenance (data, settings, versions, loss curve) to --out, by default "
-        "INDEX/models/METHOD.json; use gnn_ret's with `hopgraph eval --gnn-weights FILE`. "
-        "Deterministic: same data, same weights.",
+        help="learn GNN-Ret's α (gnn_ret), with RGNN-Ret's β (rgnn_ret), or G-RAG's reranker",
+        description="gnn_ret / rgnn_ret: learn with the paper's hinge loss (gold chunks "
+        "closer than their top-O competitors) by full-batch gradient descent; rgnn_ret learns "
+        "the α's with β on the gold sub-questions (teacher forcing; MuSiQue has them); writes "
+        "INDEX/models/METHOD.json (use gnn_ret's with `hopgraph eval --gnn-weights FILE`). "
+        "grag: train G-RAG's graph network on the base retriever's top-n of every question "
+        "(--data may be repeated to train on several datasets, then --out is needed), "
+        "early-stopped on a held-back tenth of the questions; writes INDEX/models/grag.pt, "
+        "where the grag retriever looks first. Every file records its data, settings, seed, "
+        "curves and package versions. Deterministic: same data and seed, same weights.",
     )
-    p.add_argument("method", choices=sorted(TOP_O), help="what to train")
-    p.add_argument("--data", required=True, metavar="DIR", help="dataset folder")
+    p.add_argument("method", choices=METHODS, help="what to train")
+    p.add_argument("--data", required=True, action="append", metavar="DIR", help="dataset folder")
     p.add_argument("--split", default="train", help="question file (default train)")
     p.add_argument("--limit", type=positive, metavar="N", help="first N questions only")
-    p.add_argument("--top-o", type=positive, help="competitive set size O (25; rgnn_ret 10)")
-    p.add_argument("--max-iterations", type=positive, default=100, help="step cap (100)")
     p.add_argument("--out", type=Path, metavar="FILE", help="where to write the weights")
+    values = p.add_argument_group("gnn_ret and rgnn_ret")
+    values.add_argument("--top-o", type=positive, help="competitive set size O (25; rgnn_ret 10)")
+    values.add_argument("--max-iterations", type=positive, default=100, help="step cap (100)")
+    net = p.add_argument_group("grag")
+    net.add_argument(
+        "--loss",
+        choices=("pairwise", "cross_entropy"),
+        default="pairwise",
+        help="G-RAG-RL's pairwise hinge (default) or listwise cross-entropy",
+    )
+    net.add_argument("--hidden", type=positive, default=64, help="hidden size (64)")
+    net.add_argument(
+        "--candidates", type=positive, default=100, help="base retriever's top-n to rerank (100)"
+    )
+    net.add_argument("--epochs", type=positive, default=60, help="epoch cap (60)")
+    net.add_argument(
+        "--patience",
+        type=positive,
+        default=10,
+        help="stop after this many epochs without a held-back gain (10)",
+    )
+    net.add_argument("--learning-rate", type=float, default=1e-3, help="AdamW's (0.001)")
+    net.add_argument("--seed", type=int, default=0, help="fixes weights and order (0)")
     index_option(p)
     build_options(p)
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bars")

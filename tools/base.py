@@ -22,6 +22,8 @@ class Retriever(ABC):
     """Whether the method walks the passage or knowledge graph (`hopgraph graph build`)."""
     needs_llm: ClassVar[bool] = False
     """Whether the method calls an LLM at query time (see hopgraph.llm for the settings)."""
+    needs_weights: ClassVar[bool] = False
+    """Whether the method needs trained weights (`hopgraph train`) to run at all."""
 
     def __init__(self, index: Index) -> None:
         self.index = index

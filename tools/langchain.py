@@ -47,5 +47,5 @@ def as_tool(retriever: Retriever) -> BaseTool:
 
 def retrieval_tools(index: Index, names: list[str] | None = None) -> list[BaseTool]:
     """Return the named retrievers as tools over ``index`` (default: every LLM-free one)."""
-    default = [name for name, cls in RETRIEVERS.items() if not cls.needs_llm]
+    default = [n for n, cls in RETRIEVERS.items() if not (cls.needs_llm or cls.needs_weights)]
     return [as_tool(make_retriever(name, index)) for name in names or default]

@@ -11,6 +11,7 @@ from .base import Retriever
 from .baselines import BM25Retriever, DenseRetriever, HybridRetriever
 from .gear_ge import NaiveGERetriever, SyncGERetriever
 from .gnn_ret import GNNRetriever
+from .grag import GRAGRetriever
 from .iier import IIERRetriever
 
 RETRIEVERS: dict[str, type[Retriever]] = {
@@ -22,6 +23,7 @@ RETRIEVERS: dict[str, type[Retriever]] = {
         GNNRetriever,
         NaiveGERetriever,
         IIERRetriever,
+        GRAGRetriever,
         SyncGERetriever,
     )
 }

@@ -28,7 +28,7 @@ from hopgraph.settings import IndexSettings
 from tools import RETRIEVERS, make_retriever
 from tools.registry import parse_methods
 
-LLM_FREE = [name for name, cls in RETRIEVERS.items() if not cls.needs_llm]
+LLM_FREE = [n for n, cls in RETRIEVERS.items() if not (cls.needs_llm or cls.needs_weights)]
 
 
 def time_indexing(data: Path, settings: IndexSettings, workdir: Path) -> dict[str, float]:

@@ -10,7 +10,7 @@ def index(docs_index):
     return docs_index
 
 
-LLM_FREE = sorted(name for name, cls in RETRIEVERS.items() if not cls.needs_llm)
+LLM_FREE = sorted(n for n, c in RETRIEVERS.items() if not (c.needs_llm or c.needs_weights))
 
 
 @pytest.mark.parametrize("method", LLM_FREE)

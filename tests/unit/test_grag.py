@@ -1,0 +1,162 @@
+"""G-RAG (spec g_rag): concept graph, edge weights, the network, its losses and its training."""
+
+import numpy as np
+import pytest
+import torch
+
+from graph_store import Index
+from graph_store.extraction import Extraction
+from graph_store.extraction.base import Triple
+from hopgraph.cli import main
+from hopgraph.errors import IndexStateError, InputError
+from tests.conftest import DOCS, write_jsonl
+from tools import make_retriever
+from tools.grag import ConceptIndex, GRAGSettings, best_neighbour, edge_weights
+from tools.grag_model import TensorGraph, neighbour_mean, new_model
+from tools.grag_training import cross_entropy_loss, pairwise_loss
+
+
+def extraction(chunk, entities, triples=()):
+    return Extraction(chunk, tuple(entities), (), tuple(Triple(*t) for t in triples))
+
+
+CONCEPTS = ConceptIndex(
+    [
+        extraction("a", ["larry alcala", "ust"], [("larry alcala", "educated at", "ust")]),
+        extraction("b", ["ust", "manila"], [("larry alcala", "at", "ust"), ("ust", "in", "manila")]),  # noqa: E501
+        extraction("c", ["stanley"]),
+    ]
+)  # fmt: skip
+
+
+def test_shared_concepts_and_relations_make_the_edges():
+    counts = CONCEPTS.counts(np.array([0, 1, 2]))
+    assert counts[:, :, 0].tolist() == [[0, 1, 0], [1, 0, 0], [0, 0, 0]]  # "ust"
+    # the (subject, object) pair is the relation: predicates read offline rarely match
+    assert counts[:, :, 1].tolist() == [[0, 1, 0], [1, 0, 0], [0, 0, 0]]
+
+
+def test_path_string_walks_from_the_question_through_the_triples():
+    assert CONCEPTS.path_string(0, ["larry alcala", "military"]) == "question larry alcala ust"
+    assert CONCEPTS.path_string(1, ["ust"]) == "question ust manila"
+    assert CONCEPTS.path_string(2, ["ust"]) == "question"
+
+
+def test_edge_weights_are_the_channels_scaled_to_their_peak_and_summed():
+    counts = np.zeros((3, 3, 2), dtype=np.float32)
+    counts[0, 1] = counts[1, 0] = [2, 1]
+    counts[1, 2, 0] = counts[2, 1, 0] = 1
+    weights = edge_weights(counts)
+    # 0–1: 2/2 concepts + 1/1 relation; 1–2: 1/2 concepts, no relation; a direct edge keeps
+    # its weight even with no neighbour in common
+    assert weights.tolist() == [[0, 2, 0], [2, 0, 0.5], [0, 0.5, 0]]
+
+
+def test_best_neighbour_max_pools_over_senders():
+    signal = np.array([[0.9, 1.0], [0.2, 0.5], [0.4, 0.33]])
+    senders = np.array([[0, 1, 1], [0, 0, 1], [0, 0, 0]], dtype=bool)  # 0 → 1, 0 → 2, 1 → 2
+    assert best_neighbour(signal, senders).tolist() == [[0, 0], [0.9, 1.0], [0.9, 1.0]]
+
+
+def test_isolated_nodes_hear_nothing_and_are_still_scored():
+    mean = neighbour_mean(torch.tensor([[0.0, 2.0, 0.0], [2.0, 0.0, 0.0], [0.0, 0.0, 0.0]]))
+    assert mean.tolist() == [[0, 1, 0], [1, 0, 0], [0, 0, 0]]
+    graph = random_graph(np.random.default_rng(0), n=3, isolated=True)
+    scores = new_model(4, GRAGSettings(hidden=3), seed=0)(graph)
+    assert torch.isfinite(scores).all() and scores.shape == (3,)
+
+
+def test_the_untrained_network_ranks_as_dense_retrieval():
+    graph = random_graph(np.random.default_rng(1), n=6)
+    model = new_model(4, GRAGSettings(hidden=3), seed=0).eval()
+    assert torch.allclose(model(graph), graph.cosine)
+
+
+def test_losses_follow_eqs_12_and_13():
+    scores = torch.tensor([2.0, 1.5, 0.0])
+    labels = torch.tensor([1.0, 0.0, 0.0])
+    # pairs (0, 1): max(0, 1 − 0.5) = 0.5; (0, 2): max(0, 1 − 2) = 0
+    assert float(pairwise_loss(scores, labels)) == pytest.approx(0.25)
+    expected = -torch.log_softmax(scores, 0)[0]
+    assert float(cross_entropy_loss(scores, labels)) == pytest.approx(float(expected))
+    assert float(pairwise_loss(scores, torch.zeros(3))) == 0.0  # no positive, no signal
+
+
+def random_graph(rng, n, isolated=False):
+    from tools.grag import DocumentGraph
+
+    weights = rng.random((n, n)).astype(np.float32)
+    weights = (weights + weights.T) / 2
+    np.fill_diagonal(weights, 0)
+    if isolated:
+        weights[-1, :] = weights[:, -1] = 0
+    query = rng.standard_normal(4).astype(np.float32)
+    features = rng.standard_normal((n, 8)).astype(np.float32)
+    cosine = features[:, :4] @ query
+    graph = DocumentGraph(
+        rows=np.arange(n),
+        features=features,
+        weights=weights,
+        cosine=cosine,
+        prior=-np.log(np.arange(1, n + 1, dtype=np.float32)),
+        query=query,
+        relevance=rng.random((n, 8)).astype(np.float32),
+        paths=("question",) * n,
+    )
+    return TensorGraph(graph, labels=(np.arange(n) == n - 2).astype(np.float32))
+
+
+TRAIN = [
+    {"id": "q1", "question": "Where was Larry Alcala educated?", "answers": ["UST"],
+     "gold_ids": ["d1", "d2"]},
+    {"id": "q2", "question": "What is the seat of the county of Van Hook Township?",
+     "answers": ["Stanley"], "gold_ids": ["d4", "d5"]},
+    {"id": "q3", "question": "Which city is the seat of Mountrail County?",
+     "answers": ["Stanley"], "gold_ids": ["d5", "d6"]},
+    {"id": "q4", "question": "When did military instruction start at UST?",
+     "answers": ["1936"], "gold_ids": ["d2"]},
+]  # fmt: skip
+
+
+def test_training_twice_gives_identical_weights_and_a_usable_reranker(tmp_path, capsys):
+    import tools.weights
+
+    data = tmp_path / "tiny"
+    data.mkdir()
+    write_jsonl(data / "corpus.jsonl", DOCS)
+    write_jsonl(data / "train.jsonl", TRAIN)
+    states = []
+    for n in (1, 2):
+        out = tmp_path / f"grag{n}.pt"
+        args = ["train", "grag", "--data", str(data), "--model", "hashing", "--out", str(out)]
+        assert main([*args, "--epochs", "3", "--hidden", "4", "-q"]) == 0
+        record, state = torch.load(out, weights_only=True).values()
+        states.append(state)
+    assert states[0].keys() == states[1].keys()
+    assert all(torch.equal(states[0][k], states[1][k]) for k in states[0])  # same data, same seed
+    assert record["model"] == "hashing" and record["data"][0]["used"] == 4
+    assert len(record["held_out_mrr"]) == len(record["losses"]) + 1  # untrained first
+    assert "trained grag on 4 questions" in capsys.readouterr().out
+
+    index_dir = next(p for p in (tmp_path / "cache" / "eval-indexes").iterdir() if p.is_dir())
+    with Index.open(index_dir) as idx:
+        hits = make_retriever("grag", idx, weights=tmp_path / "grag1.pt").retrieve(
+            "Where was Larry Alcala educated?", 3
+        )
+        assert len(hits) == 3 and hits[0].provenance[-1].method == "grag"
+        assert "reranked from base rank" in hits[0].provenance[-1].step
+        with pytest.raises(IndexStateError, match="grag needs trained weights"):
+            make_retriever("grag", idx)  # nothing at INDEX/models, nothing shipped for hashing
+        record["model"] = "another-model"
+        tools.weights.save_weights(tmp_path / "bad.pt", record, states[0])
+        with pytest.raises(IndexStateError, match="another-model"):
+            make_retriever("grag", idx, weights=tmp_path / "bad.pt")
+        (tmp_path / "junk.pt").write_text("not weights")
+        with pytest.raises(InputError, match="not a hopgraph weights file"):
+            make_retriever("grag", idx, weights=tmp_path / "junk.pt")
+
+
+def test_training_on_several_datasets_needs_an_out_file(tmp_path, capsys):
+    args = ["train", "grag", "--data", "a", "--data", "b", "--model", "hashing", "-q"]
+    assert main(args) != 0
+    assert "needs --out" in capsys.readouterr().err

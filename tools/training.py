@@ -1,0 +1,109 @@
+"""The training loop the trained retrievers share: seeded, mini-batched, early-stopped.
+
+Same items + same seed ⇒ same weights: the seed fixes the initial weights (set by the caller
+before building the model), the held-back slice, the batch order and dropout. Early stopping
+watches a held-back slice of the training questions (never the dev split): after every epoch the
+slice's metric (higher is better) is measured, the best weights so far are kept, and training
+stops after ``patience`` epochs without a gain. The untrained network is the first candidate, so
+training that does not help on the held-back slice returns the weights it started with.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import numpy as np
+import torch
+from torch import nn
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class FitSettings:
+    """Optimiser and stopping knobs."""
+
+    seed: int = 0
+    epochs: int = 30
+    patience: int = 4
+    batch_size: int = 5
+    learning_rate: float = 1e-3
+    weight_decay: float = 0.01
+    held_out: float = 0.1
+    """Share of the training items held back for early stopping."""
+
+
+@dataclass
+class FitResult:
+    """What a run did: the kept weights and the curves that chose them."""
+
+    state: dict[str, Any]
+    best_epoch: int
+    stopped: str
+    losses: list[float] = field(default_factory=list)
+    held_out: list[float] = field(default_factory=list)
+    """The held-back metric per epoch, the untrained network's first."""
+
+
+def hold_out(items: Sequence[T], fraction: float, seed: int) -> tuple[list[T], list[T]]:
+    """Split items into (train, held back) by a seeded permutation; at least one each."""
+    if len(items) < 2:
+        raise ValueError(f"need at least 2 training items to hold one back, got {len(items)}")
+    order = np.random.default_rng(seed).permutation(len(items))
+    held = min(max(1, round(len(items) * fraction)), len(items) - 1)
+    return [items[i] for i in order[held:]], [items[i] for i in order[:held]]
+
+
+def fit(
+    model: nn.Module,
+    train: Sequence[T],
+    held: Sequence[T],
+    loss_of: Callable[[nn.Module, T], torch.Tensor],
+    metric_of: Callable[[nn.Module, Sequence[T]], float],
+    settings: FitSettings,
+    on_epoch: Callable[[int, float, float], None] | None = None,
+) -> FitResult:
+    """Train ``model`` with AdamW on mini-batches; keep the weights best on ``held``."""
+    torch.manual_seed(settings.seed)
+    rng = np.random.default_rng(settings.seed)
+    optimiser = torch.optim.AdamW(
+        model.parameters(), lr=settings.learning_rate, weight_decay=settings.weight_decay
+    )
+    best = _measure(model, held, metric_of)
+    result = FitResult(copy.deepcopy(model.state_dict()), 0, "epoch limit", [], [best])
+    waited = 0
+    for epoch in range(1, settings.epochs + 1):
+        model.train()
+        order, total = rng.permutation(len(train)), 0.0
+        for start in range(0, len(order), settings.batch_size):
+            batch = order[start : start + settings.batch_size]
+            optimiser.zero_grad()
+            loss = torch.stack([loss_of(model, train[i]) for i in batch]).mean()
+            loss.backward()
+            optimiser.step()
+            total += float(loss.detach()) * len(batch)
+        result.losses.append(total / len(train))
+        metric = _measure(model, held, metric_of)
+        result.held_out.append(metric)
+        if on_epoch is not None:
+            on_epoch(epoch, result.losses[-1], metric)
+        if metric > best:
+            best, waited = metric, 0
+            result.state, result.best_epoch = copy.deepcopy(model.state_dict()), epoch
+        else:
+            waited += 1
+            if waited >= settings.patience:
+                result.stopped = f"no gain on the held-back slice for {waited} epochs"
+                break
+    model.load_state_dict(result.state)
+    model.eval()
+    return result
+
+
+def _measure(model: nn.Module, held: Sequence[T], metric_of: Callable) -> float:
+    model.eval()
+    with torch.no_grad():
+        return float(metric_of(model, held))
