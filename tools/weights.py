@@ -7,7 +7,7 @@ read back with ``weights_only=True``, so a file cannot run code.
 
 Retrieval looks for a method's weights in this order: the file given to the retriever,
 ``INDEX/models/METHOD.pt`` (what `hopgraph train METHOD --index INDEX` writes by default), and
-the weights shipped in ``tools/weights_data`` for the default embedding model.
+weights shipped in ``tools/weights_data`` for the embedding model (none are shipped yet).
 """
 
 from __future__ import annotations
