@@ -39,7 +39,7 @@ import scipy.sparse as sp
 
 from graph_store import Index
 from graph_store.extraction import Extraction
-from graph_store.extraction.offline import STOPWORDS, corpus_titles, find_mentions
+from graph_store.extraction.offline import content_words, corpus_titles, find_mentions
 
 from .base import Retriever
 from .hits import Hit, Provenance
@@ -81,11 +81,6 @@ class DocumentGraph:
     the candidates j that link to i's page."""
     paths: tuple[str, ...]
     """The concept path strings a_i (kept for provenance and inspection)."""
-
-
-def content_words(words: Sequence[str]) -> list[str]:
-    """Words that can be concepts: not stopwords, longer than three letters."""
-    return [w for w in words if len(w) > 3 and w not in STOPWORDS]
 
 
 class ConceptIndex:
@@ -202,8 +197,9 @@ class GraphBuilder:
         concepts = self.encode(paths)
         cosine = passages @ query
         prior = -np.log(np.arange(1, len(rows) + 1, dtype=np.float32))
+        wanted_set = set(wanted)
         held = np.array(
-            [len(self.concepts.concepts[r] & set(wanted)) for r in rows], dtype=np.float32
+            [len(self.concepts.concepts[r] & wanted_set) for r in rows], dtype=np.float32
         ) / max(len(wanted), 1)
         counts = self.concepts.counts(rows)
         # links[j, i]: candidate j mentions the page of candidate i (the index's link edges)
@@ -261,6 +257,7 @@ class GRAGRetriever(Retriever):
         self.settings = GRAGSettings(**self.record["settings"])
         self.builder = GraphBuilder(index, self.settings)
         self.weights_path = path
+        self.ids = list(index.chunks)
 
     def scores(self, graph: DocumentGraph) -> np.ndarray:
         """Score every candidate of a document graph."""
@@ -272,7 +269,7 @@ class GRAGRetriever(Retriever):
         graph = self.builder.build(query)
         scores = self.scores(graph)
         order = np.argsort(-scores, kind="stable")
-        ids = list(self.index.chunks)
+        ids = self.ids
         hits = []
         for rank, i in enumerate(order[:k], start=1):
             score = float(scores[i])

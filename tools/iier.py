@@ -24,7 +24,12 @@ import numpy as np
 from langchain_core.language_models import BaseChatModel
 
 from graph_store import Index
-from graph_store.extraction.offline import STOPWORDS, corpus_titles, find_mentions, token_key
+from graph_store.extraction.offline import (
+    content_words,
+    corpus_titles,
+    find_mentions,
+    token_key,
+)
 from graph_store.extraction.parsing import parse_string_list
 from hopgraph.llm import ask_structured
 from prompts.iier import QUESTION_KEYWORDS
@@ -84,7 +89,7 @@ class IIERRetriever(Retriever):
         words, mentions = find_mentions(question, self.titles)
         keys = {m.key for m in mentions if not m.is_date}
         # IIER's keywords are entity-like phrases; plain words only when the question names none.
-        return keys or {w for w in words if len(w) > 3 and w not in STOPWORDS}
+        return keys or set(content_words(words))
 
     def seeds(self, wanted: set[str], similarity: np.ndarray) -> list[int]:
         """Greedy set cover of ``wanted`` by chunk keywords (§3.2); never empty."""

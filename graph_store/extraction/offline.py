@@ -52,6 +52,11 @@ MAX_PREDICATE_GAP = 12  # tokens between subject and object beyond which no rela
 MAX_PREDICATE_WORDS = 4
 
 
+def content_words(words: Sequence[str]) -> list[str]:
+    """Return the words that can stand for a concept: not stopwords, longer than three letters."""
+    return [w for w in words if len(w) > 3 and w not in STOPWORDS]
+
+
 def token_key(text: str) -> str:
     """Return the matching key of a name: its lower-cased word tokens joined by spaces."""
     return " ".join(_TOKEN.findall(text.replace("’", "'").lower()))
@@ -253,7 +258,7 @@ class OfflineExtractor:
             found = [m.key for m in mentions if not m.is_date]
             entity_counts.update(found)
             entities.extend(found)
-            word_counts.update(w for w in words if len(w) > 3 and w not in STOPWORDS)
+            word_counts.update(content_words(words))
             if page or found:
                 triples.extend(read_triples(words, mentions, page or found[0]))
         return _ChunkReading(list(dict.fromkeys(entities)), triples, entity_counts, word_counts)
