@@ -209,7 +209,17 @@ def build_parser() -> argparse.ArgumentParser:
         "--gnn-weights",
         type=Path,
         metavar="FILE",
-        help="learned α's for gnn_ret (from `hopgraph train gnn_ret`) instead of the defaults",
+        help="learned α's for gnn_ret (from `hopgraph train gnn_ret`) instead of the defaults; "
+        "the same as --weights gnn_ret=FILE",
+    )
+    p.add_argument(
+        "--weights",
+        action="append",
+        default=[],
+        metavar="METHOD=FILE",
+        help="trained weights for a method, from `hopgraph train`: gnn_ret (learned α's), grag "
+        "(its reranker; needed unless INDEX/models/grag.pt exists) or iier (its chain scorer; "
+        "without, iier uses INDEX/models/iier.pt if there, else its untrained scorer); repeatable",
     )
     p.add_argument(
         "--answers",

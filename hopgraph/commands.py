@@ -132,6 +132,12 @@ def evaluate(args: argparse.Namespace) -> None:
         )
     choices = agent_methods() if args.answers else None  # with --answers, agents too
     methods = parse_methods(args.methods, choices)
+    options = weights_options(args)  # checked before an index is built
+    if options and args.answers:
+        raise InputError(
+            "--weights applies to ranking passages, not to --answers runs",
+            "drop --answers to score the trained methods' rankings",
+        )
     chat = make_chat_model(LLMSettings.from_env()) if args.answers else None
     data = Path(args.data)
     questions = load_questions(data, args.split, args.limit)
@@ -146,7 +152,6 @@ def evaluate(args: argparse.Namespace) -> None:
         if chat is not None:
             scores, rows = evaluate_answers(idx, questions, methods, chat, not args.quiet)
         else:
-            options = {"gnn_ret": {"weights": args.gnn_weights}} if args.gnn_weights else {}
             scores, rows = run_methods(
                 idx, questions, methods, show_progress=not args.quiet, options=options
             )
@@ -168,6 +173,28 @@ def evaluate(args: argparse.Namespace) -> None:
     print(f"\n{data.name} / {args.split}: {len(questions)} questions, {chunks} chunks\n")
     print(format_answer_table(scores) if chat is not None else format_table(scores))
     print(f"\nreport: {report}\nper question: {per_question}")
+
+
+WEIGHTED = ("gnn_ret", "grag", "iier")
+"""Methods that take trained weights (`hopgraph train`)."""
+
+
+def weights_options(args: argparse.Namespace) -> dict[str, dict[str, Path]]:
+    """Turn --weights METHOD=FILE (and --gnn-weights FILE) into retriever options."""
+    given = list(args.weights) + ([f"gnn_ret={args.gnn_weights}"] if args.gnn_weights else [])
+    options: dict[str, dict[str, Path]] = {}
+    for item in given:
+        method, sep, file = item.partition("=")
+        if not sep or method.strip() not in WEIGHTED or not file.strip():
+            raise InputError(
+                f"--weights {item!r} is not METHOD=FILE with a method that takes weights",
+                f"write it like --weights grag=runs/grag.pt; methods: {', '.join(WEIGHTED)}",
+            )
+        path = Path(file.strip())
+        if not path.is_file():
+            raise InputError(f"--weights {item!r}: no file {path}", "check the path")
+        options[method.strip()] = {"weights": path}
+    return options
 
 
 def demo(args: argparse.Namespace) -> None:

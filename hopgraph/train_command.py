@@ -1,4 +1,4 @@
-"""`hopgraph train`: GNN-Ret's α per channel (and RGNN-Ret's β), G-RAG's reranker network."""
+"""`hopgraph train`: GNN-Ret's α per channel (RGNN-Ret's β), G-RAG's reranker, IIER's scorer."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import argparse
 import json
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +15,7 @@ from tqdm.auto import tqdm
 from .errors import InputError
 
 TOP_O = {"gnn_ret": 25, "rgnn_ret": 10}  # the paper's competitive-set sizes (spec §3.4, §4.2)
-NETWORKS = ("grag",)
+NETWORKS = ("grag", "iier")
 METHODS = (*TOP_O, *NETWORKS)
 
 
@@ -39,11 +39,9 @@ def _open(args: argparse.Namespace, data: Path) -> Any:
 
 
 def train_network(args: argparse.Namespace) -> None:
-    """Train G-RAG's network on one or more datasets; save the weights with their provenance."""
+    """Train G-RAG's or IIER's network on one or more datasets; save it with its provenance."""
     from evals.datasets import load_questions
     from graph_store.manifest import package_versions
-    from tools.grag import GRAGSettings, GraphBuilder
-    from tools.grag_training import make_graphs, train_grag
     from tools.training import FitSettings
     from tools.weights import save_weights
 
@@ -52,18 +50,17 @@ def train_network(args: argparse.Namespace) -> None:
             "training on several datasets uses their cached indexes and needs --out",
             "drop --index and name the weights file with --out FILE",
         )
-    settings = GRAGSettings(hidden=args.hidden, loss=args.loss, n=args.candidates)
-    graphs, sources, vectors = [], [], set()
-    for folder in map(Path, args.data):
+    trainer = NetworkTrainer.for_method(args)
+    items: list[Any] = []
+    groups: list[int] = []
+    sources, vectors = [], set()
+    for group, folder in enumerate(map(Path, args.data)):
         questions = load_questions(folder, args.split, args.limit)
         with _open(args, folder) as idx:
             vectors.add((idx.manifest.settings.model, idx.manifest.embedder["dimension"]))
-            found = make_graphs(
-                GraphBuilder(idx, settings),
-                [(q.question, set(q.gold_ids)) for q in questions],
-                not args.quiet,
-            )
-            graphs += found
+            found = trainer.items(idx, [(q.question, set(q.gold_ids)) for q in questions])
+            items += found
+            groups += [group] * len(found)
             sources.append({"data": str(folder), "questions": len(questions), "used": len(found)})
             out = args.out or idx.directory / "models" / f"{args.method}.pt"
     if len(vectors) != 1:
@@ -71,9 +68,9 @@ def train_network(args: argparse.Namespace) -> None:
             f"the datasets' indexes use different embedding models: {sorted(vectors)}",
             "build them all with the same --model",
         )
-    if len(graphs) < 2:
+    if len(items) < 2:
         raise InputError(
-            f"only {len(graphs)} question(s) have a gold passage among the candidates",
+            f"only {len(items)} question(s) give {trainer.signal}",
             "give more training questions (drop --limit or add --data)",
         )
     ((model_name, dimension),) = vectors
@@ -84,30 +81,71 @@ def train_network(args: argparse.Namespace) -> None:
 
     def on_epoch(_: int, loss: float, held: float) -> None:
         bar.update(1)
-        bar.set_postfix(loss=f"{loss:.4f}", held_out_mrr=f"{held:.3f}")
+        bar.set_postfix({"loss": f"{loss:.4f}", f"held_out_{trainer.metric}": f"{held:.3f}"})
 
-    network, result = train_grag(graphs, dimension, settings, fit_settings, on_epoch)
+    network, result = trainer.train(items, groups, dimension, fit_settings, on_epoch)
     bar.close()
     record = {
         "method": args.method,
         "model": model_name,
         "dimension": dimension,
-        "settings": asdict(settings),
+        "settings": asdict(trainer.settings),
         "fit": asdict(fit_settings),
         "data": sources,
         "split": args.split,
         "best_epoch": result.best_epoch,
         "stopped": result.stopped,
         "losses": result.losses,
-        "held_out_mrr": result.held_out,
+        f"held_out_{trainer.metric}": result.held_out,
         "versions": package_versions(),
     }
     save_weights(Path(out), record, network.state_dict())
     print(
-        f"trained {args.method} on {len(graphs)} questions: held-back MRR "
+        f"trained {args.method} on {len(items)} questions: held-back {trainer.metric} "
         f"{result.held_out[0]:.3f} untrained → {max(result.held_out):.3f} at epoch "
         f"{result.best_epoch} ({result.stopped}); wrote {out}"
     )
+
+
+@dataclass
+class NetworkTrainer:
+    """What differs between the trained networks: items, settings, the training function."""
+
+    settings: Any
+    items: Callable[[Any, list[tuple[str, set[str]]]], list[Any]]
+    train: Callable[..., tuple[Any, Any]]
+    metric: str
+    """The held-back metric early stopping watches."""
+    signal: str
+    """What a question must give to be a training item (for the error message)."""
+
+    @classmethod
+    def for_method(cls, args: argparse.Namespace) -> NetworkTrainer:
+        """Return the trainer of ``args.method`` with the settings the options give."""
+        progress = not args.quiet
+        if args.method == "grag":
+            from tools.grag import GRAGSettings, GraphBuilder
+            from tools.grag_training import make_graphs, train_grag
+
+            grag = GRAGSettings(hidden=args.hidden or 64, loss=args.loss, n=args.candidates)
+            return cls(
+                grag,
+                lambda idx, qs: make_graphs(GraphBuilder(idx, grag), qs, progress),
+                lambda items, groups, d, fit, cb: train_grag(items, groups, d, grag, fit, cb),
+                "mrr",
+                "a gold passage among the candidates",
+            )
+        from tools.iier_scorer import ScorerSettings
+        from tools.iier_training import make_items, train_iier
+
+        iier = ScorerSettings(hidden=args.hidden or 128)
+        return cls(
+            iier,
+            lambda idx, qs: make_items(idx, qs, progress),
+            lambda items, groups, d, fit, cb: train_iier(items, groups, d, iier, fit, cb),
+            "hop_accuracy",
+            "gold chunks that the chunk-interaction graph connects",
+        )
 
 
 def train_values(args: argparse.Namespace, data: Path) -> None:
@@ -219,16 +257,21 @@ def add_parser(
     """Add `hopgraph train` to the CLI."""
     p = sub.add_parser(
         "train",
-        help="learn GNN-Ret's α (gnn_ret), with RGNN-Ret's β (rgnn_ret), or G-RAG's reranker",
+        help="learn GNN-Ret's α (gnn_ret), with RGNN-Ret's β (rgnn_ret), G-RAG's reranker (grag) "
+        "or IIER's chain scorer (iier)",
         description="gnn_ret / rgnn_ret: learn with the paper's hinge loss (gold chunks "
         "closer than their top-O competitors) by full-batch gradient descent; rgnn_ret learns "
         "the α's with β on the gold sub-questions (teacher forcing; MuSiQue has them); writes "
         "INDEX/models/METHOD.json (use gnn_ret's with `hopgraph eval --gnn-weights FILE`). "
         "grag: train G-RAG's graph network on the base retriever's top-n of every question "
         "(--data may be repeated to train on several datasets, then --out is needed), "
-        "early-stopped on a held-back tenth of the questions; writes INDEX/models/grag.pt, "
-        "where the grag retriever looks first. Every file records its data, settings, seed, "
-        "curves and package versions. Deterministic: same data and seed, same weights.",
+        "early-stopped on a held-back tenth of the questions (their MRR); writes "
+        "INDEX/models/grag.pt, where the grag retriever looks first. iier: train IIER's chain "
+        "scorer on the shortest paths between each question's gold chunks, early-stopped on "
+        "the held-back questions' hop accuracy; writes INDEX/models/iier.pt, which the iier "
+        "retriever then uses instead of its untrained scorer. Every file records its data, "
+        "settings, seed, curves and package versions. Deterministic: same data and seed, "
+        "same weights.",
     )
     p.add_argument("method", choices=METHODS, help="what to train")
     p.add_argument("--data", required=True, action="append", metavar="DIR", help="dataset folder")
@@ -238,16 +281,19 @@ def add_parser(
     values = p.add_argument_group("gnn_ret and rgnn_ret")
     values.add_argument("--top-o", type=positive, help="competitive set size O (25; rgnn_ret 10)")
     values.add_argument("--max-iterations", type=positive, default=100, help="step cap (100)")
-    net = p.add_argument_group("grag")
+    net = p.add_argument_group("grag and iier")
     net.add_argument(
         "--loss",
         choices=("pairwise", "cross_entropy"),
         default="pairwise",
-        help="G-RAG-RL's pairwise hinge (default) or listwise cross-entropy",
+        help="grag: G-RAG-RL's pairwise hinge (default) or listwise cross-entropy",
     )
-    net.add_argument("--hidden", type=positive, default=64, help="hidden size (64)")
+    net.add_argument("--hidden", type=positive, help="hidden size (grag 64, iier 128)")
     net.add_argument(
-        "--candidates", type=positive, default=100, help="base retriever's top-n to rerank (100)"
+        "--candidates",
+        type=positive,
+        default=100,
+        help="grag: base retriever's top-n to rerank (100)",
     )
     net.add_argument("--epochs", type=positive, default=60, help="epoch cap (60)")
     net.add_argument(

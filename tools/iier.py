@@ -10,8 +10,9 @@
 3. Chains (§3.3): from each seed, greedily add the best unvisited neighbour of the last chunk
    (any edge type) until ``max_length`` chunks. The untrained scorer is honest similarity:
    s(n) = cos(q, n) + ``edge_weight`` · mean(r(u, n)), with IIER's edge features r scaled to
-   [0, 1] (structural, semantic, keywords / 5, shared entities > 0). The trained scorer replaces
-   it in a later issue.
+   [0, 1] (structural, semantic, keywords / 5, shared entities > 0). A trained chain scorer
+   (``tools/iier_scorer.py``, `hopgraph train iier`) replaces it when given or found with the
+   index (``INDEX/models/iier.pt``).
 4. Ranking: chains flattened breadth-first (every seed, then every chain's second chunk, …);
    the base retriever's ranking fills the remaining places.
 """
@@ -19,6 +20,9 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 from langchain_core.language_models import BaseChatModel
@@ -36,6 +40,38 @@ from prompts.iier import QUESTION_KEYWORDS
 
 from .base import Retriever
 from .hits import Hit, Provenance
+from .weights import available_weights
+
+if TYPE_CHECKING:
+    from .iier_scorer import ChainScorer
+
+
+@dataclass(frozen=True)
+class Step:
+    """One choice of a chain: every candidate next chunk, and (in training) which were right."""
+
+    question: np.ndarray
+    """(d,): the question's vector."""
+    path: np.ndarray
+    """(d,): the mean vector of the chain's chunks so far."""
+    candidates: np.ndarray
+    """(c, d): the candidates' vectors."""
+    edges: np.ndarray
+    """(c, 4): r(last chunk, candidate), scaled by :func:`scaled_edges`."""
+    labels: np.ndarray | None = None
+    """(c,): 1 where the candidate lies on a shortest path to a gold chunk."""
+
+
+def scaled_edges(features: np.ndarray) -> np.ndarray:
+    """IIER's r(u, n) scaled to [0, 1]: structural, semantic, keywords / 5, shared entities > 0."""
+    return np.column_stack(
+        [
+            features[:, 0],
+            np.clip(features[:, 1], 0, 1),
+            features[:, 2] / 5,
+            np.minimum(features[:, 3], 1),
+        ]
+    ).astype(np.float32)
 
 
 class IIERRetriever(Retriever):
@@ -56,12 +92,24 @@ class IIERRetriever(Retriever):
         edge_weight: float = 0.1,
         base: str = "hybrid",
         chat: BaseChatModel | None = None,
+        weights: str | Path | None = None,
     ) -> None:
-        """Set up over ``index``; give ``chat`` to read question keywords with an LLM (§3.1)."""
+        """Set up over ``index``; give ``chat`` to read question keywords with an LLM (§3.1).
+
+        ``weights``: a trained chain scorer (`hopgraph train iier`); by default the one found
+        with the index, else the untrained scorer.
+        """
         from .registry import make_retriever
 
         super().__init__(index)
         self.max_length, self.edge_weight, self.chat = max_length, edge_weight, chat
+        path = Path(weights) if weights is not None else available_weights(index, self.name)
+        self.scorer: ChainScorer | None = None
+        if path is not None:
+            from .iier_scorer import load_scorer
+
+            self.scorer, _ = load_scorer(path, index)
+        self.weights_path = path
         self.base = make_retriever(base, index)
         self.graph = index.passage_graph
         self.ids = self.graph.ids
@@ -106,7 +154,7 @@ class IIERRetriever(Retriever):
             remaining -= self.keywords[best]
         return chosen or [int(np.argmax(similarity))]
 
-    def chain(self, seed: int, similarity: np.ndarray) -> list[int]:
+    def chain(self, seed: int, similarity: np.ndarray, query: np.ndarray) -> list[int]:
         """Grow one chain greedily from ``seed`` (§3.3): best unvisited neighbour of the last."""
         path = [seed]
         while len(path) < self.max_length:
@@ -117,23 +165,32 @@ class IIERRetriever(Retriever):
             candidates = [int(n) for n in row if n not in path]
             if not candidates:
                 break
-            features = self.graph.edge_features_rows(last, candidates)
-            scaled = np.column_stack(
-                [
-                    features[:, 0],
-                    np.clip(features[:, 1], 0, 1),
-                    features[:, 2] / 5,
-                    np.minimum(features[:, 3], 1),
-                ]
-            )
-            scores = similarity[candidates] + self.edge_weight * scaled.mean(axis=1)
+            scores = self.next_scores(path, candidates, similarity, query)
             path.append(candidates[int(np.argmax(scores))])
         return path
 
+    def next_scores(
+        self, path: list[int], candidates: list[int], similarity: np.ndarray, query: np.ndarray
+    ) -> np.ndarray:
+        """Score the candidates for the chain's next chunk: trained scorer, else similarity."""
+        edges = scaled_edges(self.graph.edge_features_rows(path[-1], candidates))
+        if self.scorer is None:
+            return similarity[candidates] + self.edge_weight * edges.mean(axis=1)
+        vectors = self.index.embedding_matrix
+        step = Step(
+            question=query,
+            path=vectors[path].mean(axis=0).astype(np.float32),
+            candidates=vectors[candidates].astype(np.float32),
+            edges=edges,
+        )
+        return self.scorer.rank(step)
+
     def _retrieve(self, query: str, k: int) -> list[Hit]:
-        similarity = self.index.similarities(self.index.embed_query(query))
+        vector = self.index.embed_query(query).astype(np.float32)
+        similarity = self.index.similarities(vector)
         chains = [
-            self.chain(s, similarity) for s in self.seeds(self.question_keywords(query), similarity)
+            self.chain(s, similarity, vector)
+            for s in self.seeds(self.question_keywords(query), similarity)
         ]
         ranked: dict[int, tuple[int, list[int]]] = {}  # row → (hop, its chain)
         for hop in range(self.max_length):

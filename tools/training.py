@@ -2,7 +2,8 @@
 
 Same items + same seed ⇒ same weights: the seed fixes the initial weights (set by the caller
 before building the model), the held-back slice, the batch order and dropout. Early stopping
-watches a held-back slice of the training questions (never the dev split): after every epoch the
+watches a held-back slice of the training questions (never the dev split), drawn from every
+training dataset and averaged with every dataset weighing the same: after every epoch the
 slice's metric (higher is better) is measured, the best weights so far are kept, and training
 stops after ``patience`` epochs without a gain. The untrained network is the first candidate, so
 training that does not help on the held-back slice returns the weights it started with.
@@ -48,21 +49,44 @@ class FitResult:
     """The held-back metric per epoch, the untrained network's first."""
 
 
-def hold_out(items: Sequence[T], fraction: float, seed: int) -> tuple[list[T], list[T]]:
-    """Split items into (train, held back) by a seeded permutation; at least one each."""
+def hold_out(
+    items: Sequence[T], fraction: float, seed: int, groups: Sequence[int] | None = None
+) -> tuple[list[T], list[T]]:
+    """Split items into (train, held back) by a seeded permutation; at least one each.
+
+    With ``groups`` (say, the dataset each item comes from) every group gives its own share,
+    so a small dataset is not left out of the slice that picks the epoch.
+    """
     if len(items) < 2:
         raise ValueError(f"need at least 2 training items to hold one back, got {len(items)}")
-    order = np.random.default_rng(seed).permutation(len(items))
-    held = min(max(1, round(len(items) * fraction)), len(items) - 1)
-    return [items[i] for i in order[held:]], [items[i] for i in order[:held]]
+    groups = [0] * len(items) if groups is None else list(groups)
+    rng = np.random.default_rng(seed)
+    train: list[int] = []
+    held: list[int] = []
+    for group in sorted(set(groups)):
+        members = rng.permutation([i for i, g in enumerate(groups) if g == group]).tolist()
+        count = min(max(1, round(len(members) * fraction)), len(members) - 1)
+        held += members[:count]
+        train += members[count:]
+    if not held:  # every group a single item
+        held.append(train.pop(0))
+    return [items[i] for i in train], [items[i] for i in held]
+
+
+def balanced_mean(values: Sequence[float], groups: Sequence[int]) -> float:
+    """Return the mean over groups of each group's mean: every dataset weighs the same."""
+    by_group: dict[int, list[float]] = {}
+    for value, group in zip(values, groups, strict=True):
+        by_group.setdefault(group, []).append(value)
+    return float(np.mean([np.mean(v) for v in by_group.values()])) if by_group else 0.0
 
 
 def fit(
     model: nn.Module,
     train: Sequence[T],
-    held: Sequence[T],
+    held: Sequence[Any],
     loss_of: Callable[[nn.Module, T], torch.Tensor],
-    metric_of: Callable[[nn.Module, Sequence[T]], float],
+    metric_of: Callable[[nn.Module, Sequence[Any]], float],
     settings: FitSettings,
     on_epoch: Callable[[int, float, float], None] | None = None,
 ) -> FitResult:

@@ -28,14 +28,19 @@ def shipped_path(method: str, model: str) -> Path:
     return SHIPPED / f"{method}-{Path(model).name}.pt"
 
 
-def find_weights(index: Index, method: str) -> Path:
-    """Return the weights ``method`` should use over ``index``, or say how to train them."""
+def available_weights(index: Index, method: str) -> Path | None:
+    """Return the weights ``method`` finds for ``index`` (its own, then shipped), or None."""
     local = index.directory / "models" / f"{method}.pt"
-    if local.is_file():
-        return local
     shipped = shipped_path(method, index.manifest.settings.model)
-    if shipped.is_file():
-        return shipped
+    return next((path for path in (local, shipped) if path.is_file()), None)
+
+
+def find_weights(index: Index, method: str) -> Path:
+    """Return the weights ``method`` must use over ``index``, or say how to train them."""
+    found = available_weights(index, method)
+    if found is not None:
+        return found
+    local = index.directory / "models" / f"{method}.pt"
     raise IndexStateError(
         f"{method} needs trained weights, and none fit an index embedded with "
         f"{index.manifest.settings.model!r}",

@@ -85,10 +85,11 @@ def test_iier_keywords_seed_and_chain(index):
     question = "When did military instruction start where Larry Alcala was educated?"
     assert iier.question_keywords(question) == {"larry alcala"}  # entities, not plain words
     rows = {chunk_id: row for row, chunk_id in enumerate(iier.ids)}
-    similarity = index.similarities(index.embed_query(question))
+    vector = index.embed_query(question)
+    similarity = index.similarities(vector)
     assert iier.seeds({"larry alcala"}, similarity) == [rows["d1"]]
     # d1 mentions the University of Santo Tomas, whose page d2 is linked by an entity edge
-    assert iier.chain(rows["d1"], similarity) == [rows["d1"], rows["d2"]]
+    assert iier.chain(rows["d1"], similarity, vector) == [rows["d1"], rows["d2"]]
     hits = iier.retrieve(question, 3)
     assert [h.id for h in hits[:2]] == ["d1", "d2"]
     assert [p.step for h in hits[:2] for p in h.provenance] == ["seed", "hop 1"]
