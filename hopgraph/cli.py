@@ -218,8 +218,8 @@ def build_parser() -> argparse.ArgumentParser:
         default=[],
         metavar="METHOD=FILE",
         help="trained weights for a method, from `hopgraph train`: gnn_ret (learned α's), grag "
-        "(its reranker; needed unless INDEX/models/grag.pt exists) or iier (its chain scorer; "
-        "without, iier uses INDEX/models/iier.pt if there, else its untrained scorer); repeatable",
+        "(its reranker) or iier (its chain scorer; iier=none: the untrained one); without, each "
+        "uses INDEX/models/METHOD.pt, else the weights shipped for the model; repeatable",
     )
     p.add_argument(
         "--answers",

@@ -179,10 +179,10 @@ WEIGHTED = ("gnn_ret", "grag", "iier")
 """Methods that take trained weights (`hopgraph train`)."""
 
 
-def weights_options(args: argparse.Namespace) -> dict[str, dict[str, Path]]:
+def weights_options(args: argparse.Namespace) -> dict[str, dict[str, Path | bool]]:
     """Turn --weights METHOD=FILE (and --gnn-weights FILE) into retriever options."""
     given = list(args.weights) + ([f"gnn_ret={args.gnn_weights}"] if args.gnn_weights else [])
-    options: dict[str, dict[str, Path]] = {}
+    options: dict[str, dict[str, Path | bool]] = {}
     for item in given:
         method, sep, file = item.partition("=")
         if not sep or method.strip() not in WEIGHTED or not file.strip():
@@ -190,6 +190,9 @@ def weights_options(args: argparse.Namespace) -> dict[str, dict[str, Path]]:
                 f"--weights {item!r} is not METHOD=FILE with a method that takes weights",
                 f"write it like --weights grag=runs/grag.pt; methods: {', '.join(WEIGHTED)}",
             )
+        if method.strip() == "iier" and file.strip() == "none":
+            options["iier"] = {"weights": False}  # the untrained scorer
+            continue
         path = Path(file.strip())
         if not path.is_file():
             raise InputError(f"--weights {item!r}: no file {path}", "check the path")

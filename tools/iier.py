@@ -92,18 +92,22 @@ class IIERRetriever(Retriever):
         edge_weight: float = 0.1,
         base: str = "hybrid",
         chat: BaseChatModel | None = None,
-        weights: str | Path | None = None,
+        weights: str | Path | bool | None = None,
     ) -> None:
         """Set up over ``index``; give ``chat`` to read question keywords with an LLM (§3.1).
 
-        ``weights``: a trained chain scorer (`hopgraph train iier`); by default the one found
-        with the index, else the untrained scorer.
+        ``weights``: a trained chain scorer (`hopgraph train iier`); by default (None) the one
+        found with the index or shipped for its model, else the untrained scorer; False: the
+        untrained scorer.
         """
         from .registry import make_retriever
 
         super().__init__(index)
         self.max_length, self.edge_weight, self.chat = max_length, edge_weight, chat
-        path = Path(weights) if weights is not None else available_weights(index, self.name)
+        if weights is None or weights is True:
+            path = available_weights(index, self.name)
+        else:
+            path = Path(weights) if weights is not False else None
         self.scorer: ChainScorer | None = None
         if path is not None:
             from .iier_scorer import load_scorer

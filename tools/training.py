@@ -35,6 +35,9 @@ class FitSettings:
     weight_decay: float = 0.01
     held_out: float = 0.1
     """Share of the training items held back for early stopping."""
+    keep_untrained: bool = True
+    """Count the untrained network as epoch 0's candidate; off, the best trained epoch is kept
+    even where it is worse on the held-back slice (to measure what training does)."""
 
 
 @dataclass
@@ -96,8 +99,9 @@ def fit(
     optimiser = torch.optim.AdamW(
         model.parameters(), lr=settings.learning_rate, weight_decay=settings.weight_decay
     )
-    best = _measure(model, held, metric_of)
-    result = FitResult(copy.deepcopy(model.state_dict()), 0, "epoch limit", [], [best])
+    untrained = _measure(model, held, metric_of)
+    best = untrained if settings.keep_untrained else float("-inf")
+    result = FitResult(copy.deepcopy(model.state_dict()), 0, "epoch limit", [], [untrained])
     waited = 0
     for epoch in range(1, settings.epochs + 1):
         model.train()

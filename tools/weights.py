@@ -7,7 +7,8 @@ read back with ``weights_only=True``, so a file cannot run code.
 
 Retrieval looks for a method's weights in this order: the file given to the retriever,
 ``INDEX/models/METHOD.pt`` (what `hopgraph train METHOD --index INDEX` writes by default), and
-weights shipped in ``tools/weights_data`` for the embedding model (none are shipped yet).
+weights shipped in ``tools/weights_data`` for the embedding model (G-RAG's and IIER's, for
+all-MiniLM-L6-v2; their records say how they were trained).
 """
 
 from __future__ import annotations

@@ -42,6 +42,19 @@ def test_the_untrained_scorer_is_iiers_similarity_scorer():
     assert np.allclose(scores, expected, atol=1e-6)
 
 
+def test_numpy_ranking_equals_the_torch_forward_pass():
+    scorer = new_scorer(8, ScorerSettings(hidden=6), seed=1)
+    torch.nn.init.normal_(scorer.score[-1].weight)  # a scorer that has learned something
+    s = step(seed=2)
+    first = scorer.rank(s)
+    with torch.no_grad():
+        assert np.allclose(first, scorer.eval()(s).numpy(), atol=1e-5)
+    with torch.no_grad():
+        scorer.score[-1].bias.fill_(1.0)
+    scorer.train()  # training invalidates the numpy copy of the weights
+    assert np.allclose(scorer.rank(s), first + 1.0, atol=1e-5)
+
+
 def test_loss_and_hop_accuracy_follow_the_labels():
     scorer = new_scorer(8, ScorerSettings(dropout=0.0), seed=0).eval()
     s = step()
@@ -80,9 +93,14 @@ def test_training_twice_gives_identical_weights_that_iier_then_uses(tmp_path, ca
     assert record["method"] == "iier" and record["settings"]["hidden"] == 4
     assert len(record["held_out_hop_accuracy"]) == len(record["losses"]) + 1
     assert "trained iier on" in capsys.readouterr().out
+    forced = tmp_path / "forced.pt"
+    args = ["train", "iier", "--data", str(data), "--model", "hashing", "--out", str(forced)]
+    assert main([*args, "--epochs", "2", "--always-trained", "-q"]) == 0
+    assert torch.load(forced, weights_only=True)["record"]["best_epoch"] >= 1  # never epoch 0
     evaluate = ["eval", "--data", str(data), "--split", "train", "--model", "hashing", "-q"]
     report = ["--methods", "iier", "--out", str(tmp_path / "run")]
     assert main([*evaluate, *report, "--weights", f"iier={tmp_path / 'iier2.pt'}"]) == 0
+    assert main([*evaluate, *report, "--weights", "iier=none"]) == 0
     assert main([*evaluate, *report, "--weights", "iier"]) != 0
     assert "is not METHOD=FILE" in capsys.readouterr().err
     assert main([*evaluate, *report, "--weights", "iier=missing.pt"]) != 0
@@ -98,6 +116,7 @@ def test_training_twice_gives_identical_weights_that_iier_then_uses(tmp_path, ca
         (idx.directory / "models").mkdir(exist_ok=True)
         (tmp_path / "iier1.pt").rename(idx.directory / "models" / "iier.pt")
         assert make_retriever("iier", idx).scorer is not None  # found with the index
+        assert make_retriever("iier", idx, weights=False).scorer is None  # asked for untrained
         grag = tmp_path / "grag.pt"
         torch.save({"record": {**record, "method": "grag"}, "state": states[0]}, grag)
         with pytest.raises(InputError, match="holds 'grag' weights, not 'iier'"):
