@@ -12,7 +12,6 @@ so `hopgraph train grag --data INTO/nq-train` learns from one half and `python -
 from __future__ import annotations
 
 import argparse
-import json
 import shutil
 import sys
 from collections.abc import Sequence
@@ -70,7 +69,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     write_half(args.data, args.into / f"{name}-train", "train", train)
     write_half(args.data, args.into / f"{name}-dev", "dev", held)
     for part, count in (("train", len(train)), ("dev", len(held))):
-        print(f"{args.into / f'{name}-{part}'}: {count} questions ({json.dumps(part)} split)")
+        print(f"{args.into / f'{name}-{part}'}: {count} questions ({part}.jsonl)")
     return 0
 
 

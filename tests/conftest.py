@@ -79,3 +79,26 @@ def real_docs_index_dir(tmp_path_factory):
     from hopgraph.settings import IndexSettings
 
     return build_docs_index(tmp_path_factory.mktemp("real") / "idx", IndexSettings().model)
+
+
+def train_twice(tmp_path: Path, method: str, questions: list[dict]) -> tuple[Path, dict, list]:
+    """Write DOCS + ``questions`` as a train split; train ``method`` twice (METHOD1/2.pt).
+
+    Return the dataset folder, the second run's record and both runs' weights.
+    """
+    import torch
+
+    from hopgraph.cli import main
+
+    data = tmp_path / "tiny"
+    data.mkdir()
+    write_jsonl(data / "corpus.jsonl", DOCS)
+    write_jsonl(data / "train.jsonl", questions)
+    states = []
+    for n in (1, 2):
+        out = tmp_path / f"{method}{n}.pt"
+        args = ["train", method, "--data", str(data), "--model", "hashing", "--out", str(out)]
+        assert main([*args, "--epochs", "3", "--hidden", "4", "-q"]) == 0
+        record, state = torch.load(out, weights_only=True).values()
+        states.append(state)
+    return data, record, states

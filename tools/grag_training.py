@@ -16,7 +16,7 @@ from tqdm.auto import tqdm
 
 from .grag import GRAGSettings, GraphBuilder
 from .grag_model import GRAGNet, TensorGraph, new_model
-from .training import FitResult, FitSettings, balanced_mean, fit, hold_out
+from .training import FitResult, FitSettings, fit
 
 
 def make_graphs(
@@ -72,16 +72,8 @@ def train_grag(
     The held-back slice takes a tenth of every dataset, and its MRR is averaged per dataset.
     """
     loss = LOSSES[settings.loss]
-    pairs = list(zip(graphs, groups, strict=True))
-    train, held = hold_out(pairs, fit_settings.held_out, fit_settings.seed, groups)
     model = new_model(dimension, settings, fit_settings.seed)
     result = fit(
-        model,
-        [graph for graph, _ in train],
-        held,
-        lambda m, g: loss(m(g), g.labels),
-        lambda m, h: balanced_mean([graph_mrr(m, g) for g, _ in h], [k for _, k in h]),
-        fit_settings,
-        on_epoch,
+        model, graphs, groups, lambda m, g: loss(m(g), g.labels), graph_mrr, fit_settings, on_epoch
     )
     return model, result

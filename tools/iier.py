@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 from langchain_core.language_models import BaseChatModel
@@ -92,7 +92,7 @@ class IIERRetriever(Retriever):
         edge_weight: float = 0.1,
         base: str = "hybrid",
         chat: BaseChatModel | None = None,
-        weights: str | Path | bool | None = None,
+        weights: str | Path | Literal[False] | None = None,
     ) -> None:
         """Set up over ``index``; give ``chat`` to read question keywords with an LLM (§3.1).
 
@@ -104,10 +104,10 @@ class IIERRetriever(Retriever):
 
         super().__init__(index)
         self.max_length, self.edge_weight, self.chat = max_length, edge_weight, chat
-        if weights is None or weights is True:
-            path = available_weights(index, self.name)
+        if weights is False:
+            path = None
         else:
-            path = Path(weights) if weights is not False else None
+            path = Path(weights) if weights else available_weights(index, self.name)
         self.scorer: ChainScorer | None = None
         if path is not None:
             from .iier_scorer import load_scorer

@@ -29,7 +29,7 @@ from graph_store import Index
 
 from .iier import Step, scaled_edges
 from .iier_scorer import ChainScorer, ScorerSettings, new_scorer
-from .training import FitResult, FitSettings, balanced_mean, fit, hold_out
+from .training import FitResult, FitSettings, fit
 
 NEGATIVES = 7
 """Negatives drawn per positive for the loss (spec iier §4.1)."""
@@ -142,16 +142,6 @@ def train_iier(
     The held-back questions are a tenth of every dataset; hop accuracy is averaged per question,
     then per dataset.
     """
-    pairs = list(zip(items, groups, strict=True))
-    train, held = hold_out(pairs, fit_settings.held_out, fit_settings.seed, groups)
     scorer = new_scorer(dimension, settings, fit_settings.seed)
-    result = fit(
-        scorer,
-        [steps for steps, _ in train],
-        held,
-        step_loss,
-        lambda m, h: balanced_mean([hop_accuracy(m, s) for s, _ in h], [k for _, k in h]),
-        fit_settings,
-        on_epoch,
-    )
+    result = fit(scorer, items, groups, step_loss, hop_accuracy, fit_settings, on_epoch)
     return scorer, result

@@ -86,20 +86,32 @@ def balanced_mean(values: Sequence[float], groups: Sequence[int]) -> float:
 
 def fit(
     model: nn.Module,
-    train: Sequence[T],
-    held: Sequence[Any],
+    items: Sequence[T],
+    groups: Sequence[int],
     loss_of: Callable[[nn.Module, T], torch.Tensor],
-    metric_of: Callable[[nn.Module, Sequence[Any]], float],
+    metric_of: Callable[[nn.Module, T], float],
     settings: FitSettings,
     on_epoch: Callable[[int, float, float], None] | None = None,
 ) -> FitResult:
-    """Train ``model`` with AdamW on mini-batches; keep the weights best on ``held``."""
+    """Train ``model`` with AdamW on mini-batches; keep the weights best on a held-back slice.
+
+    ``groups`` names each item's dataset: the slice takes ``settings.held_out`` of every one,
+    and ``metric_of`` (per item) is averaged per dataset, then over datasets.
+    """
+    rows, held_rows = hold_out(range(len(items)), settings.held_out, settings.seed, groups)
+    train = [items[i] for i in rows]
+
+    def held_metric(m: nn.Module) -> float:
+        return balanced_mean(
+            [metric_of(m, items[i]) for i in held_rows], [groups[i] for i in held_rows]
+        )
+
     torch.manual_seed(settings.seed)
     rng = np.random.default_rng(settings.seed)
     optimiser = torch.optim.AdamW(
         model.parameters(), lr=settings.learning_rate, weight_decay=settings.weight_decay
     )
-    untrained = _measure(model, held, metric_of)
+    untrained = _measure(model, held_metric)
     best = untrained if settings.keep_untrained else float("-inf")
     result = FitResult(copy.deepcopy(model.state_dict()), 0, "epoch limit", [], [untrained])
     waited = 0
@@ -114,7 +126,7 @@ def fit(
             optimiser.step()
             total += float(loss.detach()) * len(batch)
         result.losses.append(total / len(train))
-        metric = _measure(model, held, metric_of)
+        metric = _measure(model, held_metric)
         result.held_out.append(metric)
         if on_epoch is not None:
             on_epoch(epoch, result.losses[-1], metric)
@@ -131,7 +143,7 @@ def fit(
     return result
 
 
-def _measure(model: nn.Module, held: Sequence[T], metric_of: Callable) -> float:
+def _measure(model: nn.Module, metric: Callable[[nn.Module], float]) -> float:
     model.eval()
     with torch.no_grad():
-        return float(metric_of(model, held))
+        return float(metric(model))

@@ -9,7 +9,7 @@ from graph_store.extraction import Extraction
 from graph_store.extraction.base import Triple
 from hopgraph.cli import main
 from hopgraph.errors import IndexStateError, InputError
-from tests.conftest import DOCS, write_jsonl
+from tests.conftest import train_twice
 from tools import make_retriever
 from tools.grag import ConceptIndex, GRAGSettings, best_neighbour, edge_weights
 from tools.grag_model import TensorGraph, neighbour_mean, new_model
@@ -121,17 +121,7 @@ TRAIN = [
 def test_training_twice_gives_identical_weights_and_a_usable_reranker(tmp_path, capsys):
     import tools.weights
 
-    data = tmp_path / "tiny"
-    data.mkdir()
-    write_jsonl(data / "corpus.jsonl", DOCS)
-    write_jsonl(data / "train.jsonl", TRAIN)
-    states = []
-    for n in (1, 2):
-        out = tmp_path / f"grag{n}.pt"
-        args = ["train", "grag", "--data", str(data), "--model", "hashing", "--out", str(out)]
-        assert main([*args, "--epochs", "3", "--hidden", "4", "-q"]) == 0
-        record, state = torch.load(out, weights_only=True).values()
-        states.append(state)
+    _, record, states = train_twice(tmp_path, "grag", TRAIN)
     assert states[0].keys() == states[1].keys()
     assert all(torch.equal(states[0][k], states[1][k]) for k in states[0])  # same data, same seed
     assert record["model"] == "hashing" and record["data"][0]["used"] == 4

@@ -8,7 +8,7 @@ import torch
 from graph_store import Index
 from hopgraph.cli import main
 from hopgraph.errors import InputError
-from tests.conftest import DOCS, write_jsonl
+from tests.conftest import train_twice
 from tools import make_retriever
 from tools.iier import Step
 from tools.iier_scorer import ScorerSettings, new_scorer
@@ -78,17 +78,7 @@ TRAIN = [
 
 
 def test_training_twice_gives_identical_weights_that_iier_then_uses(tmp_path, capsys):
-    data = tmp_path / "tiny"
-    data.mkdir()
-    write_jsonl(data / "corpus.jsonl", DOCS)
-    write_jsonl(data / "train.jsonl", TRAIN)
-    states = []
-    for n in (1, 2):
-        out = tmp_path / f"iier{n}.pt"
-        args = ["train", "iier", "--data", str(data), "--model", "hashing", "--out", str(out)]
-        assert main([*args, "--epochs", "3", "--hidden", "4", "-q"]) == 0
-        record, state = torch.load(out, weights_only=True).values()
-        states.append(state)
+    data, record, states = train_twice(tmp_path, "iier", TRAIN)
     assert all(torch.equal(states[0][k], states[1][k]) for k in states[0])  # same data, same seed
     assert record["method"] == "iier" and record["settings"]["hidden"] == 4
     assert len(record["held_out_hop_accuracy"]) == len(record["losses"]) + 1
