@@ -6,13 +6,14 @@ checkpoints them, so a resumed run is given them again.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from langchain_core.language_models import BaseChatModel
 
 from graph_store import Index
-from tools import Retriever, make_retriever
+from tools import DEFAULT_PRESET, Retriever, check_preset, make_retriever
 
 
 @dataclass(kw_only=True)
@@ -24,11 +25,26 @@ class AgentContext:
         metadata={"description": "the chat model; build it with hopgraph.llm.make_chat_model"}
     )
     k: int = field(default=5, metadata={"description": "passages the final reader is given"})
+    preset: str = field(
+        default=DEFAULT_PRESET,
+        metadata={"description": "tuned (our best on dev) or paper (as the papers have it)"},
+    )
     _retrievers: dict[tuple[str, str], Retriever] = field(default_factory=dict, repr=False)
 
+    presets: ClassVar[Mapping[str, Mapping[str, Any]]] = {}
+    """Settings per preset where they differ from the field defaults (which are ``tuned``)."""
+
+    def __post_init__(self) -> None:
+        check_preset(self.preset)
+
+    @classmethod
+    def preset_settings(cls, preset: str) -> dict[str, Any]:
+        """Return the settings ``preset`` gives this agent (explicit settings override them)."""
+        return dict(cls.presets.get(check_preset(preset), {}))
+
     def retriever(self, name: str, **options: Any) -> Retriever:
-        """Return the retriever ``name`` over the index, built once per run and options."""
+        """Return the retriever ``name`` over the index (in this run's preset), built once."""
         key = (name, repr(sorted(options.items())))
         if key not in self._retrievers:
-            self._retrievers[key] = make_retriever(name, self.index, **options)
+            self._retrievers[key] = make_retriever(name, self.index, preset=self.preset, **options)
         return self._retrievers[key]

@@ -24,6 +24,7 @@ from graph_store import Index
 from hopgraph.errors import InputError
 from hopgraph.llm import Usage, no_usage
 from hopgraph.traces import TraceRecorder
+from tools import DEFAULT_PRESET
 
 from .evidence import Evidence
 from .registry import agent_for
@@ -77,14 +78,17 @@ def run_agent(
 ) -> RunResult:
     """Answer ``question`` with ``method``; resume the thread's unfinished run if it has one.
 
-    ``settings`` go to the method's context (``k``, ``max_steps``, …). A thread holds one
+    ``settings`` go to the method's context (``k``, ``max_steps``, ``preset``, …); the preset's
+    settings for the method fill those not given. A thread holds one
     question: a finished thread, or an unfinished one asked a different question, is an error.
     Every run is recorded in the local trace store (``recorder``, default
     ``$HOPGRAPH_CACHE/traces.sqlite``).
     """
     builder, context_type, fixed = agent_for(method)
     graph = builder.compile(checkpointer=saver or InMemorySaver(), name=method)
-    context = context_type(index=index, chat=chat, **fixed, **settings)
+    preset = settings.get("preset", DEFAULT_PRESET)
+    chosen = {**context_type.preset_settings(preset), **fixed, **settings}
+    context = context_type(index=index, chat=chat, **chosen)
     thread_id = thread_id or uuid.uuid4().hex[:12]
     own_recorder = recorder is None
     recorder = recorder or TraceRecorder()

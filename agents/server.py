@@ -32,6 +32,10 @@ class ServerContext:
     )
     method: str = field(default="gear", metadata={"description": "the method that answers (chat)"})
     k: int = field(default=5, metadata={"description": "passages the reader gets"})
+    preset: str = field(
+        default="tuned",
+        metadata={"description": "tuned (our best on dev) or paper (as the papers have it)"},
+    )
 
 
 @cache
@@ -58,7 +62,10 @@ def serve(method: str) -> CompiledStateGraph:
     def run(state: dict, runtime: Runtime[ServerContext]) -> dict:
         ctx = runtime.context or ServerContext()
         extra = {"method": ctx.method} if method == "chat" else fixed
-        context = context_type(index=_index(ctx.index), chat=_chat(), k=ctx.k, **extra)
+        settings = {**context_type.preset_settings(ctx.preset), **extra}
+        context = context_type(
+            index=_index(ctx.index), chat=_chat(), k=ctx.k, preset=ctx.preset, **settings
+        )
         return inner.invoke(state, context=context)
 
     outer = StateGraph(

@@ -16,7 +16,7 @@ from graph_store.graph_build import GraphSettings
 from graph_store.manifest import MANIFEST
 from hopgraph.errors import InputError
 from hopgraph.settings import IndexSettings, cache_dir
-from tools import Hit, Retriever, make_retriever
+from tools import DEFAULT_PRESET, Hit, Retriever, make_retriever
 
 from .datasets import Question
 from .metrics import all_at_k, percentile, recall_at_k, reciprocal_rank
@@ -171,14 +171,15 @@ def run_methods(
     ks: Sequence[int] = KS,
     show_progress: bool = True,
     options: dict[str, dict] | None = None,
+    preset: str = DEFAULT_PRESET,
 ):
-    """Evaluate each named method (``options[name]`` go to its constructor).
+    """Evaluate each named method in ``preset`` (``options[name]`` go to its constructor).
 
     Returns (scores per method, all per-question rows).
     """
     scores, rows = [], []
     for name in methods:
-        retriever = make_retriever(name, index, **(options or {}).get(name, {}))
+        retriever = make_retriever(name, index, preset, **(options or {}).get(name, {}))
         method_scores, method_rows = evaluate(retriever, questions, ks, show_progress)
         scores.append(method_scores)
         rows.extend(method_rows)

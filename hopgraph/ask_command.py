@@ -30,7 +30,7 @@ def ask(args: argparse.Namespace) -> None:
 
     from .commands import index_dir
 
-    settings: dict[str, Any] = {"k": args.k}
+    settings: dict[str, Any] = {"k": args.k, "preset": args.preset}
     if args.max_steps is not None:
         if args.method not in STEP_SETTING:
             raise InputError(
@@ -88,7 +88,9 @@ def _print_result(result: Any, show_steps: bool) -> None:
         print(f"trace: hopgraph trace show {result.trace_id}")
 
 
-def add_parser(sub: argparse._SubParsersAction, index_option: Any, positive: Any) -> None:
+def add_parser(
+    sub: argparse._SubParsersAction, index_option: Any, positive: Any, preset_option: Any
+) -> None:
     """Add `hopgraph ask` to the CLI."""
     from agents.registry import agent_methods
 
@@ -112,6 +114,7 @@ def add_parser(sub: argparse._SubParsersAction, index_option: Any, positive: Any
         help=f"one of {', '.join(agent_methods())} (default gear)",
     )
     p.add_argument("-k", type=positive, default=5, help="passages the reader gets (default 5)")
+    preset_option(p)
     p.add_argument(
         "--max-steps",
         type=positive,

@@ -28,12 +28,21 @@ HELP = """commands:
 class ChatSession:
     """The state of the terminal: index, model, checkpointer, thread, method, last answer."""
 
-    def __init__(self, index: Index, chat: Any, saver: Any, thread: str, method: str, k: int):
+    def __init__(
+        self,
+        index: Index,
+        chat: Any,
+        saver: Any,
+        thread: str,
+        method: str,
+        k: int,
+        preset: str = "tuned",
+    ):
         from agents.chat.graph import builder
 
         self.index, self.chat, self.k = index, chat, k
         self.graph = builder.compile(checkpointer=saver, name="hopgraph-chat")
-        self.thread, self.method = thread, method
+        self.thread, self.method, self.preset = thread, method, preset
         self.sources: list[dict[str, Any]] = []
         self.trace_id: str | None = None
 
@@ -53,7 +62,12 @@ class ChatSession:
         from agents.chat.context import Context
 
         context = Context(
-            index=self.index, chat=self.chat, method=self.method, k=self.k, on_update=_show_step
+            index=self.index,
+            chat=self.chat,
+            method=self.method,
+            k=self.k,
+            preset=self.preset,
+            on_update=_show_step,
         )
         for update in self.graph.stream(
             {"messages": [HumanMessage(text)]}, self.config(), context=context,
@@ -70,7 +84,7 @@ class ChatSession:
         from tools import RETRIEVERS, make_retriever
 
         method = self.method if self.method in RETRIEVERS else "gnn_ret"
-        hits = make_retriever(method, self.index).retrieve(text, self.k)
+        hits = make_retriever(method, self.index, preset=self.preset).retrieve(text, self.k)
         self.sources = [h.to_dict() for h in hits]
         print(f"hopgraph> evidence passages ({method}; no LLM, so no written answer):")
         _print_sources(self.sources)
@@ -137,7 +151,7 @@ def chat(args: argparse.Namespace) -> None:
     store = args.checkpoints or cache_dir() / "chat.sqlite"
     with Index.open(index_dir(args)) as index, checkpointer(store) as saver:
         session = ChatSession(index, model, saver, args.thread or uuid.uuid4().hex[:12],
-                              args.method, args.k)  # fmt: skip
+                              args.method, args.k, args.preset)  # fmt: skip
         earlier = session.history()
         resumed = f", resuming {earlier} messages" if earlier else ""
         print(f"hopgraph chat: method {session.method}, thread {session.thread}{resumed}. "
@@ -160,7 +174,9 @@ def chat(args: argparse.Namespace) -> None:
                 print(f"error: {err}")
 
 
-def add_parser(sub: argparse._SubParsersAction, index_option: Any, positive: Any) -> None:
+def add_parser(
+    sub: argparse._SubParsersAction, index_option: Any, positive: Any, preset_option: Any
+) -> None:
     """Add `hopgraph chat` to the CLI."""
     p = sub.add_parser(
         "chat",
@@ -173,6 +189,7 @@ def add_parser(sub: argparse._SubParsersAction, index_option: Any, positive: Any
     index_option(p)
     p.add_argument("--method", default="gear", help="answering method (default gear)")
     p.add_argument("-k", type=positive, default=5, help="passages per answer (default 5)")
+    preset_option(p)
     p.add_argument("--thread", metavar="ID", help="resume this conversation")
     p.add_argument(
         "--checkpoints", type=Path, metavar="FILE",

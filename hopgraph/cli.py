@@ -49,6 +49,16 @@ def _quiet_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
 
 
+def _preset_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--preset",
+        choices=["tuned", "paper"],
+        default="tuned",
+        help="method settings: tuned (our best on dev, default) or paper (each method as its "
+        "paper has it, as far as our models allow; docs/methods.md lists every difference)",
+    )
+
+
 def _build_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--model",
@@ -152,12 +162,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--method", default="hybrid", help="retrieval method (default hybrid; see `hopgraph info`)"
     )
     p.add_argument("-k", type=_positive, default=5, help="how many passages (default 5)")
+    _preset_option(p)
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.set_defaults(func=commands.retrieve)
 
-    ask_command.add_parser(sub, _index_option, _positive)
+    ask_command.add_parser(sub, _index_option, _positive, _preset_option)
     trace_command.add_parser(sub, _positive)
-    chat_command.add_parser(sub, _index_option, _positive)
+    chat_command.add_parser(sub, _index_option, _positive, _preset_option)
     train_command.add_parser(sub, _index_option, _build_options, _positive)
 
     p = sub.add_parser(
@@ -173,6 +184,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--method", default="gnn_ret", help="a retriever or an agent (default gnn_ret)")
     p.add_argument("-k", type=_positive, default=8, help="passages to draw (default 8)")
     p.add_argument("--gold", metavar="IDS", help="comma-separated gold document ids to mark")
+    _preset_option(p)
     p.add_argument("--out", required=True, metavar="FILE.html", help="where to write the page")
     p.set_defaults(func=commands.explain)
 
@@ -205,6 +217,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--split", default="dev", help="question file to use (default dev)")
     p.add_argument("--methods", default="bm25,dense,hybrid", help="comma-separated methods")
     p.add_argument("--limit", type=_positive, metavar="N", help="first N questions only")
+    _preset_option(p)
     p.add_argument(
         "--gnn-weights",
         type=Path,

@@ -78,7 +78,7 @@ def delete(args: argparse.Namespace) -> None:
 def retrieve(args: argparse.Namespace) -> None:
     """Print the top-k passages for a query."""
     with Index.open(index_dir(args)) as idx:
-        hits = make_retriever(args.method, idx).retrieve(args.query, args.k)
+        hits = make_retriever(args.method, idx, preset=args.preset).retrieve(args.query, args.k)
     if args.json:
         print(json.dumps([h.to_dict() for h in hits], indent=2, ensure_ascii=False))
     else:
@@ -150,10 +150,17 @@ def evaluate(args: argparse.Namespace) -> None:
         if missing:
             print(f"warning: {missing} gold passage ids are not in the index", flush=True)
         if chat is not None:
-            scores, rows = evaluate_answers(idx, questions, methods, chat, not args.quiet)
+            scores, rows = evaluate_answers(
+                idx, questions, methods, chat, not args.quiet, preset=args.preset
+            )
         else:
             scores, rows = run_methods(
-                idx, questions, methods, show_progress=not args.quiet, options=options
+                idx,
+                questions,
+                methods,
+                show_progress=not args.quiet,
+                options=options,
+                preset=args.preset,
             )
         stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
         out = (
@@ -164,13 +171,17 @@ def evaluate(args: argparse.Namespace) -> None:
             "split": args.split,
             "questions": len(questions),
             "methods": methods,
+            "preset": args.preset,
             "index": str(idx.directory),
             "settings": idx.manifest.settings.model_dump(),
             "versions": idx.manifest.versions,
         }
     report, per_question = write_report(out, config, scores, rows)
     chunks = idx.manifest.counts["chunks"]
-    print(f"\n{data.name} / {args.split}: {len(questions)} questions, {chunks} chunks\n")
+    print(
+        f"\n{data.name} / {args.split}: {len(questions)} questions, {chunks} chunks, "
+        f"preset {args.preset}\n"
+    )
     print(format_answer_table(scores) if chat is not None else format_table(scores))
     print(f"\nreport: {report}\nper question: {per_question}")
 
@@ -224,7 +235,7 @@ def explain(args: argparse.Namespace) -> None:
 
     gold = {g.strip() for g in (args.gold or "").split(",") if g.strip()}
     with Index.open(index_dir(args)) as idx:
-        graph = find_evidence(idx, args.question, args.method, args.k, gold)
+        graph = find_evidence(idx, args.question, args.method, args.k, gold, args.preset)
     out = Path(args.out)
     out.write_text(render_page(graph), encoding="utf-8")
     print(

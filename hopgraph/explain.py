@@ -187,6 +187,7 @@ def explain(
     method: str,
     k: int,
     gold: Collection[str] = (),
+    preset: str = "tuned",
 ) -> EvidenceGraph:
     """Find the evidence for ``question`` with ``method`` and collect its graph.
 
@@ -196,7 +197,7 @@ def explain(
     from tools import RETRIEVERS, make_retriever
 
     if method in RETRIEVERS and not RETRIEVERS[method].needs_llm:
-        hits = make_retriever(method, index).retrieve(question, k)
+        hits = make_retriever(method, index, preset=preset).retrieve(question, k)
         passages = [
             Passage(h.id, h.doc_id, h.title, h.text, rank, h.provenance[-1].via,
                     h.provenance[-1].step)
@@ -207,7 +208,8 @@ def explain(
 
     from .llm import LLMSettings, make_chat_model
 
-    result = run_agent(method, question, index, make_chat_model(LLMSettings.from_env()), k=k)
+    chat = make_chat_model(LLMSettings.from_env())
+    result = run_agent(method, question, index, chat, k=k, preset=preset)
     passages = [
         Passage(e["id"], e["doc_id"], e["title"], e["text"], rank, (), e["found_by"])
         for rank, e in enumerate(result.gathered, start=1)

@@ -22,6 +22,8 @@ from graph_store import Index
 from .errors import HopgraphError
 
 Method = Literal["gnn_ret", "iier", "naive_ge", "hybrid", "dense", "bm25"]
+Preset = Literal["tuned", "paper"]
+PRESET_HELP = "tuned: our best settings on dev (default); paper: each method as its paper has it"
 AskMethod = Literal["gear", "rgnn_ret", "tog2", "gnn_ret", "hybrid"]
 
 INSTRUCTIONS = (
@@ -41,18 +43,20 @@ def build_server(index: Index, host: str = "127.0.0.1", port: int = 8000) -> Fas
         query: Annotated[str, Field(min_length=1, description="question or keywords")],
         method: Annotated[Method, Field(description="retrieval method")] = "gnn_ret",
         k: Annotated[int, Field(ge=1, le=50, description="passages to return")] = 5,
+        preset: Annotated[Preset, Field(description=PRESET_HELP)] = "tuned",
     ) -> list[dict[str, Any]]:
         """Return the k best passages for a query, with scores and why each was retrieved."""
         from tools import make_retriever
 
         with lock, _as_tool_error():
-            hits = make_retriever(method, index).retrieve(query, k)
+            hits = make_retriever(method, index, preset=preset).retrieve(query, k)
             return [h.to_dict() for h in hits]
 
     @server.tool()
     def ask(
         question: Annotated[str, Field(min_length=1, description="a standalone question")],
         method: Annotated[AskMethod, Field(description="answering method")] = "gear",
+        preset: Annotated[Preset, Field(description=PRESET_HELP)] = "tuned",
     ) -> dict[str, Any]:
         """Answer a question from the corpus, citing passages, with the steps and LLM usage."""
         from agents.run import run_agent
@@ -61,7 +65,7 @@ def build_server(index: Index, host: str = "127.0.0.1", port: int = 8000) -> Fas
 
         with lock, _as_tool_error():
             chat = make_chat_model(LLMSettings.from_env())
-            result = run_agent(method, question, index, chat)
+            result = run_agent(method, question, index, chat, preset=preset)
             return {
                 "answer": result.answer,
                 "citations": [{k: c[k] for k in ("id", "title", "text")} for c in result.citations],

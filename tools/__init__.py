@@ -2,6 +2,23 @@
 
 from .base import Retriever
 from .hits import Hit, Provenance
-from .registry import RETRIEVERS, make_retriever, parse_methods
+from .registry import (
+    DEFAULT_PRESET,
+    PRESETS,
+    RETRIEVERS,
+    check_preset,
+    make_retriever,
+    parse_methods,
+)
 
-__all__ = ["RETRIEVERS", "Hit", "Provenance", "Retriever", "make_retriever", "parse_methods"]
+__all__ = [
+    "DEFAULT_PRESET",
+    "PRESETS",
+    "RETRIEVERS",
+    "Hit",
+    "Provenance",
+    "Retriever",
+    "check_preset",
+    "make_retriever",
+    "parse_methods",
+]

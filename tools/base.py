@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import ClassVar
+from collections.abc import Mapping
+from typing import Any, ClassVar
 
 from graph_store import Index
 from graph_store.base import Scored
@@ -24,6 +25,9 @@ class Retriever(ABC):
     """Whether the method calls an LLM at query time (see hopgraph.llm for the settings)."""
     needs_weights: ClassVar[bool] = False
     """Whether the method needs trained weights (`hopgraph train`) to run at all."""
+    presets: ClassVar[Mapping[str, Mapping[str, Any]]] = {}
+    """Constructor options per preset (tools.registry.PRESETS): ``tuned`` is the constructor's
+    defaults, ``paper`` the paper's settings; docs/methods.md gives every difference."""
 
     def __init__(self, index: Index) -> None:
         self.index = index

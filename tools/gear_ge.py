@@ -27,8 +27,8 @@ from graph_store import Index
 from hopgraph.llm import Usage, add_usage, complete, no_usage
 from prompts.gear import READ
 
-from .base import Retriever
 from .fusion import reciprocal_rank_fusion
+from .guard import Guarded
 from .hits import Hit, Provenance
 
 Beam = tuple[float, list[int]]
@@ -104,11 +104,12 @@ def flatten_to_chunks(beams: Sequence[Beam], chunk_of: Sequence[str]) -> list[tu
     return list(out.items())
 
 
-class NaiveGERetriever(Retriever):
+class NaiveGERetriever(Guarded):
     """GEAR's NaiveGE: base retrieval, triple beam search from its chunks' triples, RRF."""
 
     name = "naive_ge"
     needs_graphs = True
+    presets = {"paper": {"expansion_weight": 1.0, "new_only": False, "base_depth": None, "keep": 0}}
     description = (
         "Graph expansion for multi-hop questions: follows chains of facts (subject, predicate, "
         "object) linked through shared entities, starting from the facts of the best-matching "
@@ -124,10 +125,28 @@ class NaiveGERetriever(Retriever):
         neighbour_cap: int = 100,
         gamma: float | None = None,
         rrf_k: int = 60,
+        expansion_weight: float = 1.0,
+        new_only: bool = False,
+        base_depth: int | None = None,
+        keep: int = 0,
     ) -> None:
+        """Set up over ``index`` (Algorithm 1's b, l, neighbour cap and γ; RRF's k).
+
+        ``expansion_weight``: the weight of the expanded list in the fusion (Eq. 3 has 1);
+        ``new_only``: the expanded list keeps only chunks the base did not return (the paper
+        fuses all of them, so base chunks the search also reached count twice);
+        ``base_depth``: base passages that seed the search and enter the fusion (None: k, the
+        paper's single-step protocol, so a deeper k also seeds from more passages);
+        ``keep``: the no-harm guard (tools/guard.py).
+        """
         from .registry import make_retriever
 
         super().__init__(index)
+        self.guard(index, keep)
+        self.expansion_weight, self.new_only = expansion_weight, new_only
+        if base_depth is not None and base_depth < 1:
+            raise ValueError(f"base_depth must be at least 1, got {base_depth}")
+        self.base_depth = base_depth
         self.base = make_retriever(base, index)
         self.beam_width, self.length, self.cap = beam_width, length, neighbour_cap
         self.gamma, self.rrf_k = gamma, rrf_k
@@ -152,7 +171,7 @@ class NaiveGERetriever(Retriever):
         return rows[rows != row]
 
     def _retrieve(self, query: str, k: int) -> list[Hit]:
-        base_hits = self.base.retrieve(query, k)
+        base_hits = self.base.retrieve(query, self.base_depth or k)
         initial = self.initial_triples(query, base_hits)
         beams = diverse_beam_search(
             self.index.embed_query(query),
@@ -165,9 +184,14 @@ class NaiveGERetriever(Retriever):
             self.gamma,
         )
         expanded = flatten_to_chunks(beams, self.chunk_of)
+        if self.new_only:
+            found = {h.id for h in base_hits}
+            expanded = [(c, row) for c, row in expanded if c not in found]
         via = {chunk_id: self._chain_of(row, beams) for chunk_id, row in expanded}
         fused = reciprocal_rank_fusion(
-            [[c for c, _ in expanded], [h.id for h in base_hits]], self.rrf_k
+            [[c for c, _ in expanded], [h.id for h in base_hits]],
+            self.rrf_k,
+            weights=(self.expansion_weight, 1.0),
         )[:k]
         base_by_id = {h.id: h for h in base_hits}
         hits = []

@@ -35,7 +35,7 @@ from graph_store import Index
 from graph_store.passage_graph import DIRECTED, EDGE_TYPES
 from hopgraph.errors import IndexStateError, InputError
 
-from .base import Retriever
+from .guard import Guarded
 from .hits import Hit, Provenance
 
 
@@ -103,6 +103,9 @@ class Channel:
 
 WEIGHTS_HINT = "train them for this index's model: `hopgraph train gnn_ret --data DIR`"
 
+PAPER_CHANNELS = (Channel(("structural", "entity"), 0.5),)
+"""The paper's graph: structure and keyword (shared-entity) edges, untyped, one α of 0.5."""
+
 DEFAULT_CHANNELS = (Channel(("structural", "entity"), 0.65), Channel(("structural", "link"), 0.2))
 
 
@@ -147,10 +150,15 @@ def propagate(
     return h, sender, channel
 
 
+def recurrent_merge(h: np.ndarray, previous: np.ndarray, beta: float) -> np.ndarray:
+    """RGNN-Ret's Eq. 6: ĥ^t = β·h^t + (1 − β)·ĥ^{t−1} (this step's distances, blended)."""
+    return beta * h + (1 - beta) * previous
+
+
 BASES = ("dense", "bm25", "hybrid")
 
 
-class GNNRetriever(Retriever):
+class GNNRetriever(Guarded):
     """GNN-Ret over the passage graph (no training).
 
     Defaults: h⁰ from the hybrid base (0.65 · cosine + 0.35 · BM25 scaled by its maximum), the
@@ -161,6 +169,16 @@ class GNNRetriever(Retriever):
 
     name = "gnn_ret"
     needs_graphs = True
+    presets = {
+        "paper": {
+            "channels": PAPER_CHANNELS,
+            "top_k": 10,
+            "layers": 1,
+            "only_lower": False,
+            "base": "dense",
+            "keep": 0,
+        }
+    }
     description = (
         "Graph retrieval for multi-hop questions: passages are ranked by their distance to the "
         "question blended with the distance of the best-matching passage that links to them "
@@ -178,9 +196,14 @@ class GNNRetriever(Retriever):
         base: str = "hybrid",
         dense_weight: float = 0.65,
         weights: str | Path | None = None,
+        keep: int = 0,
     ) -> None:
-        """Set up over ``index``; ``weights`` is a file of learned α's (`hopgraph train`)."""
+        """Set up over ``index``; ``weights`` is a file of learned α's (`hopgraph train`).
+
+        ``keep``: the no-harm guard (tools/guard.py), dense retrieval's top ``keep`` first.
+        """
         super().__init__(index)
+        self.guard(index, keep)
         if weights is not None:
             channels = load_channels(Path(weights), index)
         if base not in BASES:

@@ -41,7 +41,7 @@ from graph_store import Index
 from graph_store.extraction import Extraction
 from graph_store.extraction.offline import content_words, corpus_titles, find_mentions
 
-from .base import Retriever
+from .guard import Guarded
 from .hits import Hit, Provenance
 
 
@@ -234,11 +234,12 @@ class GraphBuilder:
         return out
 
 
-class GRAGRetriever(Retriever):
+class GRAGRetriever(Guarded):
     """The base retriever's top-n, reranked by a trained GCN over their concept graph."""
 
     name = "grag"
     needs_graphs = True
+    presets = {"paper": {"keep": 0}}
     needs_weights = True
     description = (
         "Reranks the hybrid search's top 100 passages with a trained graph network that "
@@ -246,12 +247,16 @@ class GRAGRetriever(Retriever):
         "question; good when the best passage is in the candidates but not near the top."
     )
 
-    def __init__(self, index: Index, weights: str | Path | None = None) -> None:
-        """Set up over ``index`` with trained weights (default: see :func:`find_weights`)."""
+    def __init__(self, index: Index, weights: str | Path | None = None, keep: int = 0) -> None:
+        """Set up over ``index`` with trained weights (default: see :func:`find_weights`).
+
+        ``keep``: the no-harm guard (tools/guard.py).
+        """
         from .grag_model import load_model
         from .weights import find_weights
 
         super().__init__(index)
+        self.guard(index, keep)
         path = Path(weights) if weights is not None else find_weights(index, self.name)
         self.model, self.record = load_model(path, index)
         self.settings = GRAGSettings(**self.record["settings"])

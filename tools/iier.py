@@ -13,7 +13,8 @@
    [0, 1] (structural, semantic, keywords / 5, shared entities > 0). A trained chain scorer
    (``tools/iier_scorer.py``, `hopgraph train iier`) replaces it when given or found with the
    index (``INDEX/models/iier.pt``).
-4. Ranking: chains flattened breadth-first (every seed, then every chain's second chunk, …);
+4. Ranking: chains flattened breadth-first (every seed, then every chain's second chunk, …), or
+   chain after chain as the paper concatenates them (``order="chains"``, the paper preset);
    the base retriever's ranking fills the remaining places.
 """
 
@@ -38,7 +39,7 @@ from graph_store.extraction.parsing import parse_string_list
 from hopgraph.llm import ask_structured
 from prompts.iier import QUESTION_KEYWORDS
 
-from .base import Retriever
+from .guard import Guarded
 from .hits import Hit, Provenance
 from .weights import available_weights
 
@@ -74,11 +75,29 @@ def scaled_edges(features: np.ndarray) -> np.ndarray:
     ).astype(np.float32)
 
 
-class IIERRetriever(Retriever):
+def flatten_chains(
+    chains: list[list[int]], order: str = "breadth"
+) -> dict[int, tuple[int, list[int]]]:
+    """Rank the chains' chunks, each once: row → (its hop in the chain that placed it, chain)."""
+    ranked: dict[int, tuple[int, list[int]]] = {}
+    if order == "chains":
+        for chain in chains:
+            for hop, row in enumerate(chain):
+                ranked.setdefault(row, (hop, chain))
+        return ranked
+    for hop in range(max((len(c) for c in chains), default=0)):
+        for chain in chains:
+            if hop < len(chain):
+                ranked.setdefault(chain[hop], (hop, chain))
+    return ranked
+
+
+class IIERRetriever(Guarded):
     """Evidence chains grown from keyword seeds over the chunk-interaction graph."""
 
     name = "iier"
     needs_graphs = True
+    presets = {"paper": {"max_length": 5, "order": "chains", "keep": 0}}
     description = (
         "Evidence-chain retrieval for multi-hop questions: starts from the passages that cover "
         "the question's keywords and follows links (same document, similar text, shared "
@@ -93,16 +112,24 @@ class IIERRetriever(Retriever):
         base: str = "hybrid",
         chat: BaseChatModel | None = None,
         weights: str | Path | Literal[False] | None = None,
+        order: Literal["breadth", "chains"] = "breadth",
+        keep: int = 0,
     ) -> None:
         """Set up over ``index``; give ``chat`` to read question keywords with an LLM (§3.1).
 
         ``weights``: a trained chain scorer (`hopgraph train iier`); by default (None) the one
         found with the index or shipped for its model, else the untrained scorer; False: the
-        untrained scorer.
+        untrained scorer. ``order``: ``chains`` gives each chain whole, one after another (the
+        paper's context); ``breadth`` every seed first, then every chain's second chunk, ….
+        ``keep``: the no-harm guard (tools/guard.py).
         """
+        if order not in ("breadth", "chains"):
+            raise ValueError(f"order must be 'breadth' or 'chains', got {order!r}")
+        self.order = order
         from .registry import make_retriever
 
         super().__init__(index)
+        self.guard(index, keep)
         self.max_length, self.edge_weight, self.chat = max_length, edge_weight, chat
         if weights is False:
             path = None
@@ -196,11 +223,7 @@ class IIERRetriever(Retriever):
             self.chain(s, similarity, vector)
             for s in self.seeds(self.question_keywords(query), similarity)
         ]
-        ranked: dict[int, tuple[int, list[int]]] = {}  # row → (hop, its chain)
-        for hop in range(self.max_length):
-            for chain in chains:
-                if hop < len(chain):
-                    ranked.setdefault(chain[hop], (hop, chain))
+        ranked = flatten_chains(chains, self.order)
         hits = []
         for rank, (row, (hop, chain)) in enumerate(list(ranked.items())[:k], start=1):
             score = float(similarity[row])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Literal, get_args
 
 from graph_store import Index
 from hopgraph.errors import UnknownMethodError
@@ -13,6 +14,12 @@ from .gear_ge import NaiveGERetriever, SyncGERetriever
 from .gnn_ret import GNNRetriever
 from .grag import GRAGRetriever
 from .iier import IIERRetriever
+
+Preset = Literal["tuned", "paper"]
+PRESETS: tuple[str, ...] = get_args(Preset)
+"""``tuned``: our best on dev/train (the default); ``paper``: each method as its paper has it,
+as closely as our models allow (docs/methods.md lists what still differs)."""
+DEFAULT_PRESET: Preset = "tuned"
 
 RETRIEVERS: dict[str, type[Retriever]] = {
     cls.name: cls
@@ -29,15 +36,31 @@ RETRIEVERS: dict[str, type[Retriever]] = {
 }
 
 
-def make_retriever(name: str, index: Index, **options: object) -> Retriever:
-    """Return the retriever registered as ``name`` over ``index``."""
+def check_preset(preset: str) -> Preset:
+    """Return ``preset`` if it names a preset; otherwise a clear error."""
+    if preset not in PRESETS:
+        raise UnknownMethodError(
+            f"unknown preset {preset!r}",
+            "choose tuned (our best on dev, the default) or paper (as the papers have it)",
+        )
+    return preset  # type: ignore[return-value]
+
+
+def make_retriever(
+    name: str, index: Index, preset: str = DEFAULT_PRESET, **options: object
+) -> Retriever:
+    """Return the retriever registered as ``name`` over ``index``.
+
+    ``preset`` picks the method's settings (its class's ``presets``); ``options`` override them.
+    """
     try:
         cls = RETRIEVERS[name]
     except KeyError:
         raise UnknownMethodError(
             f"unknown method {name!r}", f"choose one of: {', '.join(RETRIEVERS)}"
         ) from None
-    return cls(index, **options)
+    chosen = dict(cls.presets.get(check_preset(preset), {}))
+    return cls(index, **{**chosen, **options})
 
 
 def parse_methods(text: str, choices: Sequence[str] | None = None) -> list[str]:

@@ -39,7 +39,13 @@ def respond(state: State, runtime: Runtime[Context]) -> dict:
     """Answer the standalone question with the chosen method; cite the passages in the reply."""
     ctx = runtime.context
     result = run_agent(
-        ctx.method, state["standalone"], ctx.index, ctx.chat, on_update=ctx.on_update, k=ctx.k
+        ctx.method,
+        state["standalone"],
+        ctx.index,
+        ctx.chat,
+        on_update=ctx.on_update,
+        k=ctx.k,
+        preset=ctx.preset,
     )
     cited = "".join(f" [{n}] {c['title']}" for n, c in enumerate(result.citations, start=1))
     return {

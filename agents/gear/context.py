@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any, ClassVar
 
 from agents.context import AgentContext
 
@@ -18,8 +20,17 @@ class Context(AgentContext):
     retrieve_k: int = field(
         default=10, metadata={"description": "passages SyncGE returns per round and per link"}
     )
+    read_k: int = field(
+        default=10,
+        metadata={
+            "description": "passages of each round's SyncGE output the gist reader sees (the "
+            "paper: all of it, about 30)"
+        },
+    )
     rrf_k: int = field(default=60, metadata={"description": "reciprocal rank fusion constant"})
+    presets: ClassVar[Mapping[str, Mapping[str, Any]]] = {"paper": {"read_k": 30}}
 
     def __post_init__(self) -> None:
-        if self.max_rounds < 1 or self.retrieve_k < 1:
-            raise ValueError("max_rounds and retrieve_k must be at least 1")
+        super().__post_init__()
+        if min(self.max_rounds, self.retrieve_k, self.read_k) < 1:
+            raise ValueError("max_rounds, retrieve_k and read_k must be at least 1")

@@ -24,7 +24,8 @@ from .state import InputState, State, Triple, parse_next_question, parse_reason,
 
 
 def _sync_ge(ctx: Context) -> SyncGERetriever:
-    retriever = ctx.retriever("sync_ge", chat=ctx.chat)
+    # SyncGE reads and fuses the base's top retrieve_k (spec §3: k = 10 inside GEAR).
+    retriever = ctx.retriever("sync_ge", chat=ctx.chat, base_depth=ctx.retrieve_k)
     assert isinstance(retriever, SyncGERetriever)
     return retriever
 
@@ -34,7 +35,7 @@ def retrieve(state: State, runtime: Runtime[Context]) -> dict:
     ctx = runtime.context
     query = state.get("query") or state["question"]
     sync_ge = _sync_ge(ctx)
-    hits = sync_ge.retrieve(query, ctx.retrieve_k)
+    hits = sync_ge.retrieve(query, ctx.read_k)
     n = len(state.get("rounds", [])) + 1
     evidence = evidence_of(hits, f"gear round {n}")
     return {

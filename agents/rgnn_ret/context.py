@@ -28,6 +28,7 @@ class Context(AgentContext):
     )
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         if self.weights is not None:
             try:
                 self.beta = float(json.loads(Path(self.weights).read_text())["beta"])

@@ -16,7 +16,7 @@ from agents.answering import answer_with_citations
 from agents.evidence import chunk_evidence, titled_passages
 from hopgraph.llm import ask_structured, complete
 from prompts.rgnn_ret import CRITIQUE, NEXT_STEP, STEP_ANSWER
-from tools.gnn_ret import GNNRetriever
+from tools.gnn_ret import GNNRetriever, recurrent_merge
 
 from .context import Context
 from .state import InputState, State, Step, parse_critique, parse_next_step
@@ -47,7 +47,7 @@ def retrieve(state: State, runtime: Runtime[Context]) -> dict:
     assert isinstance(gnn, GNNRetriever)
     h, _, _ = gnn.ranking(state["subquestion"])
     previous = state.get("h_hat")
-    h_hat = h if not previous else ctx.beta * h + (1 - ctx.beta) * np.asarray(previous)
+    h_hat = h if not previous else recurrent_merge(h, np.asarray(previous), ctx.beta)
     n = len(state.get("trace", [])) + 1
     ids = ctx.index.passage_graph.ids
     evidence = [

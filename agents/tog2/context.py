@@ -28,5 +28,6 @@ class Context(AgentContext):
     )
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         if min(self.width, self.depth, self.top_chunks, self.max_tails) < 1:
             raise ValueError("width, depth, top_chunks and max_tails must be at least 1")
