@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, ClassVar
 
 import numpy as np
 from langchain_core.language_models import BaseChatModel
@@ -109,7 +109,9 @@ class NaiveGERetriever(Guarded):
 
     name = "naive_ge"
     needs_graphs = True
-    presets = {"paper": {"expansion_weight": 1.0, "new_only": False, "base_depth": None, "keep": 0}}
+    presets: ClassVar[Mapping[str, Mapping[str, Any]]] = {
+        "paper": {"expansion_weight": 1.0, "new_only": False, "base_depth": None, "keep": 0}
+    }
     description = (
         "Graph expansion for multi-hop questions: follows chains of facts (subject, predicate, "
         "object) linked through shared entities, starting from the facts of the best-matching "

@@ -24,9 +24,10 @@ sent it in its provenance, so a user sees which seed pulled it in and over which
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, ClassVar
 
 import numpy as np
 import scipy.sparse as sp
@@ -169,7 +170,7 @@ class GNNRetriever(Guarded):
 
     name = "gnn_ret"
     needs_graphs = True
-    presets = {
+    presets: ClassVar[Mapping[str, Mapping[str, Any]]] = {
         "paper": {
             "channels": PAPER_CHANNELS,
             "top_k": 10,

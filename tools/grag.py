@@ -29,10 +29,10 @@ cannot see. Nodes without edges keep their self-loop, so isolated passages are s
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import scipy.sparse as sp
@@ -239,7 +239,7 @@ class GRAGRetriever(Guarded):
 
     name = "grag"
     needs_graphs = True
-    presets = {"paper": {"keep": 0}}
+    presets: ClassVar[Mapping[str, Mapping[str, Any]]] = {"paper": {"keep": 0}}
     needs_weights = True
     description = (
         "Reranks the hybrid search's top 100 passages with a trained graph network that "

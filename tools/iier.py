@@ -21,9 +21,10 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import numpy as np
 from langchain_core.language_models import BaseChatModel
@@ -97,7 +98,9 @@ class IIERRetriever(Guarded):
 
     name = "iier"
     needs_graphs = True
-    presets = {"paper": {"max_length": 5, "order": "chains", "keep": 0}}
+    presets: ClassVar[Mapping[str, Mapping[str, Any]]] = {
+        "paper": {"max_length": 5, "order": "chains", "keep": 0}
+    }
     description = (
         "Evidence-chain retrieval for multi-hop questions: starts from the passages that cover "
         "the question's keywords and follows links (same document, similar text, shared "
