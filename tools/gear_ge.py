@@ -131,6 +131,7 @@ class NaiveGERetriever(Guarded):
         new_only: bool = False,
         base_depth: int | None = None,
         keep: int = 0,
+        margin: float = 0.0,
     ) -> None:
         """Set up over ``index`` (Algorithm 1's b, l, neighbour cap and γ; RRF's k).
 
@@ -144,7 +145,7 @@ class NaiveGERetriever(Guarded):
         from .registry import make_retriever
 
         super().__init__(index)
-        self.guard(index, keep)
+        self.guard(index, keep, margin)
         self.expansion_weight, self.new_only = expansion_weight, new_only
         if base_depth is not None and base_depth < 1:
             raise ValueError(f"base_depth must be at least 1, got {base_depth}")

@@ -198,13 +198,14 @@ class GNNRetriever(Guarded):
         dense_weight: float = 0.65,
         weights: str | Path | None = None,
         keep: int = 0,
+        margin: float = 0.0,
     ) -> None:
         """Set up over ``index``; ``weights`` is a file of learned α's (`hopgraph train`).
 
         ``keep``: the no-harm guard (tools/guard.py), dense retrieval's top ``keep`` first.
         """
         super().__init__(index)
-        self.guard(index, keep)
+        self.guard(index, keep, margin)
         if weights is not None:
             channels = load_channels(Path(weights), index)
         if base not in BASES:

@@ -247,7 +247,13 @@ class GRAGRetriever(Guarded):
         "question; good when the best passage is in the candidates but not near the top."
     )
 
-    def __init__(self, index: Index, weights: str | Path | None = None, keep: int = 0) -> None:
+    def __init__(
+        self,
+        index: Index,
+        weights: str | Path | None = None,
+        keep: int = 0,
+        margin: float = 0.0,
+    ) -> None:
         """Set up over ``index`` with trained weights (default: see :func:`find_weights`).
 
         ``keep``: the no-harm guard (tools/guard.py).
@@ -256,7 +262,7 @@ class GRAGRetriever(Guarded):
         from .weights import find_weights
 
         super().__init__(index)
-        self.guard(index, keep)
+        self.guard(index, keep, margin)
         path = Path(weights) if weights is not None else find_weights(index, self.name)
         self.model, self.record = load_model(path, index)
         self.settings = GRAGSettings(**self.record["settings"])

@@ -4,7 +4,9 @@ A user does not know whether a question needs one passage or several. Graph meth
 passages their walks reach; on a single-hop question those walks can push the one passage that
 answers it below its neighbours. The guard keeps dense retrieval's top ``keep`` chunks in the
 first places and lets the graph method fill the rest in its own order, so the method can only
-add evidence below what the question alone finds best. ``keep=0`` switches it off (the papers).
+add evidence below what the question alone finds best. Dense's first chunk is always kept; each
+further one (up to ``keep``) only while its cosine is within ``margin`` of the first, that is,
+while dense retrieval cannot tell them apart either. ``keep=0`` switches it off (the papers).
 """
 
 from __future__ import annotations
@@ -19,15 +21,18 @@ from .hits import Hit, Provenance
 def keep_top(anchors: list[Hit], hits: list[Hit], k: int, method: str) -> list[Hit]:
     """Return ``anchors`` in place, then ``hits`` without them: ``k`` hits in all.
 
-    Kept hits carry their dense score and say so in their provenance; the scores of a guarded
-    list are therefore not monotone, its order is what counts.
+    Scores stay non-increasing down the list: a hit below a kept one scores at most what the
+    hit above it does (methods' scores and cosines are on different scales; the order is what
+    the guard decides).
     """
     kept = {h.id for h in anchors}
-    out = [
-        hit.with_score(hit.score, Provenance(method, "kept: dense top", rank, hit.score))
-        for rank, hit in enumerate(anchors, start=1)
-    ]
-    return [*out, *(h for h in hits if h.id not in kept)][:k]
+    merged = [*anchors, *(h for h in hits if h.id not in kept)][:k]
+    out: list[Hit] = []
+    for rank, hit in enumerate(merged, start=1):
+        score = min(hit.score, out[-1].score) if out else hit.score
+        step = "kept: dense top" if hit.id in kept else "after the kept dense top"
+        out.append(hit.with_score(score, Provenance(method, step, rank, score)))
+    return out
 
 
 class Guarded(Retriever):
@@ -37,12 +42,15 @@ class Guarded(Retriever):
     """
 
     keep: int = 0
+    margin: float = 0.0
 
-    def guard(self, index: Index, keep: int) -> None:
-        """Keep dense retrieval's top ``keep`` chunks in the first places (0: off)."""
+    def guard(self, index: Index, keep: int, margin: float = 0.0) -> None:
+        """Keep dense's first chunk, and up to ``keep`` within ``margin`` of it (0: off)."""
         if isinstance(keep, bool) or not isinstance(keep, int) or keep < 0:
             raise ValueError(f"keep must be a whole number ≥ 0, got {keep!r}")
-        self.keep = keep
+        if not 0.0 <= margin <= 2.0:
+            raise ValueError(f"margin must be a cosine difference in [0, 2], got {margin!r}")
+        self.keep, self.margin = keep, margin
         self._dense = DenseRetriever(index) if keep else None
 
     def retrieve(self, query: str, k: int = 5) -> list[Hit]:
@@ -50,5 +58,6 @@ class Guarded(Retriever):
         if not self.keep or self._dense is None:
             return super().retrieve(query, k)
         hits = super().retrieve(query, k + self.keep)
-        anchors = self._dense.retrieve(query, min(self.keep, k))
+        top = self._dense.retrieve(query, min(self.keep, k))
+        anchors = [h for h in top if top[0].score - h.score < self.margin or h is top[0]]
         return keep_top(anchors, hits, k, self.name)

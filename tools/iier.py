@@ -116,7 +116,10 @@ class IIERRetriever(Guarded):
         chat: BaseChatModel | None = None,
         weights: str | Path | Literal[False] | None = None,
         order: Literal["breadth", "chains"] = "breadth",
+        seed_order: Literal["cover", "similarity"] = "cover",
+        dense_seeds: int = 0,
         keep: int = 0,
+        margin: float = 0.0,
     ) -> None:
         """Set up over ``index``; give ``chat`` to read question keywords with an LLM (§3.1).
 
@@ -126,13 +129,19 @@ class IIERRetriever(Guarded):
         paper's context); ``breadth`` every seed first, then every chain's second chunk, ….
         ``keep``: the no-harm guard (tools/guard.py).
         """
+        if seed_order not in ("cover", "similarity"):
+            raise ValueError(f"seed_order must be 'cover' or 'similarity', got {seed_order!r}")
+        self.seed_order = seed_order
+        if dense_seeds < 0:
+            raise ValueError(f"dense_seeds must be ≥ 0, got {dense_seeds}")
+        self.dense_seeds = dense_seeds
         if order not in ("breadth", "chains"):
             raise ValueError(f"order must be 'breadth' or 'chains', got {order!r}")
         self.order = order
         from .registry import make_retriever
 
         super().__init__(index)
-        self.guard(index, keep)
+        self.guard(index, keep, margin)
         self.max_length, self.edge_weight, self.chat = max_length, edge_weight, chat
         if weights is False:
             path = None
@@ -222,10 +231,13 @@ class IIERRetriever(Guarded):
     def _retrieve(self, query: str, k: int) -> list[Hit]:
         vector = self.index.embed_query(query).astype(np.float32)
         similarity = self.index.similarities(vector)
-        chains = [
-            self.chain(s, similarity, vector)
-            for s in self.seeds(self.question_keywords(query), similarity)
-        ]
+        seeds = self.seeds(self.question_keywords(query), similarity)
+        if self.dense_seeds:  # the chunks closest to the question seed chains too
+            closest = np.argsort(-similarity, kind="stable")[: self.dense_seeds]
+            seeds = list(dict.fromkeys([*seeds, *(int(r) for r in closest)]))
+        if self.seed_order == "similarity":
+            seeds = sorted(seeds, key=lambda row: -similarity[row])
+        chains = [self.chain(s, similarity, vector) for s in seeds]
         ranked = flatten_chains(chains, self.order)
         hits = []
         for rank, (row, (hop, chain)) in enumerate(list(ranked.items())[:k], start=1):

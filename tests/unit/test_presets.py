@@ -1,0 +1,119 @@
+"""Presets (tuned | paper), the no-harm guard and the options they switch."""
+
+import pytest
+
+from hopgraph.errors import UnknownMethodError
+from tools import PRESETS, RETRIEVERS, make_retriever
+from tools.gnn_ret import PAPER_CHANNELS
+from tools.guard import keep_top
+from tools.hits import Hit, Provenance
+
+GRAPH_METHODS = ["gnn_ret", "iier", "naive_ge"]
+
+
+@pytest.fixture(scope="module")
+def index(docs_index):
+    return docs_index
+
+
+def hit(chunk_id, score, method="m"):
+    return Hit(chunk_id, score, "", "", chunk_id, (Provenance(method, "s", 1, score),))
+
+
+def test_keep_top_puts_the_kept_first_and_keeps_scores_non_increasing():
+    anchors = [hit("a", 0.4, "dense")]
+    ranked = [hit("b", 0.9), hit("a", 0.8), hit("c", 0.3)]
+    out = keep_top(anchors, ranked, 3, "m")
+    assert [h.id for h in out] == ["a", "b", "c"]
+    assert [h.score for h in out] == [0.4, 0.4, 0.3]
+    assert [h.provenance[-1].step for h in out][0] == "kept: dense top"
+    assert len(keep_top(anchors, ranked, 2, "m")) == 2
+
+
+@pytest.mark.parametrize("method", GRAPH_METHODS)
+def test_the_guard_keeps_dense_retrievals_first_chunk_first(index, method):
+    query = "Which county seat is Stanley?"
+    dense_first = make_retriever("dense", index).retrieve(query, 1)[0].id
+    guarded = make_retriever(method, index, keep=1).retrieve(query, 4)
+    assert guarded[0].id == dense_first
+    assert len(guarded) == 4 and len({h.id for h in guarded}) == 4
+    off = make_retriever(method, index, keep=0)
+    assert off.keep == 0
+
+
+def test_the_guard_keeps_a_second_chunk_only_within_the_margin(index):
+    query = "Which county seat is Stanley?"
+    top = make_retriever("dense", index).retrieve(query, 2)
+    gap = top[0].score - top[1].score
+    wide = make_retriever("gnn_ret", index, keep=2, margin=gap + 0.01).retrieve(query, 3)
+    assert [h.id for h in wide[:2]] == [h.id for h in top]
+    narrow = make_retriever("gnn_ret", index, keep=2, margin=max(gap - 0.01, 0.0))
+    assert [p.step for p in narrow.retrieve(query, 3)[1].provenance][-1] != "kept: dense top"
+
+
+@pytest.mark.parametrize("bad", [-1, True, 1.5])
+def test_the_guard_refuses_a_bad_keep(index, bad):
+    with pytest.raises(ValueError, match="keep"):
+        make_retriever("gnn_ret", index, keep=bad)
+
+
+def test_paper_presets_follow_the_papers(index):
+    gnn = make_retriever("gnn_ret", index, preset="paper")
+    assert gnn.channels == PAPER_CHANNELS and gnn.base == "dense" and not gnn.only_lower
+    assert gnn.keep == 0
+    iier = make_retriever("iier", index, preset="paper")
+    assert (iier.max_length, iier.order, iier.keep) == (5, "chains", 0)
+    naive = make_retriever("naive_ge", index, preset="paper")
+    assert (naive.expansion_weight, naive.new_only, naive.base_depth, naive.keep) == (
+        1.0,
+        False,
+        None,
+        0,
+    )
+
+
+def test_explicit_options_override_the_preset(index):
+    assert make_retriever("iier", index, preset="paper", max_length=2).max_length == 2
+
+
+def test_every_preset_builds_every_llm_free_method(index):
+    for preset in PRESETS:
+        for name, cls in RETRIEVERS.items():
+            if not (cls.needs_llm or cls.needs_weights):
+                query = "Stanley is a city in Mountrail County, North Dakota"
+                hits = make_retriever(name, index, preset=preset).retrieve(query, 3)
+                assert len(hits) == 3, (preset, name)
+
+
+def test_an_unknown_preset_is_a_clear_error(index):
+    with pytest.raises(UnknownMethodError, match="tuned"):
+        make_retriever("hybrid", index, preset="fast")
+
+
+def test_iier_orders_chains_whole_or_breadth_first():
+    from tools.iier import flatten_chains
+
+    chains = [[1, 2, 3], [4, 5]]
+    assert list(flatten_chains(chains, "chains")) == [1, 2, 3, 4, 5]
+    assert list(flatten_chains(chains, "breadth")) == [1, 4, 2, 5, 3]
+
+
+def test_agent_presets_fill_only_what_is_not_given():
+    from agents.gear.context import Context
+
+    assert Context.preset_settings("paper") == {"read_k": 30}
+    assert Context.preset_settings("tuned") == {}
+    with pytest.raises(UnknownMethodError):
+        Context.preset_settings("nope")
+
+
+def test_cli_offers_exactly_the_presets():
+    from hopgraph.cli import build_parser
+
+    parser = build_parser()
+    for argv in (["retrieve", "q"], ["eval", "--data", "d"], ["explain", "q", "--out", "x"]):
+        assert parser.parse_args([*argv, "--preset", "paper"]).preset == "paper"
+        assert parser.parse_args(argv).preset == "tuned"
+    with pytest.raises(SystemExit):
+        parser.parse_args(["retrieve", "q", "--preset", "fast"])
+    assert set(PRESETS) == {"tuned", "paper"}
