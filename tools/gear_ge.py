@@ -28,7 +28,7 @@ from hopgraph.llm import Usage, add_usage, complete, no_usage
 from prompts.gear import READ
 
 from .fusion import reciprocal_rank_fusion
-from .guard import Guarded
+from .guard import KEEP, MARGIN, Guarded
 from .hits import Hit, Provenance
 
 Beam = tuple[float, list[int]]
@@ -129,9 +129,9 @@ class NaiveGERetriever(Guarded):
         rrf_k: int = 60,
         expansion_weight: float = 1.0,
         new_only: bool = False,
-        base_depth: int | None = None,
-        keep: int = 0,
-        margin: float = 0.0,
+        base_depth: int | None = 5,
+        keep: int = KEEP,
+        margin: float = MARGIN,
     ) -> None:
         """Set up over ``index`` (Algorithm 1's b, l, neighbour cap and γ; RRF's k).
 
@@ -240,6 +240,10 @@ class SyncGERetriever(NaiveGERetriever):
 
     name = "sync_ge"
     needs_llm = True
+    # Unmeasured without an LLM, so both presets keep the paper's fusion.
+    presets: ClassVar[Mapping[str, Mapping[str, Any]]] = {
+        preset: {"base_depth": None, "keep": 0} for preset in ("paper", "tuned")
+    }
     description = (
         "LLM-guided graph expansion for multi-hop questions: an LLM reads the best-matching "
         "passages into the facts the question needs, and chains of stored facts linked to them "

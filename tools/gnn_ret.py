@@ -36,7 +36,7 @@ from graph_store import Index
 from graph_store.passage_graph import DIRECTED, EDGE_TYPES
 from hopgraph.errors import IndexStateError, InputError
 
-from .guard import Guarded
+from .guard import KEEP, MARGIN, Guarded
 from .hits import Hit, Provenance
 
 
@@ -197,8 +197,8 @@ class GNNRetriever(Guarded):
         base: str = "hybrid",
         dense_weight: float = 0.65,
         weights: str | Path | None = None,
-        keep: int = 0,
-        margin: float = 0.0,
+        keep: int = KEEP,
+        margin: float = MARGIN,
     ) -> None:
         """Set up over ``index``; ``weights`` is a file of learned α's (`hopgraph train`).
 

@@ -41,7 +41,7 @@ from graph_store import Index
 from graph_store.extraction import Extraction
 from graph_store.extraction.offline import content_words, corpus_titles, find_mentions
 
-from .guard import Guarded
+from .guard import KEEP, MARGIN, Guarded
 from .hits import Hit, Provenance
 
 
@@ -251,8 +251,8 @@ class GRAGRetriever(Guarded):
         self,
         index: Index,
         weights: str | Path | None = None,
-        keep: int = 0,
-        margin: float = 0.0,
+        keep: int = KEEP,
+        margin: float = MARGIN,
     ) -> None:
         """Set up over ``index`` with trained weights (default: see :func:`find_weights`).
 

@@ -17,6 +17,11 @@ from .base import Retriever
 from .baselines import DenseRetriever
 from .hits import Hit, Provenance
 
+KEEP = 2
+"""Dense chunks the tuned presets keep at most (chosen on dev: nq within 1 point of dense)."""
+MARGIN = 0.05
+"""How close in cosine a second dense chunk must be to the first to be kept (chosen on dev)."""
+
 
 def keep_top(anchors: list[Hit], hits: list[Hit], k: int, method: str) -> list[Hit]:
     """Return ``anchors`` in place, then ``hits`` without them: ``k`` hits in all.

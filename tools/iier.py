@@ -40,7 +40,7 @@ from graph_store.extraction.parsing import parse_string_list
 from hopgraph.llm import ask_structured
 from prompts.iier import QUESTION_KEYWORDS
 
-from .guard import Guarded
+from .guard import KEEP, Guarded
 from .hits import Hit, Provenance
 from .weights import available_weights
 
@@ -99,7 +99,13 @@ class IIERRetriever(Guarded):
     name = "iier"
     needs_graphs = True
     presets: ClassVar[Mapping[str, Mapping[str, Any]]] = {
-        "paper": {"max_length": 5, "order": "chains", "keep": 0}
+        "paper": {
+            "max_length": 5,
+            "order": "chains",
+            "seed_order": "cover",
+            "dense_seeds": 0,
+            "keep": 0,
+        }
     }
     description = (
         "Evidence-chain retrieval for multi-hop questions: starts from the passages that cover "
@@ -116,10 +122,10 @@ class IIERRetriever(Guarded):
         chat: BaseChatModel | None = None,
         weights: str | Path | Literal[False] | None = None,
         order: Literal["breadth", "chains"] = "breadth",
-        seed_order: Literal["cover", "similarity"] = "cover",
-        dense_seeds: int = 0,
-        keep: int = 0,
-        margin: float = 0.0,
+        seed_order: Literal["cover", "similarity"] = "similarity",
+        dense_seeds: int = 1,
+        keep: int = KEEP,
+        margin: float = 0.1,
     ) -> None:
         """Set up over ``index``; give ``chat`` to read question keywords with an LLM (§3.1).
 
