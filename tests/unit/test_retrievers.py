@@ -70,7 +70,8 @@ def test_retrievers_as_langchain_tools(index):
 
 
 def test_gnn_ret_names_the_link_that_pulled_a_bridge_passage_in(index):
-    hits = make_retriever("gnn_ret", index).retrieve("Larry Alcala Filipino cartoonist", 2)
+    gnn = make_retriever("gnn_ret", index, keep=0)  # the method itself, without the guard
+    hits = gnn.retrieve("Larry Alcala Filipino cartoonist", 2)
     assert [h.id for h in hits] == ["d1", "d2"]
     assert hits[0].provenance[-1].step == "own distance"
     # d1 mentions the University of Santo Tomas: the link channel (α 0.2) carries its message
@@ -81,7 +82,8 @@ def test_gnn_ret_names_the_link_that_pulled_a_bridge_passage_in(index):
 def test_iier_keywords_seed_and_chain(index):
     from tools.iier import IIERRetriever
 
-    iier = IIERRetriever(index, max_length=2)
+    # the paper's seeds (set cover only, in cover order), without the guard
+    iier = IIERRetriever(index, max_length=2, seed_order="cover", dense_seeds=0, keep=0)
     question = "When did military instruction start where Larry Alcala was educated?"
     assert iier.question_keywords(question) == {"larry alcala"}  # entities, not plain words
     rows = {chunk_id: row for row, chunk_id in enumerate(iier.ids)}
