@@ -138,8 +138,10 @@ class NaiveGERetriever(Guarded):
         ``expansion_weight``: the weight of the expanded list in the fusion (Eq. 3 has 1);
         ``new_only``: the expanded list keeps only chunks the base did not return (the paper
         fuses all of them, so base chunks the search also reached count twice);
-        ``base_depth``: base passages that seed the search and enter the fusion (None: k, the
-        paper's single-step protocol, so a deeper k also seeds from more passages);
+        ``base_depth``: base passages that seed the search and enter the fusion, whose first
+        2 × base_depth places lead, followed by the rest of the base's top k (None: k, the
+        paper's single-step protocol, where a deep k seeds from many passages whose triples
+        crowd the beams);
         ``keep``: the no-harm guard (tools/guard.py).
         """
         from .registry import make_retriever
@@ -196,6 +198,8 @@ class NaiveGERetriever(Guarded):
             self.rrf_k,
             weights=(self.expansion_weight, 1.0),
         )[:k]
+        if self.base_depth is not None and self.base_depth < k:
+            fused = self._filled(fused[: 2 * self.base_depth], query, k)
         base_by_id = {h.id: h for h in base_hits}
         hits = []
         for rank, (chunk_id, score) in enumerate(fused, start=1):
@@ -204,6 +208,15 @@ class NaiveGERetriever(Guarded):
             own = Provenance(self.name, step, rank, score, via.get(chunk_id, ()))
             hits.append(self._hit(chunk_id, score, *earlier, own))
         return hits
+
+    def _filled(
+        self, fused: list[tuple[str, float]], query: str, k: int
+    ) -> list[tuple[str, float]]:
+        """Follow the fused places with the rest of the base's top k, at the last fused score."""
+        taken = {chunk_id for chunk_id, _ in fused}
+        floor = fused[-1][1] if fused else 0.0
+        rest = [(h.id, floor) for h in self.base.retrieve(query, k) if h.id not in taken]
+        return [*fused, *rest][:k]
 
     def _chain_of(self, row: int, beams: Sequence[Beam]) -> tuple[str, ...]:
         """Return the triple chain (as texts) of the best beam that holds ``row``."""
