@@ -88,7 +88,7 @@ def test_agents_and_chat_over_the_langgraph_server(server):
     assert state["usage"]["calls"] == 8
     chat = client.threads.create()
     client.runs.wait(
-        chat["thread_id"], "chat", context={"method": "gnn_ret"},
+        chat["thread_id"], "chat", context={"method": "gnn_ret", "preset": "paper"},
         input={"messages": [{"role": "user", "content": "Where is Manila the capital of?"}]},
     )  # fmt: skip
     messages = client.threads.get_state(chat["thread_id"])["values"]["messages"]

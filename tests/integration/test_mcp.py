@@ -53,6 +53,10 @@ async def exercise(session: ClientSession) -> None:
     assert schema["k"]["maximum"] == 50 and "gnn_ret" in schema["method"]["enum"]
     hits = payload(await session.call_tool("retrieve", {"query": "Mountrail County seat", "k": 2}))
     assert [h["id"] for h in hits][:1] == ["d5"] and hits[0]["provenance"]
+    paper = {"query": "Mountrail County seat", "k": 2, "preset": "paper"}
+    paper_hits = payload(await session.call_tool("retrieve", paper))
+    assert len(paper_hits) == 2 and paper_hits[0]["provenance"][-1]["method"] == "gnn_ret"
+    assert (await session.call_tool("retrieve", {"query": "x", "preset": "fast"})).isError
     # bad input is an MCP error, and the server keeps serving
     empty = await session.call_tool("retrieve", {"query": "   "})
     assert empty.isError and "the query is empty" in empty.content[0].text

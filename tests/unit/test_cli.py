@@ -165,6 +165,7 @@ def test_eval_prints_table_and_writes_reports(tmp_path, capsys):
     report = json.loads((out / "report.json").read_text())
     assert [s["method"] for s in report["scores"]] == ["bm25", "hybrid", "gnn_ret"]
     assert report["config"]["questions"] == 2
+    assert report["config"]["preset"] == "tuned" and "preset tuned" in text
     rows = [json.loads(x) for x in (out / "questions.jsonl").read_text().splitlines()]
     assert len(rows) == 6
     assert set(rows[0]) >= {"ranked_ids", "gold_ids", "recall", "all", "hits", "latency_ms"}
@@ -181,7 +182,9 @@ def test_eval_prints_table_and_writes_reports(tmp_path, capsys):
             "--data",
             str(data),
             "--methods",
-            "dense",
+            "dense,gnn_ret",
+            "--preset",
+            "paper",
             "--model",
             "hashing",
             "--out",
@@ -191,3 +194,4 @@ def test_eval_prints_table_and_writes_reports(tmp_path, capsys):
         == 0
     )
     assert (cache[0] / "manifest.json").stat().st_mtime == stamp
+    assert json.loads((out / "report.json").read_text())["config"]["preset"] == "paper"
