@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any, ClassVar
 
 from agents.context import AgentContext
 
@@ -23,6 +25,15 @@ class Context(AgentContext):
         default=40, metadata={"description": "relations shown per entity, the most frequent"}
     )
     max_tails: int = field(default=50, metadata={"description": "candidates per relation at most"})
+    triple_sentences: bool = field(
+        default=False,
+        metadata={
+            "description": "Eq. 5: score each candidate's chunks with the triple that reached it "
+            "prefixed, each (candidate, chunk) pair on its own (the paper); off: chunks by "
+            "their cosine to the query, each chunk once for its best candidate"
+        },
+    )
+    presets: ClassVar[Mapping[str, Mapping[str, Any]]] = {"paper": {"triple_sentences": True}}
     chunks_per_entity: int = field(
         default=10, metadata={"description": "an entity's chunks scored at most (closest first)"}
     )

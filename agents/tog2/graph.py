@@ -186,14 +186,23 @@ def prune_entities(state: State, runtime: Runtime[Context]) -> dict:
     kg = ctx.index.knowledge_graph
     query = state.get("query") or state["question"]
     similarity, rows = _similarity(ctx, query)
-    best: dict[str, tuple[float, str]] = {}  # chunk → (score, candidate): one chunk counts once
+    pairs: list[tuple[str, float, str]] = []  # (chunk, score, candidate)
     for c in state["candidates"]:
         chunk_ids = sorted(kg.chunks_of(c["entity"]), key=lambda x: -similarity[rows[x]])
-        for chunk_id in chunk_ids[: ctx.chunks_per_entity]:
-            score = float(similarity[rows[chunk_id]])
-            if chunk_id not in best or score > best[chunk_id][0]:
-                best[chunk_id] = (score, c["entity"])
-    top = sorted(best.items(), key=lambda item: -item[1][0])[: ctx.top_chunks]  # Ctx^i
+        chunk_ids = chunk_ids[: ctx.chunks_per_entity]
+        if ctx.triple_sentences:  # Eq. 5: the relation that brought the entity, then the chunk
+            scored = _with_triple_sentence(ctx, query, c, chunk_ids)
+        else:
+            scored = [float(similarity[rows[chunk_id]]) for chunk_id in chunk_ids]
+        pairs += [(chunk_id, s, c["entity"]) for chunk_id, s in zip(chunk_ids, scored, strict=True)]
+    if not ctx.triple_sentences:  # one chunk counts once, for its best candidate
+        best: dict[str, tuple[str, float, str]] = {}
+        for pair in pairs:
+            if pair[0] not in best or pair[1] > best[pair[0]][1]:
+                best[pair[0]] = pair
+        pairs = list(best.values())
+    ranked = sorted(pairs, key=lambda pair: -pair[1])[: ctx.top_chunks]  # Ctx^i
+    top = [(chunk_id, (score, entity)) for chunk_id, score, entity in ranked]
     scores = entity_scores([pair for _, pair in top], ctx.alpha)
     by_entity = {c["entity"]: c for c in state["candidates"]}
     chosen = sorted(scores, key=lambda e: -scores[e])[: ctx.width]
@@ -224,6 +233,25 @@ def prune_entities(state: State, runtime: Runtime[Context]) -> dict:
         "gathered": new,
         "steps": [f"prune entities: {', '.join(f'{e} ({scores[e]:.2f})' for e in chosen)}"],
     }
+
+
+def _with_triple_sentence(
+    ctx: Context, query: str, candidate: Candidate, chunk_ids: list[str]
+) -> list[float]:
+    """Eq. 5: cos(q, "parent relation candidate: chunk") for each of the candidate's chunks."""
+    if not chunk_ids:
+        return []
+    head, tail = (
+        (candidate["parent"], candidate["entity"])
+        if candidate["outgoing"]
+        else (candidate["entity"], candidate["parent"])
+    )
+    sentence = f"{head} {candidate['relation']} {tail}"
+    texts = [
+        f"{sentence}: {ctx.index.chunk(c).title}\n{ctx.index.chunk(c).text}" for c in chunk_ids
+    ]
+    vectors = np.asarray(ctx.index.embedder.embed(texts), dtype=np.float32)
+    return [float(v) for v in vectors @ ctx.index.embed_query(query)]
 
 
 def _rerank(ctx: Context, to_question: np.ndarray, evidence: list[Evidence]) -> list[Evidence]:

@@ -343,3 +343,10 @@ def test_every_agent_graph_is_compiled_with_its_name():
     }  # fmt: skip
     nodes = set(graphs["tog2"].get_graph().nodes)
     assert {"prune_relations", "discover_entities", "prune_entities", "reason"} <= nodes
+
+
+def test_tog2_paper_preset_scores_chunks_with_their_triple_sentence(index):
+    chat = ScriptedChatModel(respond=tog2_script([TOG2_NO, TOG2_YES]))
+    result = run_agent("tog2", QUESTION, index, chat, preset="paper")
+    assert result.answer == "1936"
+    assert result.steps[5].startswith("prune entities: university of santo tomas")

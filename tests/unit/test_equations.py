@@ -169,3 +169,23 @@ def test_grag_eq13_pairwise_hinge():
     # pairs (pos 1.0, neg 0.5) → 1 − 0.5 = 0.5; (pos 1.0, neg 1.5) → 1 + 0.5 = 1.5; mean 1.0
     loss = pairwise_loss(torch.tensor([1.0, 0.5, 1.5]), torch.tensor([1.0, 0.0, 0.0]))
     assert loss.item() == pytest.approx(1.0)
+
+
+def test_tog2_eq5_chunk_scored_with_the_triple_that_reached_it(docs_index):
+    from types import SimpleNamespace
+
+    from agents.tog2.graph import _with_triple_sentence
+
+    ctx = SimpleNamespace(index=docs_index)
+    candidate = {"entity": "stanley", "parent": "mountrail county", "relation": "seat",
+                 "outgoing": True}  # fmt: skip
+    chunk = docs_index.chunk("d6")
+    # s = DRM(q, [triple sentence : chunk]): here cos(E(q), E("mountrail county seat stanley: …")
+    text = f"mountrail county seat stanley: {chunk.title}\n{chunk.text}"
+    query = "Which city is the county seat?"
+    expected = float(docs_index.embedder.embed([text])[0] @ docs_index.embed_query(query))
+    assert _with_triple_sentence(ctx, query, candidate, ["d6"]) == pytest.approx([expected])
+    reverse = {**candidate, "outgoing": False}  # the sentence follows the edge's direction
+    text = f"stanley seat mountrail county: {chunk.title}\n{chunk.text}"
+    expected = float(docs_index.embedder.embed([text])[0] @ docs_index.embed_query(query))
+    assert _with_triple_sentence(ctx, query, reverse, ["d6"]) == pytest.approx([expected])
