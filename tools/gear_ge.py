@@ -109,9 +109,7 @@ class NaiveGERetriever(Guarded):
 
     name = "naive_ge"
     needs_graphs = True
-    presets: ClassVar[Mapping[str, Mapping[str, Any]]] = {
-        "paper": {"expansion_weight": 1.0, "new_only": False, "base_depth": None, "keep": 0}
-    }
+    presets: ClassVar[Mapping[str, Mapping[str, Any]]] = {"paper": {"base_depth": None, "keep": 0}}
     description = (
         "Graph expansion for multi-hop questions: follows chains of facts (subject, predicate, "
         "object) linked through shared entities, starting from the facts of the best-matching "
@@ -127,17 +125,12 @@ class NaiveGERetriever(Guarded):
         neighbour_cap: int = 100,
         gamma: float | None = None,
         rrf_k: int = 60,
-        expansion_weight: float = 1.0,
-        new_only: bool = False,
         base_depth: int | None = 5,
         keep: int = KEEP,
         margin: float = MARGIN,
     ) -> None:
         """Set up over ``index`` (Algorithm 1's b, l, neighbour cap and γ; RRF's k).
 
-        ``expansion_weight``: the weight of the expanded list in the fusion (Eq. 3 has 1);
-        ``new_only``: the expanded list keeps only chunks the base did not return (the paper
-        fuses all of them, so base chunks the search also reached count twice);
         ``base_depth``: base passages that seed the search and enter the fusion, whose first
         2 × base_depth places lead, followed by the rest of the base's top k (None: k, the
         paper's single-step protocol, where a deep k seeds from many passages whose triples
@@ -148,7 +141,6 @@ class NaiveGERetriever(Guarded):
 
         super().__init__(index)
         self.guard(index, keep, margin)
-        self.expansion_weight, self.new_only = expansion_weight, new_only
         if base_depth is not None and base_depth < 1:
             raise ValueError(f"base_depth must be at least 1, got {base_depth}")
         self.base_depth = base_depth
@@ -189,14 +181,9 @@ class NaiveGERetriever(Guarded):
             self.gamma,
         )
         expanded = flatten_to_chunks(beams, self.chunk_of)
-        if self.new_only:
-            found = {h.id for h in base_hits}
-            expanded = [(c, row) for c, row in expanded if c not in found]
         via = {chunk_id: self._chain_of(row, beams) for chunk_id, row in expanded}
         fused = reciprocal_rank_fusion(
-            [[c for c, _ in expanded], [h.id for h in base_hits]],
-            self.rrf_k,
-            weights=(self.expansion_weight, 1.0),
+            [[c for c, _ in expanded], [h.id for h in base_hits]], self.rrf_k
         )[:k]
         if self.base_depth is not None and self.base_depth < k:
             fused = self._filled(fused[: 2 * self.base_depth], query, k)

@@ -67,12 +67,8 @@ def test_paper_presets_follow_the_papers(index):
     iier = make_retriever("iier", index, preset="paper")
     assert (iier.max_length, iier.order, iier.keep) == (5, "chains", 0)
     naive = make_retriever("naive_ge", index, preset="paper")
-    assert (naive.expansion_weight, naive.new_only, naive.base_depth, naive.keep) == (
-        1.0,
-        False,
-        None,
-        0,
-    )
+    assert (naive.base_depth, naive.keep) == (None, 0)
+    assert (iier.seed_order, iier.dense_seeds) == ("cover", 0)
 
 
 def test_explicit_options_override_the_preset(index):
