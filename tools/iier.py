@@ -133,7 +133,10 @@ class IIERRetriever(Guarded):
         found with the index or shipped for its model, else the untrained scorer; False: the
         untrained scorer. ``order``: ``chains`` gives each chain whole, one after another (the
         paper's context); ``breadth`` every seed first, then every chain's second chunk, ….
-        ``keep``: the no-harm guard (tools/guard.py).
+        ``seed_order``: chains start in set-cover order (the paper) or by the seed's similarity
+        to the question; ``dense_seeds``: the chunks closest to the question seed chains too
+        (the cover misses single-hop answers whose keywords differ from the question's);
+        ``keep``, ``margin``: the no-harm guard (tools/guard.py).
         """
         if seed_order not in ("cover", "similarity"):
             raise ValueError(f"seed_order must be 'cover' or 'similarity', got {seed_order!r}")
