@@ -189,3 +189,40 @@ def test_tog2_eq5_chunk_scored_with_the_triple_that_reached_it(docs_index):
     text = f"stanley seat mountrail county: {chunk.title}\n{chunk.text}"
     expected = float(docs_index.embedder.embed([text])[0] @ docs_index.embed_query(query))
     assert _with_triple_sentence(ctx, query, reverse, ["d6"]) == pytest.approx([expected])
+
+
+def test_rgnn_ret_eq7_step_hinges_on_the_merged_distances_averaged():
+    # two steps, no messages (h = h⁰), β = 0.5, r = 0.5; rows: gold, rival.
+    # step 1: ĥ = [0.4, 0.5] → max(0, 0.5 + 0.4 − 0.5) = 0.4
+    # step 2: h = [0.2, 0.9], ĥ = 0.5·[0.2, 0.9] + 0.5·[0.4, 0.5] = [0.3, 0.7] → max(0, 0.1) = 0.1
+    # l = (0.4 + 0.1) / 2 = 0.25
+    from tools.gnn_ret_training import RecurrentSample, recurrent_loss
+
+    def step(h0):
+        return Sample(
+            h0=torch.tensor(h0, dtype=torch.float64),
+            messages=torch.full((1, 2), math.inf, dtype=torch.float64),
+            gold=torch.tensor([True, False]),
+            rival=torch.tensor([False, True]),
+        )
+
+    sample = RecurrentSample((step([0.4, 0.5]), step([0.2, 0.9])))
+    params = torch.tensor([0.5, 0.5], dtype=torch.float64)  # α, then β
+    assert recurrent_loss([sample], params, 0.5, False).item() == pytest.approx(0.25)
+
+
+def test_grag_eq7_own_vector_plus_the_weighted_mean_of_the_neighbours():
+    # x = [[1], [2], [4]]; weights 0-1: 1, 0-2: 3 → node 0's neighbour mean = (1·2 + 3·4)/4 = 3.5
+    # W_s = 2, W_n = 10, bias 0.5: x₀' = 2·1 + 10·3.5 + 0.5 = 37.5; node 1 hears only 0: 2·2 +
+    # 10·1 + 0.5 = 14.5; node 2 hears only 0: 2·4 + 10·1 + 0.5 = 18.5
+    from tools.grag_model import GraphLayer, neighbour_mean
+
+    layer = GraphLayer(1, 1)
+    with torch.no_grad():
+        layer.own.weight.fill_(2.0)
+        layer.own.bias.fill_(0.5)
+        layer.neighbours.weight.fill_(10.0)
+    weights = torch.tensor([[0.0, 1.0, 3.0], [1.0, 0.0, 0.0], [3.0, 0.0, 0.0]])
+    x = torch.tensor([[1.0], [2.0], [4.0]])
+    out = layer(x, neighbour_mean(weights)).squeeze(-1)
+    assert out.tolist() == pytest.approx([37.5, 14.5, 18.5])
