@@ -240,10 +240,6 @@ class SyncGERetriever(NaiveGERetriever):
 
     name = "sync_ge"
     needs_llm = True
-    # Unmeasured without an LLM, so both presets keep the paper's fusion.
-    presets: ClassVar[Mapping[str, Mapping[str, Any]]] = {
-        preset: {"base_depth": None, "keep": 0} for preset in ("paper", "tuned")
-    }
     description = (
         "LLM-guided graph expansion for multi-hop questions: an LLM reads the best-matching "
         "passages into the facts the question needs, and chains of stored facts linked to them "
@@ -251,6 +247,12 @@ class SyncGERetriever(NaiveGERetriever):
     )
 
     def __init__(self, index: Index, chat: BaseChatModel | None = None, **options: Any) -> None:
+        """Set up over ``index`` with NaiveGE's ``options``, but the paper's fusion by default.
+
+        SyncGE cannot be measured without an LLM, so it is not tuned: the base's top k seed and
+        fuse (``base_depth=None``) and there is no guard (``keep=0``) unless options say so.
+        """
+        options = {"base_depth": None, "keep": 0, **options}
         super().__init__(index, **options)
         if chat is None:
             from hopgraph.llm import LLMSettings, make_chat_model

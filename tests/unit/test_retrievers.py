@@ -146,7 +146,7 @@ def test_sync_ge_reads_facts_links_them_and_expands(index):
     silent = SyncGERetriever(
         index, chat=ScriptedChatModel(respond=lambda p: "nothing"), base="bm25"
     )
-    naive = make_retriever("naive_ge", index, base="bm25")
+    naive = make_retriever("naive_ge", index, base="bm25", preset="paper")  # SyncGE's fusion
     question = "Where is the county seat of Van Hook Township?"
     assert [h.id for h in silent.retrieve(question, 4)] == [
         h.id for h in naive.retrieve(question, 4)
