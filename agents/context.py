@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Self
 
 from langchain_core.language_models import BaseChatModel
 
@@ -41,6 +41,11 @@ class AgentContext:
     def preset_settings(cls, preset: str) -> dict[str, Any]:
         """Return the settings ``preset`` gives this agent (explicit settings override them)."""
         return dict(cls.presets.get(check_preset(preset), {}))
+
+    @classmethod
+    def in_preset(cls, preset: str = DEFAULT_PRESET, **settings: Any) -> Self:
+        """Build the context: ``preset``'s settings for this agent, overridden by ``settings``."""
+        return cls(**{**cls.preset_settings(preset), **settings}, preset=preset)
 
     def retriever(self, name: str, **options: Any) -> Retriever:
         """Return the retriever ``name`` over the index (in this run's preset), built once."""

@@ -24,7 +24,6 @@ from graph_store import Index
 from hopgraph.errors import InputError
 from hopgraph.llm import Usage, no_usage
 from hopgraph.traces import TraceRecorder
-from tools import DEFAULT_PRESET
 
 from .evidence import Evidence
 from .registry import agent_for
@@ -86,9 +85,7 @@ def run_agent(
     """
     builder, context_type, fixed = agent_for(method)
     graph = builder.compile(checkpointer=saver or InMemorySaver(), name=method)
-    preset = settings.get("preset", DEFAULT_PRESET)
-    chosen = {**context_type.preset_settings(preset), **fixed, **settings}
-    context = context_type(index=index, chat=chat, **chosen)
+    context = context_type.in_preset(index=index, chat=chat, **fixed, **settings)
     thread_id = thread_id or uuid.uuid4().hex[:12]
     own_recorder = recorder is None
     recorder = recorder or TraceRecorder()

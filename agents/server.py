@@ -62,9 +62,8 @@ def serve(method: str) -> CompiledStateGraph:
     def run(state: dict, runtime: Runtime[ServerContext]) -> dict:
         ctx = runtime.context or ServerContext()
         extra = {"method": ctx.method} if method == "chat" else fixed
-        settings = {**context_type.preset_settings(ctx.preset), **extra}
-        context = context_type(
-            index=_index(ctx.index), chat=_chat(), k=ctx.k, preset=ctx.preset, **settings
+        context = context_type.in_preset(
+            ctx.preset, index=_index(ctx.index), chat=_chat(), k=ctx.k, **extra
         )
         return inner.invoke(state, context=context)
 
