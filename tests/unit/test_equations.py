@@ -226,3 +226,42 @@ def test_grag_eq7_own_vector_plus_the_weighted_mean_of_the_neighbours():
     x = torch.tensor([[1.0], [2.0], [4.0]])
     out = layer(x, neighbour_mean(weights)).squeeze(-1)
     assert out.tolist() == pytest.approx([37.5, 14.5, 18.5])
+
+
+def test_grag_eq11_score_is_the_query_dotted_with_the_last_layer():
+    # d = 1, hidden 1, no edges; first layer x·[1, 1] then ReLU, second ×2, y = Encode(q) = 3;
+    # the relevance branch and the cosine / prior terms are switched off (zero weights).
+    # node 0: x = [0.5, 0.25] → relu(0.75) · 2 · 3 = 4.5; node 1: x = [−1, 0.2] → relu(−0.8) = 0
+    from tools.grag import DocumentGraph, GRAGSettings
+    from tools.grag_model import GRAGNet, score_graph
+
+    model = GRAGNet(1, GRAGSettings(hidden=1))
+    with torch.no_grad():
+        model.first.own.weight.copy_(torch.tensor([[1.0, 1.0]]))
+        model.first.own.bias.zero_()
+        model.second.own.weight.fill_(2.0)
+        model.mix.zero_()
+    graph = DocumentGraph(
+        rows=np.array([0, 1]),
+        features=np.array([[0.5, 0.25], [-1.0, 0.2]], dtype=np.float32),
+        weights=np.zeros((2, 2), dtype=np.float32),
+        cosine=np.zeros(2, dtype=np.float32),
+        prior=np.zeros(2, dtype=np.float32),
+        query=np.array([3.0], dtype=np.float32),
+        relevance=np.zeros((2, 8), dtype=np.float32),
+        paths=("question", "question"),
+    )
+    assert score_graph(model, graph).tolist() == pytest.approx([4.5, 0.0])
+
+
+def test_gear_eq2_triple_link_takes_the_most_similar_stored_triple(docs_index):
+    from tests.fakes import ScriptedChatModel
+    from tools.gear_ge import SyncGERetriever
+
+    # a proximal triple written exactly as a stored one links to it: cosine 1 is the maximum
+    stored = docs_index.knowledge_graph.triples[0]
+    reply = f'("{stored.subject}", "{stored.predicate}", "{stored.object}")'
+    sync = SyncGERetriever(docs_index, chat=ScriptedChatModel(respond=lambda p: reply))
+    linked = sync.initial_triples("q", [])
+    assert linked == [int(np.argmax(sync.vectors @ sync.vectors[0]))]
+    assert docs_index.knowledge_graph.triples[linked[0]].text == stored.text
