@@ -265,3 +265,30 @@ def test_gear_eq2_triple_link_takes_the_most_similar_stored_triple(docs_index):
     linked = sync.initial_triples("q", [])
     assert linked == [int(np.argmax(sync.vectors @ sync.vectors[0]))]
     assert docs_index.knowledge_graph.triples[linked[0]].text == stored.text
+
+
+def test_gear_eq6_reason_reads_the_verdict_and_why():
+    from agents.gear.state import parse_reason
+
+    assert parse_reason("Answerable: No\nWhy: the founding year is missing") == (
+        False,
+        "the founding year is missing",
+    )
+    assert parse_reason("Answerable: Yes\nAnswer: 1908") == (True, "")
+
+
+def test_gear_eq7_rewrite_reads_the_next_question():
+    from agents.gear.state import parse_next_question
+
+    reply = "Thoughts…\nNext Question: When was UP founded?\n(extra)"
+    assert parse_next_question(reply) == "When was UP founded?"
+
+
+def test_tog2_eq7_reasoning_answers_or_gives_clues():
+    from agents.tog2.state import parse_reason
+
+    assert parse_reason("{Yes}. The answer is {1936}.") == (True, "1936")
+    assert parse_reason("{No}. Clues: {Larry Alcala studied at Santo Tomas}") == (
+        False,
+        "Larry Alcala studied at Santo Tomas",
+    )
