@@ -20,6 +20,7 @@ from langgraph.runtime import Runtime
 from agents.registry import agent_for
 from graph_store import Index
 from hopgraph.llm import LLMSettings, make_chat_model
+from tools import DEFAULT_PRESET
 
 
 @dataclass(kw_only=True)
@@ -33,7 +34,7 @@ class ServerContext:
     method: str = field(default="gear", metadata={"description": "the method that answers (chat)"})
     k: int = field(default=5, metadata={"description": "passages the reader gets"})
     preset: str = field(
-        default="tuned",
+        default=DEFAULT_PRESET,
         metadata={"description": "tuned (our best on dev) or paper (as the papers have it)"},
     )
 

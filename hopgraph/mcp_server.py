@@ -18,11 +18,11 @@ from mcp.server.fastmcp.exceptions import ToolError
 from pydantic import Field
 
 from graph_store import Index
+from tools.registry import DEFAULT_PRESET, Preset
 
 from .errors import HopgraphError
 
 Method = Literal["gnn_ret", "iier", "naive_ge", "hybrid", "dense", "bm25"]
-Preset = Literal["tuned", "paper"]
 PRESET_HELP = "tuned: our best settings on dev (default); paper: each method as its paper has it"
 AskMethod = Literal["gear", "rgnn_ret", "tog2", "gnn_ret", "hybrid"]
 
@@ -43,7 +43,7 @@ def build_server(index: Index, host: str = "127.0.0.1", port: int = 8000) -> Fas
         query: Annotated[str, Field(min_length=1, description="question or keywords")],
         method: Annotated[Method, Field(description="retrieval method")] = "gnn_ret",
         k: Annotated[int, Field(ge=1, le=50, description="passages to return")] = 5,
-        preset: Annotated[Preset, Field(description=PRESET_HELP)] = "tuned",
+        preset: Annotated[Preset, Field(description=PRESET_HELP)] = DEFAULT_PRESET,
     ) -> list[dict[str, Any]]:
         """Return the k best passages for a query, with scores and why each was retrieved."""
         from tools import make_retriever
@@ -56,7 +56,7 @@ def build_server(index: Index, host: str = "127.0.0.1", port: int = 8000) -> Fas
     def ask(
         question: Annotated[str, Field(min_length=1, description="a standalone question")],
         method: Annotated[AskMethod, Field(description="answering method")] = "gear",
-        preset: Annotated[Preset, Field(description=PRESET_HELP)] = "tuned",
+        preset: Annotated[Preset, Field(description=PRESET_HELP)] = DEFAULT_PRESET,
     ) -> dict[str, Any]:
         """Answer a question from the corpus, citing passages, with the steps and LLM usage."""
         from agents.run import run_agent
