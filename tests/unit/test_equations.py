@@ -292,3 +292,355 @@ def test_tog2_eq7_reasoning_answers_or_gives_clues():
         False,
         "Larry Alcala studied at Santo Tomas",
     )
+
+
+# ---- equations the earlier tests left out ------------------------------------------------------
+
+
+def test_gnn_ret_eq2_message_then_update_over_every_layer():
+    # Eq. 2 is the generic form h^l = f_h(f_m(neighbours of h^{l−1}), h^{l−1}); with L = 2 the
+    # second layer starts from the first's output. Path 0-1-2, h⁰ = [0.1, 0.6, 0.9], K = 1, α = 0.5.
+    # layer 1: T = {0}; node 1 hears 0.1 → 0.5·0.6 + 0.5·0.1 = 0.35; node 2 hears nothing.
+    # layer 2: T = {0} again (0.1 is smallest); node 1 → 0.5·0.35 + 0.5·0.1 = 0.225;
+    # node 2 still hears nothing: K = 1 keeps node 1 out of T.
+    adjacency = undirected(3, [(0, 1), (1, 2)])
+    first = gnn_layer(np.array([0.1, 0.6, 0.9]), adjacency, alpha=0.5, top_k=1)
+    np.testing.assert_allclose(first.h, [0.1, 0.35, 0.9])
+    second = gnn_layer(first.h, adjacency, alpha=0.5, top_k=1)
+    np.testing.assert_allclose(second.h, [0.1, 0.225, 0.9])
+    # K = 2 in layer 2: T = {0, 1 (0.35)}; node 2 hears 0.35 → 0.5·0.9 + 0.5·0.35 = 0.625
+    np.testing.assert_allclose(gnn_layer(first.h, adjacency, 0.5, top_k=2).h[2], 0.625)
+
+
+def test_rgnn_ret_eq14_17_gradient_of_the_step_hinges_in_beta():
+    # Two steps, no messages, one gold row and one rival; r = 1 keeps both hinges active.
+    # ĥ¹ = h¹ (the first step has no recurrence); ĥ² = β h² + (1 − β) ĥ¹, so ∂ĥ²/∂β = h² − ĥ¹.
+    # l = (l¹ + l²)/2 and l¹ does not depend on β:
+    # ∂l/∂β = ½ [(h²_gold − h¹_gold) − (h²_rival − h¹_rival)] = ½ [(0.2 − 0.4) − (0.9 − 0.5)] = −0.3
+    from tools.gnn_ret_training import RecurrentSample, recurrent_loss
+
+    def step(h0):
+        return Sample(
+            h0=torch.tensor(h0, dtype=torch.float64),
+            messages=torch.full((1, 2), math.inf, dtype=torch.float64),
+            gold=torch.tensor([True, False]),
+            rival=torch.tensor([False, True]),
+        )
+
+    sample = RecurrentSample((step([0.4, 0.5]), step([0.2, 0.9])))
+    params = torch.tensor([0.5, 0.7], dtype=torch.float64, requires_grad=True)  # α, β
+    recurrent_loss([sample], params, 1.0, False).backward()
+    assert params.grad[1].item() == pytest.approx(-0.3)
+    assert params.grad[0].item() == pytest.approx(0.0)  # no message: α does nothing
+
+
+def _gear_runtime(chat, **context):
+    from types import SimpleNamespace
+
+    return SimpleNamespace(context=SimpleNamespace(chat=chat, **context))
+
+
+def test_gear_eq4_read_with_memory_is_asked_for_the_original_question():
+    # Eq. 4: T_G = read(C_n, q, G^(n−1)): the prompt carries the ORIGINAL question (not the
+    # round's query q^(n)), the passages, and the memory rendered as ("s", "p", "o").
+    from agents.gear.graph import read
+    from tests.fakes import ScriptedChatModel
+
+    chat = ScriptedChatModel(respond=lambda p: '("UP", "founded in", "1908")')
+    state = {
+        "question": "When was Larry Alcala's school founded?",
+        "query": "When was UP founded?",
+        "evidence": [{"id": "p1", "title": "UP", "text": "UP was founded in 1908.", "score": 1.0}],
+        "memory": [["Larry Alcala", "educated at", "UP"]],
+    }
+    read(state, _gear_runtime(chat))
+    prompt = chat.calls[0]
+    assert "Question: When was Larry Alcala's school founded?" in prompt
+    assert "When was UP founded?" not in prompt
+    assert 'Facts: ("Larry Alcala", "educated at", "UP")' in prompt
+    assert "UP was founded in 1908." in prompt
+
+
+def test_gear_eq5_memory_grows_by_concatenation():
+    # Eq. 5: G^(n) = G^(n−1) ∘ T_G. The node returns T_G, which the state's reducer appends
+    # (operator.add); a fact already in G is not appended twice (docs/methods.md).
+    from agents.gear.graph import read
+    from agents.gear.state import State
+    from tests.fakes import ScriptedChatModel
+
+    reply = '("Larry Alcala", "educated at", "UP"), ("UP", "founded in", "1908")'
+    state = {
+        "question": "q",
+        "evidence": [{"id": "p1", "title": "UP", "text": "t", "score": 1.0}],
+        "memory": [["Larry Alcala", "educated at", "UP"]],
+    }
+    update = read(state, _gear_runtime(ScriptedChatModel(respond=lambda p: reply)))
+    assert update["memory"] == [["UP", "founded in", "1908"]]
+    from typing import get_type_hints
+
+    reducer = get_type_hints(State, include_extras=True)["memory"].__metadata__[0]
+    assert reducer(state["memory"], update["memory"]) == [
+        ["Larry Alcala", "educated at", "UP"],
+        ["UP", "founded in", "1908"],
+    ]
+
+
+def test_gear_eq8_10_passage_link_fuses_passages_and_triples_sources(monkeypatch):
+    # passageLink(t, k) = RRF(h_base^k(t, C), h_base^k(t, T) → source passages).
+    # base on passages: [p1, p2]; triple vectors against the fact (1, 0): t0 0.2 → p3,
+    # t1 0.9 → p2, t2 0.5 → p2 ⇒ nearest triples t1, t2, t0 ⇒ passages [p2, p3]
+    # (p2 keeps its best triple's rank). RRF, k = 60: p2 = 1/62 + 1/61, p1 = 1/61, p3 = 1/62.
+    from types import SimpleNamespace
+
+    import agents.gear.graph as gear_graph
+
+    hits = [SimpleNamespace(id="p1"), SimpleNamespace(id="p2")]
+    sync = SimpleNamespace(
+        base=SimpleNamespace(retrieve=lambda query, k: hits[:k]),
+        vectors=np.array([[0.2, 0.98], [0.9, 0.44], [0.5, 0.87]]),
+        chunk_of=["p3", "p2", "p2"],
+    )
+    monkeypatch.setattr(gear_graph, "_sync_ge", lambda ctx: sync)
+    ctx = SimpleNamespace(
+        retrieve_k=3,
+        rrf_k=60,
+        index=SimpleNamespace(embed_query=lambda text: np.array([1.0, 0.0])),
+    )
+    assert gear_graph.passage_link(ctx, "UP founded in 1908") == ["p2", "p1", "p3"]
+
+
+def _tiny_knowledge_graph():
+    from graph_store.extraction import Extraction, Triple
+    from graph_store.knowledge_graph import build_knowledge_graph
+
+    extractions = [
+        Extraction(
+            chunk_id="c1",
+            entities=("larry alcala", "up"),
+            keywords=(),
+            triples=(
+                Triple("larry alcala", "educated at", "up"),
+                Triple("larry alcala", "born in", "manila"),
+            ),
+        ),
+        Extraction(
+            chunk_id="c2",
+            entities=("up", "diliman"),
+            keywords=(),
+            triples=(
+                Triple("up", "located in", "diliman"),
+                Triple("ateneo", "educated at", "up"),
+                Triple("maria", "educated at", "up"),
+            ),
+        ),
+    ]
+    return build_knowledge_graph(["c1", "c2"], extractions)
+
+
+def test_tog2_eq1_edge_lists_the_relations_and_their_direction():
+    # Edge(up) = {(educated at, reverse) ×3, (located in, out) ×1}: the most frequent first;
+    # "up" is the object of "educated at" (h = False) and the subject of "located in".
+    from agents.tog2.search import Relation, edges
+
+    kg = _tiny_knowledge_graph()
+    assert edges(kg, "up") == [Relation("educated at", False), Relation("located in", True)]
+    assert edges(kg, "larry alcala") == [
+        Relation("educated at", True),
+        Relation("born in", True),
+    ]
+
+
+def test_tog2_eq4_tail_follows_a_relation_in_its_direction():
+    # Tail(up, (educated at, reverse)) = the subjects of "… educated at up", in order found;
+    # Tail(up, (educated at, out)) = ∅: "up" is never the subject of "educated at".
+    from agents.tog2.search import Relation, tails
+
+    kg = _tiny_knowledge_graph()
+    assert tails(kg, "up", Relation("educated at", False)) == ["larry alcala", "ateneo", "maria"]
+    assert tails(kg, "up", Relation("educated at", True)) == []
+    assert tails(kg, "up", Relation("located in", True)) == ["diliman"]
+
+
+def test_tog2_eq3_combined_relation_prune_reads_each_entity_section():
+    # Eq. 3: one call for every topic entity; the reply's "Entity i:" sections give (i − 1,
+    # relation, score). Relations not offered for that entity are dropped.
+    from agents.tog2.state import parse_relations
+
+    reply = (
+        "Entity 1: up\n1. {located in (Score: 8)}: where it is.\n"
+        "2. {founded (Score: 3)}: not offered.\n"
+        "Entity 2: larry alcala\n1. {educated at (Score: 9)}: his school.\n"
+    )
+    offered = [["located in", "educated at (reverse)"], ["educated at", "born in"]]
+    assert parse_relations(reply, offered) == [
+        (0, "located in", 8.0),
+        (1, "educated at", 9.0),
+    ]
+
+
+def test_tog2_eq2_per_entity_prune_is_eq3_with_one_entity():
+    # Eq. 2 (PROMPT_RP for one entity) is the combined prompt of Eq. 3 with a single
+    # "Entity 1" section; hopgraph runs Eq. 3 as the paper's main experiments do.
+    from agents.tog2.state import parse_relations
+
+    reply = "Entity 1: up\n1. {located in (Score: 6)}\n2. {educated at (reverse) (Score: 2)}"
+    assert parse_relations(reply, [["located in", "educated at (reverse)"]]) == [
+        (0, "located in", 6.0),
+        (0, "educated at (reverse)", 2.0),
+    ]
+
+
+def test_grag_eq1_2_node_features_are_the_passage_and_its_concept_path(docs_index):
+    # Eq. 1: x̃_i = Encode(p_i); Eq. 2: x_i = Encode(p_i ⊕ a_i). Here x_i = [Encode(p_i) ;
+    # Encode(a_i)] (docs/methods.md): the first half is the passage vector the index holds,
+    # the second the encoded path string a_i.
+    from tools.grag import GRAGSettings, GraphBuilder
+
+    builder = GraphBuilder(docs_index, GRAGSettings(n=3))
+    graph = builder.build("Which city is the seat of Mountrail County?")
+    d = docs_index.embedding_matrix.shape[1]
+    np.testing.assert_allclose(graph.features[:, :d], docs_index.embedding_matrix[graph.rows])
+    expected = docs_index.embedder.embed(list(graph.paths))
+    np.testing.assert_allclose(graph.features[:, d:], expected, rtol=1e-5, atol=1e-6)
+    assert all(path.startswith("question") for path in graph.paths)
+
+
+def test_grag_eq2_concept_path_string_is_a_bfs_from_the_question():
+    # a_i: from the question's concepts held by chunk i, follow the chunk's (subject → object)
+    # relations breadth-first, each concept once: question, larry alcala, up, manila, diliman.
+    from graph_store.extraction import Extraction, Triple
+    from tools.grag import ConceptIndex
+
+    concepts = ConceptIndex(
+        [
+            Extraction(
+                chunk_id="c1",
+                entities=("larry alcala", "up", "manila", "diliman"),
+                keywords=(),
+                triples=(
+                    Triple("larry alcala", "educated at", "up"),
+                    Triple("larry alcala", "born in", "manila"),
+                    Triple("up", "located in", "diliman"),
+                    Triple("diliman", "part of", "larry alcala"),
+                ),
+            )
+        ]
+    )
+    path = concepts.path_string(0, ["larry alcala", "not held"])
+    assert path == "question larry alcala up manila diliman"
+    assert concepts.path_string(0, ["nothing"]) == "question"
+
+
+def test_grag_eq6_raw_edges_count_shared_concepts_and_relations():
+    # Ê_ij1 = |C_i ∩ C_j|, Ê_ij2 = |T_i ∩ T_j|, zero diagonal, and zero where no concept is shared.
+    # c1 {a, b, c}, rel (a, b); c2 {a, b}, rel (a, b); c3 {d}, rel (a, b) (a relation without
+    # a shared concept makes no edge). Ê_12 = (2, 1); Ê_13 = Ê_23 = (0, 0).
+    from graph_store.extraction import Extraction, Triple
+    from tools.grag import ConceptIndex
+
+    def chunk(chunk_id, entities):
+        return Extraction(chunk_id, tuple(entities), (), (Triple("a", "r", "b"),))
+
+    concepts = ConceptIndex([chunk("c1", "abc"), chunk("c2", "ab"), chunk("c3", "d")])
+    counts = concepts.counts(np.array([0, 1, 2]))
+    # c3's relation (a, b) adds a and b to nothing: concepts are entities and keywords only
+    np.testing.assert_array_equal(counts[0, 1], [2, 1])
+    np.testing.assert_array_equal(counts[1, 0], [2, 1])
+    np.testing.assert_array_equal(counts[0, 2], [0, 0])
+    np.testing.assert_array_equal(counts[:, :, 0].diagonal(), [0, 0, 0])
+
+
+def test_grag_eq9_edges_stay_fixed_through_the_layers():
+    # Eq. 9 updates edge features, with no parameterisation given (spec §6.2 default: static).
+    # A layer returns node vectors only; the next layer gets the same edge weights. Own and
+    # neighbour weights 1, no bias, edge 0-1 weight 1: x = [1, 3] → [1 + 3, 3 + 1] → [8, 8].
+    from tools.grag_model import GraphLayer, neighbour_mean
+
+    layer = GraphLayer(1, 1)
+    with torch.no_grad():
+        layer.own.weight.fill_(1.0)
+        layer.own.bias.zero_()
+        layer.neighbours.weight.fill_(1.0)
+    weights = torch.tensor([[0.0, 1.0], [1.0, 0.0]])
+    mean = neighbour_mean(weights)
+    x = torch.tensor([[1.0], [3.0]])
+    once = layer(x, mean)  # [1 + 3, 3 + 1] = [4, 4]
+    twice = layer(once, mean)  # [4 + 4, 4 + 4]
+    assert once.squeeze(-1).tolist() == [4.0, 4.0]
+    assert twice.squeeze(-1).tolist() == [8.0, 8.0]
+
+
+def test_grag_eq10_query_is_encoded_by_the_node_encoder(docs_index):
+    # y = Encode(q) with the same encoder as the nodes: the graph's query vector is the index's
+    # own query embedding.
+    from tools.grag import GRAGSettings, GraphBuilder
+
+    question = "Which city is the seat of Mountrail County?"
+    graph = GraphBuilder(docs_index, GRAGSettings(n=3)).build(question)
+    np.testing.assert_allclose(graph.query, docs_index.embed_query(question), rtol=1e-6)
+
+
+def test_grag_eq14_mean_tied_reciprocal_rank():
+    # scores: a 0.9, b 0.5, c 0.5, d 0.1; positives {b, d}. b: r = 2, t = 2 → 2/(4 + 1) = 0.4;
+    # d: r = 4, t = 1 → 1/4. MTRR = (0.4 + 0.25)/2 = 0.325. Without ties it is the MRR.
+    from evals.rerank_metrics import mrr_all, mtrr
+
+    scores = {"a": 0.9, "b": 0.5, "c": 0.5, "d": 0.1}
+    assert mtrr(scores, {"b", "d"}) == pytest.approx(0.325)
+    untied = {"a": 0.9, "b": 0.5, "c": 0.4, "d": 0.1}
+    assert mtrr(untied, {"b", "d"}) == pytest.approx(mrr_all(["a", "b", "c", "d"], {"b", "d"}))
+
+
+def test_grag_eq15_21_tied_mean_hits_at_10():
+    # 12 items: the first 9 distinct, then 3 tied at rank 10 (t = 3): one place of three inside
+    # the top 10 → 1/3; a positive at rank 3 → 1. TMHits@10 over {rank 3, tied} = (1 + 1/3)/2.
+    from evals.rerank_metrics import tmhits
+
+    scores = {f"x{i}": 1.0 - i / 100 for i in range(9)} | {"t1": 0.5, "t2": 0.5, "t3": 0.5}
+    assert tmhits(scores, {"x2", "t1"}) == pytest.approx((1 + 1 / 3) / 2)
+
+
+def test_iier_eq1_3_scorer_concatenates_question_path_candidate_and_edge_features():
+    # Eqs. 1–3: s(n) = f_s([h_q ; h_p ; h_n ; … ; f_r(r)]) + skip. With f_s's output zeroed (its
+    # initial state) s(n) is the untrained scorer: cos(q, n) + w · mean(r). q = (1, 0);
+    # n₁ = (0.6, 0.8), r₁ = (1, 0, 0, 0) → 0.6 + 0.1·0.25 = 0.625;
+    # n₂ = (0.8, 0.6), r₂ = 0 → 0.8. Torch and numpy paths agree.
+    from tools.iier import Step
+    from tools.iier_scorer import ScorerSettings, new_scorer
+
+    scorer = new_scorer(2, ScorerSettings(hidden=4, edge_hidden=3), seed=0)
+    step = Step(
+        question=np.array([1.0, 0.0], dtype=np.float32),
+        path=np.array([0.0, 1.0], dtype=np.float32),
+        candidates=np.array([[0.6, 0.8], [0.8, 0.6]], dtype=np.float32),
+        edges=np.array([[1, 0, 0, 0], [0, 0, 0, 0]], dtype=np.float32),
+    )
+    scorer.eval()
+    assert scorer(step).tolist() == pytest.approx([0.625, 0.8], abs=1e-6)
+    assert scorer.rank(step).tolist() == pytest.approx([0.625, 0.8], abs=1e-6)
+
+
+def test_iier_eq4_next_chunk_is_the_argmax_of_the_scores():
+    # n* = argmax s(n): with the output layer's bias set to 0 and one weight on the h_p ⊙ h_n
+    # block, a candidate that matches the path can outrank one that matches the question.
+    # f_s = w·relu(W₁ x): W₁ picks (h_p ⊙ h_n)₂ (index 2·5 − 1 = 9 of the 5·2 + 3 inputs),
+    # w = 2: n₁ = (0.6, 0.8) → 0.625 + 2·0.8 = 2.225; n₂ = (0.8, 0.6) → 0.8 + 2·0.6 = 2.0.
+    from tools.iier import Step
+    from tools.iier_scorer import ScorerSettings, new_scorer
+
+    scorer = new_scorer(2, ScorerSettings(hidden=1, edge_hidden=3), seed=0)
+    with torch.no_grad():
+        first, last = scorer.score[1], scorer.score[4]
+        first.weight.zero_()
+        first.bias.zero_()
+        first.weight[0, 9] = 1.0
+        last.weight.fill_(2.0)
+    step = Step(
+        question=np.array([1.0, 0.0], dtype=np.float32),
+        path=np.array([0.0, 1.0], dtype=np.float32),
+        candidates=np.array([[0.6, 0.8], [0.8, 0.6]], dtype=np.float32),
+        edges=np.array([[1, 0, 0, 0], [0, 0, 0, 0]], dtype=np.float32),
+    )
+    scores = scorer.rank(step)
+    assert scores.tolist() == pytest.approx([2.225, 2.0], abs=1e-6)
+    assert int(np.argmax(scores)) == 0
