@@ -15,10 +15,11 @@ model call per candidate and keeps a query in milliseconds.
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 from langchain_core.language_models import BaseChatModel
@@ -105,11 +106,13 @@ def flatten_to_chunks(beams: Sequence[Beam], chunk_of: Sequence[str]) -> list[tu
 
 
 class NaiveGERetriever(Guarded):
-    """GEAR's NaiveGE: base retrieval, triple beam search from its chunks' triples, RRF."""
+    """GEAR's NaiveGE: base retrieval, triple beam search from its chunks' triples, fusion."""
 
     name = "naive_ge"
     needs_graphs = True
-    presets: ClassVar[Mapping[str, Mapping[str, Any]]] = {"paper": {"base_depth": None, "keep": 0}}
+    presets: ClassVar[Mapping[str, Mapping[str, Any]]] = {
+        "paper": {"base_depth": None, "fusion": "rrf", "keep": 0}
+    }
     description = (
         "Graph expansion for multi-hop questions: follows chains of facts (subject, predicate, "
         "object) linked through shared entities, starting from the facts of the best-matching "
@@ -126,16 +129,24 @@ class NaiveGERetriever(Guarded):
         gamma: float | None = None,
         rrf_k: int = 60,
         base_depth: int | None = 5,
+        fusion: Literal["rrf", "page_step"] = "page_step",
+        page_steps: int = 1,
+        after: int = 1,
         keep: int = KEEP,
         margin: float = MARGIN,
     ) -> None:
         """Set up over ``index`` (Algorithm 1's b, l, neighbour cap and γ; RRF's k).
 
-        ``base_depth``: base passages that seed the search and enter the fusion, whose first
-        2 × base_depth places lead, followed by the rest of the base's top k (None: k, the
-        paper's single-step protocol, where a deep k seeds from many passages whose triples
-        crowd the beams);
-        ``keep``: the no-harm guard (tools/guard.py).
+        ``base_depth``: base passages whose triples seed the search (None: k, the paper's
+        single-step protocol, where a deep k seeds from many passages whose triples crowd the
+        beams). ``fusion``: how the chains' passages join the base ranking —
+        ``rrf``: Eq. 3, RRF of the flattened chains and the base's top ``base_depth`` (the
+        paper), whose first 2 × base_depth places lead, then the rest of the base's top k;
+        ``page_step``: the base's own ranking, with the first ``page_steps`` passages that a
+        chain reaches by stepping onto the page of an entity its first passage names (a
+        ``link`` edge of the passage graph) placed after the base's first ``after`` places
+        (docs/methods.md: offline triples make the other chain steps mostly noise).
+        ``keep``, ``margin``: the no-harm guard (tools/guard.py).
         """
         from .registry import make_retriever
 
@@ -143,7 +154,12 @@ class NaiveGERetriever(Guarded):
         self.guard(index, keep, margin)
         if base_depth is not None and base_depth < 1:
             raise ValueError(f"base_depth must be at least 1, got {base_depth}")
-        self.base_depth = base_depth
+        if fusion not in ("rrf", "page_step"):
+            raise ValueError(f"fusion must be 'rrf' or 'page_step', got {fusion!r}")
+        if page_steps < 0 or after < 0:
+            raise ValueError(f"page_steps and after must be ≥ 0, got {page_steps}, {after}")
+        self.base_depth, self.fusion = base_depth, fusion
+        self.page_steps, self.after = page_steps, after
         self.base = make_retriever(base, index)
         self.beam_width, self.length, self.cap = beam_width, length, neighbour_cap
         self.gamma, self.rrf_k = gamma, rrf_k
@@ -154,6 +170,7 @@ class NaiveGERetriever(Guarded):
         for row, chunk_id in enumerate(self.chunk_of):
             self.triples_of_chunk.setdefault(chunk_id, []).append(row)
         self.triple_entity, self.entity_triple = knowledge.triple_entity, knowledge.entity_triple
+        self.links = index.passage_graph.edges["link"].tocsr()
 
     def initial_triples(self, query: str, base_hits: Sequence[Hit]) -> list[int]:
         """NaiveGE's seeds: every triple read from a chunk of the base result."""
@@ -169,10 +186,9 @@ class NaiveGERetriever(Guarded):
 
     def _retrieve(self, query: str, k: int) -> list[Hit]:
         base_hits = self.base.retrieve(query, self.base_depth or k)
-        initial = self.initial_triples(query, base_hits)
         beams = diverse_beam_search(
             self.index.embed_query(query),
-            initial,
+            self.initial_triples(query, base_hits),
             self.vectors,
             self.neighbours,
             self.beam_width,
@@ -180,6 +196,8 @@ class NaiveGERetriever(Guarded):
             self.cap,
             self.gamma,
         )
+        if self.fusion == "page_step":
+            return self._with_page_steps(query, k, beams)
         expanded = flatten_to_chunks(beams, self.chunk_of)
         via = {chunk_id: self._chain_of(row, beams) for chunk_id, row in expanded}
         fused = reciprocal_rank_fusion(
@@ -195,6 +213,47 @@ class NaiveGERetriever(Guarded):
             own = Provenance(self.name, step, rank, score, via.get(chunk_id, ()))
             hits.append(self._hit(chunk_id, score, *earlier, own))
         return hits
+
+    def page_steps_of(self, beams: Sequence[Beam], exclude: set[str]) -> list[tuple[str, int]]:
+        """Return the chunks the chains step onto from a chunk that links to their page.
+
+        In beam order, each once; chunks of the documents in ``exclude`` are not new evidence.
+        Returns (chunk id, triple row that reached it).
+        """
+        rows, out = self.index.rows, {}
+        for _, chain in beams:
+            for before, after in itertools.pairwise(chain):
+                source, target = self.chunk_of[before], self.chunk_of[after]
+                if target in out or self.index.chunk(target).doc_id in exclude:
+                    continue
+                if self.links[rows[source], rows[target]]:
+                    out[target] = after
+        return list(out.items())
+
+    def _with_page_steps(self, query: str, k: int, beams: Sequence[Beam]) -> list[Hit]:
+        """Return the base's top k with the first page steps after its first ``after`` places."""
+        base = self.base.retrieve(query, k)
+        lead = {h.doc_id for h in base[: self.base_depth or k]}
+        steps = self.page_steps_of(beams, lead)[: self.page_steps]
+        stepped = {chunk_id for chunk_id, _ in steps}
+        rest = [h for h in base if h.id not in stepped]
+        hits: list[Hit] = []
+        for rank, hit in enumerate(rest[: self.after], start=1):
+            hits.append(
+                hit.with_score(hit.score, Provenance(self.name, "base retrieval", rank, hit.score))
+            )
+        for chunk_id, row in steps:
+            score = hits[-1].score if hits else (base[0].score if base else 1.0)
+            own = Provenance(
+                self.name, "page step", len(hits) + 1, score, self._chain_of(row, beams)
+            )
+            hits.append(self._hit(chunk_id, score, own))
+        for hit in rest[self.after :]:
+            rank = len(hits) + 1
+            hits.append(
+                hit.with_score(hit.score, Provenance(self.name, "base retrieval", rank, hit.score))
+            )
+        return hits[:k]
 
     def _filled(
         self, fused: list[tuple[str, float]], query: str, k: int
@@ -250,9 +309,10 @@ class SyncGERetriever(NaiveGERetriever):
         """Set up over ``index`` with NaiveGE's ``options``, but the paper's fusion by default.
 
         SyncGE cannot be measured without an LLM, so it is not tuned: the base's top k seed and
-        fuse (``base_depth=None``) and there is no guard (``keep=0``) unless options say so.
+        fuse by RRF (``base_depth=None``, ``fusion="rrf"``) and there is no guard (``keep=0``)
+        unless options say so.
         """
-        options = {"base_depth": None, "keep": 0, **options}
+        options = {"base_depth": None, "fusion": "rrf", "keep": 0, **options}
         super().__init__(index, **options)
         if chat is None:
             from hopgraph.llm import LLMSettings, make_chat_model

@@ -67,7 +67,7 @@ def test_paper_presets_follow_the_papers(index):
     iier = make_retriever("iier", index, preset="paper")
     assert (iier.max_length, iier.order, iier.keep) == (5, "chains", 0)
     naive = make_retriever("naive_ge", index, preset="paper")
-    assert (naive.base_depth, naive.keep) == (None, 0)
+    assert (naive.base_depth, naive.fusion, naive.keep) == (None, "rrf", 0)
     assert (iier.seed_order, iier.dense_seeds) == ("cover", 0)
 
 

@@ -158,3 +158,34 @@ def test_sync_ge_without_an_llm_says_what_to_set(index, monkeypatch):
         monkeypatch.delenv(name, raising=False)
     with pytest.raises(Exception, match="no LLM is configured"):
         make_retriever("sync_ge", index)
+
+
+def test_naive_ge_page_step_puts_the_bridge_page_after_the_base_first(index):
+    # Van Hook Township (d4) names Mountrail County, whose page (d5) a chain steps onto from a
+    # d4 triple: a page step. It takes place 2, after the base's first, then the base goes on.
+    question = "Where is the county seat of Van Hook Township?"
+    naive = make_retriever("naive_ge", index, base_depth=1, keep=0)
+    hits = naive.retrieve(question, 4)
+    assert [h.id for h in hits[:2]] == ["d4", "d5"]
+    step = hits[1].provenance[-1]
+    assert (step.step, step.rank) == ("page step", 2)
+    assert any("mountrail county" in fact for fact in step.via)  # the chain that reached it
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+    base = [h.id for h in make_retriever("hybrid", index).retrieve(question, 4)]
+    assert [h.id for h in hits if h.id != "d5"] == [b for b in base if b != "d5"][:3]
+    first = make_retriever("naive_ge", index, base_depth=1, keep=0, after=0)
+    assert first.retrieve(question, 4)[0].id == "d5"
+    none = make_retriever("naive_ge", index, base_depth=1, keep=0, page_steps=0)
+    assert [h.id for h in none.retrieve(question, 4)] == base
+
+
+def test_naive_ge_paper_preset_fuses_by_rrf_without_page_steps(index):
+    paper = make_retriever("naive_ge", index, preset="paper")
+    assert (paper.fusion, paper.base_depth, paper.keep) == ("rrf", None, 0)
+    hits = paper.retrieve("Where is the county seat of Van Hook Township?", 4)
+    assert {h.provenance[-1].step for h in hits} <= {"triple chain", "base retrieval"}
+
+
+def test_naive_ge_rejects_an_unknown_fusion(index):
+    with pytest.raises(ValueError, match="fusion must be"):
+        make_retriever("naive_ge", index, fusion="sum")
