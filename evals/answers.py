@@ -10,7 +10,7 @@ reached, whatever it then made of it.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -100,15 +100,20 @@ def evaluate_answers(
     index: Index,
     questions: Sequence[Question],
     methods: Sequence[str],
-    chat: BaseChatModel,
+    chat: BaseChatModel | Callable[[Question], BaseChatModel],
     show_progress: bool = True,
     **settings: Any,
 ) -> tuple[list[AnswerScores], list[AnswerRow]]:
-    """Answer every question with every method; return scores per method and all rows."""
+    """Answer every question with every method; return scores per method and all rows.
+
+    ``chat`` is one model for every run, or a function that makes a fresh one per question and
+    method (the oracle, which knows one question and keeps what each run has shown it).
+    """
+    fresh = chat if not isinstance(chat, BaseChatModel) else (lambda q: chat)
     scores, rows = [], []
     for method in methods:
         mine = [
-            answer_question(method, q, index, chat, **settings)
+            answer_question(method, q, index, fresh(q), **settings)
             for q in tqdm(questions, desc=f"answer {method}", unit="q", disable=not show_progress)
         ]
         scores.append(summarise(method, mine))

@@ -242,6 +242,15 @@ def build_parser() -> argparse.ArgumentParser:
         "name the agents (rgnn_ret, gear)",
     )
     p.add_argument(
+        "--llm",
+        choices=["endpoint", "oracle"],
+        default="endpoint",
+        help="with --answers, who answers the agents' prompts: endpoint (default: the "
+        "OpenAI-compatible model of HOPGRAPH_LLM_*) or oracle (a perfect reasoner that knows "
+        "only each question's gold decomposition and what the agent shows it; MuSiQue; see "
+        "evals/oracle.py)",
+    )
+    p.add_argument(
         "--out",
         metavar="DIR",
         help="where to write the report (default runs/eval-DATASET-SPLIT-TIME)",

@@ -7,8 +7,10 @@ import json
 import os
 import shutil
 import textwrap
+from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
@@ -17,6 +19,9 @@ from graph_store.build import WriteReport
 from hopgraph.errors import InputError
 from hopgraph.settings import IndexSettings, default_index_dir
 from tools import RETRIEVERS, Hit, make_retriever, parse_methods
+
+if TYPE_CHECKING:
+    from evals.datasets import Question
 
 
 def index_dir(args: argparse.Namespace) -> Path:
@@ -122,8 +127,6 @@ def evaluate(args: argparse.Namespace) -> None:
     from evals.report import format_table, write_report
     from evals.runner import check_gold_coverage, eval_index, run_methods
 
-    from .llm import LLMSettings, make_chat_model
-
     agents = [m.strip() for m in args.methods.split(",") if m.strip() in MULTI_STEP]
     if agents and not args.answers:
         raise InputError(
@@ -138,9 +141,11 @@ def evaluate(args: argparse.Namespace) -> None:
             "--weights applies to ranking passages, not to --answers runs",
             "drop --answers to score the trained methods' rankings",
         )
-    chat = make_chat_model(LLMSettings.from_env()) if args.answers else None
+    if args.llm == "oracle" and not args.answers:
+        raise InputError("--llm oracle answers questions", "add --answers")
     data = Path(args.data)
     questions = load_questions(data, args.split, args.limit)
+    chat = answer_model(args.llm, questions) if args.answers else None
     settings = settings_from(args)
     named_model = args.model or os.environ.get("HOPGRAPH_MODEL")
     index_path = Path(args.index) if args.index else None
@@ -242,3 +247,21 @@ def explain(args: argparse.Namespace) -> None:
         f"wrote {out}: {len(graph.passages)} passages, {len(graph.entities)} entities, "
         f"{len(graph.edges)} edges"
     )
+
+
+def answer_model(llm: str, questions: Sequence[Question]) -> Any:
+    """Return the chat model of ``--llm``: the configured endpoint, or an oracle per question."""
+    from .llm import LLMSettings, make_chat_model
+
+    if llm != "oracle":
+        return make_chat_model(LLMSettings.from_env())
+    from evals.oracle import OracleChatModel
+
+    missing = [q.id for q in questions if not q.decomposition]
+    if missing:
+        raise InputError(
+            f"--llm oracle needs each question's gold decomposition; {len(missing)} have none "
+            f"(first: {missing[0]})",
+            "use MuSiQue (../shared/data/musique), whose questions carry a decomposition",
+        )
+    return lambda q: OracleChatModel(question=q.question, decomposition=list(q.decomposition))
