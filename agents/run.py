@@ -42,6 +42,8 @@ class RunResult:
     answer: str
     citations: list[Evidence]
     gathered: list[Evidence]
+    evidence: list[Evidence]
+    """The ranked passages the run ended with (what its reader was given, best first)."""
     steps: list[str]
     usage: Usage
     resumed: bool
@@ -115,6 +117,7 @@ def run_agent(
         answer=final.get("answer", ""),
         citations=final.get("citations", []),
         gathered=final.get("gathered", []),
+        evidence=final.get("evidence", []),
         steps=final.get("steps", []),
         usage=final.get("usage") or no_usage(),
         resumed=resumed,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -34,13 +34,23 @@ class AnswerScores:
     em: float
     f1: float
     gathered_recall: float
+    """Gold documents among everything the run retrieved or read, over the whole run."""
+    evidence_recall_5: float
+    """R@5 of the ranked passages the run ended with."""
     gathered_docs: float
     calls: float
+    calls_p95: float
     max_calls: int
     prompt_tokens: float
     completion_tokens: float
+    tokens_p95: float
+    steps: float
+    """Nodes run per question (one line each in the run's steps)."""
+    seconds_mean: float
     seconds_p50: float
     failures: int
+    by_hops: dict[str, dict[str, float]] = field(default_factory=dict)
+    """The same figures for the questions of each hop count (where the dataset says)."""
 
 
 @dataclass
@@ -56,9 +66,11 @@ class AnswerRow:
     f1: float
     gold_ids: list[str]
     gathered_ids: list[str]
+    evidence_ids: list[str]
     cited_ids: list[str]
     usage: dict[str, Any]
     seconds: float
+    hops: int | None = None
     steps: list[str] = field(default_factory=list)
     error: str | None = None
 
@@ -74,9 +86,9 @@ def answer_question(
         result = run_agent(method, q.question, index, chat, **settings)
     except HopgraphError as err:  # e.g. an unreadable reply after its repair
         return AnswerRow(
-            method, q.id, q.question, list(q.answers), "", 0.0, 0.0, list(q.gold_ids), [], [],
+            method, q.id, q.question, list(q.answers), "", 0.0, 0.0, list(q.gold_ids), [], [], [],
             {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "seconds": 0.0},
-            time.perf_counter() - started, error=str(err),
+            time.perf_counter() - started, hops=q.hops, error=str(err),
         )  # fmt: skip
     gathered = list(dict.fromkeys(e["doc_id"] for e in result.gathered))
     return AnswerRow(
@@ -89,9 +101,11 @@ def answer_question(
         f1=f1_score(result.answer, q.answers),
         gold_ids=list(q.gold_ids),
         gathered_ids=gathered,
+        evidence_ids=list(dict.fromkeys(e["doc_id"] for e in result.evidence)),
         cited_ids=list(dict.fromkeys(e["doc_id"] for e in result.citations)),
         usage=dict(result.usage),
         seconds=time.perf_counter() - started,
+        hops=q.hops,
         steps=result.steps,
     )
 
@@ -122,38 +136,72 @@ def evaluate_answers(
 
 
 def summarise(method: str, rows: Sequence[AnswerRow]) -> AnswerScores:
-    """Average one method's rows."""
-    n = max(len(rows), 1)
-
-    def mean(values: Sequence[float]) -> float:
-        return sum(values) / n
-
+    """Average one method's rows, overall and per hop count."""
+    core = _figures(rows)
+    hop_counts = sorted({r.hops for r in rows if r.hops is not None})
+    by_hops = {str(h): _figures([r for r in rows if r.hops == h]) for h in hop_counts}
     return AnswerScores(
         method=method,
         questions=len(rows),
-        em=100 * mean([r.em for r in rows]),
-        f1=100 * mean([r.f1 for r in rows]),
-        gathered_recall=100
-        * mean([recall_at_k(r.gathered_ids, r.gold_ids, len(r.gathered_ids)) for r in rows]),
-        gathered_docs=mean([len(r.gathered_ids) for r in rows]),
-        calls=mean([r.usage["calls"] for r in rows]),
+        em=core["em"],
+        f1=core["f1"],
+        gathered_recall=core["gathered_recall"],
+        evidence_recall_5=core["evidence_recall_5"],
+        gathered_docs=core["gathered_docs"],
+        calls=core["calls"],
+        calls_p95=core["calls_p95"],
         max_calls=max((r.usage["calls"] for r in rows), default=0),
-        prompt_tokens=mean([r.usage["prompt_tokens"] for r in rows]),
-        completion_tokens=mean([r.usage["completion_tokens"] for r in rows]),
+        prompt_tokens=_mean([r.usage["prompt_tokens"] for r in rows]),
+        completion_tokens=_mean([r.usage["completion_tokens"] for r in rows]),
+        tokens_p95=core["tokens_p95"],
+        steps=core["steps"],
+        seconds_mean=core["seconds_mean"],
         seconds_p50=percentile([r.seconds for r in rows], 50),
         failures=sum(r.error is not None for r in rows),
+        by_hops=by_hops,
     )
 
 
+def _mean(values: Sequence[float]) -> float:
+    return sum(values) / len(values) if values else 0.0
+
+
+def _figures(rows: Sequence[AnswerRow]) -> dict[str, float]:
+    """Return the per-question means (and 95th percentiles) of one group of rows."""
+    tokens = [r.usage["prompt_tokens"] + r.usage["completion_tokens"] for r in rows]
+    return {
+        "questions": len(rows),
+        "em": 100 * _mean([r.em for r in rows]),
+        "f1": 100 * _mean([r.f1 for r in rows]),
+        "gathered_recall": 100
+        * _mean([recall_at_k(r.gathered_ids, r.gold_ids, len(r.gathered_ids)) for r in rows]),
+        "evidence_recall_5": 100
+        * _mean([recall_at_k(r.evidence_ids, r.gold_ids, 5) for r in rows]),
+        "gathered_docs": _mean([len(r.gathered_ids) for r in rows]),
+        "calls": _mean([r.usage["calls"] for r in rows]),
+        "calls_p95": percentile([r.usage["calls"] for r in rows], 95) if rows else 0.0,
+        "tokens": _mean(tokens),
+        "tokens_p95": percentile(tokens, 95) if rows else 0.0,
+        "steps": _mean([len(r.steps) for r in rows]),
+        "seconds_mean": _mean([r.seconds for r in rows]),
+    }
+
+
 def format_answer_table(scores: Sequence[AnswerScores]) -> str:
-    """Render one row per method: EM, F1, recall of gathered documents, LLM cost per question."""
-    head = "method EM F1 gatheredR docs calls/q max tokens/q p50s failed".split()
-    rows = [
-        [
-            s.method, f"{s.em:.1f}", f"{s.f1:.1f}", f"{s.gathered_recall:.1f}",
-            f"{s.gathered_docs:.1f}", f"{s.calls:.1f}", str(s.max_calls),
-            f"{s.prompt_tokens + s.completion_tokens:.0f}", f"{s.seconds_p50:.2f}", str(s.failures),
-        ]
-        for s in scores
-    ]  # fmt: skip
-    return render_table(head, rows)
+    """Render one row per method (and per method and hop count where the data has hops)."""
+    head = "method hops EM F1 gatheredR R@5 docs calls/q p95 tokens/q p95 steps s/q failed"
+    rows = []
+    for s in scores:
+        groups = [("all", asdict(s) | {"tokens": s.prompt_tokens + s.completion_tokens})]
+        groups += list(s.by_hops.items()) if len(s.by_hops) > 1 else []
+        for hops, f in groups:
+            rows.append(
+                [
+                    s.method, hops, f"{f['em']:.1f}", f"{f['f1']:.1f}",
+                    f"{f['gathered_recall']:.1f}", f"{f['evidence_recall_5']:.1f}",
+                    f"{f['gathered_docs']:.1f}", f"{f['calls']:.1f}", f"{f['calls_p95']:.0f}",
+                    f"{f['tokens']:.0f}", f"{f['tokens_p95']:.0f}", f"{f['steps']:.1f}",
+                    f"{f['seconds_mean']:.2f}", str(s.failures) if hops == "all" else "",
+                ]
+            )  # fmt: skip
+    return render_table(head.split(), rows)
