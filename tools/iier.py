@@ -125,7 +125,7 @@ class IIERRetriever(Guarded):
         seed_order: Literal["cover", "similarity"] = "similarity",
         dense_seeds: int = 1,
         keep: int = KEEP,
-        margin: float = 0.1,
+        margin: float = 0.15,
     ) -> None:
         """Set up over ``index``; give ``chat`` to read question keywords with an LLM (§3.1).
 

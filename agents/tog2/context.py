@@ -33,7 +33,35 @@ class Context(AgentContext):
             "their cosine to the query, each chunk once for its best candidate"
         },
     )
-    presets: ClassVar[Mapping[str, Mapping[str, Any]]] = {"paper": {"triple_sentences": True}}
+    topic_context: bool = field(
+        default=True,
+        metadata={
+            "description": "the current topic entities' chunks, scored by the round's "
+            "(re-formed) query, join the candidates' in Ctx (ours; off: candidates only)"
+        },
+    )
+    newest_first: bool = field(
+        default=True,
+        metadata={
+            "description": "the reasoner sees this round's Ctx first, then earlier rounds' "
+            "(ours); off: all rounds' chunks by closeness to the question"
+        },
+    )
+    name_search: int = field(
+        default=10,
+        metadata={
+            "description": "Doc(e) also holds the chunks BM25 finds for the entity's name, "
+            "this many (ours; 0: only the chunks whose extraction mentions it)"
+        },
+    )
+    presets: ClassVar[Mapping[str, Mapping[str, Any]]] = {
+        "paper": {
+            "triple_sentences": True,
+            "topic_context": False,
+            "newest_first": False,
+            "name_search": 0,
+        }
+    }
     chunks_per_entity: int = field(
         default=10, metadata={"description": "an entity's chunks scored at most (closest first)"}
     )

@@ -23,7 +23,7 @@ from prompts.tog2 import REASON, REFORM, RELATION_PRUNE, TOPIC_PRUNE
 from tools.iier import IIERRetriever
 
 from .context import Context
-from .search import Relation, edges, entity_scores, tails
+from .search import Relation, edges, entity_scores, is_literal, tails
 from .state import (
     Candidate,
     InputState,
@@ -36,6 +36,19 @@ from .state import (
 )
 
 SEED_CHUNKS = 5  # chunks whose entities seed the search when the question links to none
+
+
+def entity_chunks(ctx: Context, entity: str) -> list[str]:
+    """Doc(e): the chunks that mention ``entity``, then those BM25 finds for its name.
+
+    ToG-2 reads an entity's Wikipedia page; offline extraction misses mentions inside longer
+    names ("Mountrail County Courthouse in Stanley … served Mountrail County"), so the name is
+    also searched (``name_search`` chunks; 0: mentions only).
+    """
+    found = ctx.index.knowledge_graph.chunks_of(entity)
+    if ctx.name_search:
+        found += [h.id for h in ctx.retriever("bm25").retrieve(entity, ctx.name_search)]
+    return list(dict.fromkeys(found))
 
 
 def _similarity(ctx: Context, query: str) -> tuple[np.ndarray, dict[str, int]]:
@@ -89,11 +102,10 @@ def prune_topics(state: State, runtime: Runtime[Context]) -> dict:
 def retrieve_context(state: State, runtime: Runtime[Context]) -> dict:
     """Ctx⁰: the topic entities' best chunks for the question (no triple yet)."""
     ctx = runtime.context
-    kg = ctx.index.knowledge_graph
     similarity, rows = _similarity(ctx, state["question"])
     pool: dict[str, float] = {}
     for topic in state["topics"]:
-        for chunk_id in kg.chunks_of(topic["entity"]):
+        for chunk_id in entity_chunks(ctx, topic["entity"]):
             pool[chunk_id] = float(similarity[rows[chunk_id]])
     if pool:
         best = sorted(pool, key=lambda c: -pool[c])[: ctx.top_chunks]
@@ -160,7 +172,8 @@ def discover_entities(state: State, runtime: Runtime[Context]) -> dict:
     seen, candidates = set(state.get("visited", [])), []
     for entity, predicate, direction in state["relations"]:
         reached = tails(kg, entity, Relation(predicate, direction == "out"))
-        for tail in [t for t in reached if t not in seen][: ctx.max_tails]:
+        fresh = [t for t in reached if t not in seen and not is_literal(t)]
+        for tail in fresh[: ctx.max_tails]:
             seen.add(tail)
             candidates.append(
                 Candidate(
@@ -183,12 +196,11 @@ def after_discovery(state: State) -> Literal["prune_entities", "answer"]:
 def prune_entities(state: State, runtime: Runtime[Context]) -> dict:
     """Score candidates by their chunks' ranks (Eq. 6); the top W become the next topics."""
     ctx = runtime.context
-    kg = ctx.index.knowledge_graph
     query = state.get("query") or state["question"]
     similarity, rows = _similarity(ctx, query)
     pairs: list[tuple[str, float, str]] = []  # (chunk, score, candidate)
     for c in state["candidates"]:
-        chunk_ids = sorted(kg.chunks_of(c["entity"]), key=lambda x: -similarity[rows[x]])
+        chunk_ids = sorted(entity_chunks(ctx, c["entity"]), key=lambda x: -similarity[rows[x]])
         chunk_ids = chunk_ids[: ctx.chunks_per_entity]
         if ctx.triple_sentences:  # Eq. 5: the relation that brought the entity, then the chunk
             scored = _with_triple_sentence(ctx, query, c, chunk_ids)
@@ -217,22 +229,43 @@ def prune_entities(state: State, runtime: Runtime[Context]) -> dict:
         )
         topics.append(Topic(entity=entity, path=[*paths.get(c["parent"], []), step]))
         walked.append(step)
+    found = [(chunk_id, score) for chunk_id, (score, _) in top]
+    if ctx.topic_context:  # the entities the walk stands on, read again for this round's query
+        found = _with_topic_chunks(ctx, state["topics"], similarity, found)
     new = [
         chunk_evidence(ctx.index, chunk_id, s, f"tog2 round {state['rounds']}")
-        for chunk_id, (s, _) in top
+        for chunk_id, s in found
     ]
+    earlier = state.get("evidence", [])
+    if ctx.newest_first:
+        evidence = list({e["id"]: e for e in reversed([*new, *earlier])}.values())[::-1]
+        evidence = evidence[: ctx.top_chunks]
+    else:
+        to_question = (
+            similarity if query == state["question"] else _similarity(ctx, state["question"])[0]
+        )
+        evidence = _rerank(ctx, to_question, [*earlier, *new])
     return {
         "topics": topics,
         "visited": chosen,
         "triples": walked,
-        "evidence": _rerank(
-            ctx,
-            similarity if query == state["question"] else _similarity(ctx, state["question"])[0],
-            [*state.get("evidence", []), *new],
-        ),
+        "evidence": evidence,
         "gathered": new,
         "steps": [f"prune entities: {', '.join(f'{e} ({scores[e]:.2f})' for e in chosen)}"],
     }
+
+
+def _with_topic_chunks(
+    ctx: Context, topics: list, similarity: np.ndarray, found: list[tuple[str, float]]
+) -> list[tuple[str, float]]:
+    """Return Ctx: the candidates' best chunks and the topics' chunks, K best by the query."""
+    rows = ctx.index.rows
+    pool = dict(found)
+    for topic in topics:
+        chunk_ids = sorted(entity_chunks(ctx, topic["entity"]), key=lambda c: -similarity[rows[c]])
+        for chunk_id in chunk_ids[: ctx.chunks_per_entity]:
+            pool.setdefault(chunk_id, float(similarity[rows[chunk_id]]))
+    return sorted(pool.items(), key=lambda item: -item[1])[: ctx.top_chunks]
 
 
 def _with_triple_sentence(

@@ -8,6 +8,7 @@ direction ("out": the entity is the subject).
 from __future__ import annotations
 
 import math
+import re
 from collections import defaultdict
 from collections.abc import Sequence
 from typing import NamedTuple
@@ -39,6 +40,22 @@ def edges(kg: KnowledgeGraph, entity: str) -> list[Relation]:
         if t.object == entity:
             found[Relation(t.predicate, False)] = found.get(Relation(t.predicate, False), 0) + 1
     return sorted(found, key=lambda r: -found[r])
+
+
+_LETTER = re.compile(r"[^\W\d_]")
+_MONTHS = set(
+    "january february march april may june july august september october november december".split()
+)
+
+
+def is_literal(name: str) -> bool:
+    """Whether an entity name is a literal value (a year, a date, a number) or 2 letters or less.
+
+    The authors' code gives literal tails no document and drops them, and drops names of two
+    characters or fewer (spec tog2 §3.2 Step C).
+    """
+    words = name.split()
+    return len(name) <= 2 or not any(_LETTER.search(w) and w not in _MONTHS for w in words)
 
 
 def tails(kg: KnowledgeGraph, entity: str, relation: Relation) -> list[str]:

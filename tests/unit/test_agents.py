@@ -350,3 +350,40 @@ def test_tog2_paper_preset_scores_chunks_with_their_triple_sentence(index):
     result = run_agent("tog2", QUESTION, index, chat, preset="paper")
     assert result.answer == "1936"
     assert result.steps[5].startswith("prune entities: university of santo tomas")
+
+
+def test_tog2_drops_literal_candidates_as_the_authors_code_does():
+    from agents.tog2.search import is_literal
+
+    assert [is_literal(n) for n in ("1936", "march 3 1936", "12.5", "us", "stanley")] == [
+        True, True, True, True, False,
+    ]  # fmt: skip
+    assert not is_literal("mountrail county 1914")  # a name with a year in it is a name
+
+
+def test_tog2_entity_documents_add_the_chunks_found_for_the_name(index):
+    from types import SimpleNamespace
+
+    from agents.tog2.graph import entity_chunks
+    from tools import make_retriever
+
+    kg = index.knowledge_graph
+    ctx = SimpleNamespace(index=index, name_search=0, retriever=lambda name: None)
+    assert entity_chunks(ctx, "mountrail county") == kg.chunks_of("mountrail county")
+    bm25 = make_retriever("bm25", index)
+    ctx = SimpleNamespace(index=index, name_search=3, retriever=lambda name: bm25)
+    found = entity_chunks(ctx, "mountrail county")
+    searched = [h.id for h in bm25.retrieve("mountrail county", 3)]
+    assert found == list(dict.fromkeys(kg.chunks_of("mountrail county") + searched))
+    assert "d5" in found and len(found) == len(set(found))
+
+
+def test_tog2_paper_preset_reads_only_mentions_and_ranks_by_the_question():
+    from agents.tog2.context import Context
+
+    paper = Context.presets["paper"]
+    assert (paper["name_search"], paper["topic_context"], paper["newest_first"]) == (
+        0,
+        False,
+        False,
+    )
