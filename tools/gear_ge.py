@@ -197,7 +197,8 @@ class NaiveGERetriever(Guarded):
             self.gamma,
         )
         if self.fusion == "page_step":
-            return self._with_page_steps(query, k, beams)
+            same = (self.base_depth or k) == k  # the base's top k is already at hand
+            return self._with_page_steps(query, k, beams, base_hits if same else None)
         expanded = flatten_to_chunks(beams, self.chunk_of)
         via = {chunk_id: self._chain_of(row, beams) for chunk_id, row in expanded}
         fused = reciprocal_rank_fusion(
@@ -230,9 +231,11 @@ class NaiveGERetriever(Guarded):
                     out[target] = after
         return list(out.items())
 
-    def _with_page_steps(self, query: str, k: int, beams: Sequence[Beam]) -> list[Hit]:
+    def _with_page_steps(
+        self, query: str, k: int, beams: Sequence[Beam], base: list[Hit] | None = None
+    ) -> list[Hit]:
         """Return the base's top k with the first page steps after its first ``after`` places."""
-        base = self.base.retrieve(query, k)
+        base = base if base is not None else self.base.retrieve(query, k)
         lead = {h.doc_id for h in base[: self.base_depth or k]}
         steps = self.page_steps_of(beams, lead)[: self.page_steps]
         stepped = {chunk_id for chunk_id, _ in steps}
