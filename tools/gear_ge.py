@@ -185,7 +185,11 @@ class NaiveGERetriever(Guarded):
         return rows[rows != row]
 
     def _retrieve(self, query: str, k: int) -> list[Hit]:
-        base_hits = self.base.retrieve(query, self.base_depth or k)
+        if self.fusion == "page_step":  # one base call: its top k, seeds from its first places
+            ranking = self.base.retrieve(query, max(k, self.base_depth or k))
+            base_hits = ranking[: self.base_depth or k]
+        else:
+            base_hits = self.base.retrieve(query, self.base_depth or k)
         beams = diverse_beam_search(
             self.index.embed_query(query),
             self.initial_triples(query, base_hits),
@@ -197,8 +201,7 @@ class NaiveGERetriever(Guarded):
             self.gamma,
         )
         if self.fusion == "page_step":
-            same = (self.base_depth or k) == k  # the base's top k is already at hand
-            return self._with_page_steps(query, k, beams, base_hits if same else None)
+            return self._with_page_steps(k, beams, ranking[:k])
         expanded = flatten_to_chunks(beams, self.chunk_of)
         via = {chunk_id: self._chain_of(row, beams) for chunk_id, row in expanded}
         fused = reciprocal_rank_fusion(
@@ -231,11 +234,8 @@ class NaiveGERetriever(Guarded):
                     out[target] = after
         return list(out.items())
 
-    def _with_page_steps(
-        self, query: str, k: int, beams: Sequence[Beam], base: list[Hit] | None = None
-    ) -> list[Hit]:
+    def _with_page_steps(self, k: int, beams: Sequence[Beam], base: list[Hit]) -> list[Hit]:
         """Return the base's top k with the first page steps after its first ``after`` places."""
-        base = base if base is not None else self.base.retrieve(query, k)
         lead = {h.doc_id for h in base[: self.base_depth or k]}
         steps = self.page_steps_of(beams, lead)[: self.page_steps]
         stepped = {chunk_id for chunk_id, _ in steps}

@@ -67,6 +67,6 @@ class Guarded(Retriever):
         # asking for more changes methods whose ranking depends on k (hybrid's RRF of two top-k
         # lists: hotpotqa R@5 80.1 at k = 5, 77.7 for the first 5 of k = 7).
         hits = super().retrieve(query, k)
-        top = self._dense.retrieve(query, min(self.keep, k))
+        top = self._dense.exact_top(query, min(self.keep, k))
         anchors = [h for h in top if top[0].score - h.score < self.margin or h is top[0]]
         return keep_top(anchors, hits, k, self.name)

@@ -189,3 +189,14 @@ def test_naive_ge_paper_preset_fuses_by_rrf_without_page_steps(index):
 def test_naive_ge_rejects_an_unknown_fusion(index):
     with pytest.raises(ValueError, match="fusion must be"):
         make_retriever("naive_ge", index, fusion="sum")
+
+
+def test_dense_exact_top_is_the_dense_ranking_without_chroma(index):
+    from tools.baselines import DenseRetriever
+
+    dense = DenseRetriever(index)
+    for question in ("Where is the county seat of Van Hook Township?", "Manila capital"):
+        for k in (1, 2, 6):
+            fast, slow = dense.exact_top(question, k), dense.retrieve(question, k)
+            assert [h.id for h in fast] == [h.id for h in slow]
+            assert [h.score for h in fast] == pytest.approx([h.score for h in slow], abs=1e-5)
