@@ -187,3 +187,18 @@ def test_every_agent_reaches_the_answer_with_the_oracle(index, method):
     result = run_agent(method, QUESTION, index, model, k=4)
     assert result.answer == "1936", result.steps
     assert {"d1", "d2"} <= {e["doc_id"] for e in result.gathered}
+
+
+def test_eval_llm_oracle_needs_decompositions_and_answers(tmp_path, capsys):
+    from hopgraph.cli import main
+    from tests.conftest import DOCS, write_jsonl
+
+    data = tmp_path / "tiny"
+    data.mkdir()
+    write_jsonl(data / "corpus.jsonl", DOCS)
+    write_jsonl(data / "dev.jsonl", [{"id": "q1", "question": QUESTION, "gold_ids": ["d1"]}])
+    args = ["eval", "--data", str(data), "--model", "hashing", "--methods", "gear", "-q"]
+    assert main([*args, "--answers", "--llm", "oracle"]) != 0
+    assert "needs each question's gold decomposition" in capsys.readouterr().err
+    assert main([*args[:-3], "--methods", "dense", "--llm", "oracle", "-q"]) != 0
+    assert "add --answers" in capsys.readouterr().err
