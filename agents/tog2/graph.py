@@ -45,9 +45,9 @@ def entity_chunks(ctx: Context, entity: str) -> list[str]:
     names ("Mountrail County Courthouse in Stanley … served Mountrail County"), so the name is
     also searched (``name_search`` chunks; 0: mentions only).
     """
-    found = ctx.index.knowledge_graph.chunks_of(entity)
+    found = list(ctx.index.knowledge_graph.chunks_of(entity))
     if ctx.name_search:
-        found += [h.id for h in ctx.retriever("bm25").retrieve(entity, ctx.name_search)]
+        found.extend(h.id for h in ctx.retriever("bm25").retrieve(entity, ctx.name_search))
     return list(dict.fromkeys(found))
 
 
