@@ -194,6 +194,11 @@ class Index:
         self._query_vectors.clear()
 
     @cached_property
+    def ids(self) -> list[str]:
+        """Return the chunk ids in row order (the embedding matrix's and the graphs')."""
+        return list(self.chunks)
+
+    @cached_property
     def rows(self) -> dict[str, int]:
         """Return each chunk id's row: its place in ``chunks``, the embeddings and the graphs."""
         return {chunk_id: row for row, chunk_id in enumerate(self.chunks)}

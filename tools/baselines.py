@@ -44,7 +44,7 @@ class DenseRetriever(Retriever):
         hits it costs less than a Chroma round trip (the no-harm guard asks for two per query).
         """
         similarity = self.index.similarities(self.index.embed_query(query))
-        ids = list(self.index.chunks)  # the matrix's rows, in chunk order
+        ids = self.index.ids
         if len(similarity) > 4 * k:  # a cheap shortlist first; ties at its edge stay in it
             cut = np.partition(similarity, -4 * k)[-4 * k]
             rows = np.flatnonzero(similarity >= cut)

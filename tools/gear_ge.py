@@ -238,25 +238,21 @@ class NaiveGERetriever(Guarded):
         """Return the base's top k with the first page steps after its first ``after`` places."""
         lead = {h.doc_id for h in base[: self.base_depth or k]}
         steps = self.page_steps_of(beams, lead)[: self.page_steps]
-        stepped = {chunk_id for chunk_id, _ in steps}
+        stepped = dict(steps)
         rest = [h for h in base if h.id not in stepped]
+        order: list[Hit | str] = [*rest[: self.after], *stepped, *rest[self.after :]]
         hits: list[Hit] = []
-        for rank, hit in enumerate(rest[: self.after], start=1):
-            hits.append(
-                hit.with_score(hit.score, Provenance(self.name, "base retrieval", rank, hit.score))
-            )
-        for chunk_id, row in steps:
+        for rank, item in enumerate(order[:k], start=1):
+            if isinstance(item, Hit):
+                own = Provenance(self.name, "base retrieval", rank, item.score)
+                hits.append(item.with_score(item.score, own))
+                continue
             score = hits[-1].score if hits else (base[0].score if base else 1.0)
-            own = Provenance(
-                self.name, "page step", len(hits) + 1, score, self._chain_of(row, beams)
-            )
-            hits.append(self._hit(chunk_id, score, own))
-        for hit in rest[self.after :]:
-            rank = len(hits) + 1
+            chain = self._chain_of(stepped[item], beams)
             hits.append(
-                hit.with_score(hit.score, Provenance(self.name, "base retrieval", rank, hit.score))
+                self._hit(item, score, Provenance(self.name, "page step", rank, score, chain))
             )
-        return hits[:k]
+        return hits
 
     def _filled(
         self, fused: list[tuple[str, float]], query: str, k: int

@@ -51,6 +51,13 @@ def entity_chunks(ctx: Context, entity: str) -> list[str]:
     return list(dict.fromkeys(found))
 
 
+def _closest_chunks(ctx: Context, entity: str, similarity: np.ndarray) -> list[str]:
+    """Return the ``chunks_per_entity`` chunks of Doc(entity) closest to the query."""
+    rows = ctx.index.rows
+    ranked = sorted(entity_chunks(ctx, entity), key=lambda c: -similarity[rows[c]])
+    return ranked[: ctx.chunks_per_entity]
+
+
 def _similarity(ctx: Context, query: str) -> tuple[np.ndarray, dict[str, int]]:
     """Return cosine(query, chunk) for every chunk, and each chunk id's row."""
     return ctx.index.similarities(ctx.index.embed_query(query)), ctx.index.rows
@@ -200,8 +207,7 @@ def prune_entities(state: State, runtime: Runtime[Context]) -> dict:
     similarity, rows = _similarity(ctx, query)
     pairs: list[tuple[str, float, str]] = []  # (chunk, score, candidate)
     for c in state["candidates"]:
-        chunk_ids = sorted(entity_chunks(ctx, c["entity"]), key=lambda x: -similarity[rows[x]])
-        chunk_ids = chunk_ids[: ctx.chunks_per_entity]
+        chunk_ids = _closest_chunks(ctx, c["entity"], similarity)
         if ctx.triple_sentences:  # Eq. 5: the relation that brought the entity, then the chunk
             scored = _with_triple_sentence(ctx, query, c, chunk_ids)
         else:
@@ -262,8 +268,7 @@ def _with_topic_chunks(
     rows = ctx.index.rows
     pool = dict(found)
     for topic in topics:
-        chunk_ids = sorted(entity_chunks(ctx, topic["entity"]), key=lambda c: -similarity[rows[c]])
-        for chunk_id in chunk_ids[: ctx.chunks_per_entity]:
+        for chunk_id in _closest_chunks(ctx, topic["entity"], similarity):
             pool.setdefault(chunk_id, float(similarity[rows[chunk_id]]))
     return sorted(pool.items(), key=lambda item: -item[1])[: ctx.top_chunks]
 

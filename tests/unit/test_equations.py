@@ -29,6 +29,16 @@ def undirected(n, edges):
 # ---- GNN-Ret / RGNN-Ret (spec gnn_ret) -------------------------------------------------------
 
 
+def _quiet_step(h0):
+    """A training step with no messages (h = h⁰); rows: one gold, one rival."""
+    return Sample(
+        h0=torch.tensor(h0, dtype=torch.float64),
+        messages=torch.full((1, 2), math.inf, dtype=torch.float64),
+        gold=torch.tensor([True, False]),
+        rival=torch.tensor([False, True]),
+    )
+
+
 def test_gnn_ret_eq1_distance_is_one_minus_cosine(docs_index):
     from tools import make_retriever
 
@@ -198,15 +208,7 @@ def test_rgnn_ret_eq7_step_hinges_on_the_merged_distances_averaged():
     # l = (0.4 + 0.1) / 2 = 0.25
     from tools.gnn_ret_training import RecurrentSample, recurrent_loss
 
-    def step(h0):
-        return Sample(
-            h0=torch.tensor(h0, dtype=torch.float64),
-            messages=torch.full((1, 2), math.inf, dtype=torch.float64),
-            gold=torch.tensor([True, False]),
-            rival=torch.tensor([False, True]),
-        )
-
-    sample = RecurrentSample((step([0.4, 0.5]), step([0.2, 0.9])))
+    sample = RecurrentSample((_quiet_step([0.4, 0.5]), _quiet_step([0.2, 0.9])))
     params = torch.tensor([0.5, 0.5], dtype=torch.float64)  # α, then β
     assert recurrent_loss([sample], params, 0.5, False).item() == pytest.approx(0.25)
 
@@ -319,15 +321,7 @@ def test_rgnn_ret_eq14_17_gradient_of_the_step_hinges_in_beta():
     # ∂l/∂β = ½ [(h²_gold − h¹_gold) − (h²_rival − h¹_rival)] = ½ [(0.2 − 0.4) − (0.9 − 0.5)] = −0.3
     from tools.gnn_ret_training import RecurrentSample, recurrent_loss
 
-    def step(h0):
-        return Sample(
-            h0=torch.tensor(h0, dtype=torch.float64),
-            messages=torch.full((1, 2), math.inf, dtype=torch.float64),
-            gold=torch.tensor([True, False]),
-            rival=torch.tensor([False, True]),
-        )
-
-    sample = RecurrentSample((step([0.4, 0.5]), step([0.2, 0.9])))
+    sample = RecurrentSample((_quiet_step([0.4, 0.5]), _quiet_step([0.2, 0.9])))
     params = torch.tensor([0.5, 0.7], dtype=torch.float64, requires_grad=True)  # α, β
     recurrent_loss([sample], params, 1.0, False).backward()
     assert params.grad[1].item() == pytest.approx(-0.3)
@@ -600,21 +594,27 @@ def test_grag_eq15_21_tied_mean_hits_at_10():
     assert tmhits(scores, {"x2", "t1"}) == pytest.approx((1 + 1 / 3) / 2)
 
 
-def test_iier_eq1_3_scorer_concatenates_question_path_candidate_and_edge_features():
-    # Eqs. 1–3: s(n) = f_s([h_q ; h_p ; h_n ; … ; f_r(r)]) + skip. With f_s's output zeroed (its
-    # initial state) s(n) is the untrained scorer: cos(q, n) + w · mean(r). q = (1, 0);
-    # n₁ = (0.6, 0.8), r₁ = (1, 0, 0, 0) → 0.6 + 0.1·0.25 = 0.625;
-    # n₂ = (0.8, 0.6), r₂ = 0 → 0.8. Torch and numpy paths agree.
+def _iier_step():
+    """q = (1, 0), path (0, 1); n₁ = (0.6, 0.8) over edge r₁ = (1, 0, 0, 0), n₂ = (0.8, 0.6)."""
     from tools.iier import Step
-    from tools.iier_scorer import ScorerSettings, new_scorer
 
-    scorer = new_scorer(2, ScorerSettings(hidden=4, edge_hidden=3), seed=0)
-    step = Step(
+    return Step(
         question=np.array([1.0, 0.0], dtype=np.float32),
         path=np.array([0.0, 1.0], dtype=np.float32),
         candidates=np.array([[0.6, 0.8], [0.8, 0.6]], dtype=np.float32),
         edges=np.array([[1, 0, 0, 0], [0, 0, 0, 0]], dtype=np.float32),
     )
+
+
+def test_iier_eq1_3_scorer_concatenates_question_path_candidate_and_edge_features():
+    # Eqs. 1–3: s(n) = f_s([h_q ; h_p ; h_n ; … ; f_r(r)]) + skip. With f_s's output zeroed (its
+    # initial state) s(n) is the untrained scorer: cos(q, n) + w · mean(r). q = (1, 0);
+    # n₁ = (0.6, 0.8), r₁ = (1, 0, 0, 0) → 0.6 + 0.1·0.25 = 0.625;
+    # n₂ = (0.8, 0.6), r₂ = 0 → 0.8. Torch and numpy paths agree.
+    from tools.iier_scorer import ScorerSettings, new_scorer
+
+    scorer = new_scorer(2, ScorerSettings(hidden=4, edge_hidden=3), seed=0)
+    step = _iier_step()
     scorer.eval()
     assert scorer(step).tolist() == pytest.approx([0.625, 0.8], abs=1e-6)
     assert scorer.rank(step).tolist() == pytest.approx([0.625, 0.8], abs=1e-6)
@@ -625,7 +625,6 @@ def test_iier_eq4_next_chunk_is_the_argmax_of_the_scores():
     # block, a candidate that matches the path can outrank one that matches the question.
     # f_s = w·relu(W₁ x): W₁ picks (h_p ⊙ h_n)₂ (index 2·5 − 1 = 9 of the 5·2 + 3 inputs),
     # w = 2: n₁ = (0.6, 0.8) → 0.625 + 2·0.8 = 2.225; n₂ = (0.8, 0.6) → 0.8 + 2·0.6 = 2.0.
-    from tools.iier import Step
     from tools.iier_scorer import ScorerSettings, new_scorer
 
     scorer = new_scorer(2, ScorerSettings(hidden=1, edge_hidden=3), seed=0)
@@ -635,12 +634,7 @@ def test_iier_eq4_next_chunk_is_the_argmax_of_the_scores():
         first.bias.zero_()
         first.weight[0, 9] = 1.0
         last.weight.fill_(2.0)
-    step = Step(
-        question=np.array([1.0, 0.0], dtype=np.float32),
-        path=np.array([0.0, 1.0], dtype=np.float32),
-        candidates=np.array([[0.6, 0.8], [0.8, 0.6]], dtype=np.float32),
-        edges=np.array([[1, 0, 0, 0], [0, 0, 0, 0]], dtype=np.float32),
-    )
+    step = _iier_step()
     scores = scorer.rank(step)
     assert scores.tolist() == pytest.approx([2.225, 2.0], abs=1e-6)
     assert int(np.argmax(scores)) == 0
