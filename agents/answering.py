@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from langchain_core.language_models import BaseChatModel
 
-from hopgraph.llm import Usage, ask_structured
+from hopgraph.llm import Usage, ask_structured, labelled
 from prompts.answer import ANSWER, NOTES
 
 from .evidence import Evidence, numbered_passages
@@ -31,6 +31,27 @@ def parse_answer(reply: str, passages: int) -> tuple[str, list[int]]:
     return found.group(1).strip(), list(dict.fromkeys(n for n in numbers if 1 <= n <= passages))
 
 
+ANSWER_FALLBACK = "the reply's first line is the answer, citing nothing"
+
+
+def first_line(reply: str, words: int = 12) -> tuple[str, list[int]]:
+    """Return the answer fallback: the reply's first non-empty line (``words`` at most).
+
+    Used when even a repaired reply has no "Answer:" line; a "Cited:" line is no answer, and
+    a reply with nothing else answers ``unknown``.
+    """
+    for line in reply.splitlines():
+        text = " ".join(line.strip(" *#-").split()[:words])
+        if text and not _CITED.match(text):
+            return text, []
+    return "unknown", []
+
+
+def answer_line(text: str, usage: Usage, bound: str = "") -> str:
+    """Return the final step's line: the answer, the loop bound if reached, any fallback."""
+    return labelled(f"answer{bound}: {text}", usage, ANSWER_FALLBACK)
+
+
 def answer_with_citations(
     chat: BaseChatModel, question: str, evidence: Sequence[Evidence], notes: str = ""
 ) -> tuple[str, list[Evidence], Usage]:
@@ -41,6 +62,6 @@ def answer_with_citations(
         question=question,
     )
     (answer, numbers), usage = ask_structured(
-        chat, prompt, lambda reply: parse_answer(reply, len(evidence))
+        chat, prompt, lambda reply: parse_answer(reply, len(evidence)), first_line
     )
     return answer, [evidence[n - 1] for n in numbers], usage

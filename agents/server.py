@@ -19,7 +19,7 @@ from langgraph.runtime import Runtime
 
 from agents.registry import agent_for
 from graph_store import Index
-from hopgraph.llm import LLMSettings, make_chat_model
+from hopgraph.llm import required_chat
 from tools import DEFAULT_PRESET
 
 
@@ -46,7 +46,7 @@ def _index(directory: str) -> Index:
 
 @cache
 def _chat() -> Any:
-    return make_chat_model(LLMSettings.from_env())
+    return required_chat()
 
 
 def serve(method: str) -> CompiledStateGraph:

@@ -15,7 +15,7 @@ from pydantic import BaseModel, Field
 
 from graph_store import Index
 from hopgraph.errors import HopgraphError
-from hopgraph.llm import LLMSettings, make_chat_model
+from hopgraph.llm import required_chat
 from tools.langchain import retrieval_tools
 
 from .run import RunResult, run_agent
@@ -72,7 +72,7 @@ def hopgraph_tools(
     tools = retrieval_tools(index, methods)
     if chat is None:
         try:
-            chat = make_chat_model(LLMSettings.from_env())
+            chat = required_chat()
         except HopgraphError:
             return tools
     return [*tools, ask_tool(index, chat)]

@@ -19,6 +19,7 @@ from tqdm.auto import tqdm
 
 from graph_store import Index
 from hopgraph.errors import HopgraphError
+from hopgraph.llm import no_usage
 
 from .datasets import Question
 from .metrics import exact_match, f1_score, percentile, recall_at_k
@@ -49,6 +50,12 @@ class AnswerScores:
     seconds_mean: float
     seconds_p50: float
     failures: int
+    parse_failure_rate: float = 0.0
+    """% of the replies that had to follow a format whose first reply the parser refused."""
+    repair_rate: float = 0.0
+    """% of those parse failures that the one repair request fixed (the rest fell back)."""
+    title_f1: float = 0.0
+    """F1 of an answer with no model: the title of the first passage of the evidence."""
     by_hops: dict[str, dict[str, float]] = field(default_factory=dict)
     """The same figures for the questions of each hop count (where the dataset says)."""
 
@@ -72,6 +79,7 @@ class AnswerRow:
     seconds: float
     hops: int | None = None
     steps: list[str] = field(default_factory=list)
+    evidence_title: str = ""
     error: str | None = None
 
 
@@ -87,8 +95,7 @@ def answer_question(
     except HopgraphError as err:  # e.g. an unreadable reply after its repair
         return AnswerRow(
             method, q.id, q.question, list(q.answers), "", 0.0, 0.0, list(q.gold_ids), [], [], [],
-            {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "seconds": 0.0},
-            time.perf_counter() - started, hops=q.hops, error=str(err),
+            dict(no_usage()), time.perf_counter() - started, hops=q.hops, error=str(err),
         )  # fmt: skip
     gathered = list(dict.fromkeys(e["doc_id"] for e in result.gathered))
     return AnswerRow(
@@ -107,6 +114,7 @@ def answer_question(
         seconds=time.perf_counter() - started,
         hops=q.hops,
         steps=result.steps,
+        evidence_title=result.evidence[0]["title"] if result.evidence else "",
     )
 
 
@@ -158,8 +166,17 @@ def summarise(method: str, rows: Sequence[AnswerRow]) -> AnswerScores:
         seconds_mean=core["seconds_mean"],
         seconds_p50=percentile([r.seconds for r in rows], 50),
         failures=sum(r.error is not None for r in rows),
+        parse_failure_rate=_rate(rows, "parse_failures", "structured"),
+        repair_rate=_rate(rows, "repaired", "parse_failures"),
+        title_f1=100 * _mean([f1_score(r.evidence_title, r.answers) for r in rows]),
         by_hops=by_hops,
     )
+
+
+def _rate(rows: Sequence[AnswerRow], part: str, whole: str) -> float:
+    """Return 100 × the sum of usage ``part`` over the sum of usage ``whole`` (0 if none)."""
+    total = sum(r.usage.get(whole, 0) for r in rows)
+    return 100 * sum(r.usage.get(part, 0) for r in rows) / total if total else 0.0
 
 
 def _mean(values: Sequence[float]) -> float:
@@ -189,7 +206,10 @@ def _figures(rows: Sequence[AnswerRow]) -> dict[str, float]:
 
 def format_answer_table(scores: Sequence[AnswerScores]) -> str:
     """Render one row per method (and per method and hop count where the data has hops)."""
-    head = "method hops EM F1 gatheredR R@5 docs calls/q p95 tokens/q p95 steps s/q failed"
+    head = (
+        "method hops EM F1 gatheredR R@5 docs calls/q p95 tokens/q p95 steps s/q failed "
+        "parse✗% repaired%"
+    )
     rows = []
     for s in scores:
         groups = [("all", asdict(s) | {"tokens": s.prompt_tokens + s.completion_tokens})]
@@ -201,7 +221,10 @@ def format_answer_table(scores: Sequence[AnswerScores]) -> str:
                     f"{f['gathered_recall']:.1f}", f"{f['evidence_recall_5']:.1f}",
                     f"{f['gathered_docs']:.1f}", f"{f['calls']:.1f}", f"{f['calls_p95']:.0f}",
                     f"{f['tokens']:.0f}", f"{f['tokens_p95']:.0f}", f"{f['steps']:.1f}",
-                    f"{f['seconds_mean']:.2f}", str(s.failures) if hops == "all" else "",
+                    f"{f['seconds_mean']:.2f}", *(
+                        [str(s.failures), f"{s.parse_failure_rate:.1f}", f"{s.repair_rate:.1f}"]
+                        if hops == "all" else ["", "", ""]
+                    ),
                 ]
             )  # fmt: skip
     return render_table(head.split(), rows)

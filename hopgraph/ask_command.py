@@ -12,7 +12,7 @@ from typing import Any
 from graph_store import Index
 
 from .errors import HopgraphError, InputError
-from .llm import LLMSettings, make_chat_model
+from .llm import choose_chat, describe
 from .settings import cache_dir
 
 STEP_SETTING = {"rgnn_ret": "max_steps", "gear": "max_rounds", "tog2": "depth"}
@@ -38,7 +38,10 @@ def ask(args: argparse.Namespace) -> None:
                 f"use it with --method {' or '.join(STEP_SETTING)}",
             )
         settings[STEP_SETTING[args.method]] = args.max_steps
-    chat = make_chat_model(LLMSettings.from_env())
+    chat = choose_chat(args.llm)
+    if chat is None:
+        _evidence_only(args)
+        return
     thread = args.thread or uuid.uuid4().hex[:12]
     on_update = _print_update if args.stream and not args.json else None
     store = args.checkpoints or default_checkpoints()
@@ -57,9 +60,32 @@ def ask(args: argparse.Namespace) -> None:
                 "to resume from where it stopped",
             ) from err
     if args.json:
-        print(json.dumps(result.__dict__, indent=2, ensure_ascii=False))
+        print(json.dumps(result.__dict__ | {"llm": describe(chat)}, indent=2, ensure_ascii=False))
         return
     _print_result(result, show_steps=not args.stream)
+    print(f"answered by {describe(chat)}")
+
+
+def _evidence_only(args: argparse.Namespace) -> None:
+    """With no LLM: print the passages a retriever ranks first (an agent's method: gnn_ret)."""
+    from tools import RETRIEVERS, make_retriever
+
+    from .commands import index_dir
+
+    method = args.method if args.method in RETRIEVERS else "gnn_ret"
+    with Index.open(index_dir(args)) as index:
+        retriever = make_retriever(method, index, preset=args.preset)
+        hits = [h.to_dict() for h in retriever.retrieve(args.question, args.k)]
+    why = "no LLM is configured (--llm none, or auto with no HOPGRAPH_LLM_* set)"
+    if args.json:
+        print(json.dumps({"question": args.question, "method": method, "answer": None,
+                          "evidence": hits, "llm": why}, indent=2, ensure_ascii=False))  # fmt: skip
+        return
+    print(f"evidence passages ({method}); {why}, so no written answer:")
+    for n, hit in enumerate(hits, start=1):
+        snippet = textwrap.shorten(hit["text"], 160, placeholder=" …")
+        print(f"  [{n}] {hit['title']} ({hit['id']}): {snippet}")
+    print("for a written answer: --llm local (offline, small), or set HOPGRAPH_LLM_* (README)")
 
 
 def _print_update(node: str, update: dict[str, Any]) -> None:
@@ -89,19 +115,25 @@ def _print_result(result: Any, show_steps: bool) -> None:
 
 
 def add_parser(
-    sub: argparse._SubParsersAction, index_option: Any, positive: Any, preset_option: Any
+    sub: argparse._SubParsersAction,
+    index_option: Any,
+    positive: Any,
+    preset_option: Any,
+    llm_option: Any,
 ) -> None:
     """Add `hopgraph ask` to the CLI."""
     from agents.registry import agent_methods
 
     p = sub.add_parser(
         "ask",
-        help="answer a question with citations (needs an LLM)",
+        help="answer a question with citations (without an LLM: evidence passages)",
         description=(
             "Answer QUESTION with a method: a multi-step agent (rgnn_ret, gear, tog2) or any "
             "retriever followed by the citing reader. Prints the answer, the passages it cites, "
             "the steps taken and the LLM calls and tokens. Runs are checkpointed by thread: "
-            "if one stops (a server error, Ctrl-C), the same command with --thread resumes it."
+            "if one stops (a server error, Ctrl-C), the same command with --thread resumes it. "
+            "With no LLM (--llm none, or none configured) it prints the evidence passages of "
+            "the method, or of gnn_ret for an agent, instead of an answer."
         ),
     )
     p.add_argument("question", metavar="QUESTION")
@@ -115,6 +147,7 @@ def add_parser(
     )
     p.add_argument("-k", type=positive, default=5, help="passages the reader gets (default 5)")
     preset_option(p)
+    llm_option(p)
     p.add_argument(
         "--max-steps",
         type=positive,

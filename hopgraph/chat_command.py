@@ -13,7 +13,7 @@ from langchain_core.messages import HumanMessage
 from graph_store import Index
 
 from .errors import HopgraphError
-from .llm import LLMSettings, make_chat_model
+from .llm import choose_chat, describe
 from .settings import cache_dir
 
 HELP = """commands:
@@ -143,11 +143,13 @@ def chat(args: argparse.Namespace) -> None:
 
     from .commands import index_dir
 
-    try:
-        model = make_chat_model(LLMSettings.from_env())
-    except HopgraphError as err:
-        model = None
-        print(f"no LLM is configured, so answers are evidence passages only.\n  hint: {err.hint}")
+    model = choose_chat(args.llm)
+    if model is None:
+        print("no LLM is configured, so answers are evidence passages only (--llm none, or "
+              "auto with no HOPGRAPH_LLM_* set).\n  hint: --llm local answers offline with a "
+              "small model; README, Configuration, points --llm at a server")  # fmt: skip
+    else:
+        print(f"answers are written by {describe(model)}")
     store = args.checkpoints or cache_dir() / "chat.sqlite"
     with Index.open(index_dir(args)) as index, checkpointer(store) as saver:
         session = ChatSession(index, model, saver, args.thread or uuid.uuid4().hex[:12],
@@ -175,7 +177,11 @@ def chat(args: argparse.Namespace) -> None:
 
 
 def add_parser(
-    sub: argparse._SubParsersAction, index_option: Any, positive: Any, preset_option: Any
+    sub: argparse._SubParsersAction,
+    index_option: Any,
+    positive: Any,
+    preset_option: Any,
+    llm_option: Any,
 ) -> None:
     """Add `hopgraph chat` to the CLI."""
     p = sub.add_parser(
@@ -190,6 +196,7 @@ def add_parser(
     p.add_argument("--method", default="gear", help="answering method (default gear)")
     p.add_argument("-k", type=positive, default=5, help="passages per answer (default 5)")
     preset_option(p)
+    llm_option(p)
     p.add_argument("--thread", metavar="ID", help="resume this conversation")
     p.add_argument(
         "--checkpoints", type=Path, metavar="FILE",

@@ -59,6 +59,20 @@ def _preset_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _llm_option(parser: argparse.ArgumentParser) -> None:
+    from .llm import LLM_CHOICES
+
+    parser.add_argument(
+        "--llm",
+        choices=LLM_CHOICES,
+        default=None,
+        help="who writes the answers: endpoint (the OpenAI-compatible server of "
+        "HOPGRAPH_LLM_*: OpenAI, Ollama, vLLM, llama.cpp), local (SmolLM2-135M-Instruct in "
+        "process, offline; [local] extra), none (evidence passages only) or auto (default, or "
+        "$HOPGRAPH_LLM: the endpoint if one is configured, else evidence only)",
+    )
+
+
 def _build_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--model",
@@ -166,9 +180,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.set_defaults(func=commands.retrieve)
 
-    ask_command.add_parser(sub, _index_option, _positive, _preset_option)
+    ask_command.add_parser(sub, _index_option, _positive, _preset_option, _llm_option)
     trace_command.add_parser(sub, _positive)
-    chat_command.add_parser(sub, _index_option, _positive, _preset_option)
+    chat_command.add_parser(sub, _index_option, _positive, _preset_option, _llm_option)
     train_command.add_parser(sub, _index_option, _build_options, _positive)
 
     p = sub.add_parser(
@@ -243,12 +257,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--llm",
-        choices=["endpoint", "oracle"],
+        choices=["endpoint", "local", "oracle"],
         default="endpoint",
         help="with --answers, who answers the agents' prompts: endpoint (default: the "
-        "OpenAI-compatible model of HOPGRAPH_LLM_*) or oracle (a perfect reasoner that knows "
-        "only each question's gold decomposition and what the agent shows it; MuSiQue; see "
-        "evals/oracle.py)",
+        "OpenAI-compatible model of HOPGRAPH_LLM_*), local (SmolLM2-135M-Instruct in process "
+        "by llama.cpp, or the GGUF of HOPGRAPH_LLM_GGUF; needs the [local] extra) or oracle "
+        "(a perfect reasoner that knows only each question's gold decomposition and what the "
+        "agent shows it; MuSiQue; see evals/oracle.py)",
     )
     p.add_argument(
         "--out",

@@ -141,8 +141,8 @@ def evaluate(args: argparse.Namespace) -> None:
             "--weights applies to ranking passages, not to --answers runs",
             "drop --answers to score the trained methods' rankings",
         )
-    if args.llm == "oracle" and not args.answers:
-        raise InputError("--llm oracle answers questions", "add --answers")
+    if args.llm != "endpoint" and not args.answers:
+        raise InputError(f"--llm {args.llm} answers questions", "add --answers")
     data = Path(args.data)
     questions = load_questions(data, args.split, args.limit)
     chat = answer_model(args.llm, questions) if args.answers else None
@@ -250,11 +250,11 @@ def explain(args: argparse.Namespace) -> None:
 
 
 def answer_model(llm: str, questions: Sequence[Question]) -> Any:
-    """Return the chat model of ``--llm``: the configured endpoint, or an oracle per question."""
-    from .llm import LLMSettings, make_chat_model
+    """Return the chat model of ``--llm``: the endpoint, the local model, or an oracle each."""
+    from .llm import choose_chat
 
     if llm != "oracle":
-        return make_chat_model(LLMSettings.from_env())
+        return choose_chat(llm)
     from evals.oracle import OracleChatModel
 
     missing = [q.id for q in questions if not q.decomposition]

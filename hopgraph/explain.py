@@ -206,9 +206,9 @@ def explain(
         return build_evidence_graph(index, question, method, passages, gold)
     from agents.run import run_agent
 
-    from .llm import LLMSettings, make_chat_model
+    from .llm import required_chat
 
-    chat = make_chat_model(LLMSettings.from_env())
+    chat = required_chat()
     result = run_agent(method, question, index, chat, k=k, preset=preset)
     passages = [
         Passage(e["id"], e["doc_id"], e["title"], e["text"], rank, (), e["found_by"])

@@ -86,28 +86,40 @@ def make_chat_model(settings: LLMSettings) -> BaseChatModel:
 
 
 class Usage(TypedDict):
-    """LLM accounting of a run or a step: calls, tokens and seconds spent waiting."""
+    """LLM accounting of a run or a step: calls, tokens, seconds, and how replies parsed.
+
+    ``structured`` counts the questions whose reply must follow a format; ``parse_failures``
+    the first replies of those that the parser refused; ``repaired`` the failures one repair
+    request fixed; ``fallbacks`` the rest, where the caller's labelled fallback was used.
+    """
 
     calls: int
     prompt_tokens: int
     completion_tokens: int
     seconds: float
+    structured: int
+    parse_failures: int
+    repaired: int
+    fallbacks: int
+
+
+_COUNTS = ("calls", "prompt_tokens", "completion_tokens", "structured")
+_COUNTS += ("parse_failures", "repaired", "fallbacks")
 
 
 def no_usage() -> Usage:
     """Return the usage of nothing: all zeros."""
-    return Usage(calls=0, prompt_tokens=0, completion_tokens=0, seconds=0.0)
+    return Usage(**dict.fromkeys(_COUNTS, 0), seconds=0.0)  # type: ignore[typeddict-item]
 
 
 def add_usage(left: Usage | None, right: Usage | None) -> Usage:
-    """Add two usages (the reducer of every agent's ``usage`` state key)."""
-    a, b = left or no_usage(), right or no_usage()
-    return Usage(
-        calls=a["calls"] + b["calls"],
-        prompt_tokens=a["prompt_tokens"] + b["prompt_tokens"],
-        completion_tokens=a["completion_tokens"] + b["completion_tokens"],
-        seconds=a["seconds"] + b["seconds"],
-    )
+    """Add two usages (the reducer of every agent's ``usage`` state key).
+
+    A usage saved before a counter existed (an old checkpoint) counts 0 for it.
+    """
+    a, b = left or {}, right or {}
+    total = {key: int(a.get(key, 0)) + int(b.get(key, 0)) for key in _COUNTS}
+    return Usage(**total, seconds=float(a.get("seconds", 0.0)) + float(b.get("seconds", 0.0)))  # type: ignore[typeddict-item]
 
 
 def complete(chat: BaseChatModel, prompt: str) -> tuple[str, Usage]:
@@ -118,41 +130,133 @@ def complete(chat: BaseChatModel, prompt: str) -> tuple[str, Usage]:
     started = time.perf_counter()
     message = chat.invoke([HumanMessage(prompt)])
     tokens = getattr(message, "usage_metadata", None) or {}
-    return str(message.content), Usage(
+    usage = no_usage()
+    usage.update(
         calls=1,
         prompt_tokens=int(tokens.get("input_tokens", 0)),
         completion_tokens=int(tokens.get("output_tokens", 0)),
         seconds=time.perf_counter() - started,
     )
+    return str(message.content), usage
 
 
 def parse_with_repair(
-    send: Callable[[str], tuple[str, Usage]], prompt: str, parse: Callable[[str], T]
+    send: Callable[[str], tuple[str, Usage]],
+    prompt: str,
+    parse: Callable[[str], T],
+    fallback: Callable[[str], T] | None = None,
 ) -> tuple[T, Usage]:
     """Send ``prompt`` and parse the reply; on a parse error ask once to repair it.
 
     ``send`` returns a reply and its usage (a live call, or a cached one); ``parse`` raises
-    ``ValueError`` (the extractors' ``ParseError`` is one) on a reply it cannot read. A second
-    unreadable reply raises :class:`LLMReplyError` quoting it. Returns the parsed value and the
-    usage of both calls.
+    ``ValueError`` (the extractors' ``ParseError`` is one) on a reply it cannot read. When the
+    repaired reply is unreadable too, ``fallback`` (given that reply) supplies the value and
+    the usage counts a fallback, which the caller labels; without one, :class:`LLMReplyError`
+    is raised quoting the reply. Returns the value and the usage of every call made.
     """
-    from prompts.extraction import REPAIR
+    from prompts.repair import REPAIR
 
     reply, usage = send(prompt)
+    usage = add_usage(usage, _counted(structured=1))
     try:
         return parse(reply), usage
-    except ValueError:
-        repaired, more = send(f"{prompt}\n\n{REPAIR.format(reply=reply[:2000])}")
-        usage = add_usage(usage, more)
-        try:
-            return parse(repaired), usage
-        except ValueError as err:
+    except ValueError as err:
+        retry = REPAIR.format(error=err, reply=reply[:2000])
+        repaired, more = send(f"{prompt}\n\n{retry}")
+        usage = add_usage(add_usage(usage, more), _counted(parse_failures=1))
+    try:
+        value = parse(repaired)
+    except ValueError as err:
+        if fallback is None:
             raise LLMReplyError(
                 f"the LLM's reply could not be read ({err}): {repaired[:200]!r}",
                 "check that HOPGRAPH_LLM_MODEL follows instructions, or use a larger model",
             ) from err
+        return fallback(repaired), add_usage(usage, _counted(fallbacks=1))
+    return value, add_usage(usage, _counted(repaired=1))
 
 
-def ask_structured(chat: BaseChatModel, prompt: str, parse: Callable[[str], T]) -> tuple[T, Usage]:
+def _counted(**counts: int) -> Usage:
+    usage = no_usage()
+    usage.update(counts)  # type: ignore[typeddict-item]
+    return usage
+
+
+def ask_structured(
+    chat: BaseChatModel,
+    prompt: str,
+    parse: Callable[[str], T],
+    fallback: Callable[[str], T] | None = None,
+) -> tuple[T, Usage]:
     """Ask ``chat`` and parse the reply, with one repair request (:func:`parse_with_repair`)."""
-    return parse_with_repair(lambda text: complete(chat, text), prompt, parse)
+    return parse_with_repair(lambda text: complete(chat, text), prompt, parse, fallback)
+
+
+def labelled(line: str, usage: Usage, used: str) -> str:
+    """Return a step's line, saying which fallback was ``used`` if its reply was unreadable."""
+    if not usage.get("fallbacks"):
+        return line
+    return f"{line} [FALLBACK: the model's reply could not be read even after a repair; {used}]"
+
+
+LLM_CHOICES = ("auto", "endpoint", "local", "none")
+"""What ``--llm`` (or ``HOPGRAPH_LLM``) may say: who answers a run's prompts."""
+
+OFFLINE_DEFAULT = "none"
+"""What ``auto`` means with no endpoint configured: answering with evidence alone. The local
+model answers only when asked (``--llm local``): on 50 MuSiQue dev questions its answers score
+below naming the top passage's title (README, "A real local model")."""
+
+
+def endpoint_configured() -> bool:
+    """Return whether ``HOPGRAPH_LLM_*`` (or ``OPENAI_*``) names an endpoint to use."""
+    try:
+        LLMSettings.from_env()
+    except HopgraphError:
+        return False
+    return True
+
+
+def choose_chat(choice: str | None = None) -> BaseChatModel | None:
+    """Return the chat model ``choice`` names (default ``HOPGRAPH_LLM``, else ``auto``).
+
+    ``endpoint``: the OpenAI-compatible server of ``HOPGRAPH_LLM_*`` (an error says what to set
+    if there is none); ``local``: :class:`~hopgraph.local_llm.LocalChatModel`; ``none``: no model
+    (callers answer with evidence alone); ``auto``: the endpoint if one is configured, else
+    :data:`OFFLINE_DEFAULT`.
+    """
+    choice = choice or os.environ.get("HOPGRAPH_LLM") or "auto"
+    if choice not in LLM_CHOICES:
+        raise HopgraphError(
+            f"unknown LLM choice {choice!r}", f"use one of {', '.join(LLM_CHOICES)} (HOPGRAPH_LLM)"
+        )
+    if choice == "auto":
+        choice = "endpoint" if endpoint_configured() else OFFLINE_DEFAULT
+    if choice == "endpoint":
+        return make_chat_model(LLMSettings.from_env())
+    if choice == "local":
+        from .local_llm import LocalChatModel
+
+        return LocalChatModel.from_env()
+    return None
+
+
+def required_chat() -> BaseChatModel:
+    """Return the model of ``HOPGRAPH_LLM`` (:func:`choose_chat`); raise if that is none."""
+    chat = choose_chat()
+    if chat is None:
+        raise HopgraphError(
+            "no LLM is configured",
+            f"{SETUP_HINT}; or HOPGRAPH_LLM=local for the small offline model",
+        )
+    return chat
+
+
+def describe(chat: BaseChatModel | None) -> str:
+    """Say who answers, for output a user reads."""
+    if chat is None:
+        return "no LLM: evidence only"
+    label = getattr(chat, "label", None)
+    if isinstance(label, str):
+        return label
+    return f"the model {getattr(chat, 'model_name', None) or type(chat).__name__}"

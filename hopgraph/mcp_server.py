@@ -61,10 +61,10 @@ def build_server(index: Index, host: str = "127.0.0.1", port: int = 8000) -> Fas
         """Answer a question from the corpus, citing passages, with the steps and LLM usage."""
         from agents.run import run_agent
 
-        from .llm import LLMSettings, make_chat_model
+        from .llm import required_chat
 
         with lock, _as_tool_error():
-            chat = make_chat_model(LLMSettings.from_env())
+            chat = required_chat()
             result = run_agent(method, question, index, chat, preset=preset)
             return {
                 "answer": result.answer,

@@ -86,9 +86,3 @@ for the entities exist in this text. Output the entities and their wikipedia lin
 format, e.g., [['entity1', 'link1'], ['entity2', 'link2']].
 
 {passage}"""
-
-REPAIR = """Your previous reply could not be parsed:
-
-{reply}
-
-Reply again with only the requested JSON, no commentary."""

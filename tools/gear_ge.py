@@ -314,9 +314,9 @@ class SyncGERetriever(NaiveGERetriever):
         options = {"base_depth": None, "fusion": "rrf", "keep": 0, **options}
         super().__init__(index, **options)
         if chat is None:
-            from hopgraph.llm import LLMSettings, make_chat_model
+            from hopgraph.llm import required_chat
 
-            chat = make_chat_model(LLMSettings.from_env())
+            chat = required_chat()
         self.chat = chat
         self.last_reply = ""
         self.usage = no_usage()

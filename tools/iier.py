@@ -20,6 +20,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -43,6 +44,8 @@ from prompts.iier import QUESTION_KEYWORDS
 from .guard import KEEP, Guarded
 from .hits import Hit, Provenance
 from .weights import available_weights
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from .iier_scorer import ChainScorer
@@ -183,9 +186,17 @@ class IIERRetriever(Guarded):
         """Return the question's keywords, normalised like chunk keywords."""
         if self.chat is not None:
             listed, _ = ask_structured(
-                self.chat, QUESTION_KEYWORDS.format(question=question), parse_string_list
+                self.chat,
+                QUESTION_KEYWORDS.format(question=question),
+                parse_string_list,
+                lambda _: None,
             )
-            return {key for key in map(token_key, listed) if key}
+            if listed is not None:
+                return {key for key in map(token_key, listed) if key}
+            log.warning(
+                "iier: the LLM's keyword list could not be read even after a repair; "
+                "FALLBACK: the question's keywords are found without it"
+            )
         words, mentions = find_mentions(question, self.titles)
         keys = {m.key for m in mentions if not m.is_date}
         # IIER's keywords are entity-like phrases; plain words only when the question names none.

@@ -12,9 +12,9 @@ import numpy as np
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
-from agents.answering import answer_with_citations
+from agents.answering import answer_line, answer_with_citations
 from agents.evidence import chunk_evidence, evidence_of, titled_passages
-from hopgraph.llm import ask_structured, complete
+from hopgraph.llm import ask_structured, complete, labelled
 from prompts.gear import READ, READ_WITH_MEMORY, REASON, REWRITE
 from tools.fusion import reciprocal_rank_fusion
 from tools.gear_ge import SyncGERetriever, read_triples
@@ -70,9 +70,11 @@ def read(state: State, runtime: Runtime[Context]) -> dict:
 def reason(state: State, runtime: Runtime[Context]) -> dict:
     """Ask whether the memory answers the original question, and why not (Eq. 6)."""
     prompt = REASON.format(query=state["question"], triples=render_triples(state.get("memory", [])))
-    (answerable, why), usage = ask_structured(runtime.context.chat, prompt, parse_reason)
+    (answerable, why), usage = ask_structured(
+        runtime.context.chat, prompt, parse_reason, lambda _: (True, "")
+    )  # an unreadable verdict stops the loop, as in RGNN-Ret's critique
     verdict = "answerable" if answerable else f"not answerable: {why}"
-    steps = [f"reason: {verdict}"]
+    steps = [labelled(f"reason: {verdict}", usage, "taken as answerable: stop")]
     return {"answerable": answerable, "reason": why, "usage": usage, "steps": steps}
 
 
@@ -90,8 +92,11 @@ def rewrite(state: State, runtime: Runtime[Context]) -> dict:
         triples=render_triples(state.get("memory", [])),
         reason=state.get("reason", ""),
     )
-    query, usage = ask_structured(runtime.context.chat, prompt, parse_next_question)
-    return {"query": query, "usage": usage, "steps": [f"rewrite: {query}"]}
+    query, usage = ask_structured(
+        runtime.context.chat, prompt, parse_next_question, lambda _: state["question"]
+    )
+    line = labelled(f"rewrite: {query}", usage, "the question itself is searched again")
+    return {"query": query, "usage": usage, "steps": [line]}
 
 
 def link_passages(state: State, runtime: Runtime[Context]) -> dict:
@@ -133,7 +138,12 @@ def answer(state: State, runtime: Runtime[Context]) -> dict:
         runtime.context.chat, state["question"], state["evidence"], notes
     )
     bound = "" if state["answerable"] else f" (round bound {runtime.context.max_rounds} reached)"
-    return {"answer": text, "citations": cited, "usage": usage, "steps": [f"answer{bound}: {text}"]}
+    return {
+        "answer": text,
+        "citations": cited,
+        "usage": usage,
+        "steps": [answer_line(text, usage, bound)],
+    }
 
 
 builder = StateGraph(State, context_schema=Context, input_schema=InputState)

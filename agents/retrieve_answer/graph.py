@@ -5,7 +5,7 @@ from __future__ import annotations
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
-from agents.answering import answer_with_citations
+from agents.answering import answer_line, answer_with_citations
 from agents.evidence import evidence_of
 from graph_store import Index
 from tools import Hit
@@ -54,11 +54,12 @@ def answer(state: State, runtime: Runtime[Context]) -> dict:
     text, cited, usage = answer_with_citations(
         runtime.context.chat, state["question"], state["evidence"]
     )
+    cites = ", ".join(c["title"] for c in cited) or "nothing"
     return {
         "answer": text,
         "citations": cited,
         "usage": usage,
-        "steps": [f"answer: {text} (cites {', '.join(c['title'] for c in cited) or 'nothing'})"],
+        "steps": [answer_line(f"{text} (cites {cites})", usage)],
     }
 
 

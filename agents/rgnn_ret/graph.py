@@ -12,9 +12,9 @@ import numpy as np
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
-from agents.answering import answer_with_citations
+from agents.answering import answer_line, answer_with_citations
 from agents.evidence import chunk_evidence, titled_passages
-from hopgraph.llm import ask_structured, complete
+from hopgraph.llm import ask_structured, complete, labelled
 from prompts.rgnn_ret import CRITIQUE, NEXT_STEP, STEP_ANSWER
 from tools.gnn_ret import GNNRetriever, recurrent_merge
 
@@ -35,9 +35,12 @@ def trace_text(question: str, trace: list[Step]) -> str:
 def ask_next_step(state: State, runtime: Runtime[Context]) -> dict:
     """Ask the LLM for the next sub-question from the question and the trace (§5.4)."""
     prompt = NEXT_STEP.format(trace=trace_text(state["question"], state.get("trace", [])))
-    subquestion, usage = ask_structured(runtime.context.chat, prompt, parse_next_step)
+    subquestion, usage = ask_structured(
+        runtime.context.chat, prompt, parse_next_step, lambda _: state["question"]
+    )
     n = len(state.get("trace", [])) + 1
-    return {"subquestion": subquestion, "usage": usage, "steps": [f"next step {n}: {subquestion}"]}
+    line = labelled(f"next step {n}: {subquestion}", usage, "the question itself is asked")
+    return {"subquestion": subquestion, "usage": usage, "steps": [line]}
 
 
 def retrieve(state: State, runtime: Runtime[Context]) -> dict:
@@ -77,8 +80,11 @@ def answer_step(state: State, runtime: Runtime[Context]) -> dict:
 def critique(state: State, runtime: Runtime[Context]) -> dict:
     """Ask whether the intermediate answers are enough for the final answer (§5.6)."""
     prompt = CRITIQUE.format(trace=trace_text(state["question"], state["trace"]))
-    enough, usage = ask_structured(runtime.context.chat, prompt, parse_critique)
-    return {"enough": enough, "usage": usage, "steps": [f"critique: {'yes' if enough else 'no'}"]}
+    # An unreadable verdict stops the loop: a model that cannot say yes or no after a repair
+    # will not steer the next steps either, and each step costs four calls.
+    enough, usage = ask_structured(runtime.context.chat, prompt, parse_critique, lambda _: True)
+    line = labelled(f"critique: {'yes' if enough else 'no'}", usage, "taken as yes: stop")
+    return {"enough": enough, "usage": usage, "steps": [line]}
 
 
 def after_critique(state: State, runtime: Runtime[Context]) -> Literal["ask_next_step", "answer"]:
@@ -100,7 +106,7 @@ def answer(state: State, runtime: Runtime[Context]) -> dict:
         "answer": text,
         "citations": cited,
         "usage": usage,
-        "steps": [f"answer{bound}: {text}"],
+        "steps": [answer_line(text, usage, bound)],
     }
 
 

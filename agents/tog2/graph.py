@@ -15,10 +15,10 @@ import numpy as np
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
-from agents.answering import answer_with_citations
+from agents.answering import answer_line, answer_with_citations
 from agents.evidence import Evidence, chunk_evidence, evidence_of
 from graph_store.extraction.offline import find_mentions
-from hopgraph.llm import ask_structured, no_usage
+from hopgraph.llm import ask_structured, labelled, no_usage
 from prompts.tog2 import REASON, REFORM, RELATION_PRUNE, TOPIC_PRUNE
 from tools.iier import IIERRetriever
 
@@ -95,14 +95,19 @@ def prune_topics(state: State, runtime: Runtime[Context]) -> dict:
     else:
         prompt = TOPIC_PRUNE.format(question=state["question"], entities=json.dumps(linked))
         chosen, usage = ask_structured(
-            runtime.context.chat, prompt, lambda reply: parse_topics(reply, linked)
+            runtime.context.chat,
+            prompt,
+            lambda reply: parse_topics(reply, linked),
+            lambda _: dict(linked),
         )
     topics = [Topic(entity=e, path=[]) for e in chosen.values()]
     return {
         "topics": topics,
         "visited": list(chosen.values()),
         "usage": usage,
-        "steps": [f"prune topics: {', '.join(chosen.values()) or 'none'}"],
+        "steps": [
+            labelled(f"prune topics: {', '.join(chosen.values()) or 'none'}", usage, "all are kept")
+        ],
     }
 
 
@@ -150,7 +155,12 @@ def prune_relations(state: State, runtime: Runtime[Context]) -> dict:
         entities="\n".join(blocks),
     )
     labels = [[r.label for r in relations] for relations in offered]
-    chosen, usage = ask_structured(ctx.chat, prompt, lambda reply: parse_relations(reply, labels))
+    chosen, usage = ask_structured(
+        ctx.chat,
+        prompt,
+        lambda reply: parse_relations(reply, labels),
+        lambda _: [(i, label, 1.0) for i, some in enumerate(labels) for label in some[: ctx.width]],
+    )
     kept: list[list[str]] = []
     for i, relations in enumerate(offered):
         by_label = {r.label: r for r in relations}
@@ -163,7 +173,13 @@ def prune_relations(state: State, runtime: Runtime[Context]) -> dict:
         "relations": kept,
         "rounds": n,
         "usage": usage,
-        "steps": [f"prune relations {n}: {shown or 'none'}"],
+        "steps": [
+            labelled(
+                f"prune relations {n}: {shown or 'none'}",
+                usage,
+                f"each entity's first {ctx.width} relations are kept",
+            )
+        ],
     }
 
 
@@ -309,13 +325,16 @@ def reason(state: State, runtime: Runtime[Context]) -> dict:
         triples=triples,
         references=references,
     )
-    (sufficient, braced), usage = ask_structured(runtime.context.chat, prompt, parse_reason)
+    (sufficient, braced), usage = ask_structured(
+        runtime.context.chat, prompt, parse_reason, lambda _: (True, "")
+    )  # an unreadable verdict stops the loop, as in RGNN-Ret's critique
     update: dict = {"sufficient": sufficient, "usage": usage}
     if sufficient:
-        update["steps"] = [f"reason: sufficient ({braced})"]
+        line = f"reason: sufficient ({braced})"
     else:
-        update |= {"clues": braced, "steps": [f"reason: not yet; clues: {braced or 'none'}"]}
-    return update
+        line = f"reason: not yet; clues: {braced or 'none'}"
+        update["clues"] = braced
+    return update | {"steps": [labelled(line, usage, "taken as sufficient: stop")]}
 
 
 def after_reason(state: State, runtime: Runtime[Context]) -> Literal["reform_query", "answer"]:
@@ -328,8 +347,11 @@ def after_reason(state: State, runtime: Runtime[Context]) -> Literal["reform_que
 def reform_query(state: State, runtime: Runtime[Context]) -> dict:
     """Write the query for the next round's scoring and relation pruning (Table 14)."""
     prompt = REFORM.format(question=state["question"], clues=state.get("clues") or "None")
-    query, usage = ask_structured(runtime.context.chat, prompt, parse_query)
-    return {"query": query, "usage": usage, "steps": [f"reform query: {query}"]}
+    query, usage = ask_structured(
+        runtime.context.chat, prompt, parse_query, lambda _: state["question"]
+    )
+    line = labelled(f"reform query: {query}", usage, "the question itself is the query")
+    return {"query": query, "usage": usage, "steps": [line]}
 
 
 def answer(state: State, runtime: Runtime[Context]) -> dict:
@@ -347,7 +369,12 @@ def answer(state: State, runtime: Runtime[Context]) -> dict:
         if state.get("rounds", 0) >= runtime.context.depth
         else " (search exhausted)"
     )  # fmt: skip
-    return {"answer": text, "citations": cited, "usage": usage, "steps": [f"answer{ended}: {text}"]}
+    return {
+        "answer": text,
+        "citations": cited,
+        "usage": usage,
+        "steps": [answer_line(text, usage, ended)],
+    }
 
 
 builder = StateGraph(State, context_schema=Context, input_schema=InputState)

@@ -25,7 +25,7 @@ def respond(prompt, n):
         return 500, "internal error"
     if "Page 2" in prompt and "RDF" in prompt and n == 1:
         return 3.0  # the client times out after 1 s and retries
-    if "Page 3" in prompt and "RDF" in prompt and "could not be parsed" not in prompt:
+    if "Page 3" in prompt and "RDF" in prompt and "could not be read" not in prompt:
         return 200, "Sorry, here you go: named_entities = Alice"
     return 200, extraction_reply(prompt.split("\n\nYour previous reply")[0])
 

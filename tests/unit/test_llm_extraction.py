@@ -76,7 +76,7 @@ def test_a_crash_mid_way_resumes_without_redoing_finished_chunks(tmp_path):
 
 def test_malformed_reply_gets_one_repair_then_is_counted(tmp_path):
     def sloppy(prompt):
-        if "could not be parsed" in prompt and "RDF" in prompt:
+        if "could not be read" in prompt and "RDF" in prompt:
             return '{"named_entities": ["Repaired"]}'
         return "no json here" if "RDF" in prompt else '["k1", "k2"]'
 
