@@ -25,14 +25,21 @@ def _sibling(directory: Path, kind: str, tag: str = "") -> Path:
 def write_lock(directory: Path) -> Iterator[None]:
     """Hold an exclusive lock on ``directory`` for the duration of a write."""
     directory.parent.mkdir(parents=True, exist_ok=True)
-    with open(_sibling(directory, "lock"), "w") as handle:
+    # Opened without truncating: the holder's PID must survive a second writer's attempt.
+    with open(_sibling(directory, "lock"), "a+") as handle:
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError as err:
+            handle.seek(0)
+            holder = handle.read().strip() or "unknown"
             raise IndexStateError(
-                f"another hopgraph process is writing {directory}",
-                "wait for it to finish, then retry",
+                f"{directory} is being written by PID {holder}",
+                "wait for that write to finish, then retry",
             ) from err
+        handle.seek(0)
+        handle.truncate()
+        handle.write(str(os.getpid()))
+        handle.flush()
         yield
 
 

@@ -71,21 +71,32 @@ def build_index(
     directory: str | Path,
     settings: IndexSettings,
     show_progress: bool = True,
+    replace: bool = False,
 ) -> WriteReport:
-    """Build a fresh index of ``docs`` in ``directory``, replacing an index already there."""
+    """Build a fresh index of ``docs`` in ``directory``.
+
+    An index already there is replaced only when ``replace`` is set (``--force``); the lock is
+    held from the start, embedding included, so no other write can slip in and be lost.
+    """
     directory = Path(directory)
     if not docs:
         raise InputError("the corpus is empty", "give at least one document")
     check_unique_ids(docs, "corpus")
     _refuse_foreign_directory(directory)
     started = time.perf_counter()
-    embedder = load_embedder(settings.model, settings.batch_size)
-    chunks = sorted(chunk_documents(docs, settings, embedder), key=lambda c: c.id)
-    t0 = time.perf_counter()
-    embeddings = embed_chunks(chunks, embedder, show_progress)
-    embed_seconds = time.perf_counter() - t0
     with write_lock(directory):
         old = _readable_manifest(directory)
+        if (old is not None or (directory / MANIFEST).exists()) and not replace:
+            held = f" ({old.counts['documents']} documents)" if old else ""
+            raise InputError(
+                f"{directory} already holds an index{held}",
+                "`hopgraph add` adds documents to it; `hopgraph index --force` replaces it",
+            )
+        embedder = load_embedder(settings.model, settings.batch_size)
+        chunks = sorted(chunk_documents(docs, settings, embedder), key=lambda c: c.id)
+        t0 = time.perf_counter()
+        embeddings = embed_chunks(chunks, embedder, show_progress)
+        embed_seconds = time.perf_counter() - t0
         location = _new_location(settings, directory)
         try:
             with staged(directory, copy_existing=False) as staging:

@@ -8,6 +8,7 @@ semantic knowledge, for tests and smoke runs; it is never chosen unless asked fo
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 from collections.abc import Callable, Sequence
 from functools import cache
@@ -18,6 +19,8 @@ import numpy as np
 from hopgraph.errors import HopgraphError, InputError
 
 ProgressHook = Callable[[int], None]
+DEVICES = ("auto", "cpu", "cuda", "mps")
+"""Where the model runs: ``auto`` takes a CUDA GPU, else Apple's MPS, else the CPU."""
 
 
 class Embedder(Protocol):
@@ -35,19 +38,52 @@ class Embedder(Protocol):
         ...
 
 
-class SentenceTransformerEmbedder:
-    """A sentence-transformers model, loaded once and kept on the CPU."""
+def resolve_device(device: str) -> str:
+    """Return the torch device ``device`` names (``auto``: the best one present)."""
+    import torch
 
-    def __init__(self, name: str, batch_size: int = 32) -> None:
+    if device not in DEVICES:
+        raise InputError(f"unknown device {device!r}", f"use one of {', '.join(DEVICES)}")
+    present = {
+        "cuda": torch.cuda.is_available(),
+        "mps": torch.backends.mps.is_available(),
+        "cpu": True,
+    }
+    if device == "auto":
+        return next(d for d in ("cuda", "mps", "cpu") if present[d])
+    if not present[device]:
+        raise HopgraphError(
+            f"device {device!r} is not available to torch {torch.__version__}",
+            "use --device auto or cpu (the CPU build of torch has no CUDA; install a CUDA "
+            "build of torch for a GPU)",
+        )
+    return device
+
+
+class SentenceTransformerEmbedder:
+    """A sentence-transformers model, loaded once, on the CPU or a GPU (fp16 on CUDA).
+
+    ``processes`` > 1 encodes on that many CPU worker processes (sentence-transformers' pool),
+    for machines with many cores; on a GPU it is ignored.
+    """
+
+    def __init__(
+        self, name: str, batch_size: int = 32, device: str = "auto", processes: int = 1
+    ) -> None:
         from sentence_transformers import SentenceTransformer
         from transformers.utils import logging as hf_logging
 
         self.name = name
         self.batch_size = batch_size
+        self.device = resolve_device(device)
+        self.processes = processes if self.device == "cpu" else 1
+        self._pool: dict | None = None
         bars = hf_logging.is_progress_bar_enabled()
         hf_logging.disable_progress_bar()  # a "Loading weights" bar on every start is noise
         try:
-            self.model = SentenceTransformer(resolve_model_path(name), device="cpu")
+            self.model = SentenceTransformer(resolve_model_path(name), device=self.device)
+            if self.device == "cuda":
+                self.model.half()  # fp16: about twice the throughput, cosine within 1e-3
         except OSError as err:
             raise HopgraphError(
                 f"embedding model {name!r} could not be loaded: {err}",
@@ -71,18 +107,34 @@ class SentenceTransformerEmbedder:
         out = np.empty((len(texts), self.dimension), dtype=np.float32)
         # Longest first, so each batch pads to similar lengths (as encode() does within a call).
         order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
-        for start in range(0, len(order), self.batch_size):
-            rows = order[start : start + self.batch_size]
+        # A worker pool gets several batches per call, so every process has work.
+        step = self.batch_size * (4 * self.processes if self.processes > 1 else 1)
+        for start in range(0, len(order), step):
+            rows = order[start : start + step]
             out[rows] = self.model.encode(
                 [texts[i] for i in rows],
                 batch_size=self.batch_size,
                 normalize_embeddings=True,
                 convert_to_numpy=True,
                 show_progress_bar=False,
-            )
+                pool=self._worker_pool(),
+            ).astype(np.float32)
             if progress:
                 progress(len(rows))
         return out
+
+    def _worker_pool(self) -> dict | None:
+        if self.processes <= 1:
+            return None
+        if self._pool is None:
+            self._pool = self.model.start_multi_process_pool(["cpu"] * self.processes)
+        return self._pool
+
+    def close(self) -> None:
+        """Stop the worker processes, if any were started."""
+        if self._pool is not None:
+            self.model.stop_multi_process_pool(self._pool)
+            self._pool = None
 
     def count_tokens(self, text: str) -> int:
         """Count word pieces with the model's own tokenizer."""
@@ -143,11 +195,26 @@ def resolve_model_path(name: str) -> str:
     return name
 
 
-@cache
 def load_embedder(name: str, batch_size: int = 32) -> Embedder:
-    """Return the embedder called ``name`` (cached per process: loading a model takes seconds)."""
+    """Return the embedder called ``name`` (cached per process: loading a model takes seconds).
+
+    Where it runs is a property of the machine, not of the index: ``HOPGRAPH_DEVICE`` (one of
+    :data:`DEVICES`, default ``auto``) and ``HOPGRAPH_EMBED_PROCESSES`` (CPU worker processes,
+    default 1), which ``--device`` and ``--processes`` set.
+    """
     if not name.strip():
         raise InputError("the embedding model name is empty")
     if name == "hashing":
         return HashingEmbedder()
-    return SentenceTransformerEmbedder(name, batch_size=batch_size)
+    device = os.environ.get("HOPGRAPH_DEVICE") or "auto"
+    processes = os.environ.get("HOPGRAPH_EMBED_PROCESSES") or "1"
+    if not processes.isdigit() or int(processes) < 1:
+        raise InputError(
+            f"HOPGRAPH_EMBED_PROCESSES must be a positive whole number, got {processes!r}"
+        )
+    return _load(name, batch_size, device, int(processes))
+
+
+@cache
+def _load(name: str, batch_size: int, device: str, processes: int) -> Embedder:
+    return SentenceTransformerEmbedder(name, batch_size, device, processes)

@@ -73,7 +73,26 @@ def _llm_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _device_options(parser: argparse.ArgumentParser) -> None:
+    from graph_store.embedding import DEVICES
+
+    parser.add_argument(
+        "--device",
+        choices=DEVICES,
+        help="where the embedding model runs: auto (default, or $HOPGRAPH_DEVICE: a CUDA GPU, "
+        "else Apple MPS, else the CPU), cpu, cuda (fp16) or mps",
+    )
+    parser.add_argument(
+        "--processes",
+        type=_positive,
+        metavar="N",
+        help="CPU worker processes that embed (default 1, or $HOPGRAPH_EMBED_PROCESSES; "
+        "for machines with many cores)",
+    )
+
+
 def _build_options(parser: argparse.ArgumentParser) -> None:
+    _device_options(parser)
     parser.add_argument(
         "--model",
         help="embedding model: 'all-MiniLM-L6-v2' (default, offline), "
@@ -131,13 +150,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser(
         "index",
-        help="build an index from a corpus (replaces an index already there)",
+        help="build an index from a corpus (--force replaces an index already there)",
         description="Build an index: chunk, embed into Chroma, build BM25, write a "
         "manifest. SOURCE is a JSONL file of {id, title, text}, a benchmark folder "
         "with corpus.jsonl, or a folder of .txt/.md files. The build is atomic: if "
-        "it fails, the previous index is untouched.",
+        "it fails, the previous index is untouched. An existing index is replaced only "
+        "with --force (`hopgraph add` adds to it).",
     )
     p.add_argument("source", metavar="SOURCE")
+    p.add_argument("--force", action="store_true", help="replace the index already there")
     _index_option(p)
     _build_options(p)
     _quiet_option(p)
@@ -151,6 +172,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("source", metavar="SOURCE")
     _index_option(p)
+    _device_options(p)
     _quiet_option(p)
     p.set_defaults(func=commands.add)
 
@@ -341,6 +363,7 @@ def _graph_parser(sub: argparse._SubParsersAction) -> None:
     )
     _index_option(b)
     _graph_options(b)
+    _device_options(b)
     _quiet_option(b)
     b.set_defaults(func=graph_commands.build)
     s = actions.add_parser("stats", help="counts by node and edge type, degree distributions")
@@ -388,6 +411,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     args = build_parser().parse_args(argv)
+    # Where the encoder runs belongs to this run, not to the index: it travels in the
+    # environment that load_embedder reads.
+    if getattr(args, "device", None):
+        os.environ["HOPGRAPH_DEVICE"] = args.device
+    if getattr(args, "processes", None):
+        os.environ["HOPGRAPH_EMBED_PROCESSES"] = str(args.processes)
     try:
         return args.func(args) or 0
     except HopgraphError as err:

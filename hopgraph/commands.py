@@ -55,7 +55,8 @@ def index(args: argparse.Namespace) -> None:
     """Build an index from a corpus."""
     settings = settings_from(args)
     docs = load_documents(args.source)
-    _report("built", build_index(docs, index_dir(args), settings, show_progress=not args.quiet))
+    report = build_index(docs, index_dir(args), settings, not args.quiet, replace=args.force)
+    _report("built", report)
     print(f"next: `hopgraph graph build --index {index_dir(args)}` for the graph methods")
 
 

@@ -10,11 +10,15 @@ from __future__ import annotations
 import ast
 import json
 import re
+import threading
 from typing import Any
 from urllib.parse import unquote, urlparse
 
 _FENCE = re.compile(r"```(?:json|python)?\s*(.*?)```", re.S)
 _JSON_WORDS = {"true": "True", "false": "False", "null": "None"}
+# CPython 3.11 can fail compiling in several threads at once ("AST constructor recursion depth
+# mismatch", python/cpython#106905); the extractor parses replies from its worker threads.
+_COMPILE = threading.Lock()
 
 
 class ParseError(ValueError):
@@ -28,7 +32,8 @@ def _literal(text: str) -> Any:
         pass
     pythonic = re.sub(r"\b(true|false|null)\b", lambda m: _JSON_WORDS[m.group()], text)
     try:
-        return ast.literal_eval(pythonic)
+        with _COMPILE:
+            return ast.literal_eval(pythonic)
     except (ValueError, SyntaxError, MemoryError, RecursionError):
         raise ParseError(f"not JSON or a Python literal: {text[:80]!r}") from None
 

@@ -18,7 +18,7 @@ QUERIES = ["Where was Larry Alcala educated?", "military instruction 1936", "sea
 
 
 def build(path, docs=ALL):
-    return build_index(docs, path, HASHING, show_progress=False)
+    return build_index(docs, path, HASHING, show_progress=False, replace=True)
 
 
 def results(path):
@@ -166,12 +166,36 @@ def test_index_from_another_version_or_model_is_refused(tmp_path):
         assert idx.manifest.format_version == 1
 
 
-def test_a_second_writer_is_refused(tmp_path):
+def test_a_second_writer_is_refused_and_told_who_writes(tmp_path, monkeypatch):
     from graph_store.atomic import write_lock
 
     build(tmp_path / "idx")
-    with write_lock(tmp_path / "idx"), pytest.raises(IndexStateError, match="another hopgraph"):
+    held = f"is being written by PID {os.getpid()}"
+    with write_lock(tmp_path / "idx"), pytest.raises(IndexStateError, match=held):
         delete_documents(tmp_path / "idx", ["d1"])
+    embedded = []
+    monkeypatch.setattr(build_module, "embed_chunks", lambda *a: embedded.append(a))
+    with write_lock(tmp_path / "idx"), pytest.raises(IndexStateError, match=held):
+        build(tmp_path / "idx")
+    assert embedded == []  # refused before embedding: the lock covers the whole write
+
+
+def test_index_refuses_to_replace_an_index_without_force(tmp_path, capsys):
+    from hopgraph.cli import main
+
+    build(tmp_path / "idx")
+    before = results(tmp_path / "idx")
+    with pytest.raises(InputError, match=r"already holds an index \(6 documents\)"):
+        build_index(ALL[:2], tmp_path / "idx", HASHING, show_progress=False)
+    assert results(tmp_path / "idx") == before
+    corpus = tmp_path / "two.jsonl"
+    corpus.write_text("".join(json.dumps(d) + "\n" for d in DOCS[:2]))
+    argv = ["index", str(corpus), "--index", str(tmp_path / "idx"), "--model", "hashing", "-q"]
+    assert main(argv) == 2
+    assert "hopgraph index --force" in capsys.readouterr().err
+    assert main([*argv, "--force"]) == 0
+    with Index.open(tmp_path / "idx") as idx:
+        assert len(idx.doc_ids) == 2
 
 
 def test_delete_needs_no_embedding_model(tmp_path, monkeypatch):
