@@ -112,6 +112,11 @@ def _print_result(result: Any, show_steps: bool) -> None:
     )
     if result.trace_id:
         print(f"trace: hopgraph trace show {result.trace_id}")
+    if usage.get("fallbacks"):
+        print(
+            f"warning: {usage['fallbacks']} of the model's replies could not be read even after "
+            "a repair request; the steps marked FALLBACK say what was used instead"
+        )
 
 
 def add_parser(

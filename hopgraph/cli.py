@@ -18,7 +18,8 @@ examples:
   hopgraph delete doc-17 doc-42 --index my-index  remove documents from every store
   hopgraph retrieve "who founded X?" --index my-index --method hybrid -k 5
   hopgraph graph build --index my-index           extract entities and triples, build the graphs
-  hopgraph ask "who founded X?" --index my-index --method gear --stream   (needs an LLM)
+  hopgraph ask "who founded X?" --index my-index --method gear --stream   (with an LLM)
+  hopgraph ask "who founded X?" --index my-index --llm local   offline, a small local model
   hopgraph eval --data ../shared/data/musique --split dev --methods bm25,dense,hybrid,gnn_ret
   hopgraph mcp --index my-index                   tools for other agents over MCP (stdio)
 

@@ -58,6 +58,7 @@ def test_ask_prints_who_answered(sample_index, offline, capsys):
     assert main([*argv, "--llm", "local"]) == 0
     out = capsys.readouterr().out
     assert "\nanswer: " in out and "answered by the local model SmolLM2-135M-Instruct" in out
+    assert ("[FALLBACK:" in out) == ("replies could not be read even after a repair" in out)
     assert main(argv) == 0  # auto, with no endpoint configured: evidence alone
     out = capsys.readouterr().out
     assert "evidence passages (gnn_ret)" in out and "\nanswer:" not in out
