@@ -43,6 +43,9 @@ class GraphSettings(BaseModel):
     keyword_min_shared: int = Field(2, ge=1, description="shared keywords for a keyword edge")
     semantic_k: int = Field(5, ge=0, description="semantic neighbours per chunk")
     semantic_min_sim: float = Field(0.5, ge=-1, le=1, description="least cosine for an edge")
+    semantic_search: Literal["auto", "exact", "ann"] = Field(
+        "auto", description="exact all-pairs, or an HNSW index (auto: from 20,000 chunks on)"
+    )
     embed_triples: bool = Field(True, description="embed triples so they can be searched by text")
     llm_prompts: tuple[Literal["gear", "iier", "gnn_ret"], ...] = Field(
         ("gear", "iier"),
@@ -53,7 +56,11 @@ class GraphSettings(BaseModel):
     def passage_settings(self) -> PassageGraphSettings:
         """Return the passage-graph density knobs."""
         return PassageGraphSettings(
-            self.max_df, self.keyword_min_shared, self.semantic_k, self.semantic_min_sim
+            self.max_df,
+            self.keyword_min_shared,
+            self.semantic_k,
+            self.semantic_min_sim,
+            self.semantic_search,
         )
 
 

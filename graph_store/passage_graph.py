@@ -53,6 +53,7 @@ class PassageGraphSettings:
     keyword_min_shared: int = 2
     semantic_k: int = 5
     semantic_min_sim: float = 0.5
+    semantic_search: str = "auto"
 
 
 class PassageGraph:
@@ -171,7 +172,9 @@ def build_passage_graph(
         "keyword": shared_item_edges(
             [e.keywords for e in extractions], settings.keyword_min_shared, settings.max_df
         ),
-        "semantic": semantic_edges(embeddings, settings.semantic_k, settings.semantic_min_sim),
+        "semantic": semantic_edges(
+            embeddings, settings.semantic_k, settings.semantic_min_sim, settings.semantic_search
+        ),
         "link": link_edges(chunks, extractions, settings.max_df),
     }
     return PassageGraph(ids, edges)
@@ -252,30 +255,70 @@ def co_occurrence(incidence: sp.csr_matrix, min_shared: int, max_df: int | None)
     return shared.astype(np.float32)
 
 
+ANN_FROM = 20_000
+"""Semantic edges come from an approximate index from this many chunks on (``auto``): below it
+the exact all-pairs search takes seconds; above it, its quadratic cost dominates the build."""
+
+
 def semantic_edges(
-    embeddings: np.ndarray, k: int, min_sim: float, block: int = 512
+    embeddings: np.ndarray, k: int, min_sim: float, search: str = "auto", block: int = 512
 ) -> sp.csr_matrix:
-    """Link each chunk to its top-``k`` cosine neighbours (self excluded) above ``min_sim``."""
+    """Link each chunk to its top-``k`` cosine neighbours (self excluded) above ``min_sim``.
+
+    ``search``: ``exact`` (blocked all-pairs products), ``ann`` (hnswlib's HNSW, recall@5
+    0.999 against exact on 100k real MiniLM vectors: ``python -m evals.bench.ann``) or ``auto``
+    (ANN from :data:`ANN_FROM` chunks).
+    """
     n = len(embeddings)
     k = min(k, n - 1)
     if k <= 0:
         return sp.csr_matrix((n, n), dtype=np.float32)
-    vectors = np.asarray(embeddings, dtype=np.float32)
-    rows, cols, sims = [], [], []
-    for start in range(0, n, block):
+    vectors = np.ascontiguousarray(embeddings, dtype=np.float32)
+    use_ann = search == "ann" or (search == "auto" and n >= ANN_FROM)
+    top, top_scores = (_ann_top if use_ann else _exact_top)(vectors, k, block)
+    keep = top_scores >= min_sim
+    rows = np.nonzero(keep)[0]
+    matrix = sp.csr_matrix((top_scores[keep], (rows, top[keep])), shape=(n, n))
+    return matrix.maximum(matrix.T).tocsr().astype(np.float32)
+
+
+def _exact_top(vectors: np.ndarray, k: int, block: int) -> tuple[np.ndarray, np.ndarray]:
+    """Return each row's k nearest other rows and their cosines, by blocked products."""
+    tops, scores_out = [], []
+    for start in range(0, len(vectors), block):
         scores = vectors[start : start + block] @ vectors.T
         scores[np.arange(len(scores)), np.arange(start, start + len(scores))] = -np.inf
         # argpartition finds the top k without sorting the whole row
         top = np.argpartition(-scores, k - 1, axis=1)[:, :k]
-        top_scores = np.take_along_axis(scores, top, axis=1)
-        keep = top_scores >= min_sim
-        rows.append(np.nonzero(keep)[0] + start)
-        cols.append(top[keep])
-        sims.append(top_scores[keep])
-    matrix = sp.csr_matrix(
-        (np.concatenate(sims), (np.concatenate(rows), np.concatenate(cols))), shape=(n, n)
-    )
-    return matrix.maximum(matrix.T).tocsr().astype(np.float32)
+        tops.append(top)
+        scores_out.append(np.take_along_axis(scores, top, axis=1))
+    return np.concatenate(tops), np.concatenate(scores_out)
+
+
+def _ann_top(vectors: np.ndarray, k: int, block: int) -> tuple[np.ndarray, np.ndarray]:
+    """Return each row's k nearest other rows and their cosines, from an HNSW index.
+
+    hnswlib (M 16, ef_construction 100, ef 64) was the fastest of faiss, usearch and hnswlib at
+    the same recall, and it can add and mark rows deleted, which incremental writes need.
+    Each row asks for k + 1 and drops itself; a row that is not its own first hit (duplicates)
+    drops its last.
+    """
+    import hnswlib
+
+    n, dim = vectors.shape
+    index = hnswlib.Index(space="ip", dim=dim)
+    index.init_index(max_elements=n, ef_construction=100, M=16, random_seed=100)
+    index.add_items(vectors, np.arange(n))
+    index.set_ef(max(64, k + 1))
+    found, distances = index.knn_query(vectors, k=k + 1)
+    found = found.astype(np.int64)
+    similarity = 1.0 - distances  # hnswlib's "ip" distance is 1 − inner product
+    own = found == np.arange(n)[:, None]
+    # Keep k per row: drop the row itself where found, else the last (farthest) answer.
+    drop = np.where(own.any(axis=1), own.argmax(axis=1), k)
+    keep = np.ones_like(own)
+    keep[np.arange(n), drop] = False
+    return found[keep].reshape(n, k), similarity[keep].reshape(n, k).astype(np.float32)
 
 
 def _symmetric(pairs: list[tuple[int, int]], weights: np.ndarray, n: int) -> sp.csr_matrix:

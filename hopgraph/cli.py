@@ -332,6 +332,12 @@ def _graph_options(parser: argparse.ArgumentParser) -> None:
         help="least cosine similarity for a semantic edge (default 0.5)",
     )
     parser.add_argument(
+        "--semantic-search",
+        choices=["auto", "exact", "ann"],
+        help="how semantic neighbours are found: exact all-pairs, ann (an HNSW index, recall@5 "
+        "about 0.999) or auto (default: ann from 20,000 chunks on)",
+    )
+    parser.add_argument(
         "--llm-prompts",
         metavar="LIST",
         help="with --extractor llm: prompt sets among gear (entities + triples), iier "

@@ -26,6 +26,7 @@ def graph_settings(args: argparse.Namespace) -> GraphSettings:
         "keyword_min_shared": args.keyword_min_shared,
         "semantic_k": args.semantic_k,
         "semantic_min_sim": args.semantic_min_sim,
+        "semantic_search": args.semantic_search,
         "embed_triples": False if args.no_triple_embeddings else None,
         "llm_prompts": _prompt_list(args.llm_prompts),
     }

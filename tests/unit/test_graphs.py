@@ -47,6 +47,29 @@ def test_semantic_top_k_above_threshold_symmetric():
     assert not m[3].any() and not m[:, 3].any()
 
 
+def test_ann_semantic_edges_match_exact_ones(monkeypatch):
+    from graph_store import passage_graph
+
+    rng = np.random.default_rng(0)
+    centres = rng.standard_normal((40, 32))
+    v = centres[rng.integers(0, 40, 3000)] + 0.3 * rng.standard_normal((3000, 32))
+    v = (v / np.linalg.norm(v, axis=1, keepdims=True)).astype(np.float32)
+    v[1] = v[0]  # a duplicate: each is the other's best, and neither links to itself
+    exact = semantic_edges(v, k=5, min_sim=0.2, search="exact")
+    ann = semantic_edges(v, k=5, min_sim=0.2, search="ann")
+    assert ann.diagonal().sum() == 0 and ann[0, 1] == pytest.approx(1.0, abs=1e-5)
+    agree = exact.multiply(ann > 0).nnz / exact.nnz
+    assert agree >= 0.98 and abs(ann.nnz - exact.nnz) / exact.nnz < 0.02
+    np.testing.assert_allclose(ann[ann.nonzero()], np.asarray(ann.T[ann.nonzero()]), atol=1e-6)
+    built = []
+    monkeypatch.setattr(passage_graph, "_ann_top", lambda *a: built.append(1) or (
+        passage_graph._exact_top(*a)))  # fmt: skip
+    monkeypatch.setattr(passage_graph, "ANN_FROM", 3000)
+    semantic_edges(v, k=5, min_sim=0.2)  # auto: 3,000 chunks reach the threshold
+    semantic_edges(v[:2999], k=5, min_sim=0.2)
+    assert built == [1]
+
+
 def test_passage_graph_features_neighbours_and_round_trip(tmp_path):
     chunks = [
         Chunk("a", "a", "A", "t"),
