@@ -127,7 +127,18 @@ class SentenceTransformerEmbedder:
         if self.processes <= 1:
             return None
         if self._pool is None:
-            self._pool = self.model.start_multi_process_pool(["cpu"] * self.processes)
+            # Each worker gets its share of the cores: torch in every worker would otherwise
+            # start one thread per core, and the workers would fight over them.
+            share = str(max(1, (os.cpu_count() or 1) // self.processes))
+            saved = os.environ.get("OMP_NUM_THREADS")
+            os.environ["OMP_NUM_THREADS"] = share
+            try:
+                self._pool = self.model.start_multi_process_pool(["cpu"] * self.processes)
+            finally:
+                if saved is None:
+                    del os.environ["OMP_NUM_THREADS"]
+                else:
+                    os.environ["OMP_NUM_THREADS"] = saved
         return self._pool
 
     def close(self) -> None:
