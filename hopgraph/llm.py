@@ -103,8 +103,10 @@ class Usage(TypedDict):
     fallbacks: int
 
 
-_COUNTS = ("calls", "prompt_tokens", "completion_tokens", "structured")
-_COUNTS += ("parse_failures", "repaired", "fallbacks")
+_COUNTS = (
+    "calls", "prompt_tokens", "completion_tokens", "structured", "parse_failures", "repaired",
+    "fallbacks",
+)  # fmt: skip
 
 
 def no_usage() -> Usage:
@@ -119,7 +121,8 @@ def add_usage(left: Usage | None, right: Usage | None) -> Usage:
     """
     a, b = left or {}, right or {}
     total = {key: int(a.get(key, 0)) + int(b.get(key, 0)) for key in _COUNTS}
-    return Usage(**total, seconds=float(a.get("seconds", 0.0)) + float(b.get("seconds", 0.0)))  # type: ignore[typeddict-item]
+    seconds = float(a.get("seconds", 0.0)) + float(b.get("seconds", 0.0))
+    return Usage(**total, seconds=seconds)  # type: ignore[typeddict-item]
 
 
 def complete(chat: BaseChatModel, prompt: str) -> tuple[str, Usage]:

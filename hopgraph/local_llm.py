@@ -43,7 +43,7 @@ class LocalChatModel(BaseChatModel):
     """
 
     model_path: str
-    name: str = DEFAULT_NAME
+    model_name: str = DEFAULT_NAME
     n_ctx: int = 8192
     max_tokens: int = 256
     temperature: float = 0.0
@@ -62,7 +62,7 @@ class LocalChatModel(BaseChatModel):
                 f"HOPGRAPH_LLM_GGUF names no file: {path}",
                 "point it at a chat model in GGUF format, or unset it for the shipped SmolLM2",
             )
-        return cls(model_path=str(path), name=path.stem)
+        return cls(model_path=str(path), model_name=path.stem)
 
     @property
     def _llm_type(self) -> str:
@@ -71,7 +71,7 @@ class LocalChatModel(BaseChatModel):
     @property
     def label(self) -> str:
         """Say which model answers, for output a user reads."""
-        return f"the local model {self.name} (llama.cpp, in process, offline)"
+        return f"the local model {self.model_name} (llama.cpp, in process, offline)"
 
     def _load(self) -> Any:
         if self._llama is None:
@@ -79,7 +79,13 @@ class LocalChatModel(BaseChatModel):
                 from llama_cpp import Llama
             except ModuleNotFoundError as err:
                 raise HopgraphError("llama-cpp-python is not installed", INSTALL_HINT) from err
-            self._llama = Llama(model_path=self.model_path, n_ctx=self.n_ctx, verbose=False)
+            try:
+                self._llama = Llama(model_path=self.model_path, n_ctx=self.n_ctx, verbose=False)
+            except (ValueError, RuntimeError) as err:  # not a GGUF, or a model llama.cpp lacks
+                raise HopgraphError(
+                    f"the local model {self.model_path} could not be loaded: {err}",
+                    "point HOPGRAPH_LLM_GGUF at a chat model in GGUF format",
+                ) from err
         return self._llama
 
     def _generate(

@@ -81,7 +81,7 @@ def critique(state: State, runtime: Runtime[Context]) -> dict:
     """Ask whether the intermediate answers are enough for the final answer (§5.6)."""
     prompt = CRITIQUE.format(trace=trace_text(state["question"], state["trace"]))
     # An unreadable verdict stops the loop: a model that cannot say yes or no after a repair
-    # will not steer the next steps either, and each step costs four calls.
+    # will not steer the next steps either, and each step costs three calls.
     enough, usage = ask_structured(runtime.context.chat, prompt, parse_critique, lambda _: True)
     line = labelled(f"critique: {'yes' if enough else 'no'}", usage, "taken as yes: stop")
     return {"enough": enough, "usage": usage, "steps": [line]}

@@ -115,7 +115,7 @@ class FakeLlama:
 
 
 def test_local_model_reports_usage_and_refuses_a_prompt_longer_than_its_context(tmp_path):
-    model = LocalChatModel(model_path=str(tmp_path / "m.gguf"), name="tiny", n_ctx=64)
+    model = LocalChatModel(model_path=str(tmp_path / "m.gguf"), model_name="tiny", n_ctx=64)
     fake = model._llama = FakeLlama()
     reply = model.invoke("When did military instruction start?")
     assert reply.content == "Answer: 1936" and reply.usage_metadata["output_tokens"] == 2
@@ -126,6 +126,15 @@ def test_local_model_reports_usage_and_refuses_a_prompt_longer_than_its_context(
     assert model.label == "the local model tiny (llama.cpp, in process, offline)"
     with pytest.raises(HopgraphError, match="does not fit the local model's context of 64"):
         model.invoke("word " * 100)
+
+
+def test_a_file_that_is_no_gguf_is_a_clear_error(tmp_path, monkeypatch):
+    bad = tmp_path / "notes.gguf"
+    bad.write_text("not a model")
+    monkeypatch.setenv("HOPGRAPH_LLM_GGUF", str(bad))
+    model = choose_chat("local")
+    with pytest.raises(HopgraphError, match="could not be loaded"):
+        model.invoke("hello")
 
 
 def test_ask_without_an_llm_prints_evidence(tmp_path, no_endpoint, capsys):
