@@ -118,7 +118,7 @@ class SentenceTransformerEmbedder:
                 convert_to_numpy=True,
                 show_progress_bar=False,
                 pool=self._worker_pool(),
-            ).astype(np.float32)
+            )  # fp16 rows become float32 as they are stored
             if progress:
                 progress(len(rows))
         return out

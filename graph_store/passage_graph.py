@@ -275,33 +275,33 @@ def semantic_edges(
         return sp.csr_matrix((n, n), dtype=np.float32)
     vectors = np.ascontiguousarray(embeddings, dtype=np.float32)
     use_ann = search == "ann" or (search == "auto" and n >= ANN_FROM)
-    top, top_scores = (_ann_top if use_ann else _exact_top)(vectors, k, block)
+    top, top_scores = ann_top_k(vectors, k) if use_ann else exact_top_k(vectors, k, block)
     keep = top_scores >= min_sim
     rows = np.nonzero(keep)[0]
     matrix = sp.csr_matrix((top_scores[keep], (rows, top[keep])), shape=(n, n))
     return matrix.maximum(matrix.T).tocsr().astype(np.float32)
 
 
-def _exact_top(vectors: np.ndarray, k: int, block: int) -> tuple[np.ndarray, np.ndarray]:
+def exact_top_k(vectors: np.ndarray, k: int, block: int = 512) -> tuple[np.ndarray, np.ndarray]:
     """Return each row's k nearest other rows and their cosines, by blocked products."""
     tops, scores_out = [], []
     for start in range(0, len(vectors), block):
         scores = vectors[start : start + block] @ vectors.T
         scores[np.arange(len(scores)), np.arange(start, start + len(scores))] = -np.inf
         # argpartition finds the top k without sorting the whole row
-        top = np.argpartition(-scores, k - 1, axis=1)[:, :k]
+        # (a copy: the slice alone would keep the whole block's partition alive)
+        top = np.argpartition(-scores, k - 1, axis=1)[:, :k].copy()
         tops.append(top)
         scores_out.append(np.take_along_axis(scores, top, axis=1))
     return np.concatenate(tops), np.concatenate(scores_out)
 
 
-def _ann_top(vectors: np.ndarray, k: int, block: int) -> tuple[np.ndarray, np.ndarray]:
+def ann_top_k(vectors: np.ndarray, k: int, ef: int = 64) -> tuple[np.ndarray, np.ndarray]:
     """Return each row's k nearest other rows and their cosines, from an HNSW index.
 
-    hnswlib (M 16, ef_construction 100, ef 64) was the fastest of faiss, usearch and hnswlib at
-    the same recall, and it can add and mark rows deleted, which incremental writes need.
-    Each row asks for k + 1 and drops itself; a row that is not its own first hit (duplicates)
-    drops its last.
+    hnswlib (M 16, ef_construction 100, search breadth ``ef``) was the fastest of faiss,
+    usearch and hnswlib at the same recall, and it can add and mark rows deleted, which
+    incremental writes need.
     """
     import hnswlib
 
@@ -309,16 +309,26 @@ def _ann_top(vectors: np.ndarray, k: int, block: int) -> tuple[np.ndarray, np.nd
     index = hnswlib.Index(space="ip", dim=dim)
     index.init_index(max_elements=n, ef_construction=100, M=16, random_seed=100)
     index.add_items(vectors, np.arange(n))
-    index.set_ef(max(64, k + 1))
+    index.set_ef(max(ef, k + 1))
     found, distances = index.knn_query(vectors, k=k + 1)
     found = found.astype(np.int64)
     similarity = 1.0 - distances  # hnswlib's "ip" distance is 1 − inner product
+    keep = others(found, k)
+    return found[keep].reshape(n, k), similarity[keep].reshape(n, k).astype(np.float32)
+
+
+def others(found: np.ndarray, k: int) -> np.ndarray:
+    """Mask k of each row's k + 1 answers: all but the row itself, or but the last if absent.
+
+    An approximate search asks for k + 1 neighbours because a row usually finds itself first;
+    a row that does not (an exact duplicate ranked ahead) drops its farthest answer instead.
+    """
+    n = len(found)
     own = found == np.arange(n)[:, None]
-    # Keep k per row: drop the row itself where found, else the last (farthest) answer.
     drop = np.where(own.any(axis=1), own.argmax(axis=1), k)
     keep = np.ones_like(own)
     keep[np.arange(n), drop] = False
-    return found[keep].reshape(n, k), similarity[keep].reshape(n, k).astype(np.float32)
+    return keep
 
 
 def _symmetric(pairs: list[tuple[int, int]], weights: np.ndarray, n: int) -> sp.csr_matrix:

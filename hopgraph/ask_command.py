@@ -66,16 +66,26 @@ def ask(args: argparse.Namespace) -> None:
     print(f"answered by {describe(chat)}")
 
 
-def _evidence_only(args: argparse.Namespace) -> None:
-    """With no LLM: print the passages a retriever ranks first (an agent's method: gnn_ret)."""
+def evidence_alone(
+    index: Index, method: str, question: str, k: int, preset: str
+) -> tuple[str, list[dict[str, Any]]]:
+    """Answer with no LLM: the retriever that ran and the passages it ranks first.
+
+    An agent's method retrieves with gnn_ret, the retriever the agents build on.
+    """
     from tools import RETRIEVERS, make_retriever
 
+    method = method if method in RETRIEVERS else "gnn_ret"
+    hits = make_retriever(method, index, preset=preset).retrieve(question, k)
+    return method, [h.to_dict() for h in hits]
+
+
+def _evidence_only(args: argparse.Namespace) -> None:
+    """With no LLM: print the passages a retriever ranks first (:func:`evidence_alone`)."""
     from .commands import index_dir
 
-    method = args.method if args.method in RETRIEVERS else "gnn_ret"
     with Index.open(index_dir(args)) as index:
-        retriever = make_retriever(method, index, preset=args.preset)
-        hits = [h.to_dict() for h in retriever.retrieve(args.question, args.k)]
+        method, hits = evidence_alone(index, args.method, args.question, args.k, args.preset)
     why = "no LLM is configured (--llm none, or auto with no HOPGRAPH_LLM_* set)"
     if args.json:
         print(json.dumps({"question": args.question, "method": method, "answer": None,

@@ -81,11 +81,9 @@ class ChatSession:
         print(f"hopgraph> {values['messages'][-1].content}\n", flush=True)
 
     def _evidence_only(self, text: str) -> None:
-        from tools import RETRIEVERS, make_retriever
+        from .ask_command import evidence_alone
 
-        method = self.method if self.method in RETRIEVERS else "gnn_ret"
-        hits = make_retriever(method, self.index, preset=self.preset).retrieve(text, self.k)
-        self.sources = [h.to_dict() for h in hits]
+        method, self.sources = evidence_alone(self.index, self.method, text, self.k, self.preset)
         print(f"hopgraph> evidence passages ({method}; no LLM, so no written answer):")
         _print_sources(self.sources)
         print()

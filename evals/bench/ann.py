@@ -23,6 +23,7 @@ import numpy as np
 
 from evals.bench import save_json
 from graph_store import Index
+from graph_store.passage_graph import ann_top_k, exact_top_k, others
 from hopgraph.settings import cache_dir
 
 
@@ -42,16 +43,6 @@ def real_vectors(size: int, noise: float, seed: int = 0) -> np.ndarray:
     return rows / np.linalg.norm(rows, axis=1, keepdims=True)
 
 
-def exact_top(vectors: np.ndarray, k: int) -> np.ndarray:
-    """Return each row's k nearest other rows, exactly (as ``semantic_edges`` finds them)."""
-    out = np.empty((len(vectors), k), dtype=np.int64)
-    for start in range(0, len(vectors), 2048):
-        scores = vectors[start : start + 2048] @ vectors.T
-        scores[np.arange(len(scores)), np.arange(start, start + len(scores))] = -np.inf
-        out[start : start + 2048] = np.argpartition(-scores, k - 1, axis=1)[:, :k]
-    return out
-
-
 def with_faiss(vectors: np.ndarray, k: int, ef: int) -> np.ndarray:
     """Return each row's k neighbours from faiss's HNSW (M 32, efConstruction 80)."""
     import faiss
@@ -61,7 +52,7 @@ def with_faiss(vectors: np.ndarray, k: int, ef: int) -> np.ndarray:
     index.add(vectors)
     index.hnsw.efSearch = ef
     _, found = index.search(vectors, k + 1)
-    return _drop_self(found, k)
+    return found[others(found, k)].reshape(len(found), k)
 
 
 def with_usearch(vectors: np.ndarray, k: int, ef: int) -> np.ndarray:
@@ -73,29 +64,12 @@ def with_usearch(vectors: np.ndarray, k: int, ef: int) -> np.ndarray:
     keys = np.arange(len(vectors), dtype=np.uint64)
     index.add(keys, vectors)
     found = index.search(vectors, k + 1).keys.astype(np.int64)
-    return _drop_self(found, k)
+    return found[others(found, k)].reshape(len(found), k)
 
 
 def with_hnswlib(vectors: np.ndarray, k: int, ef: int) -> np.ndarray:
-    """Return each row's k neighbours from hnswlib (M 16, efConstruction 100)."""
-    import hnswlib
-
-    index = hnswlib.Index(space="ip", dim=vectors.shape[1])
-    index.init_index(max_elements=len(vectors), ef_construction=100, M=16)
-    index.add_items(vectors)
-    index.set_ef(ef)
-    found, _ = index.knn_query(vectors, k=k + 1)
-    return _drop_self(found.astype(np.int64), k)
-
-
-def _drop_self(found: np.ndarray, k: int) -> np.ndarray:
-    """Remove each row's own id from its k + 1 answers (or the last, if self is missing)."""
-    own = np.arange(len(found))[:, None]
-    out = np.empty((len(found), k), dtype=np.int64)
-    for row, ids in enumerate(found):
-        others = ids[ids != own[row, 0]]
-        out[row] = others[:k]
-    return out
+    """Return each row's k neighbours as the graph build finds them (hnswlib, M 16)."""
+    return ann_top_k(vectors, k, ef)[0]
 
 
 def recall(found: np.ndarray, exact: np.ndarray, vectors: np.ndarray) -> float:
@@ -120,7 +94,7 @@ def _child(name: str, ef: int, k: int, vectors_file: str, out_file: str) -> None
     """Run one library in a fresh process, so its peak RSS is its own."""
     vectors = np.load(vectors_file)
     started = time.perf_counter()
-    found = exact_top(vectors, k) if name == "exact" else RUNS[name](vectors, k, ef)
+    found = exact_top_k(vectors, k)[0] if name == "exact" else RUNS[name](vectors, k, ef)
     seconds = time.perf_counter() - started
     np.save(out_file, found)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

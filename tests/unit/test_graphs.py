@@ -62,8 +62,8 @@ def test_ann_semantic_edges_match_exact_ones(monkeypatch):
     assert agree >= 0.98 and abs(ann.nnz - exact.nnz) / exact.nnz < 0.02
     np.testing.assert_allclose(ann[ann.nonzero()], np.asarray(ann.T[ann.nonzero()]), atol=1e-6)
     built = []
-    monkeypatch.setattr(passage_graph, "_ann_top", lambda *a: built.append(1) or (
-        passage_graph._exact_top(*a)))  # fmt: skip
+    monkeypatch.setattr(passage_graph, "ann_top_k", lambda v, k: built.append(1) or (
+        passage_graph.exact_top_k(v, k)))  # fmt: skip
     monkeypatch.setattr(passage_graph, "ANN_FROM", 3000)
     semantic_edges(v, k=5, min_sim=0.2)  # auto: 3,000 chunks reach the threshold
     semantic_edges(v[:2999], k=5, min_sim=0.2)
