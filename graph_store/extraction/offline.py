@@ -112,7 +112,7 @@ def extraction_sentences(text: str) -> list[str]:
 
 def corpus_titles(chunks: Sequence[Chunk]) -> TitleIndex:
     """Index a corpus's page titles, with the words the corpus also writes in lower case."""
-    lower_case = frozenset(w for c in chunks for w in _TOKEN.findall(c.text) if w[0].islower())
+    lower_case = frozenset(w for c in chunks for w in lower_case_words(c))
     return TitleIndex([c.title for c in chunks if c.title], lower_case)
 
 
@@ -212,12 +212,199 @@ def read_triples(words: list[str], mentions: list[Mention], page: str) -> list[T
     return triples
 
 
-@dataclass
-class _ChunkReading:
-    entities: list[str]
-    triples: list[Triple]
-    entity_counts: Counter[str]
-    word_counts: Counter[str]
+@dataclass(frozen=True, slots=True)
+class Reading:
+    """What one chunk yields before corpus statistics pick its keywords."""
+
+    entities: tuple[str, ...]
+    triples: tuple[Triple, ...]
+    entity_counts: dict[str, int]
+    word_counts: dict[str, int]
+    capitals: frozenset[str]
+    """The chunk's tokens written with a capital (lower-cased; "guy's" also as "guy"): a name
+    or title alias can only start, and a span can only hold a name, where one is."""
+
+    def to_row(self, chunk_id: str) -> list:
+        """Return a JSON-ready row."""
+        triples = [[t.subject, t.predicate, t.object] for t in self.triples]
+        return [
+            chunk_id,
+            self.entities,
+            triples,
+            self.entity_counts,
+            self.word_counts,
+            sorted(self.capitals),
+        ]
+
+    @classmethod
+    def from_row(cls, row: list) -> Reading:
+        """Rebuild a reading from :meth:`to_row` output (without its chunk id)."""
+        _, entities, triples, entity_counts, word_counts, capitals = row
+        return cls(
+            tuple(entities),
+            tuple(Triple(*t) for t in triples),
+            entity_counts,
+            word_counts,
+            frozenset(capitals),
+        )
+
+
+def lower_case_words(chunk: Chunk) -> set[str]:
+    """Return the chunk's tokens written in lower case (what makes a one-word alias common)."""
+    return {w for w in _TOKEN.findall(chunk.text) if w[0].islower()}
+
+
+class CorpusReadings:
+    """The offline extractor's state over a corpus, kept between writes.
+
+    Every chunk's reading depends on the corpus only through the title index (the titles and the
+    words written in lower case), and its keywords on the corpus's document frequencies. So an
+    add or delete re-reads only the new chunks and the chunks that contain an alias or a word
+    whose standing changed, then picks every chunk's keywords again from the stored counts:
+    the result equals a fresh extraction of the final corpus.
+    """
+
+    def __init__(
+        self,
+        corpus: Sequence[Chunk] = (),
+        readings: dict[str, Reading] | None = None,
+        lower: Counter[str] | None = None,
+    ) -> None:
+        """Resume from a saved state of ``corpus`` (its readings and lower-case word counts)."""
+        self.readings: dict[str, Reading] = readings or {}
+        self.lower: Counter[str] = lower or Counter()
+        self.titles: Counter[str] = Counter(c.title for c in corpus if c.title)
+        self.entity_df: Counter[str] = Counter()
+        self.word_df: Counter[str] = Counter()
+        for reading in self.readings.values():
+            self._count(reading, 1)
+
+    def update(
+        self,
+        corpus: Sequence[Chunk],
+        removed: Sequence[Chunk],
+        added: Sequence[Chunk],
+        show_progress: bool = False,
+    ) -> list[Extraction]:
+        """Apply a change (``removed`` and ``added`` chunks); return ``corpus``'s extractions."""
+        changed = self._shift_titles(removed, added) | self._shift_lower(removed, added)
+        titles = TitleIndex(
+            [t for t, n in self.titles.items() if n > 0],
+            frozenset(w for w, n in self.lower.items() if n > 0),
+        )
+        for chunk in removed:
+            self._count(self.readings.pop(chunk.id), -1)
+        new_ids = {c.id for c in added}
+        stale = [
+            c
+            for c in corpus
+            if c.id not in new_ids and _may_mention(c, self.readings[c.id], changed)
+        ]
+        for chunk in tqdm(
+            [*stale, *added], desc="extracting", unit="chunk", disable=not show_progress
+        ):
+            if chunk.id in self.readings:
+                self._count(self.readings[chunk.id], -1)
+            reading = read_chunk(chunk, titles)
+            self.readings[chunk.id] = reading
+            self._count(reading, 1)
+        n = max(len(corpus), 1)
+        return [
+            Extraction(
+                chunk_id=chunk.id,
+                entities=(r := self.readings[chunk.id]).entities,
+                keywords=tuple(_keywords(chunk, r, self.entity_df, self.word_df, n)),
+                triples=r.triples,
+            )
+            for chunk in corpus
+        ]
+
+    def _count(self, reading: Reading, sign: int) -> None:
+        for counter, items in (
+            (self.entity_df, reading.entity_counts),
+            (self.word_df, reading.word_counts),
+        ):
+            for item in items:
+                counter[item] += sign
+                if not counter[item]:
+                    del counter[item]
+
+    def _shift_titles(self, removed: Sequence[Chunk], added: Sequence[Chunk]) -> set[str]:
+        """Count the change's titles; return the alias keys of titles that came or went."""
+        flipped = _shift(
+            self.titles, [c.title for c in removed if c.title], [c.title for c in added if c.title]
+        )
+        return {token_key(a) for t in flipped for a in title_aliases(t)} - {""}
+
+    def _shift_lower(self, removed: Sequence[Chunk], added: Sequence[Chunk]) -> set[str]:
+        """Count lower-case usage; return the words that became or stopped being common."""
+        flipped = _shift(
+            self.lower,
+            [w for c in removed for w in lower_case_words(c)],
+            [w for c in added for w in lower_case_words(c)],
+        )
+        return {w for w in flipped if w == w.lower()}
+
+
+def _shift(counter: Counter[str], gone: Sequence[str], new: Sequence[str]) -> set[str]:
+    """Apply counts; return the items whose presence (count > 0) changed."""
+    before = {x: counter[x] > 0 for x in (*gone, *new)}
+    counter.subtract(gone)
+    counter.update(new)
+    flipped = {x for x, was in before.items() if (counter[x] > 0) != was}
+    for x in before:
+        if counter[x] <= 0:
+            del counter[x]
+    return flipped
+
+
+def _may_mention(chunk: Chunk, reading: Reading, keys: set[str]) -> bool:
+    """Tell whether ``chunk`` could contain one of ``keys`` (a superset test: it is re-read)."""
+    if not keys or reading.capitals.isdisjoint(w for k in keys for w in k.split()):
+        return False
+    text = chunk.text.replace("’", "'").lower()
+    return any(
+        not reading.capitals.isdisjoint(k.split()) and all(w in text for w in k.split())
+        for k in keys
+    )
+
+
+def read_chunk(chunk: Chunk, titles: TitleIndex) -> Reading:
+    """Read one chunk's entities, triples and word counts against the corpus's titles."""
+    page = token_key(chunk.title) if chunk.title else ""
+    entities = [page] if page else []
+    triples: list[Triple] = []
+    entity_counts: Counter[str] = Counter()
+    word_counts: Counter[str] = Counter()
+    capitals: set[str] = set()
+    for sentence in extraction_sentences(chunk.text):
+        words, mentions = find_mentions(sentence, titles)
+        capitals.update(_capitals(sentence))
+        mentions = [_resolve_to_page(m, page) for m in mentions]
+        found = [m.key for m in mentions if not m.is_date]
+        entity_counts.update(found)
+        entities.extend(found)
+        word_counts.update(content_words(words))
+        if page or found:
+            triples.extend(read_triples(words, mentions, page or found[0]))
+    return Reading(
+        tuple(dict.fromkeys(entities)),
+        tuple(dict.fromkeys(triples)),
+        dict(entity_counts),
+        dict(word_counts),
+        frozenset(capitals),
+    )
+
+
+def _capitals(sentence: str) -> set[str]:
+    out = set()
+    for raw in _TOKEN.findall(sentence):
+        if raw[0].isupper():
+            word = raw.replace("’", "'").lower()
+            out.add(word)
+            if word.endswith("'s"):
+                out.add(word[:-2])
+    return out
 
 
 class OfflineExtractor:
@@ -226,42 +413,8 @@ class OfflineExtractor:
     name = "offline"
 
     def extract(self, chunks: Sequence[Chunk], show_progress: bool = False) -> list[Extraction]:
-        """Extract every chunk; keywords need corpus statistics, so all chunks come at once."""
-        titles = corpus_titles(chunks)
-        readings = [
-            self._read(chunk, titles)
-            for chunk in tqdm(chunks, desc="extracting", unit="chunk", disable=not show_progress)
-        ]
-        entity_df = Counter(e for r in readings for e in r.entity_counts)
-        word_df = Counter(w for r in readings for w in r.word_counts)
-        n = max(len(chunks), 1)
-        return [
-            Extraction(
-                chunk_id=chunk.id,
-                entities=tuple(reading.entities),
-                keywords=tuple(_keywords(chunk, reading, entity_df, word_df, n)),
-                triples=tuple(dict.fromkeys(reading.triples)),
-            )
-            for chunk, reading in zip(chunks, readings, strict=True)
-        ]
-
-    @staticmethod
-    def _read(chunk: Chunk, titles: TitleIndex) -> _ChunkReading:
-        page = token_key(chunk.title) if chunk.title else ""
-        entities = [page] if page else []
-        triples: list[Triple] = []
-        entity_counts: Counter[str] = Counter()
-        word_counts: Counter[str] = Counter()
-        for sentence in extraction_sentences(chunk.text):
-            words, mentions = find_mentions(sentence, titles)
-            mentions = [_resolve_to_page(m, page) for m in mentions]
-            found = [m.key for m in mentions if not m.is_date]
-            entity_counts.update(found)
-            entities.extend(found)
-            word_counts.update(content_words(words))
-            if page or found:
-                triples.extend(read_triples(words, mentions, page or found[0]))
-        return _ChunkReading(list(dict.fromkeys(entities)), triples, entity_counts, word_counts)
+        """Extract every chunk (a fresh corpus: everything is new)."""
+        return CorpusReadings().update(chunks, [], chunks, show_progress)
 
 
 def _resolve_to_page(mention: Mention, page: str) -> Mention:
@@ -275,7 +428,7 @@ def _resolve_to_page(mention: Mention, page: str) -> Mention:
 
 
 def _keywords(
-    chunk: Chunk, reading: _ChunkReading, entity_df: Counter[str], word_df: Counter[str], n: int
+    chunk: Chunk, reading: Reading, entity_df: Counter[str], word_df: Counter[str], n: int
 ) -> list[str]:
     """Pick the chunk's most distinctive entities, then words, by tf·idf; never its own title."""
     page = token_key(chunk.title) if chunk.title else ""
