@@ -260,26 +260,145 @@ ANN_FROM = 20_000
 the exact all-pairs search takes seconds; above it, its quadratic cost dominates the build."""
 
 
+SPARE_NEIGHBOURS = 5
+"""Neighbours kept per chunk beyond ``semantic_k``: a delete takes the next one from the list,
+so a chunk needs a new search only when more than this many of its neighbours go at once."""
+
+
+@dataclass(frozen=True)
+class Neighbours:
+    """Each chunk's nearest other chunks, best first: rows (-1 pads a short list) and cosines."""
+
+    rows: np.ndarray
+    scores: np.ndarray
+
+    def save(self, path: Path) -> None:
+        """Write both arrays into one .npz."""
+        np.savez(path, rows=self.rows, scores=self.scores)
+
+    @classmethod
+    def load(cls, path: Path) -> Neighbours:
+        """Read what :meth:`save` wrote."""
+        with np.load(path) as data:
+            return cls(data["rows"], data["scores"])
+
+
 def semantic_edges(
     embeddings: np.ndarray, k: int, min_sim: float, search: str = "auto", block: int = 512
 ) -> sp.csr_matrix:
-    """Link each chunk to its top-``k`` cosine neighbours (self excluded) above ``min_sim``.
+    """Link each chunk to its top-``k`` cosine neighbours (self excluded) above ``min_sim``."""
+    return neighbour_edges(nearest(embeddings, k, search, block), k, min_sim)
+
+
+def neighbour_edges(neighbours: Neighbours, k: int, min_sim: float) -> sp.csr_matrix:
+    """Symmetric semantic edges from the first ``k`` neighbours of each chunk above ``min_sim``."""
+    n = len(neighbours.rows)
+    top, scores = neighbours.rows[:, :k], neighbours.scores[:, :k]
+    keep = (top >= 0) & (scores >= min_sim)
+    rows = np.nonzero(keep)[0]
+    matrix = sp.csr_matrix((scores[keep], (rows, top[keep])), shape=(n, n))
+    return matrix.maximum(matrix.T).tocsr().astype(np.float32)
+
+
+def nearest(embeddings: np.ndarray, m: int, search: str = "auto", block: int = 512) -> Neighbours:
+    """Return each chunk's ``m`` nearest other chunks by cosine, best first.
 
     ``search``: ``exact`` (blocked all-pairs products), ``ann`` (hnswlib's HNSW, recall@5
     0.999 against exact on 100k real MiniLM vectors: ``python -m evals.bench.ann``) or ``auto``
     (ANN from :data:`ANN_FROM` chunks).
     """
     n = len(embeddings)
-    k = min(k, n - 1)
-    if k <= 0:
-        return sp.csr_matrix((n, n), dtype=np.float32)
+    out = _empty_neighbours(n, m)
+    found = min(m, n - 1)
+    if found <= 0:
+        return out
     vectors = np.ascontiguousarray(embeddings, dtype=np.float32)
     use_ann = search == "ann" or (search == "auto" and n >= ANN_FROM)
-    top, top_scores = ann_top_k(vectors, k) if use_ann else exact_top_k(vectors, k, block)
-    keep = top_scores >= min_sim
-    rows = np.nonzero(keep)[0]
-    matrix = sp.csr_matrix((top_scores[keep], (rows, top[keep])), shape=(n, n))
-    return matrix.maximum(matrix.T).tocsr().astype(np.float32)
+    top, scores = ann_top_k(vectors, found) if use_ann else exact_top_k(vectors, found, block)
+    order = _best_first(top, scores)
+    out.rows[:, :found] = np.take_along_axis(top, order, axis=1)
+    out.scores[:, :found] = np.take_along_axis(scores, order, axis=1)
+    return out
+
+
+def update_nearest(
+    old: Neighbours,
+    old_to_new: np.ndarray,
+    embeddings: np.ndarray,
+    block: int = 512,
+) -> Neighbours:
+    """Bring ``old`` up to date after chunks were removed and added; exact, like :func:`nearest`.
+
+    ``old_to_new`` maps each old row to its new row (-1: removed); new rows no old row maps to
+    are the added chunks. Kept chunks keep their lists less removed neighbours, and take in the
+    added chunks that beat their last; an added chunk, or a chunk left with too short a list,
+    gets a full search. Cost: (added + short lists) × corpus products, not corpus².
+    """
+    n, m = len(embeddings), old.rows.shape[1]
+    vectors = np.ascontiguousarray(embeddings, dtype=np.float32)
+    out = _empty_neighbours(n, m)
+    kept = np.flatnonzero(old_to_new >= 0)
+    remapped = np.where(old.rows[kept] >= 0, old_to_new[np.maximum(old.rows[kept], 0)], -1)
+    # Removed neighbours leave gaps: a stable sort moves the survivors to the front in order.
+    order = np.argsort(remapped < 0, axis=1, kind="stable")
+    target = old_to_new[kept]
+    out.rows[target] = np.take_along_axis(remapped, order, axis=1)
+    out.scores[target] = np.where(
+        out.rows[target] >= 0, np.take_along_axis(old.scores[kept], order, axis=1), -np.inf
+    )
+    added = np.setdiff1d(np.arange(n), target)
+    wanted = min(m, n - 1)
+    short = np.flatnonzero((out.rows >= 0).sum(axis=1) < wanted)  # added rows are short too
+    _search_rows(out, vectors, short, wanted, block)
+    full = np.setdiff1d(np.arange(n), short)
+    if len(added) and len(full):
+        _take_in(out, vectors, full, added, block)
+    return out
+
+
+def _empty_neighbours(n: int, m: int) -> Neighbours:
+    return Neighbours(np.full((n, m), -1, dtype=np.int64), np.full((n, m), -np.inf, np.float32))
+
+
+def _best_first(top: np.ndarray, scores: np.ndarray) -> np.ndarray:
+    """Order each row's answers by score, ties by row number (repeatable)."""
+    return np.lexsort((top, -scores), axis=1) if top.size else np.zeros_like(top)
+
+
+def _search_rows(
+    out: Neighbours, vectors: np.ndarray, rows: np.ndarray, m: int, block: int
+) -> None:
+    """Give ``rows`` their exact top-``m`` over every chunk."""
+    for start in range(0, len(rows), block):
+        part = rows[start : start + block]
+        scores = vectors[part] @ vectors.T
+        scores[np.arange(len(part)), part] = -np.inf
+        top = np.argpartition(-scores, m - 1, axis=1)[:, :m]
+        top_scores = np.take_along_axis(scores, top, axis=1)
+        order = _best_first(top, top_scores)
+        out.rows[part] = -1
+        out.scores[part] = -np.inf
+        out.rows[part, :m] = np.take_along_axis(top, order, axis=1)
+        out.scores[part, :m] = np.take_along_axis(top_scores, order, axis=1)
+
+
+def _take_in(
+    out: Neighbours, vectors: np.ndarray, rows: np.ndarray, added: np.ndarray, block: int
+) -> None:
+    """Merge the added chunks into the full lists of ``rows`` where they beat the last one."""
+    m = out.rows.shape[1]
+    for start in range(0, len(rows), block):
+        part = rows[start : start + block]
+        scores = vectors[part] @ vectors[added].T
+        last = out.scores[part, m - 1]
+        hit_row, hit_col = np.nonzero(scores > last[:, None])
+        for r in np.unique(hit_row):
+            cols = hit_col[hit_row == r]
+            row = part[r]
+            top = np.concatenate([out.rows[row], added[cols]])
+            top_scores = np.concatenate([out.scores[row], scores[r, cols]])
+            order = np.lexsort((top, -top_scores))[:m]
+            out.rows[row], out.scores[row] = top[order], top_scores[order]
 
 
 def exact_top_k(vectors: np.ndarray, k: int, block: int = 512) -> tuple[np.ndarray, np.ndarray]:

@@ -2,10 +2,12 @@
 
 import random
 
+import numpy as np
 import pytest
 
 from graph_store.documents import Chunk
 from graph_store.extraction.offline import CorpusReadings, OfflineExtractor
+from graph_store.passage_graph import nearest, update_nearest
 
 WORDS = "love river guy's film district new york city the of band stone hill lake".split()
 TITLES = [
@@ -62,3 +64,29 @@ def test_a_new_title_is_linked_in_chunks_written_before_it():
     got = state.update([old, page], [], [page])
     assert "zeta" in got[0].entities  # re-read: the longest alias is now the page
     assert got == OfflineExtractor().extract([old, page])
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_neighbour_lists_kept_between_writes_equal_a_fresh_search(seed):
+    rng = np.random.default_rng(seed)
+    vectors = {i: rng.standard_normal(8).astype(np.float32) for i in range(rng.integers(1, 30))}
+    vectors = {i: v / np.linalg.norm(v) for i, v in vectors.items()}
+    ids = sorted(vectors)
+    lists = nearest(np.stack([vectors[i] for i in ids]), 4)
+    next_id = 100
+    for _ in range(6):
+        for gone in rng.choice(ids, size=min(len(ids) - 1, rng.integers(0, 6)), replace=False):
+            del vectors[gone]
+        for _ in range(rng.integers(0, 5)):
+            v = rng.standard_normal(8).astype(np.float32)
+            vectors[next_id] = v / np.linalg.norm(v)
+            next_id += 1
+        new_ids = sorted(vectors)
+        position = {i: row for row, i in enumerate(new_ids)}
+        old_to_new = np.array([position.get(i, -1) for i in ids])
+        matrix = np.stack([vectors[i] for i in new_ids])
+        lists = update_nearest(lists, old_to_new, matrix)
+        fresh = nearest(matrix, 4)
+        assert (lists.rows == fresh.rows).all()
+        np.testing.assert_allclose(lists.scores, fresh.scores, rtol=1e-5)
+        ids = new_ids
