@@ -1,8 +1,10 @@
-"""The write side of an index directory: build, add documents, delete documents.
+"""The write side of an index directory: build, add documents, delete documents, build graphs.
 
-Every write stages a complete new index beside the old one and swaps it in at the end, so an
-error or an interruption leaves the previous index as it was. ``add`` embeds only the new
-documents; existing vectors are carried over (copied files, or copied records on a server).
+Each write is one generation (graph_store.generations): it adds files in its own folder and
+rows tagged with its number to Chroma, in place, and commits by replacing the manifest. So a
+write costs what it changes: ``add`` embeds and stores only the new chunks, and the graphs are
+brought up to date from the previous generation's (graph_build). An error or a kill at any
+moment leaves the previous generation as it was, and the next write cleans up after it.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,16 +22,19 @@ import numpy as np
 from hopgraph.errors import IndexStateError, InputError
 from hopgraph.settings import IndexSettings
 
-from .atomic import staged, write_lock
+from .atomic import write_lock
 from .chunking import chunk_document
 from .documents import Chunk, Document
 from .embedding import Embedder, embed_with_progress, load_embedder
-from .graph_build import GraphSettings, triples_location, write_graphs
-from .index import BM25_DIR, CHUNKS_FILE, chroma_location, read_chunks
+from .generations import Generation, drop_collection, folder_name, passages_location
+from .graph_build import GraphSettings, write_graphs
+from .index import read_chunks
 from .kdb_bm25 import BM25Store
 from .loaders import check_unique_ids, quote_ids
 from .manifest import FORMAT_VERSION, MANIFEST, Manifest, now, package_versions, read_manifest
 from .vdb_chroma import ChromaLocation, ChromaVectorStore
+
+CHROMA_DIR = "chroma"
 
 
 @dataclass(frozen=True)
@@ -98,25 +103,26 @@ def build_index(
         embeddings = embed_chunks(chunks, embedder, show_progress)
         embed_seconds = time.perf_counter() - t0
         location = _new_location(settings, directory)
-        try:
-            with staged(directory, copy_existing=False) as staging:
-                vectors = ChromaVectorStore(_in(staging, location), create=True)
-                try:
-                    vectors.upsert(chunks, embeddings)
-                finally:
-                    vectors.close()
-                _write_tables(staging, chunks)
-                embedder_info = {"name": embedder.name, "dimension": embedder.dimension}
-                manifest = _manifest(settings, embedder_info, location, chunks, created=None)
-                manifest.timings = {
-                    "build_seconds": time.perf_counter() - started,
-                    "embed_seconds": embed_seconds,
-                }
-                manifest.write(staging)
-        except BaseException:
-            _drop_server_collection(location)
-            raise
-        _drop_server_collection(_old_location(directory, old))
+        with Generation(directory, old) as gen:
+            vectors = gen.create_collection(location)
+            try:
+                vectors.upsert(chunks, embeddings, gen.number)
+            finally:
+                vectors.close()
+            embedder_info = {"name": embedder.name, "dimension": embedder.dimension}
+            manifest = _manifest(settings, embedder_info, location, chunks, created=None)
+            manifest.files = _write_tables(gen, chunks)
+            manifest.timings = {
+                "build_seconds": time.perf_counter() - started,
+                "embed_seconds": embed_seconds,
+            }
+            replaced = passages_location(directory, old) if old else None
+            if replaced is not None and _same_place(replaced, location):
+                manifest.purge = {"collections": [old.collection, replaced.triples().collection]}
+            gen.commit(manifest)
+        if replaced is not None and not _same_place(replaced, location):
+            drop_collection(replaced)  # elsewhere (another server): dropped once committed
+            drop_collection(replaced.triples())
     return _write_report(
         directory,
         chunks,
@@ -138,7 +144,7 @@ def add_documents(
     started = time.perf_counter()
     with write_lock(directory):
         old = read_manifest(directory)
-        existing = read_chunks(directory)
+        existing = read_chunks(directory, old)
         present = sorted({c.doc_id for c in existing} & {d.id for d in docs})
         if present:
             raise InputError(
@@ -154,13 +160,7 @@ def add_documents(
         embeddings = embed_chunks(new_chunks, embedder, show_progress)
         embed_seconds = time.perf_counter() - t0
         chunks = sorted(existing + new_chunks, key=lambda c: c.id)
-        _rewrite(
-            directory,
-            old,
-            chunks,
-            lambda store: store.upsert(new_chunks, embeddings),
-            show_progress,
-        )
+        _commit_change(directory, old, existing, chunks, show_progress, new_chunks, embeddings)
     return _write_report(
         directory,
         chunks,
@@ -180,7 +180,7 @@ def delete_documents(directory: str | Path, doc_ids: Sequence[str]) -> WriteRepo
     started = time.perf_counter()
     with write_lock(directory):
         old = read_manifest(directory)
-        existing = read_chunks(directory)
+        existing = read_chunks(directory, old)
         missing = sorted(wanted - {c.doc_id for c in existing})
         if missing:
             raise InputError(
@@ -194,7 +194,7 @@ def delete_documents(directory: str | Path, doc_ids: Sequence[str]) -> WriteRepo
                 "deleting these documents would leave the index empty",
                 "remove the index directory instead",
             )
-        _rewrite(directory, old, chunks, lambda store: store.delete(removed), False)
+        _commit_change(directory, old, existing, chunks, False, removed=removed)
     return _write_report(
         directory, chunks, added=0, removed=len(removed), started=started, embed_seconds=0.0
     )
@@ -222,91 +222,72 @@ def _write_report(
 def build_graphs(
     directory: str | Path, settings: GraphSettings, show_progress: bool = True
 ) -> dict[str, Any]:
-    """Build (or rebuild) both graphs of an index as one atomic write; returns the graph info.
-
-    It is the same staged rewrite as ``add`` / ``delete`` with no change to the passages, so on
-    a Chroma server the triples go to new collections too and the live index is never touched.
-    """
+    """Build (or rebuild) both graphs of an index from scratch as one write; return their info."""
     directory = Path(directory)
     with write_lock(directory):
         old = read_manifest(directory)
-        manifest = _rewrite(
-            directory,
-            old,
-            read_chunks(directory),
-            lambda store: None,
-            show_progress,
-            graph_settings=settings,
-            tables_changed=False,
-        )
+        chunks = read_chunks(directory, old)
+        with Generation(directory, old) as gen:
+            manifest = _successor(old, chunks)
+            write_graphs(gen, directory, old, manifest, chunks, settings, show_progress, True)
+            gen.commit(manifest)
     assert manifest.graph is not None
     return manifest.graph
 
 
-def _rewrite(
+def _commit_change(
     directory: Path,
     old: Manifest,
-    chunks: list[Chunk],
-    change: Callable[[ChromaVectorStore], None],
+    before: list[Chunk],
+    after: list[Chunk],
     show_progress: bool,
-    graph_settings: GraphSettings | None = None,
-    tables_changed: bool = True,
+    added: Sequence[Chunk] = (),
+    embeddings: np.ndarray | None = None,
+    removed: Sequence[str] = (),
 ) -> Manifest:
-    """Stage a copy of the index with ``change`` applied to its vectors, then swap it in.
+    """Commit a change of passages as the next generation: rows, tables and graphs.
 
-    The graphs are rebuilt when the index has them, or when ``graph_settings`` asks for them.
+    Added rows go into the live collection tagged with the new generation; removed ones are
+    listed for purging after the commit. The graphs, when the index has them, are brought up
+    to date from the previous generation's.
     """
-    location = _new_location(old.settings, directory)
-    if location.url is None:  # the copied files hold the old collection; only the folder is new
-        location = ChromaLocation(old.collection, path=location.path)
-    if graph_settings is None and old.graph:
-        graph_settings = GraphSettings.model_validate(old.graph["settings"])
-    try:
-        with staged(directory, copy_existing=True) as staging:
-            source = _old_location(staging, old)
-            if location.url is None:
-                # The copied Chroma files get a new name, so no cached client of the old path
-                # (in this process) can ever serve the new index.
-                (staging / old.chroma_dir).rename(staging / location.path.name)
-                store = ChromaVectorStore(_in(staging, location))
-            else:
-                store = _copy_collection(source, location)
-                if old.graph:  # carry the triple vectors too; only new triples get embedded
-                    _copy_collection(triples_location(source), triples_location(location)).close()
+    with Generation(directory, old) as gen:
+        if added:
+            assert embeddings is not None
+            store = ChromaVectorStore(passages_location(directory, old))
             try:
-                change(store)
+                store.upsert(added, embeddings, gen.number)
             finally:
                 store.close()
-            if tables_changed:  # else the staged copy already holds the chunk table and BM25
-                _write_tables(staging, chunks)
-            manifest = _manifest(old.settings, old.embedder, location, chunks, old.created_at)
-            if graph_settings is not None:
-                manifest.graph = write_graphs(
-                    staging, directory, manifest, graph_settings, show_progress
-                )
-            manifest.write(staging)
-    except BaseException:
-        _drop_server_collection(location)
-        raise
-    _drop_server_collection(_old_location(directory, old))
+        manifest = _successor(old, after)
+        manifest.files.update(_write_tables(gen, after))
+        manifest.purge = {"passages": list(removed)}
+        if old.graph:
+            settings = GraphSettings.model_validate(old.graph["settings"])
+            write_graphs(gen, directory, old, manifest, before, settings, show_progress, False)
+        gen.commit(manifest)
     return manifest
 
 
-def _copy_collection(source: ChromaLocation, target: ChromaLocation) -> ChromaVectorStore:
-    """Create ``target`` on the server holding every record of ``source``."""
-    store = ChromaVectorStore(target, create=True)
-    previous = ChromaVectorStore(source)
-    try:
-        previous.copy_into(store)
-    finally:
-        previous.close()
-    return store
+def _successor(old: Manifest, chunks: Sequence[Chunk]) -> Manifest:
+    """Return the next generation's manifest: the old one with new counts, nothing purged."""
+    manifest = old.model_copy(deep=True)
+    manifest.format_version = FORMAT_VERSION
+    manifest.files = {part: str(old.path(Path(), part)) for part in ("chunks", "bm25", "graph")}
+    manifest.counts = {"documents": len({c.doc_id for c in chunks}), "chunks": len(chunks)}
+    manifest.versions = package_versions()
+    manifest.updated_at = now()
+    manifest.purge = {}
+    return manifest
 
 
-def _write_tables(directory: Path, chunks: Sequence[Chunk]) -> None:
+def _write_tables(gen: Generation, chunks: Sequence[Chunk]) -> dict[str, str]:
+    """Write the chunk table and the BM25 index into the generation's folder."""
     lines = "".join(json.dumps(c.to_dict(), ensure_ascii=False) + "\n" for c in chunks)
-    (directory / CHUNKS_FILE).write_text(lines, encoding="utf-8")
-    BM25Store.build(chunks).save(directory / BM25_DIR)
+    (gen.folder / "chunks.jsonl").write_text(lines, encoding="utf-8")
+    BM25Store.build(chunks).save(gen.folder / "bm25")
+    name = folder_name(gen.number)
+    return {"chunks": f"{name}/chunks.jsonl", "bm25": f"{name}/bm25"}
 
 
 def _manifest(
@@ -322,7 +303,7 @@ def _manifest(
         settings=settings,
         embedder=embedder,
         collection=location.collection,
-        chroma_dir=None if location.url else location.path.name,
+        chroma_dir=None if location.url or location.path is None else location.path.name,
         counts={"documents": len({c.doc_id for c in chunks}), "chunks": len(chunks)},
         versions=package_versions(),
         created_at=created or stamp,
@@ -331,35 +312,14 @@ def _manifest(
 
 
 def _new_location(settings: IndexSettings, directory: Path) -> ChromaLocation:
-    generation = uuid.uuid4().hex[:12]
-    name = f"{settings.collection_prefix}-{generation}"
+    name = f"{settings.collection_prefix}-{uuid.uuid4().hex[:12]}"
     if settings.chroma_url:
         return ChromaLocation(name, url=settings.chroma_url)
-    return ChromaLocation(name, path=Path(f"chroma-{generation}"))
+    return ChromaLocation(name, path=directory / CHROMA_DIR)
 
 
-def _in(staging: Path, location: ChromaLocation) -> ChromaLocation:
-    """Place a local location inside the staging directory (server locations are unchanged)."""
-    if location.url:
-        return location
-    return ChromaLocation(location.collection, path=staging / location.path.name)
-
-
-def _old_location(directory: Path, old: Manifest | None) -> ChromaLocation | None:
-    return chroma_location(directory, old) if old else None
-
-
-def _drop_server_collection(location: ChromaLocation | None) -> None:
-    """Drop a collection on a Chroma server (local collections go with their directory)."""
-    if location is None or location.url is None:
-        return
-    for each in (location, triples_location(location)):
-        try:
-            store = ChromaVectorStore(each)
-        except IndexStateError:
-            continue  # already gone, or an index without graphs
-        store.drop()
-        store.close()
+def _same_place(a: ChromaLocation, b: ChromaLocation) -> bool:
+    return a.path == b.path and a.url == b.url
 
 
 def _readable_manifest(directory: Path) -> Manifest | None:

@@ -1,34 +1,52 @@
 """Build the passage graph and the knowledge graph of an index, and keep them current.
 
-Graphs are derived data: on every write (``graph build``, and ``add`` / ``delete`` of an index
-that has graphs) they are rebuilt from the chunk table and the extractions, inside the same staged
-copy as the rest of the index, so they can never hold a deleted chunk, triple or entity, and an
-add-then-delete equals a fresh build. What is expensive is not redone: offline extraction takes
-seconds; LLM extractions come from a disk cache keyed by model and prompt; only triples that are
-new are embedded, and triples that are gone are deleted from their Chroma collection.
+Graphs are derived data, written with every write of an index that has them into that write's
+generation folder, so they can never hold a deleted chunk, triple or entity. ``graph build``
+builds them from scratch; ``add`` / ``delete`` bring the previous generation's up to date and
+cost what they change: offline extraction re-reads only new chunks and chunks whose title
+links may have changed (extraction.offline.CorpusReadings); semantic neighbours are searched
+only for new chunks and chunks that lost more than their spare neighbours
+(passage_graph.update_nearest); LLM extractions come from a disk cache keyed by model and
+prompt; only new triples are embedded. The result equals a fresh build of the final corpus
+(tests/unit/test_incremental_graphs.py).
 """
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from hopgraph.errors import IndexStateError
 
+from .documents import Chunk
 from .embedding import embed_with_progress, load_embedder
 from .extraction import Extraction, Extractor
-from .extraction.offline import OfflineExtractor
-from .index import GRAPH_DIR, chroma_location, chunk_embeddings, read_chunks
+from .extraction.offline import CorpusReadings, OfflineExtractor
+from .generations import Generation, folder_name, passages_location
+from .index import chunk_embeddings, read_chunks
 from .knowledge_graph import KnowledgeGraph, build_knowledge_graph
 from .manifest import Manifest, now
-from .passage_graph import EDGE_TYPES, PassageGraph, PassageGraphSettings, build_passage_graph
-from .vdb_chroma import ChromaLocation, ChromaVectorStore
+from .passage_graph import (
+    EDGE_TYPES,
+    SPARE_NEIGHBOURS,
+    Neighbours,
+    PassageGraph,
+    PassageGraphSettings,
+    build_passage_graph,
+    nearest,
+    update_nearest,
+)
+from .vdb_chroma import GENERATION, ChromaLocation, ChromaVectorStore
 
 EXTRACTIONS_FILE = "extractions.jsonl"
+NEIGHBOURS_FILE = "semantic-neighbours.npz"
+GRAPH_DIR = "graph"
 
 
 class GraphSettings(BaseModel):
@@ -84,33 +102,50 @@ def llm_cache_path(directory: Path) -> Path:
 
 
 def write_graphs(
-    staging: Path, directory: Path, manifest: Manifest, settings: GraphSettings, show_progress: bool
-) -> dict[str, Any]:
-    """Extract, build and save both graphs into ``staging``; sync the triple collection."""
+    gen: Generation,
+    directory: Path,
+    previous: Manifest,
+    manifest: Manifest,
+    before: Sequence[Chunk],
+    settings: GraphSettings,
+    show_progress: bool,
+    fresh: bool,
+) -> None:
+    """Write both graphs of ``manifest``'s chunks into ``gen``'s folder and sync the triples.
+
+    ``before`` is the previous generation's chunk list; its graphs are updated unless ``fresh``
+    or they were built with other settings. Sets ``manifest.graph``, its graph file and the
+    triples to purge.
+    """
     started = time.perf_counter()
-    chunks = read_chunks(staging)
-    extractor = make_extractor(settings, directory)
-    try:
-        extractions = extractor.extract(chunks, show_progress)
-    finally:
-        if hasattr(extractor, "close"):
-            extractor.close()
+    chunks = read_chunks(gen.folder.parent, manifest)
+    old_dir = None
+    if not fresh and previous.graph and previous.graph["settings"] == settings.model_dump():
+        old_dir = previous.path(directory, "graph")
+    target = gen.folder / GRAPH_DIR
+    target.mkdir()
+    extractions, llm_stats = _extract(
+        settings, directory, old_dir, before, chunks, target, show_progress
+    )
     extracted = time.perf_counter()
-    save_extractions(staging / GRAPH_DIR, extractions)
-    passages = chroma_location(staging, manifest)
+    save_extractions(target, extractions)
+    passages = passages_location(directory, manifest)
+    vectors = chunk_embeddings(passages, chunks)
+    neighbours = _neighbours(old_dir, chunks, vectors, settings)
+    neighbours.save(target / NEIGHBOURS_FILE)
     passage_graph = build_passage_graph(
-        chunks, extractions, chunk_embeddings(passages, chunks), settings.passage_settings()
+        chunks, extractions, vectors, settings.passage_settings(), neighbours
     )
     knowledge = build_knowledge_graph([c.id for c in chunks], extractions)
-    passage_graph.save(staging / GRAPH_DIR)
-    knowledge.save(staging / GRAPH_DIR)
+    passage_graph.save(target)
+    knowledge.save(target)
     built = time.perf_counter()
-    embedded = (
-        sync_triples(triples_location(passages), knowledge, manifest, show_progress)
-        if settings.embed_triples
-        else 0
+    embedded, gone = sync_triples(
+        passages.triples(), knowledge, manifest, gen.number, settings.embed_triples, show_progress
     )
-    return {
+    manifest.files["graph"] = f"{folder_name(gen.number)}/{GRAPH_DIR}"
+    manifest.purge["triples"] = gone
+    manifest.graph = {
         "settings": settings.model_dump(),
         "counts": graph_counts(passage_graph, knowledge),
         "timings": {
@@ -118,24 +153,77 @@ def write_graphs(
             "graph_seconds": built - extracted,
             "triple_embed_seconds": time.perf_counter() - built,
         },
+        "incremental": old_dir is not None,
         "triples_embedded": embedded,
-        "llm": getattr(extractor, "stats", None),
+        "llm": llm_stats,
         "built_at": now(),
     }
 
 
+def _extract(
+    settings: GraphSettings,
+    directory: Path,
+    old_dir: Path | None,
+    before: Sequence[Chunk],
+    chunks: Sequence[Chunk],
+    target: Path,
+    show_progress: bool,
+) -> tuple[list[Extraction], dict[str, int] | None]:
+    """Extract every chunk (offline: from the previous readings; LLM: from its cache).
+
+    Returns the extractions and the LLM's request counts (``None`` offline).
+    """
+    if settings.extractor == "offline":
+        state = CorpusReadings.load(old_dir, before) if old_dir else None
+        if state is None:
+            state, before = CorpusReadings(), []
+        kept = {c.id for c in chunks}
+        known = {c.id for c in before}
+        removed = [c for c in before if c.id not in kept]
+        added = [c for c in chunks if c.id not in known]
+        extractions = state.update(chunks, removed, added, show_progress)
+        state.save(target)
+        return extractions, None
+    extractor = make_extractor(settings, directory)
+    try:
+        return extractor.extract(chunks, show_progress), getattr(extractor, "stats", None)
+    finally:
+        if hasattr(extractor, "close"):
+            extractor.close()
+
+
+def _neighbours(
+    old_dir: Path | None, chunks: Sequence[Chunk], vectors: np.ndarray, settings: GraphSettings
+) -> Neighbours:
+    """Each chunk's nearest chunks: the previous lists brought up to date, or a new search."""
+    wanted = settings.semantic_k + SPARE_NEIGHBOURS
+    if old_dir is not None and (old_dir / NEIGHBOURS_FILE).is_file():
+        old = Neighbours.load(old_dir / NEIGHBOURS_FILE)
+        old_ids = json.loads((old_dir / "nodes.json").read_text(encoding="utf-8"))
+        if old.rows.shape == (len(old_ids), wanted):
+            row = {c.id: i for i, c in enumerate(chunks)}
+            old_to_new = np.array([row.get(i, -1) for i in old_ids], dtype=np.int64)
+            return update_nearest(old, old_to_new, vectors)
+    return nearest(vectors, wanted, settings.semantic_search)
+
+
 def sync_triples(
-    location: ChromaLocation, knowledge: KnowledgeGraph, manifest: Manifest, show_progress: bool
-) -> int:
-    """Make the triple collection hold exactly the graph's triples; embed only new ones."""
+    location: ChromaLocation,
+    knowledge: KnowledgeGraph,
+    manifest: Manifest,
+    generation: int,
+    embed: bool,
+    show_progress: bool,
+) -> tuple[int, list[str]]:
+    """Embed the graph's new triples (tagged ``generation``); return their count and gone ids.
+
+    Gone triples are not deleted here: the caller purges them once its write is committed.
+    """
     store = _open_or_create(location)
     try:
         stored = set(store.collection.get(include=[])["ids"]) if store.count() else set()
-        wanted = {t.id: t for t in knowledge.triples}
-        gone = sorted(stored - wanted.keys())
+        wanted = {t.id: t for t in knowledge.triples} if embed else {}
         new = [t for tid, t in wanted.items() if tid not in stored]
-        if gone:
-            store.delete(gone)
         if new:
             embedder = load_embedder(manifest.settings.model, manifest.settings.batch_size)
             vectors = embed_with_progress(
@@ -151,11 +239,12 @@ def sync_triples(
                         "subject": t.subject,
                         "predicate": t.predicate,
                         "object": t.object,
+                        GENERATION: generation,
                     }
                     for t in new
                 ],
             )
-        return len(new)
+        return len(new), sorted(stored - wanted.keys())
     finally:
         store.close()
 
@@ -183,8 +272,6 @@ def graph_counts(passage_graph: PassageGraph, knowledge: KnowledgeGraph) -> dict
 
 def save_extractions(directory: Path, extractions: Sequence[Extraction]) -> None:
     """Write one extraction per line (inspectable with jq)."""
-    import json
-
     directory.mkdir(parents=True, exist_ok=True)
     with (directory / EXTRACTIONS_FILE).open("w", encoding="utf-8") as handle:
         for extraction in extractions:

@@ -20,28 +20,17 @@ from .atomic import recover
 from .documents import Chunk
 from .embedding import Embedder, load_embedder
 from .extraction import Extraction
+from .generations import passages_location
 from .kdb_bm25 import BM25Store
 from .knowledge_graph import KnowledgeGraph, StoredTriple
 from .manifest import Manifest, read_manifest
 from .passage_graph import PassageGraph
 from .vdb_chroma import ChromaLocation, ChromaVectorStore
 
-CHUNKS_FILE = "chunks.jsonl"
-BM25_DIR = "bm25"
-GRAPH_DIR = "graph"
 
-
-def chroma_location(directory: Path, manifest: Manifest) -> ChromaLocation:
-    """Return where the manifest says the index's vectors live."""
-    if manifest.settings.chroma_url:
-        return ChromaLocation(manifest.collection, url=manifest.settings.chroma_url)
-    assert manifest.chroma_dir is not None
-    return ChromaLocation(manifest.collection, path=directory / manifest.chroma_dir)
-
-
-def read_chunks(directory: Path) -> list[Chunk]:
-    """Read the chunk table of an index directory."""
-    path = directory / CHUNKS_FILE
+def read_chunks(directory: Path, manifest: Manifest) -> list[Chunk]:
+    """Read the chunk table of an index directory's committed generation."""
+    path = manifest.path(directory, "chunks")
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
         return [Chunk.from_dict(json.loads(line)) for line in lines if line]
@@ -62,7 +51,10 @@ def stored_vectors(location: ChromaLocation) -> dict[str, np.ndarray]:
 
 
 def chunk_embeddings(location: ChromaLocation, chunks: Sequence[Chunk]) -> np.ndarray:
-    """Read the chunks' stored embeddings from Chroma, in chunk order (nothing is re-embedded)."""
+    """Read the chunks' stored embeddings from Chroma, in chunk order (nothing is re-embedded).
+
+    Rows of other generations (a write in progress) are left out by id.
+    """
     found = stored_vectors(location)
     missing = [c.id for c in chunks if c.id not in found]
     if missing:
@@ -80,8 +72,12 @@ class Index:
         self.directory = directory
         self.manifest = manifest
         self.chunks: dict[str, Chunk] = {c.id: c for c in chunks}
-        self.vectors = ChromaVectorStore(chroma_location(directory, manifest))
-        self.keywords = BM25Store.load(directory / BM25_DIR)
+        # Rows a later write is adding are not this generation's (format 1 has untagged rows).
+        self.generation = manifest.generation if manifest.format_version > 1 else None
+        self.vectors = ChromaVectorStore(
+            passages_location(directory, manifest), generation=self.generation
+        )
+        self.keywords = BM25Store.load(manifest.path(directory, "bm25"))
         self._query_vectors: dict[str, np.ndarray] = {}
 
     @classmethod
@@ -96,7 +92,7 @@ class Index:
                 f"{directory} was built with embedding model {built_with!r}, not {model!r}",
                 "drop --model to use the index's own model, or rebuild the index with the new one",
             )
-        return cls(directory, manifest, read_chunks(directory))
+        return cls(directory, manifest, read_chunks(directory, manifest))
 
     @cached_property
     def embedder(self) -> Embedder:
@@ -131,7 +127,7 @@ class Index:
     def search_triples(self, query: str, k: int = 10) -> list[tuple[StoredTriple, float]]:
         """Return the ``k`` triples whose text is most similar to ``query`` (cosine)."""
         self._require_triple_vectors()
-        store = ChromaVectorStore(self.vectors.location.triples())
+        store = ChromaVectorStore(self.vectors.location.triples(), generation=self.generation)
         try:
             scored = store.query(self.embed_query(query), k)
         finally:
@@ -145,7 +141,7 @@ class Index:
                 f"{self.directory} has no graphs yet",
                 f"build them with `hopgraph graph build --index {self.directory}`",
             )
-        return self.directory / GRAPH_DIR
+        return self.manifest.path(self.directory, "graph")
 
     @cached_property
     def embedding_matrix(self) -> np.ndarray:
@@ -158,7 +154,7 @@ class Index:
         self._require_triple_vectors()
         found = stored_vectors(self.vectors.location.triples())
         triples = self.knowledge_graph.triples
-        if len(found) != len(triples) or any(t.id not in found for t in triples):
+        if any(t.id not in found for t in triples):
             raise IndexStateError(
                 "the triple vectors are out of step with the knowledge graph",
                 f"rebuild: `hopgraph graph build --index {self.directory}`",

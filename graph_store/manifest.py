@@ -1,8 +1,15 @@
-"""The index manifest: settings, model, counts and versions, written last on every build."""
+"""The index manifest: what an index holds, in which files; writing it commits a write.
+
+Every write puts its new files under a generation folder (``g000007/``), adds rows to Chroma
+tagged with that generation, and then replaces ``manifest.json`` atomically (write a temporary
+file, fsync, rename, fsync the folder). A reader sees the last manifest and nothing newer: the
+files it names and the Chroma rows of its generation or older.
+"""
 
 from __future__ import annotations
 
 import json
+import os
 from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -14,7 +21,11 @@ from hopgraph.errors import IndexStateError
 from hopgraph.settings import IndexSettings
 
 MANIFEST = "manifest.json"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+READABLE_FORMATS = (1, 2)
+"""Format 1 (one folder per index, rewritten whole on every write) is read as generation 0;
+its first write tags its Chroma rows and turns it into format 2."""
+LEGACY_FILES = {"chunks": "chunks.jsonl", "bm25": "bm25", "graph": "graph"}
 _VERSIONED = ("hopgraph", "chromadb", "bm25s", "sentence-transformers", "torch", "numpy")
 
 
@@ -35,11 +46,37 @@ class Manifest(BaseModel):
     timings: dict[str, float] = {}
     graph: dict[str, Any] | None = None
     """Settings, counts and timings of the passage and knowledge graphs, once built."""
+    generation: int = 0
+    files: dict[str, str] = {}
+    """Where each part lives, relative to the index folder: chunks, bm25, graph."""
+    purge: dict[str, list[str]] = {}
+    """What this generation removed from Chroma: ``passages`` and ``triples`` row ids and whole
+    ``collections``. Removed only once the manifest is committed (readers of the previous
+    generation keep them until then), and removed again by the next write if a crash intervened."""
+
+    def path(self, directory: Path, part: str) -> Path:
+        """Return where ``part`` (chunks, bm25, graph) of this generation lives."""
+        return directory / self.files.get(part, LEGACY_FILES[part])
 
     def write(self, directory: Path) -> None:
-        """Write ``manifest.json`` (the last file of a build)."""
-        text = self.model_dump_json(indent=2)
-        (directory / MANIFEST).write_text(text + "\n", encoding="utf-8")
+        """Replace ``manifest.json`` atomically and durably: this is the commit of a write."""
+        text = self.model_dump_json(indent=2) + "\n"
+        temporary = directory / f".{MANIFEST}.tmp"
+        with open(temporary, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temporary, directory / MANIFEST)
+        fsync_directory(directory)
+
+
+def fsync_directory(directory: Path) -> None:
+    """Make a rename inside ``directory`` durable."""
+    handle = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(handle)
+    finally:
+        os.close(handle)
 
 
 def now() -> str:
@@ -76,11 +113,11 @@ def read_manifest(directory: Path) -> Manifest:
     except (OSError, json.JSONDecodeError) as err:
         raise IndexStateError(f"{path} is unreadable: {err}", "rebuild the index") from err
     found = raw.get("format_version") if isinstance(raw, dict) else None
-    if found != FORMAT_VERSION:
+    if found not in READABLE_FORMATS:
         made_by = (raw.get("versions") or {}).get("hopgraph", "?") if isinstance(raw, dict) else "?"
         raise IndexStateError(
             f"{directory} has index format {found} (made by hopgraph {made_by}); "
-            f"this hopgraph reads format {FORMAT_VERSION}",
+            f"this hopgraph reads formats {', '.join(map(str, READABLE_FORMATS))}",
             f"rebuild it with `hopgraph index SOURCE --index {directory}`",
         )
     try:

@@ -163,18 +163,23 @@ def build_passage_graph(
     extractions: Sequence[Extraction],
     embeddings: np.ndarray,
     settings: PassageGraphSettings,
+    neighbours: Neighbours | None = None,
 ) -> PassageGraph:
-    """Build every edge type over ``chunks`` (extractions and embeddings in the same order)."""
+    """Build every edge type over ``chunks`` (extractions and embeddings in the same order).
+
+    ``neighbours``: the chunks' nearest-neighbour lists when already known (kept between
+    writes); otherwise they are searched here.
+    """
     ids = [c.id for c in chunks]
+    if neighbours is None:
+        neighbours = nearest(embeddings, settings.semantic_k, settings.semantic_search)
     edges = {
         "structural": structural_edges(chunks),
         "entity": shared_item_edges([e.entities for e in extractions], 1, settings.max_df),
         "keyword": shared_item_edges(
             [e.keywords for e in extractions], settings.keyword_min_shared, settings.max_df
         ),
-        "semantic": semantic_edges(
-            embeddings, settings.semantic_k, settings.semantic_min_sim, settings.semantic_search
-        ),
+        "semantic": neighbour_edges(neighbours, settings.semantic_k, settings.semantic_min_sim),
         "link": link_edges(chunks, extractions, settings.max_df),
     }
     return PassageGraph(ids, edges)

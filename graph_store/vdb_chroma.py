@@ -66,11 +66,26 @@ def connect(location: ChromaLocation) -> chromadb.ClientAPI:
     return client
 
 
-class ChromaVectorStore:
-    """A Chroma collection of chunk embeddings; ids are chunk ids."""
+class CollectionMissingError(IndexStateError):
+    """The named collection is not there (never created, dropped, or the server was reset)."""
 
-    def __init__(self, location: ChromaLocation, create: bool = False) -> None:
+
+GENERATION = "generation"
+"""The metadata key tagging each row with the write that added it (see graph_store.manifest)."""
+
+
+class ChromaVectorStore:
+    """A Chroma collection of chunk embeddings; ids are chunk ids.
+
+    ``generation``: queries see only rows of that generation or older (a reader of a committed
+    index); ``None`` sees every row (a writer, or an index of format 1 whose rows are untagged).
+    """
+
+    def __init__(
+        self, location: ChromaLocation, create: bool = False, generation: int | None = None
+    ) -> None:
         self.location = location
+        self.generation = generation
         self.client = connect(location)
         if create:
             self.collection = self.client.create_collection(
@@ -82,13 +97,13 @@ class ChromaVectorStore:
                     location.collection, embedding_function=None
                 )
             except Exception as err:  # NotFoundError / ValueError depending on client type
-                raise IndexStateError(
+                raise CollectionMissingError(
                     f"Chroma collection {location.describe()} is missing",
                     "the index is damaged or its server was reset: rebuild with `hopgraph index`",
                 ) from err
 
-    def upsert(self, chunks: Sequence[Chunk], embeddings: np.ndarray) -> None:
-        """Upsert chunks with their embeddings."""
+    def upsert(self, chunks: Sequence[Chunk], embeddings: np.ndarray, generation: int) -> None:
+        """Upsert chunks with their embeddings, tagged with the write's ``generation``."""
         self.upsert_records(
             [c.id for c in chunks],
             embeddings,
@@ -99,6 +114,7 @@ class ChromaVectorStore:
                     "title": c.title,
                     "position": c.position,
                     "n_chunks": c.n_chunks,
+                    GENERATION: generation,
                 }
                 for c in chunks
             ],
@@ -133,15 +149,26 @@ class ChromaVectorStore:
         k = min(k, self.count())
         if k <= 0:
             return []
+        visible = None if self.generation is None else {GENERATION: {"$lte": self.generation}}
         result = self.collection.query(
             query_embeddings=[np.asarray(embedding, dtype=np.float32)],
             n_results=k,
             include=["distances"],
+            where=visible,
         )
         ids, distances = result["ids"][0], result["distances"][0]
         scored = [(i, 1.0 - float(d)) for i, d in zip(ids, distances, strict=True)]
         # HNSW returns equal distances in arbitrary order; ties broken by id keep runs repeatable.
         return sorted(scored, key=lambda pair: (-round(pair[1], 6), pair[0]))
+
+    def ids_after(self, generation: int) -> list[str]:
+        """Return the ids of rows added by writes after ``generation`` (uncommitted ones)."""
+        return self.collection.get(where={GENERATION: {"$gt": generation}}, include=[])["ids"]
+
+    def tag_all(self, generation: int) -> None:
+        """Tag every row with ``generation`` (turns an index of format 1 into format 2)."""
+        for ids, _, _, _ in self.records():
+            self.collection.update(ids=ids, metadatas=[{GENERATION: generation}] * len(ids))
 
     def count(self) -> int:
         """Return the number of stored chunks."""
@@ -155,13 +182,6 @@ class ChromaVectorStore:
                 limit=batch, offset=offset, include=["embeddings", "documents", "metadatas"]
             )
             yield got["ids"], np.asarray(got["embeddings"]), got["documents"], got["metadatas"]
-
-    def copy_into(self, target: ChromaVectorStore) -> None:
-        """Copy every record, embeddings included, into ``target`` (nothing is re-embedded)."""
-        for ids, embeddings, documents, metadatas in self.records():
-            target.collection.upsert(
-                ids=ids, embeddings=embeddings, documents=documents, metadatas=metadatas
-            )
 
     def drop(self) -> None:
         """Delete the whole collection."""

@@ -14,12 +14,14 @@
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import pairwise
+from pathlib import Path
 
 from tqdm.auto import tqdm
 
@@ -47,6 +49,8 @@ STOPWORDS = frozenset(
     tuesday wednesday thursday friday saturday sunday mr mrs dr however although because
     since until though whose what why how would could should can will""".split()
 )
+READINGS_FILE = "offline-readings.jsonl"
+LOWER_FILE = "offline-lower-case.json"
 KEYWORDS_PER_CHUNK = 5
 MAX_PREDICATE_GAP = 12  # tokens between subject and object beyond which no relation is read
 MAX_PREDICATE_WORDS = 4
@@ -318,6 +322,26 @@ class CorpusReadings:
             )
             for chunk in corpus
         ]
+
+    def save(self, directory: Path) -> None:
+        """Write the readings (one line per chunk) and the lower-case word counts."""
+        with (directory / READINGS_FILE).open("w", encoding="utf-8") as handle:
+            for chunk_id, reading in self.readings.items():
+                handle.write(json.dumps(reading.to_row(chunk_id), ensure_ascii=False) + "\n")
+        (directory / LOWER_FILE).write_text(json.dumps(self.lower), encoding="utf-8")
+
+    @classmethod
+    def load(cls, directory: Path, corpus: Sequence[Chunk]) -> CorpusReadings | None:
+        """Resume the state saved with ``corpus``; ``None`` when there is none to resume."""
+        if not (directory / READINGS_FILE).is_file() or not (directory / LOWER_FILE).is_file():
+            return None
+        with (directory / READINGS_FILE).open(encoding="utf-8") as handle:
+            rows = [json.loads(line) for line in handle if line.strip()]
+        readings = {row[0]: Reading.from_row(row) for row in rows}
+        if set(readings) != {c.id for c in corpus}:
+            return None  # not the state of this corpus: start afresh
+        lower = Counter(json.loads((directory / LOWER_FILE).read_text(encoding="utf-8")))
+        return cls(corpus, readings, lower)
 
     def _count(self, reading: Reading, sign: int) -> None:
         for counter, items in (

@@ -6,7 +6,7 @@ import pytest
 from graph_store import Document, Index, add_documents, build_index, delete_documents
 from graph_store import build as build_module
 from graph_store.embedding import HashingEmbedder
-from graph_store.manifest import MANIFEST
+from graph_store.manifest import FORMAT_VERSION, MANIFEST
 from hopgraph.errors import IndexStateError, InputError
 from hopgraph.settings import IndexSettings
 from tests.conftest import DOCS
@@ -163,7 +163,7 @@ def test_index_from_another_version_or_model_is_refused(tmp_path):
         Index.open(tmp_path / "plain")
     build(path)  # a rebuild replaces the old-format index
     with Index.open(path) as idx:
-        assert idx.manifest.format_version == 1
+        assert idx.manifest.format_version == FORMAT_VERSION
 
 
 def test_a_second_writer_is_refused_and_told_who_writes(tmp_path, monkeypatch):

@@ -32,7 +32,7 @@ def random_chunk(rng: random.Random, i: int) -> Chunk:
         if rng.random() < 0.3:
             words.insert(0, rng.choice(["He", "It", "In 1950", "The"]))
         sentences.append(" ".join(words) + ".")
-    title = rng.choice(TITLES + [f"Page {i}"])
+    title = rng.choice([*TITLES, f"Page {i}"])
     return Chunk(f"c{i:03d}", f"d{i:03d}", title, " ".join(sentences))
 
 

@@ -1,0 +1,207 @@
+"""One write to an index as one generation: new files in its folder, tagged Chroma rows, a commit.
+
+A write never changes what the committed manifest points to. It adds files under
+``gNNNNNN/`` and rows tagged with its number, and commits by replacing ``manifest.json``
+(:meth:`Manifest.write`). Whatever it removes (rows, a replaced collection) is listed in the
+new manifest's ``purge`` and removed only after the commit. So a write killed at any moment
+leaves the previous generation whole: the next write (under the lock) first deletes rows tagged
+after the committed generation, drops collections it had started, finishes the committed
+generation's purge and removes uncommitted folders (:func:`recover`).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+from pathlib import Path
+from types import TracebackType
+
+from hopgraph.errors import IndexStateError
+
+from .manifest import MANIFEST, Manifest, fsync_directory
+from .vdb_chroma import ChromaLocation, ChromaVectorStore, CollectionMissingError
+
+log = logging.getLogger(__name__)
+
+JOURNAL = "pending.json"
+"""Collections a write created before its commit (dropped if it never commits)."""
+LEGACY_PARTS = ("chunks.jsonl", "bm25", "graph")
+
+
+def folder_name(generation: int) -> str:
+    """Return the folder holding the files a generation wrote."""
+    return f"g{generation:06d}"
+
+
+def passages_location(directory: Path, manifest: Manifest) -> ChromaLocation:
+    """Return where the manifest says the index's passage vectors live."""
+    if manifest.settings.chroma_url:
+        return ChromaLocation(manifest.collection, url=manifest.settings.chroma_url)
+    assert manifest.chroma_dir is not None
+    return ChromaLocation(manifest.collection, path=directory / manifest.chroma_dir)
+
+
+class Generation:
+    """The write in progress: number, folder, collections it created; commit or roll back."""
+
+    def __init__(self, directory: Path, committed: Manifest | None) -> None:
+        self.directory = directory
+        self.committed = committed
+        self.number = (committed.generation if committed else 0) + 1
+        self.folder = directory / folder_name(self.number)
+        self.created: list[ChromaLocation] = []
+
+    def __enter__(self) -> Generation:
+        self.directory.mkdir(parents=True, exist_ok=True)
+        recover(self.directory, self.committed)
+        self.folder.mkdir()
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, err: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if err is not None:
+            self.rollback()
+
+    def create_collection(self, location: ChromaLocation) -> ChromaVectorStore:
+        """Create a collection for this write, journalled first so a crash cannot orphan it."""
+        self.created.append(location)
+        _write_journal(self.directory, self.number, self.created)
+        return ChromaVectorStore(location, create=True)
+
+    def commit(self, manifest: Manifest) -> None:
+        """Write ``manifest`` as this generation, then purge what it removed and old folders."""
+        manifest.generation = self.number
+        fsync_tree(self.folder)
+        manifest.write(self.directory)
+        (self.directory / JOURNAL).unlink(missing_ok=True)
+        purge(self.directory, manifest)
+        # The previous generation's files stay for readers that opened its manifest just now.
+        keep = _referenced(manifest) | (_referenced(self.committed) if self.committed else set())
+        _remove_unreferenced(self.directory, keep)
+
+    def rollback(self) -> None:
+        """Undo an uncommitted write (best effort: the next write's recovery finishes it)."""
+        try:
+            recover(self.directory, self.committed)
+        except IndexStateError as err:  # e.g. the server went away: the next write recovers
+            log.warning("could not undo the failed write yet (%s); the next write will", err)
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def recover(directory: Path, committed: Manifest | None) -> None:
+    """Bring the stores back to exactly the committed generation (see the module docstring)."""
+    journal = directory / JOURNAL
+    if journal.is_file():
+        pending = json.loads(journal.read_text(encoding="utf-8"))
+        if committed is None or pending["generation"] > committed.generation:
+            for each in pending["collections"]:
+                drop_collection(ChromaLocation(each["collection"], _path(each), each["url"]))
+        journal.unlink()
+    done = committed.generation if committed else 0  # none: an unreadable index being replaced
+    for folder in directory.glob("g[0-9]*"):
+        if folder.is_dir() and folder.name > folder_name(done):
+            shutil.rmtree(folder, ignore_errors=True)
+    if committed is None:
+        return
+    for location, ids in _stores(directory, committed):
+        store = _open(location)
+        if store is None:
+            continue
+        try:
+            late = store.ids_after(done)
+            store.delete([*late, *ids])
+            if committed.format_version == 1:
+                store.tag_all(0)
+        finally:
+            store.close()
+    for collection in committed.purge.get("collections", []):
+        drop_collection(_sibling(passages_location(directory, committed), collection))
+
+
+def purge(directory: Path, manifest: Manifest) -> None:
+    """Remove what the committed ``manifest`` says its write removed (idempotent)."""
+    for location, ids in _stores(directory, manifest):
+        if ids and (store := _open(location)) is not None:
+            try:
+                store.delete(ids)
+            finally:
+                store.close()
+    for collection in manifest.purge.get("collections", []):
+        drop_collection(_sibling(passages_location(directory, manifest), collection))
+
+
+def drop_collection(location: ChromaLocation) -> None:
+    """Drop a collection if it exists."""
+    store = _open(location)
+    if store is not None:
+        store.drop()
+        store.close()
+
+
+def fsync_tree(folder: Path) -> None:
+    """Flush every file under ``folder`` (and the folders themselves) to disk."""
+    for root, _, files in os.walk(folder):
+        for name in files:
+            handle = os.open(Path(root) / name, os.O_RDONLY)
+            try:
+                os.fsync(handle)
+            finally:
+                os.close(handle)
+        fsync_directory(Path(root))
+
+
+def _stores(directory: Path, manifest: Manifest) -> list[tuple[ChromaLocation, list[str]]]:
+    passages = passages_location(directory, manifest)
+    return [
+        (passages, manifest.purge.get("passages", [])),
+        (passages.triples(), manifest.purge.get("triples", [])),
+    ]
+
+
+def _open(location: ChromaLocation) -> ChromaVectorStore | None:
+    if location.path is not None and not location.path.exists():
+        return None
+    try:
+        return ChromaVectorStore(location)
+    except CollectionMissingError:
+        return None  # never created (no graphs yet), or already dropped
+
+
+def _sibling(location: ChromaLocation, collection: str) -> ChromaLocation:
+    return ChromaLocation(collection, location.path, location.url)
+
+
+def _path(entry: dict) -> Path | None:
+    return Path(entry["path"]) if entry["path"] else None
+
+
+def _write_journal(directory: Path, number: int, created: list[ChromaLocation]) -> None:
+    entries = [
+        {"collection": c.collection, "path": str(c.path) if c.path else None, "url": c.url}
+        for c in created
+    ]
+    temporary = directory / f".{JOURNAL}.tmp"
+    temporary.write_text(json.dumps({"generation": number, "collections": entries}))
+    os.replace(temporary, directory / JOURNAL)
+    fsync_directory(directory)
+
+
+def _referenced(manifest: Manifest) -> set[str]:
+    """Return the top-level names a manifest's files live under."""
+    names = {Path(manifest.path(Path(), part)).parts[0] for part in ("chunks", "bm25", "graph")}
+    return names | ({manifest.chroma_dir} if manifest.chroma_dir else set())
+
+
+def _remove_unreferenced(directory: Path, keep: set[str]) -> None:
+    """Remove generation folders and format-1 files no kept manifest names."""
+    for entry in directory.iterdir():
+        generated = entry.name.startswith("g") and entry.name[1:].isdigit()
+        legacy = entry.name in LEGACY_PARTS or entry.name.startswith("chroma-")
+        if (generated or legacy) and entry.name not in keep and entry.name != MANIFEST:
+            if entry.is_dir():
+                shutil.rmtree(entry, ignore_errors=True)
+            else:
+                entry.unlink(missing_ok=True)
