@@ -120,7 +120,7 @@ def write_graphs(
     started = time.perf_counter()
     chunks = read_chunks(gen.folder.parent, manifest)
     old_dir = None
-    if not fresh and previous.graph and previous.graph["settings"] == settings.model_dump():
+    if not fresh and previous.graph and _settings(previous) == settings:
         old_dir = previous.path(directory, "graph")
     target = gen.folder / GRAPH_DIR
     target.mkdir()
@@ -158,6 +158,11 @@ def write_graphs(
         "llm": llm_stats,
         "built_at": now(),
     }
+
+
+def _settings(manifest: Manifest) -> GraphSettings:
+    assert manifest.graph is not None
+    return GraphSettings.model_validate(manifest.graph["settings"])
 
 
 def _extract(
