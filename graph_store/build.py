@@ -26,7 +26,13 @@ from .atomic import write_lock
 from .chunking import chunk_document
 from .documents import Chunk, Document
 from .embedding import Embedder, embed_with_progress, load_embedder
-from .generations import Generation, drop_collection, folder_name, passages_location
+from .generations import (
+    Generation,
+    drop_collection,
+    folder_name,
+    passages_location,
+    written_by_a_build,
+)
 from .graph_build import GraphSettings, write_graphs
 from .index import read_chunks
 from .kdb_bm25 import BM25Store
@@ -334,7 +340,12 @@ def _refuse_foreign_directory(directory: Path) -> None:
     """Never build over a non-empty directory that is not a hopgraph index."""
     if directory.is_file():
         raise InputError(f"{directory} is a file", "give a directory path for the index")
-    if directory.is_dir() and any(directory.iterdir()) and not (directory / MANIFEST).exists():
+    if (
+        directory.is_dir()
+        and not (directory / MANIFEST).exists()
+        # A first build that was killed leaves only its own files: a retry may build there.
+        and not all(written_by_a_build(entry) for entry in directory.iterdir())
+    ):
         raise InputError(
             f"{directory} exists, is not empty and is not a hopgraph index",
             "choose a new or empty directory; hopgraph will not overwrite other files",

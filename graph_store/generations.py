@@ -78,6 +78,11 @@ class Generation:
         manifest.write(self.directory)
         (self.directory / JOURNAL).unlink(missing_ok=True)
         purge(self.directory, manifest)
+        if any(
+            manifest.purge.values()
+        ):  # purged: readers opening from now on need not look past those rows
+            manifest.purge = {}
+            manifest.write(self.directory)
         # The previous generation's files stay for readers that opened its manifest just now.
         keep = _referenced(manifest) | (_referenced(self.committed) if self.committed else set())
         _remove_unreferenced(self.directory, keep)
@@ -187,6 +192,17 @@ def _write_journal(directory: Path, number: int, created: list[ChromaLocation]) 
     temporary.write_text(json.dumps({"generation": number, "collections": entries}))
     os.replace(temporary, directory / JOURNAL)
     fsync_directory(directory)
+
+
+def written_by_a_build(entry: Path) -> bool:
+    """Tell whether a folder entry is one a write makes before its first commit."""
+    name = entry.name
+    return (name.startswith("g") and name[1:].isdigit()) or name in {
+        "chroma",
+        JOURNAL,
+        f".{JOURNAL}.tmp",
+        f".{MANIFEST}.tmp",
+    }
 
 
 def _referenced(manifest: Manifest) -> set[str]:

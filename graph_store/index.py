@@ -75,7 +75,9 @@ class Index:
         # Rows a later write is adding are not this generation's (format 1 has untagged rows).
         self.generation = manifest.generation if manifest.format_version > 1 else None
         self.vectors = ChromaVectorStore(
-            passages_location(directory, manifest), generation=self.generation
+            passages_location(directory, manifest),
+            generation=self.generation,
+            hidden=frozenset(manifest.purge.get("passages", [])),
         )
         self.keywords = BM25Store.load(manifest.path(directory, "bm25"))
         self._query_vectors: dict[str, np.ndarray] = {}
@@ -127,7 +129,11 @@ class Index:
     def search_triples(self, query: str, k: int = 10) -> list[tuple[StoredTriple, float]]:
         """Return the ``k`` triples whose text is most similar to ``query`` (cosine)."""
         self._require_triple_vectors()
-        store = ChromaVectorStore(self.vectors.location.triples(), generation=self.generation)
+        store = ChromaVectorStore(
+            self.vectors.location.triples(),
+            generation=self.generation,
+            hidden=frozenset(self.manifest.purge.get("triples", [])),
+        )
         try:
             scored = store.query(self.embed_query(query), k)
         finally:

@@ -79,28 +79,39 @@ class ChromaVectorStore:
 
     ``generation``: queries see only rows of that generation or older (a reader of a committed
     index); ``None`` sees every row (a writer, or an index of format 1 whose rows are untagged).
+    ``hidden``: rows the reader's generation removed that may not be purged yet.
     """
 
     def __init__(
-        self, location: ChromaLocation, create: bool = False, generation: int | None = None
+        self,
+        location: ChromaLocation,
+        create: bool = False,
+        generation: int | None = None,
+        hidden: frozenset[str] = frozenset(),
     ) -> None:
         self.location = location
         self.generation = generation
+        self.hidden = hidden
         self.client = connect(location)
+        try:
+            self.collection = self._collection(create)
+        except BaseException:
+            self.close()  # an embedded client holds its files until the last one is closed
+            raise
+
+    def _collection(self, create: bool) -> chromadb.Collection:
+        name = self.location.collection
         if create:
-            self.collection = self.client.create_collection(
-                location.collection, configuration={"hnsw": HNSW}, embedding_function=None
+            return self.client.create_collection(
+                name, configuration={"hnsw": HNSW}, embedding_function=None
             )
-        else:
-            try:
-                self.collection = self.client.get_collection(
-                    location.collection, embedding_function=None
-                )
-            except Exception as err:  # NotFoundError / ValueError depending on client type
-                raise CollectionMissingError(
-                    f"Chroma collection {location.describe()} is missing",
-                    "the index is damaged or its server was reset: rebuild with `hopgraph index`",
-                ) from err
+        try:
+            return self.client.get_collection(name, embedding_function=None)
+        except Exception as err:  # NotFoundError / ValueError depending on client type
+            raise CollectionMissingError(
+                f"Chroma collection {self.location.describe()} is missing",
+                "the index is damaged or its server was reset: rebuild with `hopgraph index`",
+            ) from err
 
     def upsert(self, chunks: Sequence[Chunk], embeddings: np.ndarray, generation: int) -> None:
         """Upsert chunks with their embeddings, tagged with the write's ``generation``."""
@@ -146,18 +157,20 @@ class ChromaVectorStore:
 
     def query(self, embedding: np.ndarray, k: int) -> Scored:
         """Return (id, cosine similarity) pairs, best first."""
-        k = min(k, self.count())
-        if k <= 0:
+        fetch = min(k + len(self.hidden), self.count())
+        if k <= 0 or fetch <= 0:
             return []
         visible = None if self.generation is None else {GENERATION: {"$lte": self.generation}}
         result = self.collection.query(
             query_embeddings=[np.asarray(embedding, dtype=np.float32)],
-            n_results=k,
+            n_results=fetch,
             include=["distances"],
             where=visible,
         )
         ids, distances = result["ids"][0], result["distances"][0]
-        scored = [(i, 1.0 - float(d)) for i, d in zip(ids, distances, strict=True)]
+        scored = [
+            (i, 1.0 - float(d)) for i, d in zip(ids, distances, strict=True) if i not in self.hidden
+        ][:k]
         # HNSW returns equal distances in arbitrary order; ties broken by id keep runs repeatable.
         return sorted(scored, key=lambda pair: (-round(pair[1], 6), pair[0]))
 

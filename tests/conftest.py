@@ -33,6 +33,15 @@ DOCS = [
 ]
 
 
+def ranking(hits) -> list[tuple[str, float]]:
+    """Return hits as (id, score) pairs to compare rankings.
+
+    Hits scoring 0 tie with every unrelated chunk (the hashing embedder's vectors are
+    orthogonal), and which of those an HNSW search returns is arbitrary: they are left out.
+    """
+    return [(h.id, round(h.score, 4)) for h in hits if abs(h.score) > 1e-6]
+
+
 def write_jsonl(path: Path, rows: list[dict]) -> Path:
     path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     return path

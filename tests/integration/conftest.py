@@ -1,9 +1,11 @@
+import contextlib
 import os
 import shutil
 import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -28,19 +30,20 @@ def chroma_executable() -> str:
     return found
 
 
-@pytest.fixture
-def chroma_server(tmp_path):
-    """Start a real Chroma server on 127.0.0.1 and stop it afterwards; yields its URL."""
+@contextlib.contextmanager
+def running_chroma(folder: Path) -> Iterator[tuple[str, subprocess.Popen]]:
+    """Run a real Chroma server on 127.0.0.1 with its data in ``folder``; yield (URL, process)."""
     import chromadb
 
     port = free_port()
-    log = (tmp_path / "chroma.log").open("w")
+    folder.mkdir(parents=True, exist_ok=True)
+    log = (folder / "chroma.log").open("w")
     proc = subprocess.Popen(
         [
             chroma_executable(),
             "run",
             "--path",
-            str(tmp_path / "chroma-data"),
+            str(folder / "chroma-data"),
             "--host",
             "127.0.0.1",
             "--port",
@@ -58,15 +61,31 @@ def chroma_server(tmp_path):
         except Exception:
             if proc.poll() is not None or time.monotonic() > deadline:
                 proc.kill()
-                pytest.fail(f"chroma server did not start: {(tmp_path / 'chroma.log').read_text()}")
+                pytest.fail(f"chroma server did not start: {(folder / 'chroma.log').read_text()}")
             time.sleep(0.3)
-    yield f"http://127.0.0.1:{port}", proc
-    proc.terminate()
     try:
-        proc.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-    log.close()
+        yield f"http://127.0.0.1:{port}", proc
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+
+
+@pytest.fixture
+def chroma_server(tmp_path):
+    """A real Chroma server for one test; yields (URL, process)."""
+    with running_chroma(tmp_path) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def module_chroma_server(tmp_path_factory):
+    """A real Chroma server shared by a module's tests; yields (URL, process)."""
+    with running_chroma(tmp_path_factory.mktemp("chroma")) as server:
+        yield server
 
 
 @pytest.fixture(scope="session")

@@ -13,6 +13,7 @@ from graph_store.graph_build import GraphSettings
 from graph_store.passage_graph import nearest, update_nearest
 from graph_store.vdb_chroma import ChromaVectorStore
 from hopgraph.settings import IndexSettings
+from tests.conftest import ranking
 from tools import make_retriever
 
 SETTINGS = IndexSettings(model="hashing", chunk_tokens=24)
@@ -119,15 +120,9 @@ def _state(path) -> dict:
         store = ChromaVectorStore(idx.vectors.location.triples(), generation=idx.generation)
         visible = store.collection.get(where={"generation": {"$lte": idx.generation}})["ids"]
         store.close()
-        # Hits that score 0 tie with every unrelated chunk (the hashing embedder's orthogonal
-        # vectors): which of them the HNSW search returns is arbitrary, so they are left out.
         answers = {
             name: [
-                [
-                    (h.id, round(h.score, 4))
-                    for h in make_retriever(name, idx).retrieve(q, 4)
-                    if abs(h.score) > 1e-6
-                ]
+                ranking(make_retriever(name, idx).retrieve(q, 4))
                 for q in ("Santo Tomas military", "river stone lake", "Love film district")
             ]
             for name in ("bm25", "dense", "gnn_ret")

@@ -1,0 +1,101 @@
+"""Kill a writer (SIGKILL, a real subprocess) at each stage of every write, embedded and served.
+
+After the kill the index must open and answer exactly as before the write (or, killed after
+its commit, as after it), and the next write must succeed and leave what an uninterrupted
+write leaves.
+"""
+
+import json
+import subprocess
+import sys
+from dataclasses import asdict
+
+import pytest
+
+from graph_store import Document, Index
+from graph_store.vdb_chroma import ChromaVectorStore
+from tests.conftest import DOCS, ranking
+from tests.integration.fault_writer import run
+from tools import make_retriever
+
+pytestmark = pytest.mark.integration
+
+BASE = [Document(d["id"], d["title"], d["text"]) for d in DOCS[:4]]
+NEW = [Document(d["id"], d["title"], d["text"]) for d in DOCS[4:]]
+WRITES = {
+    "index": (BASE[1:] + NEW, ("rows", "tables", "commit", "purge")),
+    "add": (NEW, ("rows", "tables", "extraction", "triples", "commit", "purge")),
+    "delete": (["d1", "d3"], ("tables", "extraction", "commit", "purge")),
+    "graph": ([], ("extraction", "commit", "purge")),
+}
+CASES = [(op, stage) for op, (_, stages) in WRITES.items() for stage in stages]
+QUERIES = ("Santo Tomas military instruction", "Mountrail County seat", "capital")
+
+
+def payload(op):
+    items = WRITES[op][0]
+    return [asdict(d) if isinstance(d, Document) else d for d in items]
+
+
+def write(op, path, url, stage="none"):
+    """Run one write in a subprocess, killed at ``stage``; return its exit code."""
+    argv = [sys.executable, "-m", "tests.integration.fault_writer", op, str(path), stage, url]
+    done = subprocess.run([*argv, json.dumps(payload(op))], capture_output=True, timeout=180)
+    return done.returncode
+
+
+def answers(path):
+    """What the index holds and answers: chunks, generation and three methods' rankings."""
+    with Index.open(path) as idx:
+        ranked = {
+            name: [ranking(make_retriever(name, idx).retrieve(q, 3)) for q in QUERIES]
+            for name in ("bm25", "dense", "gnn_ret")
+            if name != "gnn_ret" or idx.manifest.graph  # a rebuilt index has no graphs yet
+        }
+        return {"chunks": sorted(idx.chunks), "generation": idx.generation, "ranked": ranked}
+
+
+def stored_rows(path):
+    """Every passage row in Chroma, committed or not."""
+    with Index.open(path) as idx:
+        store = ChromaVectorStore(idx.vectors.location)
+        try:
+            return sorted(store.collection.get(include=[])["ids"])
+        finally:
+            store.close()
+
+
+def base_index(path, url):
+    run("index", path, url, [asdict(d) for d in BASE])
+    run("graph", path, url, [])
+
+
+@pytest.fixture(params=["embedded", "server"])
+def url(request):
+    if request.param == "embedded":
+        return "-"
+    return request.getfixturevalue("module_chroma_server")[0]
+
+
+@pytest.mark.parametrize(("op", "stage"), CASES)
+def test_a_killed_write_leaves_the_last_generation_and_the_next_write_works(
+    tmp_path, url, op, stage
+):
+    reference, killed = tmp_path / "reference", tmp_path / "killed"
+    base_index(reference, url)
+    base_index(killed, url)
+    before = answers(killed)
+    assert write(op, reference, url) == 0
+    after = answers(reference)
+
+    assert write(op, killed, url, stage) == -9  # the stage was reached and the writer died
+    if stage == "purge":  # killed after its commit: the write is there, and whole
+        assert answers(killed) == after
+        run("add", killed, url, [asdict(Document("x1", "Extra", "An extra page."))])
+        with Index.open(killed) as idx:
+            assert stored_rows(killed) == sorted(idx.chunks)  # the purge was finished
+    else:
+        assert answers(killed) == before
+        assert write(op, killed, url) == 0
+        assert answers(killed) == after
+        assert stored_rows(killed) == after["chunks"]
