@@ -1,7 +1,8 @@
-"""Build into a staging directory and swap it in, so a failed build never damages the last index.
+"""The write lock of an index, and the undoing of a format-1 swap cut short.
 
-A writer holds an exclusive lock beside the index. The swap is two renames on one file system;
-if a process dies between them, the next open puts the previous index back.
+A writer holds an exclusive lock beside the index for its whole write (graph_store.generations
+makes the write itself atomic). Indexes of format 1 were rewritten whole and swapped in with two
+renames; if a process died between them, the next open puts the previous index back.
 """
 
 from __future__ import annotations
@@ -9,8 +10,6 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
-import shutil
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -43,36 +42,8 @@ def write_lock(directory: Path) -> Iterator[None]:
         yield
 
 
-@contextlib.contextmanager
-def staged(directory: Path, copy_existing: bool) -> Iterator[Path]:
-    """Yield a staging directory; on a clean exit it replaces ``directory``, else it is removed."""
-    recover(directory)
-    for stale in directory.parent.glob(f".{directory.name}.staging-*"):
-        shutil.rmtree(stale, ignore_errors=True)  # left by a process that was killed mid-build
-    staging = _sibling(directory, "staging-", uuid.uuid4().hex[:8])
-    if copy_existing:
-        shutil.copytree(directory, staging)
-    else:
-        staging.mkdir(parents=True)
-    try:
-        yield staging
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    swap(staging, directory)
-
-
-def swap(staging: Path, directory: Path) -> None:
-    """Move ``staging`` to ``directory``, keeping the old one until the new one is in place."""
-    backup = _sibling(directory, "old-", uuid.uuid4().hex[:8])
-    if directory.exists():
-        os.rename(directory, backup)
-    os.rename(staging, directory)
-    shutil.rmtree(backup, ignore_errors=True)
-
-
 def recover(directory: Path) -> None:
-    """Restore the previous index if a swap was interrupted between its two renames."""
+    """Restore the previous index if a format-1 swap was interrupted between its two renames."""
     if directory.exists():
         return
     backups = sorted(directory.parent.glob(f".{directory.name}.old-*"), key=os.path.getmtime)

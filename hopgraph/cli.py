@@ -168,8 +168,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "add",
         help="add documents to an index (only they are embedded)",
-        description="Add documents whose ids are not yet in the index. Existing "
-        "vectors are kept; BM25 is rebuilt. Atomic like `index`.",
+        description="Add documents whose ids are not yet in the index. Only their chunks are "
+        "embedded and stored; the graphs, if built, are updated for what changed. Atomic: "
+        "readers see the index before or after the add, never in between.",
     )
     p.add_argument("source", metavar="SOURCE")
     _index_option(p)

@@ -68,7 +68,7 @@ def test_failed_graph_build_leaves_the_index_intact(tmp_path, monkeypatch):
     monkeypatch.setattr(graph_build, "build_knowledge_graph", boom)
     with pytest.raises(RuntimeError):
         build_graphs(tmp_path / "idx", GraphSettings(semantic_k=2), show_progress=False)
-    with pytest.raises(RuntimeError):  # add/delete rebuild the graphs in the same staged write
+    with pytest.raises(RuntimeError):  # add/delete update the graphs in the same write
         delete_documents(tmp_path / "idx", ["d2"])
     assert sorted(os.listdir(tmp_path / "idx")) == listing
     assert snapshot(tmp_path / "idx") == before
