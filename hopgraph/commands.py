@@ -116,7 +116,10 @@ def info(args: argparse.Namespace) -> None:
         dims = manifest.embedder["dimension"]
         print(f"model      {s.model} ({dims}-d), chunks of ~{s.chunk_tokens} tokens")
         print(f"vectors    {idx.vectors.location.describe()}")
-        print(f"built      {manifest.created_at}, updated {manifest.updated_at}")
+        print(
+            f"built      {manifest.created_at}, updated {manifest.updated_at} "
+            f"(generation {manifest.generation}, format {manifest.format_version})"
+        )
         print(f"methods    {', '.join(RETRIEVERS)}")
 
 
