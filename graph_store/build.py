@@ -117,7 +117,7 @@ def build_index(
                 vectors.close()
             embedder_info = {"name": embedder.name, "dimension": embedder.dimension}
             manifest = _manifest(settings, embedder_info, location, chunks, created=None)
-            manifest.files = _write_tables(gen, chunks)
+            _write_tables(gen, manifest, chunks)
             manifest.timings = {
                 "build_seconds": time.perf_counter() - started,
                 "embed_seconds": embed_seconds,
@@ -266,7 +266,7 @@ def _commit_change(
             finally:
                 store.close()
         manifest = _successor(old, after)
-        manifest.files.update(_write_tables(gen, after))
+        _write_tables(gen, manifest, after, (old, before), added)
         manifest.purge = {"passages": list(removed)}
         if old.graph:
             settings = GraphSettings.model_validate(old.graph["settings"])
@@ -287,13 +287,31 @@ def _successor(old: Manifest, chunks: Sequence[Chunk]) -> Manifest:
     return manifest
 
 
-def _write_tables(gen: Generation, chunks: Sequence[Chunk]) -> dict[str, str]:
-    """Write the chunk table and the BM25 index into the generation's folder."""
+def _write_tables(
+    gen: Generation,
+    manifest: Manifest,
+    chunks: Sequence[Chunk],
+    previous: tuple[Manifest, Sequence[Chunk]] | None = None,
+    added: Sequence[Chunk] = (),
+) -> None:
+    """Write the chunk table and BM25 into the generation's folder; point ``manifest`` at them.
+
+    ``previous``: the last generation's manifest and chunks. BM25 then gets a segment of the
+    ``added`` chunks only (when that generation has segments to keep).
+    """
+    name = folder_name(gen.number)
     lines = "".join(json.dumps(c.to_dict(), ensure_ascii=False) + "\n" for c in chunks)
     (gen.folder / "chunks.jsonl").write_text(lines, encoding="utf-8")
-    BM25Store.build(chunks).save(gen.folder / "bm25")
-    name = folder_name(gen.number)
-    return {"chunks": f"{name}/chunks.jsonl", "bm25": f"{name}/bm25"}
+    root, segment = gen.folder.parent, f"{name}/bm25-segment"
+    if previous is not None and previous[0].segments:
+        old, before = previous
+        store = BM25Store.load(old.path(root, "bm25"), root, before)
+        store = store.updated(chunks, added, root, segment)
+    else:
+        store = BM25Store.build(chunks, root, segment)
+    store.save(gen.folder / "bm25")
+    manifest.files.update({"chunks": f"{name}/chunks.jsonl", "bm25": f"{name}/bm25"})
+    manifest.segments = list(store.paths)
 
 
 def _manifest(

@@ -207,7 +207,8 @@ def written_by_a_build(entry: Path) -> bool:
 
 def _referenced(manifest: Manifest) -> set[str]:
     """Return the top-level names a manifest's files live under."""
-    names = {Path(manifest.path(Path(), part)).parts[0] for part in ("chunks", "bm25", "graph")}
+    paths = [manifest.path(Path(), part) for part in ("chunks", "bm25", "graph")]
+    names = {p.parts[0] for p in [*paths, *map(Path, manifest.segments)]}
     return names | ({manifest.chroma_dir} if manifest.chroma_dir else set())
 
 

@@ -79,7 +79,7 @@ class Index:
             generation=self.generation,
             hidden=frozenset(manifest.purge.get("passages", [])),
         )
-        self.keywords = BM25Store.load(manifest.path(directory, "bm25"))
+        self.keywords = BM25Store.load(manifest.path(directory, "bm25"), directory, chunks)
         self._query_vectors: dict[str, np.ndarray] = {}
 
     @classmethod

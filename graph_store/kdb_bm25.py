@@ -1,71 +1,219 @@
-r"""BM25 (bm25s, Lucene variant) over "title\\ntext", English stemming and stop words."""
+r"""BM25 (Lucene variant, as bm25s scores it) over "title\\ntext", English stemming and stop words.
+
+The index is kept in **segments**, as Lucene keeps it, so a write costs what it changes: each
+write that adds chunks tokenizes only them into a new segment (a sparse chunk × term matrix of
+term frequencies and the chunks' lengths), and a delete only drops the chunks from the live set.
+Scores use the statistics of the live chunks of every segment together (N, each term's document
+frequency, the mean length), kept up to date by each write, so a segmented index scores exactly
+as one built from scratch (tests/unit/test_bm25.py checks it against bm25s). When more than
+:data:`MAX_SEGMENTS` segments pile up, or a quarter of their rows are dead, the next write merges
+them into one.
+"""
 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import bm25s
 import numpy as np
+import scipy.sparse as sp
 import Stemmer
+
+from hopgraph.errors import IndexStateError
 
 from .base import Scored
 from .documents import Chunk
 
 _STEMMER = Stemmer.Stemmer("english")
-IDS_FILE = "ids.json"
+K1, B = 1.5, 0.75  # bm25s's defaults
+MAX_SEGMENTS = 8
+MAX_DEAD_SHARE = 0.25
+SEGMENTS_FILE = "segments.json"
+STATS_FILE = "stats.json"
 
 
-def _tokenize(texts: list[str]) -> list[list[str]]:
+def tokenize(texts: list[str]) -> list[list[str]]:
+    """Lower-case, stop words out, Snowball-stemmed tokens (bm25s's tokenizer)."""
     return bm25s.tokenize(
         texts, stopwords="en", stemmer=_STEMMER.stemWords, return_ids=False, show_progress=False
     )
 
 
+@dataclass
+class Segment:
+    """Term frequencies of some chunks: ``tf`` is chunks × ``vocab`` (CSC: columns are terms)."""
+
+    ids: list[str]
+    vocab: dict[str, int]
+    tf: sp.csc_matrix
+    lengths: np.ndarray
+
+    @classmethod
+    def build(cls, chunks: Sequence[Chunk]) -> Segment:
+        """Tokenize ``chunks`` into a segment."""
+        tokens = tokenize([c.embed_text for c in chunks])
+        vocab: dict[str, int] = {}
+        rows, cols = [], []
+        for row, words in enumerate(tokens):
+            for word in words:
+                rows.append(row)
+                cols.append(vocab.setdefault(word, len(vocab)))
+        tf = sp.csc_matrix(
+            (np.ones(len(rows), dtype=np.float32), (rows, cols)), shape=(len(chunks), len(vocab))
+        )
+        tf.sum_duplicates()
+        lengths = np.array([len(words) for words in tokens], dtype=np.float32)
+        return cls([c.id for c in chunks], vocab, tf, lengths)
+
+    def save(self, folder: Path) -> None:
+        """Write the segment into ``folder``."""
+        folder.mkdir(parents=True, exist_ok=True)
+        sp.save_npz(folder / "tf.npz", self.tf, compressed=False)
+        np.save(folder / "lengths.npy", self.lengths)
+        text = json.dumps({"ids": self.ids, "vocab": list(self.vocab)}, ensure_ascii=False)
+        (folder / "terms.json").write_text(text, encoding="utf-8")
+
+    @classmethod
+    def load(cls, folder: Path) -> Segment:
+        """Read a segment written by :meth:`save`."""
+        terms = json.loads((folder / "terms.json").read_text(encoding="utf-8"))
+        vocab = {term: i for i, term in enumerate(terms["vocab"])}
+        tf = sp.load_npz(folder / "tf.npz").tocsc()
+        return cls(terms["ids"], vocab, tf, np.load(folder / "lengths.npy"))
+
+    def document_frequencies(self, rows: np.ndarray) -> dict[str, int]:
+        """Return, for each term, how many of ``rows`` (a boolean mask) contain it."""
+        if not rows.any():
+            return {}
+        counts = np.asarray((self.tf[np.flatnonzero(rows)] > 0).sum(axis=0)).ravel()
+        terms = list(self.vocab)
+        return {terms[col]: int(counts[col]) for col in np.flatnonzero(counts)}
+
+
 class BM25Store:
-    """An in-memory bm25s index with its chunk ids, saved as plain files."""
+    """Segments, the live chunks in chunk order (``ids``), and the corpus statistics."""
 
-    def __init__(self, retriever: bm25s.BM25, ids: list[str]) -> None:
-        self.retriever = retriever
+    def __init__(
+        self, segments: list[Segment], paths: list[str], ids: list[str], stats: dict
+    ) -> None:
+        self.segments = segments
+        self.paths = paths
         self.ids = ids
+        self.stats = stats
+        position = {chunk_id: i for i, chunk_id in enumerate(ids)}
+        # Each segment row's place in chunk order, -1 for a chunk deleted since.
+        self.rows = [
+            np.array([position.get(i, -1) for i in seg.ids], dtype=np.int64) for seg in segments
+        ]
 
     @classmethod
-    def build(cls, chunks: Sequence[Chunk]) -> BM25Store:
-        """Index the chunks' title and text."""
-        retriever = bm25s.BM25()
-        retriever.index(_tokenize([c.embed_text for c in chunks]), show_progress=False)
-        return cls(retriever, [c.id for c in chunks])
+    def build(cls, chunks: Sequence[Chunk], root: Path | None = None, name: str = "") -> BM25Store:
+        """Index ``chunks`` as one segment, saved at ``root / name`` when ``root`` is given."""
+        segment = Segment.build(chunks)
+        if root is not None:
+            segment.save(root / name)
+        store = cls([segment], [name], [c.id for c in chunks], {})
+        every = np.ones(len(chunks), dtype=bool)
+        store.stats = {
+            "n": len(chunks),
+            "total_length": float(segment.lengths.sum()),
+            "df": segment.document_frequencies(every),
+        }
+        return store
 
-    def save(self, directory: Path) -> None:
-        """Write the index and its id list into ``directory``."""
-        directory.mkdir(parents=True, exist_ok=True)
-        self.retriever.save(str(directory), show_progress=False)
-        (directory / IDS_FILE).write_text(json.dumps(self.ids), encoding="utf-8")
+    def updated(
+        self, chunks: Sequence[Chunk], added: Sequence[Chunk], root: Path, name: str
+    ) -> BM25Store:
+        """Return the store after a write that leaves ``chunks``, ``added`` among them.
+
+        The added chunks become a new segment at ``root / name``; the statistics move by what
+        came and went. Past :data:`MAX_SEGMENTS`, or with too many dead rows, everything live is
+        merged into one new segment instead.
+        """
+        ids = [c.id for c in chunks]
+        store = BM25Store(self.segments, self.paths, ids, {})
+        rows = sum(len(seg.ids) for seg in self.segments) + len(added)
+        dead = sum(int((r < 0).sum()) for r in store.rows)
+        if len(self.segments) + 1 > MAX_SEGMENTS or dead > MAX_DEAD_SHARE * rows:
+            return BM25Store.build(chunks, root, name)
+        df = dict(self.stats["df"])
+        total = self.stats["total_length"]
+        for segment, before, after in zip(self.segments, self.rows, store.rows, strict=True):
+            died = (before >= 0) & (after < 0)
+            if died.any():
+                total -= float(segment.lengths[died].sum())
+                for term, count in segment.document_frequencies(died).items():
+                    df[term] -= count
+                    if not df[term]:
+                        del df[term]
+        if added:
+            segment = Segment.build(added)
+            segment.save(root / name)
+            total += float(segment.lengths.sum())
+            for term, count in segment.document_frequencies(np.ones(len(added), bool)).items():
+                df[term] = df.get(term, 0) + count
+            store = BM25Store([*self.segments, segment], [*self.paths, name], ids, {})
+        store.stats = {"n": len(ids), "total_length": total, "df": df}
+        return store
+
+    def save(self, folder: Path) -> None:
+        """Write which segments make the store (paths relative to the index) and its statistics."""
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / SEGMENTS_FILE).write_text(json.dumps(self.paths), encoding="utf-8")
+        (folder / STATS_FILE).write_text(json.dumps(self.stats), encoding="utf-8")
 
     @classmethod
-    def load(cls, directory: Path) -> BM25Store:
-        """Read an index written by :meth:`save` (memory-mapped, nothing recomputed)."""
-        retriever = bm25s.BM25.load(str(directory), mmap=True, show_progress=False)
-        ids = json.loads((directory / IDS_FILE).read_text(encoding="utf-8"))
-        return cls(retriever, ids)
+    def load(cls, folder: Path, root: Path, chunks: Sequence[Chunk]) -> BM25Store:
+        """Read the store of ``folder`` for ``chunks``; segment paths are relative to ``root``.
+
+        An index of format 1 holds a bm25s index instead: its chunks are tokenized again, in
+        memory (seconds for thousands of chunks), until its next write saves segments.
+        """
+        ids = [c.id for c in chunks]
+        if (folder / "params.index.json").is_file() and not (folder / SEGMENTS_FILE).exists():
+            return cls.build(chunks)
+        try:
+            paths = json.loads((folder / SEGMENTS_FILE).read_text(encoding="utf-8"))
+            stats = json.loads((folder / STATS_FILE).read_text(encoding="utf-8"))
+            segments = [Segment.load(root / p) for p in paths]
+        except (OSError, ValueError) as err:
+            raise IndexStateError(
+                f"the BM25 index in {folder} is missing or damaged: {err}",
+                "rebuild the index with `hopgraph index SOURCE --index DIR --force`",
+            ) from err
+        return cls(segments, paths, ids, stats)
 
     def scores(self, text: str) -> np.ndarray:
         """Return the BM25 score of every chunk for ``text``, in the order of ``self.ids``."""
-        tokens = [t for t in _tokenize([text])[0] if t in self.retriever.vocab_dict]
-        if not tokens:
-            return np.zeros(len(self.ids), dtype=np.float32)
-        return np.asarray(self.retriever.get_scores(tokens), dtype=np.float32)
+        out = np.zeros(len(self.ids), dtype=np.float64)
+        n, df = self.stats["n"], self.stats["df"]
+        mean_length = self.stats["total_length"] / max(n, 1)
+        for term in tokenize([text])[0]:  # a repeated query term counts again, as in bm25s
+            if term not in df:
+                continue
+            idf = math.log(1 + (n - df[term] + 0.5) / (df[term] + 0.5))
+            for segment, rows in zip(self.segments, self.rows, strict=True):
+                col = segment.vocab.get(term)
+                if col is None:
+                    continue
+                start, end = segment.tf.indptr[col], segment.tf.indptr[col + 1]
+                at, tf = segment.tf.indices[start:end], segment.tf.data[start:end]
+                live = rows[at] >= 0
+                at, tf = at[live], tf[live]
+                norm = K1 * (1 - B + B * segment.lengths[at] / mean_length)
+                out[rows[at]] += idf * tf / (tf + norm)
+        return out.astype(np.float32)
 
     def query(self, text: str, k: int) -> Scored:
         """Return up to ``k`` (id, score) pairs with a positive score, best first."""
-        tokens = [t for t in _tokenize([text])[0] if t in self.retriever.vocab_dict]
+        scores = self.scores(text)
         k = min(k, len(self.ids))
-        if not tokens or k <= 0:
+        if k <= 0 or not scores.any():
             return []
-        docs, scores = self.retriever.retrieve([tokens], k=k, show_progress=False, n_threads=1)
-        return [
-            (self.ids[int(d)], float(s))
-            for d, s in zip(docs[0], scores[0], strict=True)
-            if s > 0 and np.isfinite(s)
-        ]
+        top = np.argpartition(-scores, k - 1)[:k] if k < len(scores) else np.arange(len(scores))
+        top = top[np.lexsort((top, -scores[top]))]
+        return [(self.ids[i], float(scores[i])) for i in top if scores[i] > 0]

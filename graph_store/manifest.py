@@ -49,6 +49,8 @@ class Manifest(BaseModel):
     generation: int = 0
     files: dict[str, str] = {}
     """Where each part lives, relative to the index folder: chunks, bm25, graph."""
+    segments: list[str] = []
+    """The BM25 segments the index is made of (folders relative to the index; kdb_bm25)."""
     purge: dict[str, list[str]] = {}
     """What this generation removed from Chroma: ``passages`` and ``triples`` row ids and whole
     ``collections``. Removed only once the manifest is committed (readers of the previous

@@ -1,0 +1,62 @@
+"""BM25 in segments scores exactly as bm25s does on the whole corpus, through any writes."""
+
+import random
+
+import bm25s
+import numpy as np
+import pytest
+
+from graph_store import kdb_bm25
+from graph_store.documents import Chunk
+from graph_store.kdb_bm25 import BM25Store, tokenize
+from tests.unit.test_incremental_graphs import random_chunk
+
+QUERIES = ["river stone", "Love film district", "the band of the lake", "York York hill"]
+
+
+def bm25s_scores(chunks, query):
+    retriever = bm25s.BM25()
+    retriever.index(tokenize([c.embed_text for c in chunks]), show_progress=False)
+    tokens = [t for t in tokenize([query])[0] if t in retriever.vocab_dict]
+    return retriever.get_scores(tokens) if tokens else np.zeros(len(chunks))
+
+
+def test_scores_equal_bm25s(tmp_path):
+    chunks = [random_chunk(random.Random(i), i) for i in range(40)]
+    store = BM25Store.build(chunks, tmp_path, "seg")
+    store.save(tmp_path / "bm25")
+    loaded = BM25Store.load(tmp_path / "bm25", tmp_path, chunks)
+    for query in QUERIES:
+        np.testing.assert_allclose(loaded.scores(query), bm25s_scores(chunks, query), rtol=1e-5)
+    assert loaded.query("river stone", 3)[0][1] > 0
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_any_sequence_of_writes_scores_as_a_fresh_build(tmp_path, seed, monkeypatch):
+    monkeypatch.setattr(kdb_bm25, "MAX_SEGMENTS", 3)  # merges happen along the way too
+    rng = random.Random(seed)
+    corpus = {c.id: c for c in (random_chunk(rng, i) for i in range(5))}
+    store = BM25Store.build(sorted(corpus.values(), key=lambda c: c.id), tmp_path, "s0")
+    for step in range(1, 7):
+        for gone in rng.sample(sorted(corpus), k=rng.randint(0, len(corpus) - 1)):
+            del corpus[gone]
+        added = [random_chunk(rng, 100 * step + j) for j in range(rng.randint(0, 4))]
+        corpus.update({c.id: c for c in added})
+        chunks = sorted(corpus.values(), key=lambda c: c.id)
+        store = store.updated(chunks, added, tmp_path, f"s{step}")
+        store.save(tmp_path / f"bm25-{step}")
+        store = BM25Store.load(tmp_path / f"bm25-{step}", tmp_path, chunks)
+        for query in QUERIES:
+            np.testing.assert_allclose(
+                store.scores(query), bm25s_scores(chunks, query), rtol=1e-5, atol=1e-6
+            )
+        assert len(store.segments) <= 3
+
+
+def test_an_index_of_format_1_is_read_by_tokenizing_its_chunks(tmp_path):
+    chunks = [Chunk("a", "a", "Alpha", "alpha beta"), Chunk("b", "b", "Beta", "gamma")]
+    retriever = bm25s.BM25()
+    retriever.index(tokenize([c.embed_text for c in chunks]), show_progress=False)
+    retriever.save(str(tmp_path / "bm25"))
+    store = BM25Store.load(tmp_path / "bm25", tmp_path, chunks)
+    assert store.query("gamma", 2)[0][0] == "b"
