@@ -3,6 +3,9 @@
 The embedding model is loaded before anything is timed, so both timings measure the same work:
 the embedder alone on the index's chunk texts, then the whole build (load, chunk, embed, Chroma,
 BM25, manifest). Target: build ≤ 1.3 × embedding alone.
+
+``python -m evals.bench scale --sizes 100k,200k,400k,1M`` is the scale benchmark
+(evals/bench/scale.py): graphs, writes and latency on synthetic corpora, vectors given.
 """
 
 from __future__ import annotations
@@ -90,6 +93,11 @@ def _summary(times: list[float]) -> dict[str, float]:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark and print a summary; writes JSON with --out."""
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["scale"]:  # python -m evals.bench scale --sizes ...
+        from evals.bench.scale import main as scale
+
+        return scale(argv[1:])
     parser = argparse.ArgumentParser(
         prog="python -m evals.bench",
         description=__doc__,

@@ -29,7 +29,9 @@ from graph_store.passage_graph import build_passage_graph
 SYLLABLES = "ka lo mi ra ven tor bel dun sha gri pol an eth ur is mon dal fen rik sor".split()
 
 
-def synthetic_corpus(n: int, seed: int = 0) -> tuple[list[Chunk], np.ndarray]:
+def synthetic_corpus(
+    n: int, seed: int = 0, dimension: int = 384
+) -> tuple[list[Chunk], np.ndarray]:
     """Make ``n`` one-chunk documents that mention 1–3 other titles each, and random vectors."""
     rng = random.Random(seed)
 
@@ -66,9 +68,10 @@ def synthetic_corpus(n: int, seed: int = 0) -> tuple[list[Chunk], np.ndarray]:
         )
     # Vectors around one topic per 100 chunks, so semantic neighbours exist as in real corpora.
     noise = np.random.default_rng(seed)
-    topics = noise.standard_normal((max(1, len(chunks) // 100), 384)).astype(np.float32)
+    topics = noise.standard_normal((max(1, len(chunks) // 100), dimension)).astype(np.float32)
     vectors = topics[noise.integers(0, len(topics), len(chunks))]
-    vectors += 0.6 * noise.standard_normal(vectors.shape).astype(np.float32) / np.sqrt(384) * 20
+    spread = 0.6 / np.sqrt(dimension) * 20
+    vectors += spread * noise.standard_normal(vectors.shape).astype(np.float32)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
     return chunks, vectors
 

@@ -1,0 +1,140 @@
+"""Scale benchmark: index, graphs, writes and query latency from 100k to 1M synthetic passages.
+
+``python -m evals.bench scale --sizes 100k,200k --out runs/scale.json`` builds, for each size in
+its own process, an index of that many synthetic one-chunk documents (evals.bench.graphs: texts
+that mention each other's titles, topic-clustered vectors), with the vectors given, so it times
+the stores and the graphs, not the encoder (queries use the hashing embedder). Per size: index
+build (Chroma, chunk table, BM25) and graph build (offline extraction, passage graph, knowledge
+graph; triples are not embedded) with peak RSS after each; add and delete of 1,000 documents;
+dense and gnn_ret query latency, p50 and p95 over 200 queries; and the growth per doubling.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from evals.bench import save_json
+from evals.bench.graphs import synthetic_corpus
+from evals.metrics import percentile
+from graph_store import Document, Index, add_documents, build_index, delete_documents
+from graph_store import build as build_module
+from graph_store.build import build_graphs
+from graph_store.graph_build import GraphSettings
+from hopgraph.settings import IndexSettings
+from tools import make_retriever
+
+DIMENSION = 256  # the hashing embedder's, which embeds the queries
+CHANGE = 1000
+
+
+def parse_size(text: str) -> int:
+    """Read "100k", "1M" or "250000"."""
+    text = text.strip().lower()
+    scale = {"k": 1_000, "m": 1_000_000}.get(text[-1:], 1)
+    return int(float(text.rstrip("km")) * scale)
+
+
+def _peak_gb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024**2
+
+
+def run_one(size: int, workdir: Path) -> dict:
+    """Build, write to and query one index of ``size`` passages; return the figures."""
+    chunks, vectors = synthetic_corpus(size + CHANGE, dimension=DIMENSION)
+    given = {c.id: v for c, v in zip(chunks, vectors, strict=True)}
+    # The vectors are given: the encoder is not what this benchmark measures.
+    build_module.embed_chunks = lambda todo, embedder, show: np.stack([given[c.id] for c in todo])
+    docs = [Document(c.id, c.title, c.text) for c in chunks]
+    base, extra = docs[:size], docs[size:]
+    settings = IndexSettings(model="hashing", chunk_tokens=512)
+    path = workdir / "index"
+    out: dict = {"size": size, "cpus": os.cpu_count()}
+    started = time.perf_counter()
+    build_index(base, path, settings, show_progress=False)
+    out["index_s"], out["index_peak_gb"] = time.perf_counter() - started, _peak_gb()
+    started = time.perf_counter()
+    info = build_graphs(path, GraphSettings(embed_triples=False), show_progress=False)
+    out["graph_s"], out["graph_peak_gb"] = time.perf_counter() - started, _peak_gb()
+    out["graph_timings"], out["graph_counts"] = info["timings"], info["counts"]
+    started = time.perf_counter()
+    add_documents(path, extra, show_progress=False)
+    out["add_1000_s"] = time.perf_counter() - started
+    started = time.perf_counter()
+    delete_documents(path, [d.id for d in base[:CHANGE]])
+    out["delete_1000_s"], out["write_peak_gb"] = time.perf_counter() - started, _peak_gb()
+    out["latency_ms"] = _latency(path, [c.title for c in chunks[:: max(1, size // 200)]][:200])
+    out["peak_gb"] = _peak_gb()
+    return out
+
+
+def _latency(path: Path, queries: list[str]) -> dict:
+    with Index.open(path) as idx:
+        result = {}
+        for name in ("dense", "gnn_ret"):
+            retriever = make_retriever(name, idx)
+            retriever.retrieve(queries[0], 10)  # loads what it needs once
+            times = []
+            for query in queries:
+                started = time.perf_counter()
+                retriever.retrieve(query, 10)
+                times.append((time.perf_counter() - started) * 1000)
+            result[name] = {"p50": percentile(times, 50), "p95": percentile(times, 95)}
+        return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run each size in its own process and print the table (JSON with --out)."""
+    parser = argparse.ArgumentParser(
+        prog="python -m evals.bench scale",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--sizes", default="100k,200k,400k,1M", help="e.g. 100k,200k,400k,1M")
+    parser.add_argument("--out", type=Path, help="write the figures as JSON here")
+    parser.add_argument("--one", type=int, help=argparse.SUPPRESS)  # a child process's size
+    args = parser.parse_args(argv)
+    if args.one:
+        with tempfile.TemporaryDirectory(prefix="hopgraph-scale-") as tmp:
+            print(json.dumps(run_one(args.one, Path(tmp))))
+        return 0
+    rows = []
+    for size in map(parse_size, args.sizes.split(",")):
+        child = [sys.executable, "-m", "evals.bench.scale", "--one", str(size)]
+        done = subprocess.run(child, capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            print(f"{size}: failed\n{done.stderr[-2000:]}", file=sys.stderr)
+            return 1
+        rows.append(json.loads(done.stdout.strip().splitlines()[-1]))
+        _print(rows[-1], rows[-2] if len(rows) > 1 else None)
+    if args.out:
+        save_json(args.out, rows)
+    return 0
+
+
+def _print(row: dict, previous: dict | None) -> None:
+    growth = ""
+    if previous:
+        doublings = np.log2(row["size"] / previous["size"])
+        per = (row["graph_s"] / previous["graph_s"]) ** (1 / doublings)
+        growth = f", graph build ×{per:.2f} per doubling"
+    lat = row["latency_ms"]
+    print(
+        f"{row['size']:>9,} passages: index {row['index_s']:.0f} s, graphs {row['graph_s']:.0f} s "
+        f"(peak {row['graph_peak_gb']:.2f} GB){growth}; add 1,000 {row['add_1000_s']:.1f} s, "
+        f"delete 1,000 {row['delete_1000_s']:.1f} s; p95 dense {lat['dense']['p95']:.1f} ms, "
+        f"gnn_ret {lat['gnn_ret']['p95']:.1f} ms; peak {row['peak_gb']:.2f} GB"
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main())
