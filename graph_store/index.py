@@ -72,12 +72,10 @@ class Index:
         self.directory = directory
         self.manifest = manifest
         self.chunks: dict[str, Chunk] = {c.id: c for c in chunks}
-        # Rows a later write is adding are not this generation's (format 1 has untagged rows).
-        self.generation = manifest.generation if manifest.format_version > 1 else None
+        # Rows a write in progress adds, or this generation removed, are not visible here.
+        self.generation = manifest.generation
         self.vectors = ChromaVectorStore(
-            passages_location(directory, manifest),
-            generation=self.generation,
-            hidden=frozenset(manifest.purge.get("passages", [])),
+            passages_location(directory, manifest), visible=self.chunks
         )
         self.keywords = BM25Store.load(manifest.path(directory, "bm25"), directory, chunks)
         self._query_vectors: dict[str, np.ndarray] = {}
@@ -129,16 +127,12 @@ class Index:
     def search_triples(self, query: str, k: int = 10) -> list[tuple[StoredTriple, float]]:
         """Return the ``k`` triples whose text is most similar to ``query`` (cosine)."""
         self._require_triple_vectors()
-        store = ChromaVectorStore(
-            self.vectors.location.triples(),
-            generation=self.generation,
-            hidden=frozenset(self.manifest.purge.get("triples", [])),
-        )
+        kg = self.knowledge_graph
+        store = ChromaVectorStore(self.vectors.location.triples(), visible=kg.triple_position)
         try:
             scored = store.query(self.embed_query(query), k)
         finally:
             store.close()
-        kg = self.knowledge_graph
         return [(kg.triples[kg.triple_position[tid]], score) for tid, score in scored]
 
     def _graph_dir(self) -> Path:

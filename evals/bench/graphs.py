@@ -29,9 +29,7 @@ from graph_store.passage_graph import build_passage_graph
 SYLLABLES = "ka lo mi ra ven tor bel dun sha gri pol an eth ur is mon dal fen rik sor".split()
 
 
-def synthetic_corpus(
-    n: int, seed: int = 0, dimension: int = 384
-) -> tuple[list[Chunk], np.ndarray]:
+def synthetic_corpus(n: int, seed: int = 0, dimension: int = 384) -> tuple[list[Chunk], np.ndarray]:
     """Make ``n`` one-chunk documents that mention 1–3 other titles each, and random vectors."""
     rng = random.Random(seed)
 

@@ -299,10 +299,9 @@ class CorpusReadings:
         for chunk in removed:
             self._count(self.readings.pop(chunk.id), -1)
         new_ids = {c.id for c in added}
+        keys = _KeyIndex(changed)
         stale = [
-            c
-            for c in corpus
-            if c.id not in new_ids and _may_mention(c, self.readings[c.id], changed)
+            c for c in corpus if c.id not in new_ids and keys.may_occur(c, self.readings[c.id])
         ]
         for chunk in tqdm(
             [*stale, *added], desc="extracting", unit="chunk", disable=not show_progress
@@ -382,15 +381,27 @@ def _shift(counter: Counter[str], gone: Sequence[str], new: Sequence[str]) -> se
     return flipped
 
 
-def _may_mention(chunk: Chunk, reading: Reading, keys: set[str]) -> bool:
-    """Tell whether ``chunk`` could contain one of ``keys`` (a superset test: it is re-read)."""
-    if not keys or reading.capitals.isdisjoint(w for k in keys for w in k.split()):
-        return False
-    text = chunk.text.replace("’", "'").lower()
-    return any(
-        not reading.capitals.isdisjoint(k.split()) and all(w in text for w in k.split())
-        for k in keys
-    )
+class _KeyIndex:
+    """Keys (aliases, words) by word, to find the chunks that may contain one (re-read them)."""
+
+    def __init__(self, keys: set[str]) -> None:
+        self.by_word: dict[str, list[list[str]]] = {}
+        for key in keys:
+            words = key.split()
+            for word in set(words):
+                self.by_word.setdefault(word, []).append(words)
+
+    def may_occur(self, chunk: Chunk, reading: Reading) -> bool:
+        """Tell whether ``chunk`` could contain a key (a superset test).
+
+        It could when one of the key's words is written with a capital in the chunk (a name
+        starts with one) and all of its words are in the text.
+        """
+        candidates = [w for word in reading.capitals if (w := self.by_word.get(word))]
+        if not candidates:
+            return False
+        text = chunk.text.replace("’", "'").lower()
+        return any(all(w in text for w in key) for keys in candidates for key in keys)
 
 
 def read_chunk(chunk: Chunk, titles: TitleIndex) -> Reading:

@@ -117,8 +117,8 @@ def _state(path) -> dict:
                 (graph.ids[i], graph.ids[j]): round(float(w), 4)
                 for i, j, w in zip(coo.row, coo.col, coo.data, strict=True)
             }
-        store = ChromaVectorStore(idx.vectors.location.triples(), generation=idx.generation)
-        visible = store.collection.get(where={"generation": {"$lte": idx.generation}})["ids"]
+        store = ChromaVectorStore(idx.vectors.location.triples())
+        stored = store.collection.get(include=[])["ids"]  # every row: none left behind
         store.close()
         answers = {
             name: [
@@ -133,7 +133,7 @@ def _state(path) -> dict:
             "edges": edges,
             "entities": kg.entities,
             "triples": sorted((t.id, t.text, t.chunk_id) for t in kg.triples),
-            "stored_triples": sorted(visible),
+            "stored_triples": sorted(stored),
             "answers": answers,
         }
 
