@@ -208,7 +208,7 @@ def _neighbours(
         if old.rows.shape == (len(old_ids), wanted):
             row = {c.id: i for i, c in enumerate(chunks)}
             old_to_new = np.array([row.get(i, -1) for i in old_ids], dtype=np.int64)
-            return update_nearest(old, old_to_new, vectors)
+            return update_nearest(old, old_to_new, vectors, settings.semantic_k)
     return nearest(vectors, wanted, settings.semantic_search)
 
 

@@ -95,8 +95,8 @@ class KnowledgeGraph:
                     + "\n"
                 )
         (directory / "kg-chunks.json").write_text(json.dumps(self.chunk_ids), encoding="utf-8")
-        sp.save_npz(directory / "kg-triple-entity.npz", self.triple_entity)
-        sp.save_npz(directory / "kg-chunk-entity.npz", self.chunk_entity)
+        sp.save_npz(directory / "kg-triple-entity.npz", self.triple_entity, compressed=False)
+        sp.save_npz(directory / "kg-chunk-entity.npz", self.chunk_entity, compressed=False)
 
     @classmethod
     def load(cls, directory: Path) -> KnowledgeGraph:

@@ -128,7 +128,8 @@ class PassageGraph:
         directory.mkdir(parents=True, exist_ok=True)
         (directory / "nodes.json").write_text(json.dumps(self.ids), encoding="utf-8")
         for kind, matrix in self.edges.items():
-            sp.save_npz(directory / f"passages-{kind}.npz", matrix)
+            # uncompressed: every write saves the graphs, and zlib took longer than the build
+            sp.save_npz(directory / f"passages-{kind}.npz", matrix, compressed=False)
 
     @classmethod
     def load(cls, directory: Path) -> PassageGraph:
@@ -330,14 +331,16 @@ def update_nearest(
     old: Neighbours,
     old_to_new: np.ndarray,
     embeddings: np.ndarray,
+    k: int,
     block: int = 512,
 ) -> Neighbours:
-    """Bring ``old`` up to date after chunks were removed and added; exact, like :func:`nearest`.
+    """Bring ``old`` up to date after chunks were removed and added; its first ``k`` stay exact.
 
     ``old_to_new`` maps each old row to its new row (-1: removed); new rows no old row maps to
-    are the added chunks. Kept chunks keep their lists less removed neighbours, and take in the
-    added chunks that beat their last; an added chunk, or a chunk left with too short a list,
-    gets a full search. Cost: (added + short lists) × corpus products, not corpus².
+    are the added chunks. A kept chunk keeps its list less removed neighbours (every survivor
+    still outranks every chunk the list never held) and takes in the added chunks that beat its
+    last survivor; an added chunk, or a chunk left with fewer than ``k``, gets a full search of
+    ``m`` (the lists' width). Cost: (added + short lists) × corpus products, not corpus².
     """
     n, m = len(embeddings), old.rows.shape[1]
     vectors = np.ascontiguousarray(embeddings, dtype=np.float32)
@@ -352,12 +355,15 @@ def update_nearest(
         out.rows[target] >= 0, np.take_along_axis(old.scores[kept], order, axis=1), -np.inf
     )
     added = np.setdiff1d(np.arange(n), target)
-    wanted = min(m, n - 1)
-    short = np.flatnonzero((out.rows >= 0).sum(axis=1) < wanted)  # added rows are short too
-    _search_rows(out, vectors, short, wanted, block)
+    short = np.flatnonzero((out.rows >= 0).sum(axis=1) < min(k, n - 1))  # added rows too
+    _search_rows(out, vectors, short, min(m, n - 1), block)
     full = np.setdiff1d(np.arange(n), short)
     if len(added) and len(full):
-        _take_in(out, vectors, full, added, block)
+        listed = (out.rows[full] >= 0).sum(axis=1)
+        last = out.scores[full, np.maximum(listed - 1, 0)]
+        # A list holding every other kept chunk (a small corpus) may take in any added chunk.
+        threshold = np.where(listed >= len(kept) - 1, -np.inf, last)
+        _take_in(out, vectors, full, added, threshold, block)
     return out
 
 
@@ -388,22 +394,29 @@ def _search_rows(
 
 
 def _take_in(
-    out: Neighbours, vectors: np.ndarray, rows: np.ndarray, added: np.ndarray, block: int
+    out: Neighbours,
+    vectors: np.ndarray,
+    rows: np.ndarray,
+    added: np.ndarray,
+    threshold: np.ndarray,
+    block: int,
 ) -> None:
-    """Merge the added chunks into the full lists of ``rows`` where they beat the last one."""
+    """Merge into the lists of ``rows`` the added chunks that beat each row's ``threshold``."""
     m = out.rows.shape[1]
     for start in range(0, len(rows), block):
         part = rows[start : start + block]
         scores = vectors[part] @ vectors[added].T
-        last = out.scores[part, m - 1]
-        hit_row, hit_col = np.nonzero(scores > last[:, None])
+        hit_row, hit_col = np.nonzero(scores > threshold[start : start + block, None])
         for r in np.unique(hit_row):
             cols = hit_col[hit_row == r]
             row = part[r]
-            top = np.concatenate([out.rows[row], added[cols]])
-            top_scores = np.concatenate([out.scores[row], scores[r, cols]])
+            listed = out.rows[row] >= 0
+            top = np.concatenate([out.rows[row][listed], added[cols]])
+            top_scores = np.concatenate([out.scores[row][listed], scores[r, cols]])
             order = np.lexsort((top, -top_scores))[:m]
-            out.rows[row], out.scores[row] = top[order], top_scores[order]
+            out.rows[row], out.scores[row] = -1, -np.inf
+            out.rows[row, : len(order)] = top[order]
+            out.scores[row, : len(order)] = top_scores[order]
 
 
 def exact_top_k(vectors: np.ndarray, k: int, block: int = 512) -> tuple[np.ndarray, np.ndarray]:

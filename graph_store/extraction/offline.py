@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
 
+import orjson
 from tqdm.auto import tqdm
 
 from graph_store.chunking import split_sentences
@@ -324,9 +325,10 @@ class CorpusReadings:
 
     def save(self, directory: Path) -> None:
         """Write the readings (one line per chunk) and the lower-case word counts."""
-        with (directory / READINGS_FILE).open("w", encoding="utf-8") as handle:
+        # orjson: every write reads and writes one line per chunk (json took a fifth of an add)
+        with (directory / READINGS_FILE).open("wb") as handle:
             for chunk_id, reading in self.readings.items():
-                handle.write(json.dumps(reading.to_row(chunk_id), ensure_ascii=False) + "\n")
+                handle.write(orjson.dumps(reading.to_row(chunk_id)) + b"\n")
         (directory / LOWER_FILE).write_text(json.dumps(self.lower), encoding="utf-8")
 
     @classmethod
@@ -334,8 +336,8 @@ class CorpusReadings:
         """Resume the state saved with ``corpus``; ``None`` when there is none to resume."""
         if not (directory / READINGS_FILE).is_file() or not (directory / LOWER_FILE).is_file():
             return None
-        with (directory / READINGS_FILE).open(encoding="utf-8") as handle:
-            rows = [json.loads(line) for line in handle if line.strip()]
+        with (directory / READINGS_FILE).open("rb") as handle:
+            rows = [orjson.loads(line) for line in handle if line.strip()]
         readings = {row[0]: Reading.from_row(row) for row in rows}
         if set(readings) != {c.id for c in corpus}:
             return None  # not the state of this corpus: start afresh
