@@ -235,7 +235,7 @@ def build_graphs(
         chunks = read_chunks(directory, old)
         with Generation(directory, old) as gen:
             manifest = _successor(old, chunks)
-            write_graphs(gen, directory, old, manifest, chunks, settings, show_progress, True)
+            write_graphs(gen, directory, old, manifest, chunks, settings, show_progress, fresh=True)
             gen.commit(manifest)
     assert manifest.graph is not None
     return manifest.graph
@@ -270,7 +270,9 @@ def _commit_change(
         manifest.purge = {"passages": list(removed)}
         if old.graph:
             settings = GraphSettings.model_validate(old.graph["settings"])
-            write_graphs(gen, directory, old, manifest, before, settings, show_progress, False)
+            write_graphs(
+                gen, directory, old, manifest, before, settings, show_progress, fresh=False
+            )
         gen.commit(manifest)
     return manifest
 
