@@ -27,6 +27,7 @@ from .chunking import chunk_document
 from .documents import Chunk, Document
 from .embedding import Embedder, embed_with_progress, load_embedder
 from .generations import (
+    CHROMA_DIR,
     Generation,
     drop_collection,
     folder_name,
@@ -39,8 +40,6 @@ from .kdb_bm25 import BM25Store
 from .loaders import check_unique_ids, quote_ids
 from .manifest import FORMAT_VERSION, MANIFEST, Manifest, now, package_versions, read_manifest
 from .vdb_chroma import ChromaLocation, ChromaVectorStore
-
-CHROMA_DIR = "chroma"
 
 
 @dataclass(frozen=True)
@@ -235,7 +234,9 @@ def build_graphs(
         chunks = read_chunks(directory, old)
         with Generation(directory, old) as gen:
             manifest = _successor(old, chunks)
-            write_graphs(gen, directory, old, manifest, chunks, settings, show_progress, fresh=True)
+            write_graphs(
+                gen, directory, old, manifest, chunks, chunks, settings, show_progress, fresh=True
+            )
             gen.commit(manifest)
     assert manifest.graph is not None
     return manifest.graph
@@ -271,7 +272,7 @@ def _commit_change(
         if old.graph:
             settings = GraphSettings.model_validate(old.graph["settings"])
             write_graphs(
-                gen, directory, old, manifest, before, settings, show_progress, fresh=False
+                gen, directory, old, manifest, before, after, settings, show_progress, fresh=False
             )
         gen.commit(manifest)
     return manifest

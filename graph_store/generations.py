@@ -30,9 +30,18 @@ JOURNAL = "pending.json"
 LEGACY_PARTS = ("chunks.jsonl", "bm25", "graph")
 
 
+CHROMA_DIR = "chroma"
+"""Where an embedded index keeps its Chroma files (format 1 had one folder per write)."""
+
+
 def folder_name(generation: int) -> str:
     """Return the folder holding the files a generation wrote."""
     return f"g{generation:06d}"
+
+
+def generation_of(name: str) -> int | None:
+    """Return the generation whose folder is called ``name``, or ``None``."""
+    return int(name[1:]) if name.startswith("g") and name[1:].isdigit() else None
 
 
 def passages_location(directory: Path, manifest: Manifest) -> ChromaLocation:
@@ -78,9 +87,7 @@ class Generation:
         manifest.write(self.directory)
         (self.directory / JOURNAL).unlink(missing_ok=True)
         purge(self.directory, manifest)
-        if any(
-            manifest.purge.values()
-        ):  # purged: readers opening from now on need not look past those rows
+        if any(manifest.purge.values()):  # done: later readers need not skip those rows
             manifest.purge = {}
             manifest.write(self.directory)
         # The previous generation's files stay for readers that opened its manifest just now.
@@ -106,24 +113,20 @@ def recover(directory: Path, committed: Manifest | None) -> None:
                 drop_collection(ChromaLocation(each["collection"], _path(each), each["url"]))
         journal.unlink()
     done = committed.generation if committed else 0  # none: an unreadable index being replaced
-    for folder in directory.glob("g[0-9]*"):
-        if folder.is_dir() and folder.name > folder_name(done):
+    for folder in directory.iterdir():
+        if folder.is_dir() and (generation_of(folder.name) or 0) > done:
             shutil.rmtree(folder, ignore_errors=True)
     if committed is None:
         return
-    for location, ids in _stores(directory, committed):
-        store = _open(location)
-        if store is None:
-            continue
-        try:
-            late = store.ids_after(done)
-            store.delete([*late, *ids])
-            if committed.format_version == 1:
-                store.tag_all(0)
-        finally:
-            store.close()
-    for collection in committed.purge.get("collections", []):
-        drop_collection(_sibling(passages_location(directory, committed), collection))
+    for location, _ in _stores(directory, committed):
+        if (store := _open(location)) is not None:
+            try:
+                store.delete(store.ids_after(done))
+                if committed.format_version == 1:
+                    store.tag_all(0)
+            finally:
+                store.close()
+    purge(directory, committed)
 
 
 def purge(directory: Path, manifest: Manifest) -> None:
@@ -197,8 +200,8 @@ def _write_journal(directory: Path, number: int, created: list[ChromaLocation]) 
 def written_by_a_build(entry: Path) -> bool:
     """Tell whether a folder entry is one a write makes before its first commit."""
     name = entry.name
-    return (name.startswith("g") and name[1:].isdigit()) or name in {
-        "chroma",
+    return generation_of(name) is not None or name in {
+        CHROMA_DIR,
         JOURNAL,
         f".{JOURNAL}.tmp",
         f".{MANIFEST}.tmp",
@@ -215,7 +218,7 @@ def _referenced(manifest: Manifest) -> set[str]:
 def _remove_unreferenced(directory: Path, keep: set[str]) -> None:
     """Remove generation folders and format-1 files no kept manifest names."""
     for entry in directory.iterdir():
-        generated = entry.name.startswith("g") and entry.name[1:].isdigit()
+        generated = generation_of(entry.name) is not None
         legacy = entry.name in LEGACY_PARTS or entry.name.startswith("chroma-")
         if (generated or legacy) and entry.name not in keep and entry.name != MANIFEST:
             if entry.is_dir():

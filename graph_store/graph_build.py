@@ -29,7 +29,7 @@ from .embedding import embed_with_progress, load_embedder
 from .extraction import Extraction, Extractor
 from .extraction.offline import CorpusReadings, OfflineExtractor
 from .generations import Generation, folder_name, passages_location
-from .index import chunk_embeddings, read_chunks
+from .index import chunk_embeddings
 from .knowledge_graph import KnowledgeGraph, build_knowledge_graph
 from .manifest import Manifest, now
 from .passage_graph import (
@@ -107,18 +107,18 @@ def write_graphs(
     previous: Manifest,
     manifest: Manifest,
     before: Sequence[Chunk],
+    chunks: Sequence[Chunk],
     settings: GraphSettings,
     show_progress: bool,
     fresh: bool,
 ) -> None:
-    """Write both graphs of ``manifest``'s chunks into ``gen``'s folder and sync the triples.
+    """Write both graphs of ``chunks`` (``manifest``'s) into ``gen``'s folder; sync the triples.
 
     ``before`` is the previous generation's chunk list; its graphs are updated unless ``fresh``
     or they were built with other settings. Sets ``manifest.graph``, its graph file and the
     triples to purge.
     """
     started = time.perf_counter()
-    chunks = read_chunks(gen.folder.parent, manifest)
     old_dir = None
     if not fresh and previous.graph and _settings(previous) == settings:
         old_dir = previous.path(directory, "graph")

@@ -94,6 +94,11 @@ class Segment:
         return {terms[col]: int(counts[col]) for col in np.flatnonzero(counts)}
 
 
+def _positions(segment: Segment, position: dict[str, int]) -> np.ndarray:
+    """Each segment row's place in chunk order, -1 for a chunk deleted since."""
+    return np.array([position.get(i, -1) for i in segment.ids], dtype=np.int64)
+
+
 class BM25Store:
     """Segments, the live chunks in chunk order (``ids``), and the corpus statistics."""
 
@@ -105,10 +110,7 @@ class BM25Store:
         self.ids = ids
         self.stats = stats
         position = {chunk_id: i for i, chunk_id in enumerate(ids)}
-        # Each segment row's place in chunk order, -1 for a chunk deleted since.
-        self.rows = [
-            np.array([position.get(i, -1) for i in seg.ids], dtype=np.int64) for seg in segments
-        ]
+        self.rows = [_positions(seg, position) for seg in segments]
 
     @classmethod
     def build(cls, chunks: Sequence[Chunk], root: Path | None = None, name: str = "") -> BM25Store:
@@ -135,30 +137,32 @@ class BM25Store:
         merged into one new segment instead.
         """
         ids = [c.id for c in chunks]
-        store = BM25Store(self.segments, self.paths, ids, {})
+        position = {chunk_id: i for i, chunk_id in enumerate(ids)}
+        after = [_positions(seg, position) for seg in self.segments]
         rows = sum(len(seg.ids) for seg in self.segments) + len(added)
-        dead = sum(int((r < 0).sum()) for r in store.rows)
+        dead = sum(int((r < 0).sum()) for r in after)
         if len(self.segments) + 1 > MAX_SEGMENTS or dead > MAX_DEAD_SHARE * rows:
             return BM25Store.build(chunks, root, name)
         df = dict(self.stats["df"])
         total = self.stats["total_length"]
-        for segment, before, after in zip(self.segments, self.rows, store.rows, strict=True):
-            died = (before >= 0) & (after < 0)
+        for segment, was, now in zip(self.segments, self.rows, after, strict=True):
+            died = (was >= 0) & (now < 0)
             if died.any():
                 total -= float(segment.lengths[died].sum())
                 for term, count in segment.document_frequencies(died).items():
                     df[term] -= count
                     if not df[term]:
                         del df[term]
+        segments, paths = list(self.segments), list(self.paths)
         if added:
             segment = Segment.build(added)
             segment.save(root / name)
             total += float(segment.lengths.sum())
             for term, count in segment.document_frequencies(np.ones(len(added), bool)).items():
                 df[term] = df.get(term, 0) + count
-            store = BM25Store([*self.segments, segment], [*self.paths, name], ids, {})
-        store.stats = {"n": len(ids), "total_length": total, "df": df}
-        return store
+            segments.append(segment)
+            paths.append(name)
+        return BM25Store(segments, paths, ids, {"n": len(ids), "total_length": total, "df": df})
 
     def save(self, folder: Path) -> None:
         """Write which segments make the store (paths relative to the index) and its statistics."""

@@ -293,10 +293,7 @@ class CorpusReadings:
     ) -> list[Extraction]:
         """Apply a change (``removed`` and ``added`` chunks); return ``corpus``'s extractions."""
         changed = self._shift_titles(removed, added) | self._shift_lower(removed, added)
-        titles = TitleIndex(
-            [t for t, n in self.titles.items() if n > 0],
-            frozenset(w for w, n in self.lower.items() if n > 0),
-        )
+        titles = TitleIndex(list(self.titles), frozenset(self.lower))  # counts are never 0
         for chunk in removed:
             self._count(self.readings.pop(chunk.id), -1)
         new_ids = {c.id for c in added}

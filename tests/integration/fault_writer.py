@@ -58,13 +58,22 @@ def _on_triples(store: vdb_chroma.ChromaVectorStore, *_: Any, **__: Any) -> bool
     return store.location.collection.endswith("-triples")
 
 
+def _die_at_next_purge(*_: Any, **__: Any) -> bool:
+    """Once a manifest is committed, die at the purge that follows it.
+
+    (A recovery purges too, but before any commit.)
+    """
+    generations.purge = _die
+    return False
+
+
 STAGES: dict[str, Callable[[], None]] = {
     "rows": lambda: _after(vdb_chroma.ChromaVectorStore, "upsert"),
     "tables": lambda: _after(kdb_bm25.BM25Store, "save"),
     "extraction": lambda: _after(graph_build, "save_extractions"),
     "triples": lambda: _after(vdb_chroma.ChromaVectorStore, "upsert_records", _on_triples),
     "commit": lambda: setattr(manifest.Manifest, "write", _die),
-    "purge": lambda: setattr(generations, "purge", _die),
+    "purge": lambda: _after(manifest.Manifest, "write", _die_at_next_purge),
 }
 
 
