@@ -35,11 +35,12 @@ from .generations import (
     written_by_a_build,
 )
 from .graph_build import GraphSettings, write_graphs
-from .index import read_chunks
+from .index import read_chunks, read_vectors
 from .kdb_bm25 import BM25Store
 from .loaders import check_unique_ids, quote_ids
 from .manifest import FORMAT_VERSION, MANIFEST, Manifest, now, package_versions, read_manifest
 from .vdb_chroma import ChromaLocation, ChromaVectorStore
+from .vector_table import VectorTable
 
 
 @dataclass(frozen=True)
@@ -116,7 +117,7 @@ def build_index(
                 vectors.close()
             embedder_info = {"name": embedder.name, "dimension": embedder.dimension}
             manifest = _manifest(settings, embedder_info, location, chunks, created=None)
-            _write_tables(gen, manifest, chunks)
+            _write_tables(gen, manifest, chunks, chunks, embeddings)
             manifest.timings = {
                 "build_seconds": time.perf_counter() - started,
                 "embed_seconds": embed_seconds,
@@ -267,7 +268,7 @@ def _commit_change(
             finally:
                 store.close()
         manifest = _successor(old, after)
-        _write_tables(gen, manifest, after, (old, before), added)
+        _write_tables(gen, manifest, after, added, embeddings, (old, before))
         manifest.purge = {"passages": list(removed)}
         if old.graph:
             settings = GraphSettings.model_validate(old.graph["settings"])
@@ -294,18 +295,22 @@ def _write_tables(
     gen: Generation,
     manifest: Manifest,
     chunks: Sequence[Chunk],
+    added: Sequence[Chunk],
+    embeddings: np.ndarray | None,
     previous: tuple[Manifest, Sequence[Chunk]] | None = None,
-    added: Sequence[Chunk] = (),
 ) -> None:
-    """Write the chunk table and BM25 into the generation's folder; point ``manifest`` at them.
+    """Write the chunk table, the vectors and BM25 into the generation's folder.
 
-    ``previous``: the last generation's manifest and chunks. BM25 then gets a segment of the
-    ``added`` chunks only (when that generation has segments to keep).
+    ``added``: the write's new chunks (all of them for a build), ``embeddings`` their vectors.
+    ``previous``: the last generation's manifest and chunks; BM25 and the vector table then get
+    a segment of the added chunks only (when that generation has segments to keep). Points
+    ``manifest`` at what was written.
     """
     name = folder_name(gen.number)
     lines = "".join(json.dumps(c.to_dict(), ensure_ascii=False) + "\n" for c in chunks)
     (gen.folder / "chunks.jsonl").write_text(lines, encoding="utf-8")
     root, segment = gen.folder.parent, f"{name}/bm25-segment"
+    manifest.vectors = _write_vectors(root, f"{name}/vectors", chunks, added, embeddings, previous)
     if previous is not None and previous[0].segments:
         old, before = previous
         store = BM25Store.load(old.path(root, "bm25"), root, before)
@@ -315,6 +320,26 @@ def _write_tables(
     store.save(gen.folder / "bm25")
     manifest.files.update({"chunks": f"{name}/chunks.jsonl", "bm25": f"{name}/bm25"})
     manifest.segments = list(store.paths)
+
+
+def _write_vectors(
+    root: Path,
+    path: str,
+    chunks: Sequence[Chunk],
+    added: Sequence[Chunk],
+    embeddings: np.ndarray | None,
+    previous: tuple[Manifest, Sequence[Chunk]] | None,
+) -> list[str]:
+    """Save the added chunks' vectors as a segment of the vector table; return its segments."""
+    ids, new = [c.id for c in chunks], [c.id for c in added]
+    vectors = embeddings if embeddings is not None else np.zeros((0, 0), dtype=np.float32)
+    if previous is None:
+        return VectorTable.build(new, vectors, root, path).paths
+    old = previous[0]
+    if old.vectors:
+        return VectorTable.load(root, old.vectors).updated(ids, new, vectors, root, path).paths
+    # Written before the vector table: its vectors (the added ones upserted) come from Chroma once.
+    return VectorTable.build(ids, read_vectors(root, old, chunks), root, path).paths
 
 
 def _manifest(

@@ -29,7 +29,7 @@ from .embedding import embed_with_progress, load_embedder
 from .extraction import Extraction, Extractor
 from .extraction.offline import CorpusReadings, OfflineExtractor
 from .generations import Generation, folder_name, passages_location
-from .index import chunk_embeddings
+from .index import read_vectors
 from .knowledge_graph import KnowledgeGraph, build_knowledge_graph
 from .manifest import Manifest, now
 from .passage_graph import (
@@ -130,7 +130,7 @@ def write_graphs(
     extracted = time.perf_counter()
     save_extractions(target, extractions)
     passages = passages_location(directory, manifest)
-    vectors = chunk_embeddings(passages, chunks)
+    vectors = read_vectors(directory, manifest, chunks)
     neighbours = _neighbours(old_dir, chunks, vectors, settings)
     neighbours.save(target / NEIGHBOURS_FILE)
     passage_graph = build_passage_graph(

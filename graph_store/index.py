@@ -26,6 +26,7 @@ from .knowledge_graph import KnowledgeGraph, StoredTriple
 from .manifest import Manifest, read_manifest
 from .passage_graph import PassageGraph
 from .vdb_chroma import ChromaLocation, ChromaVectorStore
+from .vector_table import VectorTable
 
 
 def read_chunks(directory: Path, manifest: Manifest) -> list[Chunk]:
@@ -48,6 +49,13 @@ def stored_vectors(location: ChromaLocation) -> dict[str, np.ndarray]:
         return found
     finally:
         store.close()
+
+
+def read_vectors(directory: Path, manifest: Manifest, chunks: Sequence[Chunk]) -> np.ndarray:
+    """Return the chunks' stored vectors in chunk order: from the vector table, else Chroma."""
+    if manifest.vectors:
+        return VectorTable.load(directory, manifest.vectors).matrix([c.id for c in chunks])
+    return chunk_embeddings(passages_location(directory, manifest), chunks)
 
 
 def chunk_embeddings(location: ChromaLocation, chunks: Sequence[Chunk]) -> np.ndarray:
@@ -146,7 +154,7 @@ class Index:
     @cached_property
     def embedding_matrix(self) -> np.ndarray:
         """Load every chunk's stored vector, in chunk order (read once, nothing re-embedded)."""
-        return chunk_embeddings(self.vectors.location, list(self.chunks.values()))
+        return read_vectors(self.directory, self.manifest, list(self.chunks.values()))
 
     @cached_property
     def triple_matrix(self) -> np.ndarray:

@@ -51,6 +51,9 @@ class Manifest(BaseModel):
     """Where each part lives, relative to the index folder: chunks, bm25, graph."""
     segments: list[str] = []
     """The BM25 segments the index is made of (folders relative to the index; kdb_bm25)."""
+    vectors: list[str] = []
+    """The segments of its chunk vectors (folders relative to the index; vector_table). Empty in
+    an index written before them: its vectors are read from Chroma until its next write."""
     purge: dict[str, list[str]] = {}
     """What this generation removed from Chroma: ``passages`` and ``triples`` row ids and whole
     ``collections``. Removed only once the manifest is committed (readers of the previous

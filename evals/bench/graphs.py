@@ -14,6 +14,7 @@ import random
 import resource
 import sys
 import time
+from itertools import accumulate
 from pathlib import Path
 
 import numpy as np
@@ -49,12 +50,13 @@ def synthetic_corpus(n: int, seed: int = 0, dimension: int = 384) -> tuple[list[
             "".join(rng.choice(SYLLABLES) for _ in range(rng.randint(1, 3))) for _ in range(20000)
         )
     )
-    weights = [1 / rank for rank in range(1, len(vocabulary) + 1)]
+    # cumulative once: choices() would add up 20,000 weights again at every call
+    cumulative = list(accumulate(1 / rank for rank in range(1, len(vocabulary) + 1)))
     chunks = []
     for i, title in enumerate(titles):
         sentences = []
         for _ in range(4):
-            words = rng.choices(vocabulary, weights, k=10)
+            words = rng.choices(vocabulary, cum_weights=cumulative, k=10)
             if rng.random() < 0.6:
                 words.insert(rng.randint(1, 9), rng.choice(titles))
             if rng.random() < 0.5:  # as in encyclopaedic text, many sentences name their page

@@ -1,0 +1,132 @@
+"""Every chunk's embedding, kept beside the index in segments, so no write reads Chroma back.
+
+Chroma answers dense queries; but the graphs (semantic neighbours) and the methods that score
+every chunk need the whole matrix, and reading it back from Chroma costs more than the rest of a
+write at 100k chunks (its pages are fetched by offset). So each write that adds chunks also saves
+their vectors as a segment (``vectors.npy`` + ``ids.json`` in its generation folder, memory-mapped
+on read); a delete leaves the rows in place, dead. As in the BM25 store, more than
+:data:`MAX_SEGMENTS` segments or a quarter of dead rows make the next write merge the live rows
+into one segment. An index written before the table existed has none: its vectors are read from
+Chroma, and its next write saves them as a first segment.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from hopgraph.errors import IndexStateError
+
+MAX_SEGMENTS = 8
+MAX_DEAD_SHARE = 0.25
+VECTORS_FILE = "vectors.npy"
+IDS_FILE = "ids.json"
+
+
+@dataclass(frozen=True)
+class VectorSegment:
+    """Some chunks' vectors (rows in ``ids`` order), saved in folder ``path`` under the index."""
+
+    path: str
+    ids: list[str]
+    vectors: np.ndarray
+
+    def save(self, root: Path) -> None:
+        """Write the segment under ``root``."""
+        folder = root / self.path
+        folder.mkdir(parents=True, exist_ok=True)
+        np.save(folder / VECTORS_FILE, np.ascontiguousarray(self.vectors, dtype=np.float32))
+        (folder / IDS_FILE).write_text(json.dumps(self.ids), encoding="utf-8")
+
+    @classmethod
+    def load(cls, root: Path, path: str) -> VectorSegment:
+        """Read a segment (its vectors memory-mapped)."""
+        folder = root / path
+        try:
+            vectors = np.load(folder / VECTORS_FILE, mmap_mode="r")
+            ids = json.loads((folder / IDS_FILE).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as err:
+            raise IndexStateError(
+                f"the vector segment {folder} is missing or damaged: {err}",
+                "rebuild the index with `hopgraph index SOURCE --index DIR --force`",
+            ) from err
+        if len(ids) != len(vectors):
+            raise IndexStateError(
+                f"the vector segment {folder} holds {len(vectors)} vectors for {len(ids)} ids",
+                "rebuild the index with `hopgraph index SOURCE --index DIR --force`",
+            )
+        return cls(path, ids, vectors)
+
+
+class VectorTable:
+    """The segments of an index's vectors; rows of chunks deleted since are dead."""
+
+    def __init__(self, segments: list[VectorSegment]) -> None:
+        self.segments = segments
+
+    @property
+    def paths(self) -> list[str]:
+        """Return the segment folders (relative to the index), for the manifest."""
+        return [s.path for s in self.segments]
+
+    @classmethod
+    def build(cls, ids: Sequence[str], vectors: np.ndarray, root: Path, path: str) -> VectorTable:
+        """Save ``vectors`` (rows in ``ids`` order) as the only segment."""
+        segment = VectorSegment(path, list(ids), np.asarray(vectors, dtype=np.float32))
+        segment.save(root)
+        return cls([segment])
+
+    @classmethod
+    def load(cls, root: Path, paths: Sequence[str]) -> VectorTable:
+        """Open the segments the manifest names."""
+        return cls([VectorSegment.load(root, p) for p in paths])
+
+    def matrix(self, ids: Sequence[str]) -> np.ndarray:
+        """Return the vectors of ``ids``, in that order (a later segment wins a repeated id)."""
+        where: dict[str, tuple[int, int]] = {}
+        for s, segment in enumerate(self.segments):
+            where.update((chunk_id, (s, row)) for row, chunk_id in enumerate(segment.ids))
+        missing = [i for i in ids if i not in where]
+        if missing:
+            raise IndexStateError(
+                f"{len(missing)} chunks have no stored vector (e.g. {missing[0]!r})",
+                "the index is damaged: rebuild it with `hopgraph index SOURCE --force`",
+            )
+        dimension = self.segments[0].vectors.shape[1] if self.segments else 0
+        out = np.empty((len(ids), dimension), dtype=np.float32)
+        place = np.array([where[i] for i in ids], dtype=np.int64).reshape(-1, 2)
+        for s, segment in enumerate(self.segments):
+            mine = np.flatnonzero(place[:, 0] == s)
+            if len(mine):
+                rows = place[mine, 1]
+                order = np.argsort(rows)  # memory-mapped: read the file forwards
+                out[mine[order]] = segment.vectors[rows[order]]
+        return out
+
+    def updated(
+        self,
+        ids: Sequence[str],
+        added: Sequence[str],
+        vectors: np.ndarray,
+        root: Path,
+        path: str,
+    ) -> VectorTable:
+        """Return the table after a write that leaves ``ids``, ``added`` among them.
+
+        The added vectors become a new segment at ``root / path``; past :data:`MAX_SEGMENTS`
+        segments or with too many dead rows, the live rows are merged into one segment instead.
+        """
+        live = set(ids)
+        rows = sum(len(s.ids) for s in self.segments) + len(added)
+        dead = sum(1 for s in self.segments for i in s.ids if i not in live)
+        if len(self.segments) + bool(len(added)) > MAX_SEGMENTS or dead > MAX_DEAD_SHARE * rows:
+            merged = VectorTable([*self.segments, VectorSegment("", list(added), vectors)])
+            return VectorTable.build(ids, merged.matrix(ids), root, path)
+        if not len(added):
+            return VectorTable(list(self.segments))
+        appended = VectorTable.build(added, vectors, root, path)
+        return VectorTable([*self.segments, *appended.segments])

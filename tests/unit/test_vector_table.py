@@ -1,0 +1,52 @@
+"""The vector table returns every live chunk's vector, through any writes, merges included."""
+
+import random
+import zlib
+
+import numpy as np
+import pytest
+
+from graph_store import vector_table
+from graph_store.vector_table import VectorTable
+from hopgraph.errors import IndexStateError
+
+
+def vector(chunk_id: str) -> np.ndarray:
+    """A vector that tells which chunk it belongs to."""
+    rng = np.random.default_rng(zlib.crc32(chunk_id.encode()))
+    return rng.standard_normal(4).astype(np.float32)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_any_sequence_of_writes_keeps_every_live_vector(tmp_path, seed, monkeypatch):
+    monkeypatch.setattr(vector_table, "MAX_SEGMENTS", 3)  # merges happen along the way too
+    rng = random.Random(seed)
+    live = [f"c{i}" for i in range(5)]
+    table = VectorTable.build(live, np.stack([vector(i) for i in live]), tmp_path, "v0")
+    merged = False
+    for step in range(1, 9):
+        for gone in rng.sample(live, k=rng.randint(0, len(live) - 1)):
+            live.remove(gone)
+        added = [f"c{step}-{j}" for j in range(rng.randint(0, 4))]
+        vectors = np.stack([vector(i) for i in added]) if added else np.zeros((0, 4), np.float32)
+        live = sorted(live + added)
+        before = len(table.segments)
+        table = table.updated(live, added, vectors, tmp_path, f"v{step}")
+        merged |= len(table.segments) < before
+        reopened = VectorTable.load(tmp_path, table.paths)
+        np.testing.assert_array_equal(reopened.matrix(live), np.stack([vector(i) for i in live]))
+        assert len(table.segments) <= 3
+    assert merged
+
+
+def test_a_chunk_without_a_vector_is_a_clear_error(tmp_path):
+    table = VectorTable.build(["a"], np.ones((1, 2), np.float32), tmp_path, "v")
+    with pytest.raises(IndexStateError, match="no stored vector"):
+        table.matrix(["a", "b"])
+
+
+def test_a_damaged_segment_is_a_clear_error(tmp_path):
+    table = VectorTable.build(["a"], np.ones((1, 2), np.float32), tmp_path, "v")
+    (tmp_path / "v" / vector_table.IDS_FILE).write_text("[]", encoding="utf-8")
+    with pytest.raises(IndexStateError, match="1 vectors for 0 ids"):
+        VectorTable.load(tmp_path, table.paths)
