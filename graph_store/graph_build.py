@@ -26,8 +26,9 @@ from hopgraph.errors import IndexStateError
 
 from .documents import Chunk
 from .embedding import embed_with_progress, load_embedder
-from .extraction import Extraction, Extractor
-from .extraction.offline import CorpusReadings, OfflineExtractor
+from .extraction import Extractor
+from .extraction.readings import CorpusReadings, OfflineExtractor
+from .extraction.table import EXTRACTIONS_FILE, ExtractionTable
 from .generations import Generation, folder_name, passages_location
 from .index import read_vectors
 from .knowledge_graph import KnowledgeGraph, build_knowledge_graph
@@ -44,7 +45,6 @@ from .passage_graph import (
 )
 from .vdb_chroma import GENERATION, ChromaLocation, ChromaVectorStore
 
-EXTRACTIONS_FILE = "extractions.jsonl"
 NEIGHBOURS_FILE = "semantic-neighbours.npz"
 GRAPH_DIR = "graph"
 
@@ -173,7 +173,7 @@ def _extract(
     chunks: Sequence[Chunk],
     target: Path,
     show_progress: bool,
-) -> tuple[list[Extraction], dict[str, int] | None]:
+) -> tuple[ExtractionTable, dict[str, int] | None]:
     """Extract every chunk (offline: from the previous readings; LLM: from its cache).
 
     Returns the extractions and the LLM's request counts (``None`` offline).
@@ -191,7 +191,8 @@ def _extract(
         return extractions, None
     extractor = make_extractor(settings, directory)
     try:
-        return extractor.extract(chunks, show_progress), getattr(extractor, "stats", None)
+        extracted = ExtractionTable.from_extractions(extractor.extract(chunks, show_progress))
+        return extracted, getattr(extractor, "stats", None)
     finally:
         if hasattr(extractor, "close"):
             extractor.close()
@@ -275,9 +276,7 @@ def graph_counts(passage_graph: PassageGraph, knowledge: KnowledgeGraph) -> dict
     }
 
 
-def save_extractions(directory: Path, extractions: Sequence[Extraction]) -> None:
-    """Write one extraction per line (inspectable with jq)."""
+def save_extractions(directory: Path, extractions: ExtractionTable) -> None:
+    """Write every chunk's extraction (``Index.extractions`` reads them back)."""
     directory.mkdir(parents=True, exist_ok=True)
-    with (directory / EXTRACTIONS_FILE).open("w", encoding="utf-8") as handle:
-        for extraction in extractions:
-            handle.write(json.dumps(extraction.to_dict(), ensure_ascii=False) + "\n")
+    extractions.save(directory / EXTRACTIONS_FILE)

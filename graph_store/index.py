@@ -20,6 +20,7 @@ from .atomic import recover
 from .documents import Chunk
 from .embedding import Embedder, load_embedder
 from .extraction import Extraction
+from .extraction.table import EXTRACTIONS_FILE, ExtractionTable
 from .generations import passages_location
 from .kdb_bm25 import BM25Store
 from .knowledge_graph import KnowledgeGraph, StoredTriple
@@ -123,8 +124,11 @@ class Index:
     @cached_property
     def extractions(self) -> list[Extraction]:
         """Load the entities, keywords and triples read from each chunk, in chunk order."""
-        path = self._graph_dir() / "extractions.jsonl"
-        rows = path.read_text(encoding="utf-8").splitlines()
+        folder = self._graph_dir()
+        if (folder / EXTRACTIONS_FILE).is_file():
+            return ExtractionTable.load(folder / EXTRACTIONS_FILE).to_extractions()
+        # graphs built before the extraction table kept one JSON line per chunk
+        rows = (folder / "extractions.jsonl").read_text(encoding="utf-8").splitlines()
         return [Extraction.from_dict(json.loads(line)) for line in rows if line]
 
     @cached_property

@@ -18,7 +18,8 @@ import networkx as nx
 import numpy as np
 import scipy.sparse as sp
 
-from .extraction import Extraction, Triple
+from .extraction import Triple
+from .extraction.table import ExtractionTable
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,37 +122,43 @@ class KnowledgeGraph:
         return graph
 
 
-def build_knowledge_graph(
-    chunk_ids: Sequence[str], extractions: Sequence[Extraction]
-) -> KnowledgeGraph:
+def build_knowledge_graph(chunk_ids: Sequence[str], extractions: ExtractionTable) -> KnowledgeGraph:
     """Collect entities and triples of every chunk into one graph (no entity disambiguation)."""
-    triples = [
-        StoredTriple(triple_id(e.chunk_id, t), t.subject, t.predicate, t.object, e.chunk_id)
-        for e in extractions
-        for t in dict.fromkeys(e.triples)
-    ]
-    entities = sorted(
-        {x for e in extractions for x in e.entities}
-        | {x for t in triples for x in (t.subject, t.object)}
+    spo, rows = extractions.triples.values, extractions.triples.row_of_values()
+    # a chunk's repeated triple is stored once, where it first came
+    first = (
+        np.unique(np.column_stack([rows, spo]), axis=0, return_index=True)[1] if len(rows) else []
     )
-    position = {e: i for i, e in enumerate(entities)}
+    keep = np.sort(np.asarray(first, dtype=np.int64))
+    spo, rows = spo[keep], rows[keep]
+    words = extractions.vocab.strings
+    triples = [
+        StoredTriple(triple_id(chunk_ids[r], Triple(*parts)), *parts, chunk_ids[r])
+        for r, ids in zip(rows.tolist(), spo.tolist(), strict=True)
+        for parts in [tuple(words[i] for i in ids)]
+    ]
+    mentioned = extractions.entities.values
+    named = np.unique(np.concatenate([mentioned, spo[:, 0], spo[:, 2]]))
+    entities = sorted(words[i] for i in named)
+    position = np.full(len(words), -1, dtype=np.int64)
+    position[[extractions.vocab.ids[e] for e in entities]] = np.arange(len(entities))
+    ends = np.arange(len(triples))
     triple_entity = _incidence(
-        [(i, position[x]) for i, t in enumerate(triples) for x in {t.subject, t.object}],
+        np.concatenate([ends, ends]),
+        position[np.concatenate([spo[:, 0], spo[:, 2]])],
         (len(triples), len(entities)),
     )
-    mentions = [
-        (row, position[x])
-        for row, e in enumerate(extractions)
-        for x in set(e.entities) | {y for t in e.triples for y in (t.subject, t.object)}
-    ]
-    chunk_entity = _incidence(mentions, (len(chunk_ids), len(entities)))
+    chunk_entity = _incidence(
+        np.concatenate([extractions.entities.row_of_values(), rows, rows]),
+        position[np.concatenate([mentioned, spo[:, 0], spo[:, 2]])],
+        (len(chunk_ids), len(entities)),
+    )
     return KnowledgeGraph(entities, triples, list(chunk_ids), triple_entity, chunk_entity)
 
 
-def _incidence(pairs: list[tuple[int, int]], shape: tuple[int, int]) -> sp.csr_matrix:
-    rows = np.fromiter((a for a, _ in pairs), dtype=np.int64, count=len(pairs))
-    cols = np.fromiter((b for _, b in pairs), dtype=np.int64, count=len(pairs))
-    matrix = sp.csr_matrix((np.ones(len(pairs), dtype=np.float32), (rows, cols)), shape=shape)
+def _incidence(rows: np.ndarray, cols: np.ndarray, shape: tuple[int, int]) -> sp.csr_matrix:
+    ones = np.ones(len(rows), dtype=np.float32)
+    matrix = sp.csr_matrix((ones, (rows, cols)), shape=shape)
     matrix.data[:] = 1.0  # duplicates summed by the constructor become 1 again
     return matrix
 

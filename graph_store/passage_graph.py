@@ -21,7 +21,6 @@ Each edge type is one symmetric sparse matrix over the index's chunks (the order
 from __future__ import annotations
 
 import json
-from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,8 +32,8 @@ import scipy.sparse as sp
 from hopgraph.errors import IndexStateError
 
 from .documents import Chunk
-from .extraction import Extraction
 from .extraction.offline import token_key
+from .extraction.table import ExtractionTable, Ragged, Vocabulary
 
 EDGE_TYPES = ("structural", "entity", "keyword", "semantic", "link")
 DIRECTED = frozenset({"link"})
@@ -161,7 +160,7 @@ class PassageGraph:
 
 def build_passage_graph(
     chunks: Sequence[Chunk],
-    extractions: Sequence[Extraction],
+    extractions: ExtractionTable,
     embeddings: np.ndarray,
     settings: PassageGraphSettings,
     neighbours: Neighbours | None = None,
@@ -171,14 +170,14 @@ def build_passage_graph(
     ``neighbours``: the chunks' nearest-neighbour lists when already known (kept between
     writes); otherwise they are searched here.
     """
-    ids = [c.id for c in chunks]
+    ids, vocabulary = [c.id for c in chunks], len(extractions.vocab)
     if neighbours is None:
         neighbours = nearest(embeddings, settings.semantic_k, settings.semantic_search)
     edges = {
         "structural": structural_edges(chunks),
-        "entity": shared_item_edges([e.entities for e in extractions], 1, settings.max_df),
-        "keyword": shared_item_edges(
-            [e.keywords for e in extractions], settings.keyword_min_shared, settings.max_df
+        "entity": co_occurrence(extractions.entities.incidence(vocabulary), 1, settings.max_df),
+        "keyword": co_occurrence(
+            extractions.keywords.incidence(vocabulary), settings.keyword_min_shared, settings.max_df
         ),
         "semantic": neighbour_edges(neighbours, settings.semantic_k, settings.semantic_min_sim),
         "link": link_edges(chunks, extractions, settings.max_df),
@@ -198,7 +197,7 @@ def structural_edges(chunks: Sequence[Chunk]) -> sp.csr_matrix:
 
 
 def link_edges(
-    chunks: Sequence[Chunk], extractions: Sequence[Extraction], max_df: int | None = None
+    chunks: Sequence[Chunk], extractions: ExtractionTable, max_df: int | None = None
 ) -> sp.csr_matrix:
     """Link chunk i → each chunk of another document whose page (title) chunk i mentions.
 
@@ -207,21 +206,24 @@ def link_edges(
     Titles are keyed as extractors key page entities, so every extractor's mentions meet them;
     a title shared by several documents (MuSiQue has such) is linked to in all of them.
     """
-    pages: dict[str, list[int]] = defaultdict(list)
-    for row, chunk in enumerate(chunks):
-        if chunk.title:
-            pages[token_key(chunk.title)].append(row)
-    rows, cols = [], []
-    for row, (chunk, extraction) in enumerate(zip(chunks, extractions, strict=True)):
-        # A chunk naming its own page does not link to the page's namesakes.
-        own = token_key(chunk.title) if chunk.title else None
-        for entity in extraction.entities:
-            for col in pages.get(entity, ()) if entity != own else ():
-                if chunks[col].doc_id != chunk.doc_id:
-                    rows.append(row)
-                    cols.append(col)
-    n = len(chunks)
-    matrix = sp.csr_matrix((np.ones(len(rows), dtype=np.float32), (rows, cols)), shape=(n, n))
+    n, known = len(chunks), extractions.vocab.ids
+    # A title no chunk mentions is not in the vocabulary: nothing links there.
+    page = np.array([known.get(token_key(c.title), -1) if c.title else -1 for c in chunks])
+    titled = np.flatnonzero(page >= 0)
+    pages = titled[np.argsort(page[titled], kind="stable")]  # rows grouped by their page
+    keys = page[pages]
+    rows, entities = extractions.entities.row_of_values(), extractions.entities.values
+    # A chunk naming its own page does not link to the page's namesakes.
+    other = entities != page[rows]
+    rows, entities = rows[other], entities[other]
+    first = np.searchsorted(keys, entities, side="left")
+    count = np.searchsorted(keys, entities, side="right") - first
+    start = np.repeat(first - (np.cumsum(count) - count), count)
+    sources, targets = np.repeat(rows, count), pages[start + np.arange(count.sum())]
+    documents = np.unique([c.doc_id for c in chunks], return_inverse=True)[1]
+    across = documents[sources] != documents[targets]
+    ones = np.ones(int(across.sum()), dtype=np.float32)
+    matrix = sp.csr_matrix((ones, (sources[across], targets[across])), shape=(n, n))
     matrix.data[:] = 1.0  # the constructor sums repeated pairs; a link is there or not
     if max_df is not None:
         linked_from = np.diff(matrix.tocsc().indptr)
@@ -234,16 +236,9 @@ def shared_item_edges(
     items: Sequence[Sequence[str]], min_shared: int, max_df: int | None
 ) -> sp.csr_matrix:
     """Link chunks sharing ≥ ``min_shared`` items (entities, keywords); weight = shared count."""
-    vocab: dict[str, int] = {}
-    rows, cols = [], []
-    for row, chunk_items in enumerate(items):
-        for item in set(chunk_items):
-            rows.append(row)
-            cols.append(vocab.setdefault(item, len(vocab)))
-    incidence = sp.csr_matrix(
-        (np.ones(len(rows), dtype=np.float32), (rows, cols)), shape=(len(items), len(vocab))
-    )
-    return co_occurrence(incidence, min_shared, max_df)
+    vocab = Vocabulary()
+    lists = Ragged.from_lists([[vocab.id(x) for x in chunk_items] for chunk_items in items])
+    return co_occurrence(lists.incidence(len(vocab)), min_shared, max_df)
 
 
 def co_occurrence(incidence: sp.csr_matrix, min_shared: int, max_df: int | None) -> sp.csr_matrix:

@@ -5,7 +5,8 @@
   unlinked named entities; each chunk also carries its own page's entity, which is what links a
   passage that mentions X to X's page (GNN-Ret's link edges, spec gnn_ret §2.5, own-title option).
 - **Keywords** (IIER §2.2): five per chunk, the chunk's rarest mentioned entities (tf·idf), then
-  salient content words; never the chunk's own title.
+  salient content words; never the chunk's own title. They depend on the whole corpus, so they
+  are picked over it (extraction.readings, which also keeps the readings between writes).
 - **Triples**: within a sentence, subject = the first entity (the page's entity when the sentence
   opens with a pronoun), object = each later entity or year, predicate = the content words between
   them. Pattern-based relation extraction over linked mentions: cruder than an LLM, but honest and
@@ -14,22 +15,16 @@
 
 from __future__ import annotations
 
-import json
-import math
 import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import pairwise
-from pathlib import Path
-
-import orjson
-from tqdm.auto import tqdm
 
 from graph_store.chunking import split_sentences
 from graph_store.documents import Chunk
 
-from .base import Extraction, Triple
+from .base import Triple
 from .normalise import title_aliases
 
 _TOKEN = re.compile(r"\w+(?:['’.\-]\w+)*")
@@ -50,9 +45,6 @@ STOPWORDS = frozenset(
     tuesday wednesday thursday friday saturday sunday mr mrs dr however although because
     since until though whose what why how would could should can will""".split()
 )
-READINGS_FILE = "offline-readings.jsonl"
-LOWER_FILE = "offline-lower-case.json"
-KEYWORDS_PER_CHUNK = 5
 MAX_PREDICATE_GAP = 12  # tokens between subject and object beyond which no relation is read
 MAX_PREDICATE_WORDS = 4
 
@@ -229,178 +221,10 @@ class Reading:
     """The chunk's tokens written with a capital (lower-cased; "guy's" also as "guy"): a name
     or title alias can only start, and a span can only hold a name, where one is."""
 
-    def to_row(self, chunk_id: str) -> list:
-        """Return a JSON-ready row."""
-        triples = [[t.subject, t.predicate, t.object] for t in self.triples]
-        return [
-            chunk_id,
-            self.entities,
-            triples,
-            self.entity_counts,
-            self.word_counts,
-            sorted(self.capitals),
-        ]
-
-    @classmethod
-    def from_row(cls, row: list) -> Reading:
-        """Rebuild a reading from :meth:`to_row` output (without its chunk id)."""
-        _, entities, triples, entity_counts, word_counts, capitals = row
-        return cls(
-            tuple(entities),
-            tuple(Triple(*t) for t in triples),
-            entity_counts,
-            word_counts,
-            frozenset(capitals),
-        )
-
 
 def lower_case_words(chunk: Chunk) -> set[str]:
     """Return the chunk's tokens written in lower case (what makes a one-word alias common)."""
     return {w for w in _TOKEN.findall(chunk.text) if w[0].islower()}
-
-
-class CorpusReadings:
-    """The offline extractor's state over a corpus, kept between writes.
-
-    Every chunk's reading depends on the corpus only through the title index (the titles and the
-    words written in lower case), and its keywords on the corpus's document frequencies. So an
-    add or delete re-reads only the new chunks and the chunks that contain an alias or a word
-    whose standing changed, then picks every chunk's keywords again from the stored counts:
-    the result equals a fresh extraction of the final corpus.
-    """
-
-    def __init__(
-        self,
-        corpus: Sequence[Chunk] = (),
-        readings: dict[str, Reading] | None = None,
-        lower: Counter[str] | None = None,
-    ) -> None:
-        """Resume from a saved state of ``corpus`` (its readings and lower-case word counts)."""
-        self.readings: dict[str, Reading] = readings or {}
-        self.lower: Counter[str] = lower or Counter()
-        self.titles: Counter[str] = Counter(c.title for c in corpus if c.title)
-        self.entity_df: Counter[str] = Counter()
-        self.word_df: Counter[str] = Counter()
-        for reading in self.readings.values():
-            self._count(reading, 1)
-
-    def update(
-        self,
-        corpus: Sequence[Chunk],
-        removed: Sequence[Chunk],
-        added: Sequence[Chunk],
-        show_progress: bool = False,
-    ) -> list[Extraction]:
-        """Apply a change (``removed`` and ``added`` chunks); return ``corpus``'s extractions."""
-        changed = self._shift_titles(removed, added) | self._shift_lower(removed, added)
-        titles = TitleIndex(list(self.titles), frozenset(self.lower))  # counts are never 0
-        for chunk in removed:
-            self._count(self.readings.pop(chunk.id), -1)
-        new_ids = {c.id for c in added}
-        keys = _KeyIndex(changed)
-        stale = [
-            c for c in corpus if c.id not in new_ids and keys.may_occur(c, self.readings[c.id])
-        ]
-        for chunk in tqdm(
-            [*stale, *added], desc="extracting", unit="chunk", disable=not show_progress
-        ):
-            if chunk.id in self.readings:
-                self._count(self.readings[chunk.id], -1)
-            reading = read_chunk(chunk, titles)
-            self.readings[chunk.id] = reading
-            self._count(reading, 1)
-        n = max(len(corpus), 1)
-        return [
-            Extraction(
-                chunk_id=chunk.id,
-                entities=(r := self.readings[chunk.id]).entities,
-                keywords=tuple(_keywords(chunk, r, self.entity_df, self.word_df, n)),
-                triples=r.triples,
-            )
-            for chunk in corpus
-        ]
-
-    def save(self, directory: Path) -> None:
-        """Write the readings (one line per chunk) and the lower-case word counts."""
-        # orjson: every write reads and writes one line per chunk (json took a fifth of an add)
-        with (directory / READINGS_FILE).open("wb") as handle:
-            for chunk_id, reading in self.readings.items():
-                handle.write(orjson.dumps(reading.to_row(chunk_id)) + b"\n")
-        (directory / LOWER_FILE).write_text(json.dumps(self.lower), encoding="utf-8")
-
-    @classmethod
-    def load(cls, directory: Path, corpus: Sequence[Chunk]) -> CorpusReadings | None:
-        """Resume the state saved with ``corpus``; ``None`` when there is none to resume."""
-        if not (directory / READINGS_FILE).is_file() or not (directory / LOWER_FILE).is_file():
-            return None
-        with (directory / READINGS_FILE).open("rb") as handle:
-            rows = [orjson.loads(line) for line in handle if line.strip()]
-        readings = {row[0]: Reading.from_row(row) for row in rows}
-        if set(readings) != {c.id for c in corpus}:
-            return None  # not the state of this corpus: start afresh
-        lower = Counter(json.loads((directory / LOWER_FILE).read_text(encoding="utf-8")))
-        return cls(corpus, readings, lower)
-
-    def _count(self, reading: Reading, sign: int) -> None:
-        for counter, items in (
-            (self.entity_df, reading.entity_counts),
-            (self.word_df, reading.word_counts),
-        ):
-            for item in items:
-                counter[item] += sign
-                if not counter[item]:
-                    del counter[item]
-
-    def _shift_titles(self, removed: Sequence[Chunk], added: Sequence[Chunk]) -> set[str]:
-        """Count the change's titles; return the alias keys of titles that came or went."""
-        flipped = _shift(
-            self.titles, [c.title for c in removed if c.title], [c.title for c in added if c.title]
-        )
-        return {token_key(a) for t in flipped for a in title_aliases(t)} - {""}
-
-    def _shift_lower(self, removed: Sequence[Chunk], added: Sequence[Chunk]) -> set[str]:
-        """Count lower-case usage; return the words that became or stopped being common."""
-        flipped = _shift(
-            self.lower,
-            [w for c in removed for w in lower_case_words(c)],
-            [w for c in added for w in lower_case_words(c)],
-        )
-        return {w for w in flipped if w == w.lower()}
-
-
-def _shift(counter: Counter[str], gone: Sequence[str], new: Sequence[str]) -> set[str]:
-    """Apply counts; return the items whose presence (count > 0) changed."""
-    before = {x: counter[x] > 0 for x in (*gone, *new)}
-    counter.subtract(gone)
-    counter.update(new)
-    flipped = {x for x, was in before.items() if (counter[x] > 0) != was}
-    for x in before:
-        if counter[x] <= 0:
-            del counter[x]
-    return flipped
-
-
-class _KeyIndex:
-    """Keys (aliases, words) by word, to find the chunks that may contain one (re-read them)."""
-
-    def __init__(self, keys: set[str]) -> None:
-        self.by_word: dict[str, list[list[str]]] = {}
-        for key in keys:
-            words = key.split()
-            for word in set(words):
-                self.by_word.setdefault(word, []).append(words)
-
-    def may_occur(self, chunk: Chunk, reading: Reading) -> bool:
-        """Tell whether ``chunk`` could contain a key (a superset test).
-
-        It could when one of the key's words is written with a capital in the chunk (a name
-        starts with one) and all of its words are in the text.
-        """
-        candidates = [w for word in reading.capitals if (w := self.by_word.get(word))]
-        if not candidates:
-            return False
-        text = chunk.text.replace("’", "'").lower()
-        return any(all(w in text for w in key) for keys in candidates for key in keys)
 
 
 def read_chunk(chunk: Chunk, titles: TitleIndex) -> Reading:
@@ -441,16 +265,6 @@ def _capitals(sentence: str) -> set[str]:
     return out
 
 
-class OfflineExtractor:
-    """Entities, keywords and triples by title linking and patterns; see the module docstring."""
-
-    name = "offline"
-
-    def extract(self, chunks: Sequence[Chunk], show_progress: bool = False) -> list[Extraction]:
-        """Extract every chunk (a fresh corpus: everything is new)."""
-        return CorpusReadings().update(chunks, [], chunks, show_progress)
-
-
 def _resolve_to_page(mention: Mention, page: str) -> Mention:
     """Map a part of the page's own name ("Boritzer" in "Etan Boritzer") to the page."""
     if mention.is_date or not page or mention.key == page:
@@ -459,27 +273,3 @@ def _resolve_to_page(mention: Mention, page: str) -> Mention:
     if len(words) < len(name) and (name[: len(words)] == words or name[-len(words) :] == words):
         return Mention(page, mention.start, mention.end)
     return mention
-
-
-def _keywords(
-    chunk: Chunk, reading: Reading, entity_df: Counter[str], word_df: Counter[str], n: int
-) -> list[str]:
-    """Pick the chunk's most distinctive entities, then words, by tf·idf; never its own title."""
-    page = token_key(chunk.title) if chunk.title else ""
-
-    def idf(df: int) -> float:
-        return math.log((n + 1) / (df + 0.5))
-
-    ranked = sorted(
-        ((tf * idf(entity_df[e]), e) for e, tf in reading.entity_counts.items() if e != page),
-        key=lambda pair: (-pair[0], pair[1]),
-    )
-    chosen = [e for _, e in ranked[:KEYWORDS_PER_CHUNK]]
-    if len(chosen) < KEYWORDS_PER_CHUNK:
-        taken = {w for e in chosen for w in e.split()} | set(page.split())
-        words = sorted(
-            ((tf * idf(word_df[w]), w) for w, tf in reading.word_counts.items() if w not in taken),
-            key=lambda pair: (-pair[0], pair[1]),
-        )
-        chosen += [w for _, w in words[: KEYWORDS_PER_CHUNK - len(chosen)]]
-    return chosen

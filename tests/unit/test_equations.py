@@ -405,6 +405,7 @@ def test_gear_eq8_10_passage_link_fuses_passages_and_triples_sources(monkeypatch
 
 def _tiny_knowledge_graph():
     from graph_store.extraction import Extraction, Triple
+    from graph_store.extraction.table import ExtractionTable
     from graph_store.knowledge_graph import build_knowledge_graph
 
     extractions = [
@@ -428,7 +429,7 @@ def _tiny_knowledge_graph():
             ),
         ),
     ]
-    return build_knowledge_graph(["c1", "c2"], extractions)
+    return build_knowledge_graph(["c1", "c2"], ExtractionTable.from_extractions(extractions))
 
 
 def test_tog2_eq1_edge_lists_the_relations_and_their_direction():

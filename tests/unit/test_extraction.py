@@ -1,7 +1,20 @@
+import math
+import random
+from collections import Counter
+
+import pytest
+
 from graph_store.documents import Chunk
 from graph_store.extraction import Extraction, Triple
 from graph_store.extraction.normalise import title_aliases
-from graph_store.extraction.offline import OfflineExtractor, extraction_sentences, token_key
+from graph_store.extraction.offline import (
+    corpus_titles,
+    extraction_sentences,
+    read_chunk,
+    token_key,
+)
+from graph_store.extraction.readings import OfflineExtractor
+from tests.unit.test_incremental_graphs import random_chunk
 
 
 def chunk(cid, title, text):
@@ -71,3 +84,37 @@ def test_extraction_round_trips_as_json():
     e = Extraction("x", ("a", "b"), ("k",), (Triple("a", "p", "b"),))
     assert Extraction.from_dict(e.to_dict()) == e
     assert token_key("St. Maurice’s Abbey") == "st maurice's abbey"
+
+
+def reference_keywords(chunk, reading, entity_df, word_df, n):
+    """Keywords picked one chunk at a time, as the readings' vectorised pick must pick them."""
+    page = token_key(chunk.title) if chunk.title else ""
+
+    def idf(df):
+        return math.log((n + 1) / (df + 0.5))
+
+    ranked = sorted(
+        ((tf * idf(entity_df[e]), e) for e, tf in reading.entity_counts.items() if e != page),
+        key=lambda pair: (-pair[0], pair[1]),
+    )
+    chosen = [e for _, e in ranked[:5]]
+    taken = {w for e in chosen for w in e.split()} | set(page.split())
+    words = sorted(
+        ((tf * idf(word_df[w]), w) for w, tf in reading.word_counts.items() if w not in taken),
+        key=lambda pair: (-pair[0], pair[1]),
+    )
+    return tuple(chosen + [w for _, w in words[: 5 - len(chosen)]])
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_vectorised_keywords_equal_a_pick_one_chunk_at_a_time(seed):
+    rng = random.Random(seed)
+    chunks = [random_chunk(rng, i) for i in range(40)]
+    titles = corpus_titles(chunks)
+    readings = [read_chunk(c, titles) for c in chunks]
+    entity_df = Counter(e for r in readings for e in r.entity_counts)
+    word_df = Counter(w for r in readings for w in r.word_counts)
+    got = OfflineExtractor().extract(chunks)
+    for chunk, reading, extraction in zip(chunks, readings, got, strict=True):
+        want = reference_keywords(chunk, reading, entity_df, word_df, len(chunks))
+        assert extraction.keywords == want, chunk.id

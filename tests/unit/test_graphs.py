@@ -5,6 +5,7 @@ import scipy.sparse as sp
 from evals.coverage import covered
 from graph_store.documents import Chunk
 from graph_store.extraction import Extraction, Triple
+from graph_store.extraction.table import ExtractionTable
 from graph_store.knowledge_graph import build_knowledge_graph
 from graph_store.passage_graph import (
     PassageGraph,
@@ -84,7 +85,7 @@ def test_passage_graph_features_neighbours_and_round_trip(tmp_path):
     vectors = np.array([[1, 0], [0.6, 0.8], [0, 1]], dtype=np.float32)
     graph = build_passage_graph(
         chunks,
-        extractions,
+        ExtractionTable.from_extractions(extractions),
         vectors,
         PassageGraphSettings(max_df=5, keyword_min_shared=2, semantic_k=1, semantic_min_sim=0.5),
     )
@@ -125,7 +126,7 @@ def test_link_edges_follow_titles_across_documents_only():
         Extraction("q#1", ("seine river",), ()),  # its own page: no link to itself
         Extraction("r", ("paris", "london"), ()),  # "london" has no page here
     ]
-    links = link_edges(chunks, extractions).toarray()
+    links = link_edges(chunks, ExtractionTable.from_extractions(extractions)).toarray()
     assert links.tolist() == [
         [0, 1, 1, 0],  # p → both chunks of the Seine page (naming Paris is naming itself)
         [1, 0, 0, 1],  # q#0 mentions Paris: both pages of that title
@@ -135,7 +136,7 @@ def test_link_edges_follow_titles_across_documents_only():
     # When q#1 names Paris too, both Paris pages are linked from two chunks: a cap of one
     # drops the links into them and keeps those into the Seine page.
     extractions[2] = Extraction("q#1", ("seine river", "paris"), ())
-    capped = link_edges(chunks, extractions, max_df=1).toarray()
+    capped = link_edges(chunks, ExtractionTable.from_extractions(extractions), 1).toarray()
     assert capped.tolist() == [[0, 1, 1, 0], [0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0]]
 
 
@@ -144,7 +145,7 @@ def test_knowledge_graph_lookups_by_hand():
         Extraction("c1", ("x", "y"), (), (Triple("x", "born in", "y"), Triple("x", "son of", "z"))),
         Extraction("c2", ("y",), (), (Triple("y", "capital of", "w"),)),
     ]
-    kg = build_knowledge_graph(["c1", "c2"], extractions)
+    kg = build_knowledge_graph(["c1", "c2"], ExtractionTable.from_extractions(extractions))
     assert kg.entities == ["w", "x", "y", "z"]
     assert {t.text for t in kg.triples_of("y")} == {"x born in y", "y capital of w"}
     assert kg.chunks_of("y") == ["c1", "c2"] and kg.chunks_of("w") == ["c2"]

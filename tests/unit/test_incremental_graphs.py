@@ -8,7 +8,7 @@ import pytest
 from graph_store import Document, Index, add_documents, build_index, delete_documents
 from graph_store.build import build_graphs
 from graph_store.documents import Chunk
-from graph_store.extraction.offline import CorpusReadings, OfflineExtractor
+from graph_store.extraction.readings import CorpusReadings, OfflineExtractor
 from graph_store.graph_build import GraphSettings
 from graph_store.passage_graph import nearest, update_nearest
 from graph_store.vdb_chroma import ChromaVectorStore
@@ -60,17 +60,17 @@ def test_any_sequence_of_adds_and_deletes_equals_a_fresh_extraction(seed):
             next_id += 1
         corpus.update({c.id: c for c in added})
         ordered = [corpus[i] for i in sorted(corpus)]
-        got = state.update(ordered, removed_chunks, added)
+        got = state.update(ordered, removed_chunks, added).to_extractions()
         assert got == OfflineExtractor().extract(ordered)
 
 
 def test_a_new_title_is_linked_in_chunks_written_before_it():
     old = Chunk("a", "a", "Alpha", "Alpha met the Zeta Band.")
     state = CorpusReadings()
-    [before] = state.update([old], [], [old])
+    [before] = state.update([old], [], [old]).to_extractions()
     assert "zeta band" in before.entities  # an unlinked name
     page = Chunk("b", "b", "Zeta", "Zeta is a town.")
-    got = state.update([old, page], [], [page])
+    got = state.update([old, page], [], [page]).to_extractions()
     assert "zeta" in got[0].entities  # re-read: the longest alias is now the page
     assert got == OfflineExtractor().extract([old, page])
 

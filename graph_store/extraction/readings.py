@@ -1,0 +1,304 @@
+"""The offline extractor over a whole corpus, kept between writes, as arrays.
+
+Every chunk's reading (extraction.offline.read_chunk) depends on the corpus only through the title
+index (the titles, and the words written in lower case), and its keywords on the corpus's document
+frequencies. So an add or delete re-reads only the new chunks and the chunks that may contain an
+alias or a word whose standing changed, then picks every chunk's keywords again from the stored
+counts: the result equals a fresh extraction of the final corpus
+(tests/unit/test_incremental_graphs.py).
+
+The readings are kept as ragged integer arrays over one vocabulary (extraction.table), so a write
+at a million chunks loads, re-picks and saves them in seconds, with vectorised arithmetic instead
+of a Python loop per chunk.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from graph_store.documents import Chunk
+
+from .base import Extraction
+from .normalise import title_aliases
+from .offline import Reading, TitleIndex, lower_case_words, read_chunk, token_key
+from .table import ExtractionTable, Ragged, Vocabulary
+
+READINGS_FILE = "offline-readings.npz"
+"""The arrays; the chunk ids, vocabulary and lower-case word counts go beside it as .json."""
+KEYWORDS_PER_CHUNK = 5
+ARRAYS = ("entities", "entity_tf", "word_tf", "capitals", "triples")
+
+
+@dataclass(frozen=True)
+class ReadingTable:
+    """The readings of chunks (rows in ``ids`` order), in ids of ``vocab``.
+
+    ``page``: each chunk's own page entity (-1: no title). ``entity_tf`` / ``word_tf``: rows of
+    (id, count) pairs. ``capitals``: the words a chunk writes with a capital. ``triples``: rows
+    of (subject, predicate, object).
+    """
+
+    ids: list[str]
+    vocab: Vocabulary
+    page: np.ndarray
+    entities: Ragged
+    entity_tf: Ragged
+    word_tf: Ragged
+    capitals: Ragged
+    triples: Ragged
+
+    @classmethod
+    def encode(
+        cls, chunks: Sequence[Chunk], readings: Sequence[Reading], vocab: Vocabulary
+    ) -> ReadingTable:
+        """Encode the readings of ``chunks`` into ids of ``vocab`` (which grows)."""
+
+        def ids(items: Sequence[str]) -> list[int]:
+            return [vocab.id(x) for x in items]
+
+        return cls(
+            [c.id for c in chunks],
+            vocab,
+            np.array([vocab.id(token_key(c.title)) if c.title else -1 for c in chunks], np.int64),
+            Ragged.from_lists([ids(r.entities) for r in readings]),
+            Ragged.from_lists(
+                [[(vocab.id(e), n) for e, n in r.entity_counts.items()] for r in readings], 2
+            ),
+            Ragged.from_lists(
+                [[(vocab.id(w), n) for w, n in r.word_counts.items()] for r in readings], 2
+            ),
+            Ragged.from_lists([ids(sorted(r.capitals)) for r in readings]),
+            Ragged.from_lists(
+                [[ids((t.subject, t.predicate, t.object)) for t in r.triples] for r in readings], 3
+            ),
+        )
+
+    def take(self, rows: np.ndarray) -> ReadingTable:
+        """Return the given rows, in that order."""
+        parts = {name: getattr(self, name).take(rows) for name in ARRAYS}
+        return ReadingTable([self.ids[i] for i in rows], self.vocab, self.page[rows], **parts)
+
+    def extend(self, other: ReadingTable) -> ReadingTable:
+        """Return these rows followed by ``other``'s (same vocabulary)."""
+        parts = {n: Ragged.concat([getattr(self, n), getattr(other, n)]) for n in ARRAYS}
+        page = np.concatenate([self.page, other.page])
+        return ReadingTable([*self.ids, *other.ids], self.vocab, page, **parts)
+
+    def save(self, directory: Path, lower: Counter[str]) -> None:
+        """Write the arrays and, beside them, the ids, vocabulary and lower-case word counts."""
+        arrays = {"page": self.page}
+        for name in ARRAYS:
+            arrays |= {f"{name}_ptr": getattr(self, name).ptr, name: getattr(self, name).values}
+        np.savez(directory / READINGS_FILE, **arrays)
+        text = json.dumps({"ids": self.ids, "vocab": self.vocab.strings, "lower": lower})
+        (directory / READINGS_FILE).with_suffix(".json").write_text(text, encoding="utf-8")
+
+    @classmethod
+    def load(cls, directory: Path) -> tuple[ReadingTable, Counter[str]] | None:
+        """Read what :meth:`save` wrote, and the lower-case counts; ``None`` when absent."""
+        path = directory / READINGS_FILE
+        if not path.is_file() or not path.with_suffix(".json").is_file():
+            return None
+        strings = json.loads(path.with_suffix(".json").read_text(encoding="utf-8"))
+        vocab = Vocabulary()
+        vocab.strings = strings["vocab"]
+        vocab.ids = {s: i for i, s in enumerate(vocab.strings)}
+        with np.load(path) as data:
+            parts = {name: Ragged(data[f"{name}_ptr"], data[name]) for name in ARRAYS}
+            table = cls(strings["ids"], vocab, data["page"], **parts)
+        return table, Counter(strings["lower"])
+
+
+def empty_table(vocab: Vocabulary | None = None) -> ReadingTable:
+    """Return a table of no chunks."""
+    return ReadingTable.encode([], [], vocab or Vocabulary())
+
+
+class CorpusReadings:
+    """The offline extractor's state over a corpus, kept between writes (see the module doc)."""
+
+    def __init__(
+        self,
+        corpus: Sequence[Chunk] = (),
+        table: ReadingTable | None = None,
+        lower: Counter[str] | None = None,
+    ) -> None:
+        """Resume from a saved state of ``corpus`` (its readings and lower-case word counts)."""
+        self.table = table or empty_table()
+        self.lower: Counter[str] = lower or Counter()
+        self.titles: Counter[str] = Counter(c.title for c in corpus if c.title)
+
+    def update(
+        self,
+        corpus: Sequence[Chunk],
+        removed: Sequence[Chunk],
+        added: Sequence[Chunk],
+        show_progress: bool = False,
+    ) -> ExtractionTable:
+        """Apply a change (``removed`` and ``added`` chunks); return ``corpus``'s extractions."""
+        changed = self._shift_titles(removed, added) | self._shift_lower(removed, added)
+        titles = TitleIndex(list(self.titles), frozenset(self.lower))  # counts are never 0
+        gone = {c.id for c in removed} | {c.id for c in added}
+        stale = self._may_contain(changed, corpus, gone)
+        todo = [*stale, *added]
+        readings = [
+            read_chunk(chunk, titles)
+            for chunk in tqdm(todo, desc="extracting", unit="chunk", disable=not show_progress)
+        ]
+        redo = gone | {c.id for c in stale}
+        kept = np.array([i for i, cid in enumerate(self.table.ids) if cid not in redo], np.int64)
+        table = self.table.take(kept).extend(ReadingTable.encode(todo, readings, self.table.vocab))
+        row = {cid: i for i, cid in enumerate(table.ids)}
+        self.table = table.take(np.array([row[c.id] for c in corpus], dtype=np.int64))
+        keywords = pick_keywords(self.table, max(len(corpus), 1))
+        t = self.table
+        return ExtractionTable(t.ids, t.vocab, t.entities, keywords, t.triples)
+
+    def save(self, directory: Path) -> None:
+        """Write the readings and the lower-case word counts."""
+        self.table.save(directory, self.lower)
+
+    @classmethod
+    def load(cls, directory: Path, corpus: Sequence[Chunk]) -> CorpusReadings | None:
+        """Resume the state saved with ``corpus``; ``None`` when there is none to resume."""
+        found = ReadingTable.load(directory)
+        if found is None or set(found[0].ids) != {c.id for c in corpus}:
+            return None  # none, written by an older hopgraph, or not this corpus's: start afresh
+        return cls(corpus, *found)
+
+    def _may_contain(self, keys: set[str], corpus: Sequence[Chunk], skip: set[str]) -> list[Chunk]:
+        """Return the chunks of ``corpus`` (but ``skip``) that may contain one of ``keys``.
+
+        A chunk may when one of the key's words is written with a capital in it (a name starts
+        with one) and all of the key's words are in its text: a superset test.
+        """
+        by_word: dict[str, list[list[str]]] = {}
+        for key in keys:
+            words = key.split()
+            for word in set(words):
+                by_word.setdefault(word, []).append(words)
+        vocab, capitals = self.table.vocab, self.table.capitals
+        wanted = [vocab.ids[w] for w in by_word if w in vocab.ids]
+        hit = np.isin(capitals.values, wanted)
+        rows = np.unique(capitals.row_of_values()[hit])
+        if not len(rows):
+            return []
+        chunk_of = {c.id: c for c in corpus}
+        out = []
+        for row in rows.tolist():
+            chunk = chunk_of.get(self.table.ids[row])
+            if chunk is None or chunk.id in skip:
+                continue
+            text = chunk.text.replace("’", "'").lower()
+            capital = [vocab.strings[i] for i in capitals.row(row)]
+            if any(all(w in text for w in key) for c in capital for key in by_word.get(c, ())):
+                out.append(chunk)
+        return out
+
+    def _shift_titles(self, removed: Sequence[Chunk], added: Sequence[Chunk]) -> set[str]:
+        """Count the change's titles; return the alias keys of titles that came or went."""
+        flipped = _shift(
+            self.titles, [c.title for c in removed if c.title], [c.title for c in added if c.title]
+        )
+        return {token_key(a) for t in flipped for a in title_aliases(t)} - {""}
+
+    def _shift_lower(self, removed: Sequence[Chunk], added: Sequence[Chunk]) -> set[str]:
+        """Count lower-case usage; return the words that became or stopped being common."""
+        flipped = _shift(
+            self.lower,
+            [w for c in removed for w in lower_case_words(c)],
+            [w for c in added for w in lower_case_words(c)],
+        )
+        return {w for w in flipped if w == w.lower()}
+
+
+def _shift(counter: Counter[str], gone: Sequence[str], new: Sequence[str]) -> set[str]:
+    """Apply counts; return the items whose presence (count > 0) changed."""
+    before = {x: counter[x] > 0 for x in (*gone, *new)}
+    counter.subtract(gone)
+    counter.update(new)
+    flipped = {x for x, was in before.items() if (counter[x] > 0) != was}
+    for x in before:
+        if counter[x] <= 0:
+            del counter[x]
+    return flipped
+
+
+def pick_keywords(table: ReadingTable, n: int) -> Ragged:
+    """Pick each chunk's most distinctive entities, then words, by tf·idf; never its own title.
+
+    idf = log((n + 1) / (df + 0.5)) over the ``n`` chunks; ties go to the name first in string
+    order. Up to :data:`KEYWORDS_PER_CHUNK` entities; words fill the rest, but none that is a
+    word of a chosen entity or of the page's title.
+    """
+    rows_n, rank = table.page.shape[0], table.vocab.order()
+
+    def scored(part: Ragged) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        rows, ids, tf = part.row_of_values(), part.values[:, 0], part.values[:, 1]
+        df = np.bincount(ids, minlength=len(table.vocab))  # one (id, count) per chunk and id
+        return rows, ids, tf * np.log((n + 1) / (df[ids] + 0.5))
+
+    rows, ids, score = scored(table.entity_tf)
+    own = ids == table.page[rows]
+    limit = np.full(rows_n, KEYWORDS_PER_CHUNK)
+    e_rows, e_ids = _top_per_row(rows[~own], ids[~own], score[~own], rank, limit)
+    need = limit - np.bincount(e_rows, minlength=rows_n)
+    rows, ids, score = scored(table.word_tf)
+    wanted = need[rows] > 0
+    taken = _taken_words(table, e_rows, e_ids, need)
+    size = len(table.vocab)
+    wanted &= ~np.isin(rows * size + ids, taken)
+    w_rows, w_ids = _top_per_row(rows[wanted], ids[wanted], score[wanted], rank, need)
+    # entities first, then words, each in rank order (the selections come out ordered by row)
+    all_rows = np.concatenate([e_rows, w_rows])
+    order = np.argsort(all_rows, kind="stable")
+    ptr = np.zeros(rows_n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(all_rows, minlength=rows_n), out=ptr[1:])
+    return Ragged(ptr, np.concatenate([e_ids, w_ids])[order])
+
+
+def _top_per_row(
+    rows: np.ndarray, ids: np.ndarray, score: np.ndarray, rank: np.ndarray, limit: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Return the best ``limit[row]`` (row, id) pairs of each row, by score then name."""
+    order = np.lexsort((rank[ids], -score, rows))
+    rows, ids = rows[order], ids[order]
+    starts = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]]) if len(rows) else rows
+    lengths = np.diff(np.r_[starts, len(rows)])
+    place = np.arange(len(rows)) - np.repeat(starts, lengths)
+    keep = place < limit[rows]
+    return rows[keep], ids[keep]
+
+
+def _taken_words(
+    table: ReadingTable, e_rows: np.ndarray, e_ids: np.ndarray, need: np.ndarray
+) -> np.ndarray:
+    """Return (row × vocabulary + word) codes of the words of chosen entities and of the page."""
+    page_rows = np.flatnonzero((table.page >= 0) & (need > 0))
+    mine = need[e_rows] > 0
+    rows = np.concatenate([e_rows[mine], page_rows])
+    names = np.concatenate([e_ids[mine], table.page[page_rows]])
+    unique, where = np.unique(names, return_inverse=True)
+    vocab = table.vocab
+    split = Ragged.from_lists(
+        [[vocab.ids[w] for w in vocab.strings[i].split() if w in vocab.ids] for i in unique]
+    )
+    words = split.take(where)
+    return np.repeat(rows, words.lengths()) * len(vocab) + words.values
+
+
+class OfflineExtractor:
+    """Entities, keywords and triples by title linking and patterns (extraction.offline)."""
+
+    name = "offline"
+
+    def extract(self, chunks: Sequence[Chunk], show_progress: bool = False) -> list[Extraction]:
+        """Extract every chunk (a fresh corpus: everything is new)."""
+        return CorpusReadings().update(chunks, [], chunks, show_progress).to_extractions()
