@@ -169,3 +169,21 @@ def test_any_sequence_of_writes_equals_a_fresh_build(tmp_path, seed):
     assert any(grown_state["edges"].values()) and grown_state["triples"]
     with Index.open(grown) as idx:
         assert idx.manifest.graph["incremental"] and idx.manifest.generation == 6
+
+
+def test_reading_in_worker_processes_equals_reading_in_one(monkeypatch):
+    from graph_store.extraction import readings
+
+    rng = random.Random(7)
+    chunks = sorted((random_chunk(rng, i) for i in range(30)), key=lambda c: c.id)
+    alone = OfflineExtractor().extract(chunks)
+    monkeypatch.setattr(readings, "PARALLEL_FROM", 1)
+    monkeypatch.setattr(readings, "BATCH", 4)
+    monkeypatch.setattr(readings.os, "cpu_count", lambda: 2)
+    spawned = []
+    real_pool = readings.ProcessPoolExecutor
+    monkeypatch.setattr(
+        readings, "ProcessPoolExecutor", lambda *a, **k: spawned.append(1) or real_pool(*a, **k)
+    )
+    assert OfflineExtractor().extract(chunks) == alone
+    assert spawned  # the workers did the reading
