@@ -5,8 +5,9 @@ its own process, an index of that many synthetic one-chunk documents (evals.benc
 that mention each other's titles, topic-clustered vectors), with the vectors given, so it times
 the stores and the graphs, not the encoder (queries use the hashing embedder). Per size: index
 build (Chroma, chunk table, BM25) and graph build (offline extraction, passage graph, knowledge
-graph; triples are not embedded) with peak RSS after each; add and delete of 1,000 documents;
-dense and gnn_ret query latency, p50 and p95 over 200 queries; and the growth per doubling.
+graph; triples are not embedded); add and delete of 1,000 documents; dense and gnn_ret query
+latency, p50 and p95 over 200 queries; and the growth per doubling. Each phase runs in its own
+process and reports its own peak RSS.
 """
 
 from __future__ import annotations
@@ -48,33 +49,69 @@ def _peak_gb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024**2
 
 
+PHASES = ("index", "graph", "add", "delete", "latency")
+
+
 def run_one(size: int, workdir: Path) -> dict:
-    """Build, write to and query one index of ``size`` passages; return the figures."""
-    chunks, vectors = synthetic_corpus(size + CHANGE, dimension=DIMENSION)
-    given = {c.id: v for c, v in zip(chunks, vectors, strict=True)}
-    # The vectors are given: the encoder is not what this benchmark measures.
-    build_module.embed_chunks = lambda todo, embedder, show: np.stack([given[c.id] for c in todo])
-    docs = [Document(c.id, c.title, c.text) for c in chunks]
-    base, extra = docs[:size], docs[size:]
-    settings = IndexSettings(model="hashing", chunk_tokens=512)
-    path = workdir / "index"
+    """Build, write to and query one index of ``size`` passages; return the figures.
+
+    Each phase runs in its own process, so its peak RSS is its own (not the corpus generator's
+    nor an earlier phase's), as when a user runs ``hopgraph index``, ``graph build``, ``add``.
+    """
     out: dict = {"size": size, "cpus": os.cpu_count()}
-    started = time.perf_counter()
-    build_index(base, path, settings, show_progress=False)
-    out["index_s"], out["index_peak_gb"] = time.perf_counter() - started, _peak_gb()
-    started = time.perf_counter()
-    info = build_graphs(path, GraphSettings(embed_triples=False), show_progress=False)
-    out["graph_s"], out["graph_peak_gb"] = time.perf_counter() - started, _peak_gb()
-    out["graph_timings"], out["graph_counts"] = info["timings"], info["counts"]
-    started = time.perf_counter()
-    add_documents(path, extra, show_progress=False)
-    out["add_1000_s"] = time.perf_counter() - started
-    started = time.perf_counter()
-    delete_documents(path, [d.id for d in base[:CHANGE]])
-    out["delete_1000_s"], out["write_peak_gb"] = time.perf_counter() - started, _peak_gb()
-    out["latency_ms"] = _latency(path, [c.title for c in chunks[:: max(1, size // 200)]][:200])
-    out["peak_gb"] = _peak_gb()
+    for phase in PHASES:
+        child = [sys.executable, "-m", "evals.bench.scale", "--one", str(size)]
+        child += ["--phase", phase, "--workdir", str(workdir)]
+        done = subprocess.run(child, capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            raise RuntimeError(f"{size} {phase}: failed\n{done.stderr[-3000:]}")
+        out.update(json.loads(done.stdout.strip().splitlines()[-1]))
+    out["peak_gb"] = max(v for k, v in out.items() if k.endswith("peak_gb"))
     return out
+
+
+def run_phase(phase: str, size: int, workdir: Path) -> dict:
+    """Run one phase on the index in ``workdir``; return its figures."""
+    path = workdir / "index"
+    started = time.perf_counter()
+    if phase == "index":
+        chunks, vectors = synthetic_corpus(size + CHANGE, dimension=DIMENSION)
+        _give(dict(zip([c.id for c in chunks], vectors, strict=True)))
+        docs = [Document(c.id, c.title, c.text) for c in chunks]
+        extra = {"ids": [d.id for d in docs[size:]], "titles": [d.title for d in docs[size:]]}
+        extra |= {"texts": [d.text for d in docs[size:]]}
+        extra["queries"] = [c.title for c in chunks[: size : max(1, size // 200)]][:200]
+        extra["removed"] = [d.id for d in docs[:CHANGE]]
+        (workdir / "change.json").write_text(json.dumps(extra), encoding="utf-8")
+        np.save(workdir / "change.npy", vectors[size:])
+        del chunks, vectors
+        started = time.perf_counter()
+        build_index(docs[:size], path, IndexSettings(model="hashing", chunk_tokens=512), False)
+        return {"index_s": time.perf_counter() - started, "index_peak_gb": _peak_gb()}
+    change = json.loads((workdir / "change.json").read_text(encoding="utf-8"))
+    if phase == "graph":
+        info = build_graphs(path, GraphSettings(embed_triples=False), show_progress=False)
+        return {
+            "graph_s": time.perf_counter() - started,
+            "graph_peak_gb": _peak_gb(),
+            "graph_timings": info["timings"],
+            "graph_counts": info["counts"],
+        }
+    if phase == "add":
+        _give(dict(zip(change["ids"], np.load(workdir / "change.npy"), strict=True)))
+        docs = list(map(Document, change["ids"], change["titles"], change["texts"]))
+        started = time.perf_counter()
+        add_documents(path, docs, show_progress=False)
+        return {"add_1000_s": time.perf_counter() - started, "add_peak_gb": _peak_gb()}
+    if phase == "delete":
+        delete_documents(path, change["removed"])
+        return {"delete_1000_s": time.perf_counter() - started, "delete_peak_gb": _peak_gb()}
+    return {"latency_ms": _latency(path, change["queries"])}
+
+
+def _give(vectors: dict[str, np.ndarray]) -> None:
+    """Make the writes take these vectors: the encoder is not what this benchmark measures."""
+    build_module.embed_chunks = lambda todo, embedder, show: np.stack([vectors[c.id] for c in todo])
 
 
 def _latency(path: Path, queries: list[str]) -> dict:
@@ -101,8 +138,14 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--sizes", default="100k,200k,400k,1M", help="e.g. 100k,200k,400k,1M")
     parser.add_argument("--out", type=Path, help="write the figures as JSON here")
-    parser.add_argument("--one", type=int, help=argparse.SUPPRESS)  # a child process's size
+    # a child process: one size (all its phases), or one phase of it in --workdir
+    parser.add_argument("--one", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--phase", choices=PHASES, help=argparse.SUPPRESS)
+    parser.add_argument("--workdir", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.phase:
+        print(json.dumps(run_phase(args.phase, args.one, args.workdir)))
+        return 0
     if args.one:
         with tempfile.TemporaryDirectory(prefix="hopgraph-scale-") as tmp:
             print(json.dumps(run_one(args.one, Path(tmp))))
