@@ -22,8 +22,8 @@ import numpy as np
 from evals.bench import save_json
 from graph_store.documents import Chunk
 from graph_store.extraction.readings import CorpusReadings
-from graph_store.graph_build import GraphSettings, chunk_embeddings, graph_counts
-from graph_store.index import Index
+from graph_store.graph_build import GraphSettings, graph_counts
+from graph_store.index import Index, read_vectors
 from graph_store.knowledge_graph import build_knowledge_graph
 from graph_store.passage_graph import build_passage_graph
 
@@ -122,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.index:
         with Index.open(args.index) as index:
             chunks = list(index.chunks.values())
-            vectors = chunk_embeddings(index.vectors.location, chunks)
+            vectors = read_vectors(index.directory, index.manifest, chunks)
         label = str(args.index)
     else:
         chunks, vectors = synthetic_corpus(args.synthetic)

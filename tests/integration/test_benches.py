@@ -1,0 +1,16 @@
+"""The benchmarks run end to end at a tiny size (their figures are checked by reading them)."""
+
+import json
+import subprocess
+import sys
+
+
+def test_the_scale_benchmark_runs_every_phase(tmp_path):
+    out = tmp_path / "scale.json"
+    command = [sys.executable, "-m", "evals.bench", "scale", "--sizes", "2k", "--out", str(out)]
+    done = subprocess.run(command, capture_output=True, text=True, check=False, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    [row] = json.loads(out.read_text(encoding="utf-8"))
+    assert row["size"] == 2000 and row["graph_counts"]["chunks"] == 2000
+    assert row["add_1000_s"] > 0 and row["delete_1000_s"] > 0
+    assert set(row["latency_ms"]) == {"dense", "gnn_ret"}
