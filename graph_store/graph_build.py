@@ -4,7 +4,7 @@ Graphs are derived data, written with every write of an index that has them into
 generation folder, so they can never hold a deleted chunk, triple or entity. ``graph build``
 builds them from scratch; ``add`` / ``delete`` bring the previous generation's up to date and
 cost what they change: offline extraction re-reads only new chunks and chunks whose title
-links may have changed (extraction.offline.CorpusReadings); semantic neighbours are searched
+links may have changed (extraction.readings.CorpusReadings); semantic neighbours are searched
 only for new chunks and chunks that lost more than their spare neighbours
 (passage_graph.update_nearest); LLM extractions come from a disk cache keyed by model and
 prompt; only new triples are embedded. The result equals a fresh build of the final corpus
