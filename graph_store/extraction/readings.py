@@ -14,7 +14,6 @@ of a Python loop per chunk.
 
 from __future__ import annotations
 
-import json
 import os
 from collections import Counter
 from collections.abc import Sequence
@@ -31,7 +30,7 @@ from graph_store.documents import Chunk
 from .base import Extraction
 from .normalise import title_aliases
 from .offline import Reading, TitleIndex, lower_case_words, read_chunk, token_key
-from .table import ExtractionTable, Ragged, Vocabulary
+from .table import ExtractionTable, Ragged, Vocabulary, load_ragged, save_ragged
 
 READINGS_FILE = "offline-readings.npz"
 """The arrays; the chunk ids, vocabulary and lower-case word counts go beside it as .json."""
@@ -101,14 +100,11 @@ class ReadingTable:
         new = np.array([vocab.id(s) for s in self.vocab.strings], dtype=np.int64)
 
         def mapped(part: Ragged) -> Ragged:
-            values = part.values.copy()
-            if values.ndim == 1:
-                values = new[values]
-            elif values.shape[1] == 2:  # (id, count) pairs: only the ids move
-                values[:, 0] = new[values[:, 0]]
-            else:
-                values = new[values]
-            return Ragged(part.ptr, values)
+            if part.values.ndim == 2 and part.values.shape[1] == 2:  # (id, count): ids move
+                return Ragged(
+                    part.ptr, np.column_stack([new[part.values[:, 0]], part.values[:, 1]])
+                )
+            return Ragged(part.ptr, new[part.values])
 
         parts = {name: mapped(getattr(self, name)) for name in ARRAYS}
         page = np.where(self.page >= 0, new[np.maximum(self.page, 0)], -1)
@@ -116,12 +112,15 @@ class ReadingTable:
 
     def save(self, directory: Path, lower: Counter[str]) -> None:
         """Write the arrays and, beside them, the ids, vocabulary and lower-case word counts."""
-        arrays = {"page": self.page}
-        for name in ARRAYS:
-            arrays |= {f"{name}_ptr": getattr(self, name).ptr, name: getattr(self, name).values}
-        np.savez(directory / READINGS_FILE, **arrays)
-        text = json.dumps({"ids": self.ids, "vocab": self.vocab.strings, "lower": lower})
-        (directory / READINGS_FILE).with_suffix(".json").write_text(text, encoding="utf-8")
+        parts = {name: getattr(self, name) for name in ARRAYS}
+        save_ragged(
+            directory / READINGS_FILE,
+            parts,
+            self.ids,
+            self.vocab,
+            {"page": self.page},
+            {"lower": lower},
+        )
 
     @classmethod
     def load(cls, directory: Path) -> tuple[ReadingTable, Counter[str]] | None:
@@ -129,14 +128,8 @@ class ReadingTable:
         path = directory / READINGS_FILE
         if not path.is_file() or not path.with_suffix(".json").is_file():
             return None
-        strings = json.loads(path.with_suffix(".json").read_text(encoding="utf-8"))
-        vocab = Vocabulary()
-        vocab.strings = strings["vocab"]
-        vocab.ids = {s: i for i, s in enumerate(vocab.strings)}
-        with np.load(path) as data:
-            parts = {name: Ragged(data[f"{name}_ptr"], data[name]) for name in ARRAYS}
-            table = cls(strings["ids"], vocab, data["page"], **parts)
-        return table, Counter(strings["lower"])
+        parts, plain, ids, vocab, meta = load_ragged(path, ARRAYS, ["page"])
+        return cls(ids, vocab, plain["page"], **parts), Counter(meta["lower"])
 
 
 def empty_table(vocab: Vocabulary | None = None) -> ReadingTable:

@@ -25,10 +25,9 @@ class Vocabulary:
     """Strings ↔ ids; ids are never reused, so arrays written earlier stay valid."""
 
     def __init__(self, strings: Iterable[str] = ()) -> None:
-        self.strings: list[str] = []
-        self.ids: dict[str, int] = {}
-        for text in strings:
-            self.id(text)
+        """Start from distinct ``strings`` (their ids are their places)."""
+        self.strings: list[str] = list(strings)
+        self.ids: dict[str, int] = {s: i for i, s in enumerate(self.strings)}
 
     def id(self, text: str) -> int:
         """Return the id of ``text``, adding it when new."""
@@ -159,25 +158,47 @@ class ExtractionTable:
 
     def save(self, path: Path) -> None:
         """Write the arrays into ``path`` (.npz) and the strings beside it (.json)."""
-        arrays = {
-            f"{name}_{part}": getattr(getattr(self, name), part)
-            for name in ("entities", "keywords", "triples")
-            for part in ("ptr", "values")
-        }
-        np.savez(path, **arrays)
-        text = json.dumps({"ids": self.ids, "vocab": self.vocab.strings}, ensure_ascii=False)
-        path.with_suffix(".json").write_text(text, encoding="utf-8")
+        save_ragged(path, {n: getattr(self, n) for n in PARTS}, self.ids, self.vocab)
 
     @classmethod
     def load(cls, path: Path) -> ExtractionTable:
         """Read what :meth:`save` wrote."""
-        strings = json.loads(path.with_suffix(".json").read_text(encoding="utf-8"))
-        vocab = Vocabulary()
-        vocab.strings = strings["vocab"]
-        vocab.ids = {s: i for i, s in enumerate(vocab.strings)}
-        with np.load(path) as data:
-            parts = {
-                name: Ragged(data[f"{name}_ptr"], data[f"{name}_values"])
-                for name in ("entities", "keywords", "triples")
-            }
-        return cls(strings["ids"], vocab, **parts)
+        parts, _, ids, vocab, _ = load_ragged(path, PARTS)
+        return cls(ids, vocab, **parts)
+
+
+PARTS = ("entities", "keywords", "triples")
+
+
+def save_ragged(
+    path: Path,
+    parts: dict[str, Ragged],
+    ids: list[str],
+    vocab: Vocabulary,
+    arrays: dict[str, np.ndarray] | None = None,
+    extra: dict | None = None,
+) -> None:
+    """Write ragged arrays (and plain ``arrays``) into ``path`` (.npz).
+
+    The ids, the vocabulary's strings and any ``extra`` JSON-ready data go beside it (.json).
+    """
+    flat = dict(arrays or {})
+    for name, part in parts.items():
+        flat |= {f"{name}_ptr": part.ptr, f"{name}_values": part.values}
+    np.savez(path, **flat)
+    text = json.dumps({"ids": ids, "vocab": vocab.strings, **(extra or {})}, ensure_ascii=False)
+    path.with_suffix(".json").write_text(text, encoding="utf-8")
+
+
+def load_ragged(
+    path: Path, names: Sequence[str], arrays: Sequence[str] = ()
+) -> tuple[dict[str, Ragged], dict[str, np.ndarray], list[str], Vocabulary, dict]:
+    """Read what :func:`save_ragged` wrote.
+
+    Returns the named ragged and plain arrays, the ids, the vocabulary and the rest of the .json.
+    """
+    meta = json.loads(path.with_suffix(".json").read_text(encoding="utf-8"))
+    with np.load(path) as data:
+        parts = {n: Ragged(data[f"{n}_ptr"], data[f"{n}_values"]) for n in names}
+        plain = {n: data[n] for n in arrays}
+    return parts, plain, meta.pop("ids"), Vocabulary(meta.pop("vocab")), meta
