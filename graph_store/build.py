@@ -9,7 +9,6 @@ moment leaves the previous generation as it was, and the next write cleans up af
 
 from __future__ import annotations
 
-import json
 import time
 import uuid
 from collections.abc import Sequence
@@ -35,7 +34,7 @@ from .generations import (
     written_by_a_build,
 )
 from .graph_build import GraphSettings, write_graphs
-from .index import read_chunks, read_vectors
+from .index import read_chunks, read_vectors, write_chunks
 from .kdb_bm25 import BM25Store
 from .loaders import check_unique_ids, quote_ids
 from .manifest import FORMAT_VERSION, MANIFEST, Manifest, now, package_versions, read_manifest
@@ -307,8 +306,7 @@ def _write_tables(
     ``manifest`` at what was written.
     """
     name = folder_name(gen.number)
-    lines = "".join(json.dumps(c.to_dict(), ensure_ascii=False) + "\n" for c in chunks)
-    (gen.folder / "chunks.jsonl").write_text(lines, encoding="utf-8")
+    write_chunks(gen.folder / "chunks.jsonl", chunks)
     root, segment = gen.folder.parent, f"{name}/bm25-segment"
     manifest.vectors = _write_vectors(root, f"{name}/vectors", chunks, added, embeddings, previous)
     if previous is not None and previous[0].segments:

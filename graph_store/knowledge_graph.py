@@ -19,7 +19,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .extraction import Triple
-from .extraction.table import ExtractionTable
+from .extraction.table import ExtractionTable, distinct
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,7 +138,7 @@ def build_knowledge_graph(chunk_ids: Sequence[str], extractions: ExtractionTable
         for parts in [tuple(words[i] for i in ids)]
     ]
     mentioned = extractions.entities.values
-    named = np.unique(np.concatenate([mentioned, spo[:, 0], spo[:, 2]]))
+    named = distinct(np.concatenate([mentioned, spo[:, 0], spo[:, 2]]))
     entities = sorted(words[i] for i in named)
     position = np.full(len(words), -1, dtype=np.int64)
     position[[extractions.vocab.ids[e] for e in entities]] = np.arange(len(entities))

@@ -23,13 +23,14 @@ from multiprocessing import get_all_start_methods, get_context
 from pathlib import Path
 
 import numpy as np
+import scipy.sparse as sp
 from tqdm.auto import tqdm
 
 from graph_store.documents import Chunk
 
 from .base import Extraction
 from .normalise import title_aliases
-from .offline import Reading, TitleIndex, lower_case_words, read_chunk, token_key
+from .offline import Reading, TitleIndex, content_words, lower_case_words, read_chunk, token_key
 from .table import ExtractionTable, Ragged, Vocabulary, load_ragged, save_ragged
 
 READINGS_FILE = "offline-readings.npz"
@@ -189,29 +190,18 @@ class CorpusReadings:
     def _may_contain(self, keys: set[str], corpus: Sequence[Chunk], skip: set[str]) -> list[Chunk]:
         """Return the chunks of ``corpus`` (but ``skip``) that may contain one of ``keys``.
 
-        A chunk may when one of the key's words is written with a capital in it (a name starts
-        with one) and all of the key's words are in its text: a superset test.
+        A superset test in two steps. Arrays first, for every chunk at once: a name starts with
+        a capital, so one of the key's words is written with a capital in the chunk, and the
+        chunk counts every content word of the key (the last one possibly only as a capital,
+        "Guy's" read as "guy"). Then the text, for those only: the key's words stand together
+        among the chunk's tokens, as the title index matches them.
         """
-        by_word: dict[str, list[list[str]]] = {}
-        for key in keys:
-            words = key.split()
-            for word in set(words):
-                by_word.setdefault(word, []).append(words)
-        vocab, capitals = self.table.vocab, self.table.capitals
-        wanted = [vocab.ids[w] for w in by_word if w in vocab.ids]
-        hit = np.isin(capitals.values, wanted)
-        rows = np.unique(capitals.row_of_values()[hit])
-        if not len(rows):
-            return []
+        pairs = _key_candidates(self.table, sorted(keys))
         chunk_of = {c.id: c for c in corpus}
         out = []
-        for row in rows.tolist():
+        for row, wanted in pairs.items():
             chunk = chunk_of.get(self.table.ids[row])
-            if chunk is None or chunk.id in skip:
-                continue
-            text = chunk.text.replace("’", "'").lower()
-            capital = [vocab.strings[i] for i in capitals.row(row)]
-            if any(all(w in text for w in key) for c in capital for key in by_word.get(c, ())):
+            if chunk is not None and chunk.id not in skip and _holds_any(chunk, wanted):
                 out.append(chunk)
         return out
 
@@ -230,6 +220,47 @@ class CorpusReadings:
             [w for c in added for w in lower_case_words(c)],
         )
         return {w for w in flipped if w == w.lower()}
+
+
+def _key_candidates(table: ReadingTable, keys: Sequence[str]) -> dict[int, list[str]]:
+    """Return, per row of ``table``, the ``keys`` that pass the arrays' half of the test."""
+    vocab, size = table.vocab, len(table.vocab)
+    if not keys or not size:
+        return {}
+    cap_rows, cap_cols, need_rows, need_cols, need = [], [], [], [], []
+    for k, key in enumerate(keys):
+        words = key.split()
+        required = [vocab.ids.get(w, -1) for w in content_words(words)]
+        if -1 in required:
+            required = [-1]  # a word no chunk counts: no chunk can hold the key
+        capital = [vocab.ids[w] for w in set(words) if w in vocab.ids]
+        cap_rows += [k] * len(capital)
+        cap_cols += capital
+        need_rows += [k] * len(required)
+        need_cols += [max(w, 0) for w in required]
+        need.append(len(required) if -1 not in required else size + 1)
+
+    def keys_matrix(rows: list[int], cols: list[int]) -> sp.csr_matrix:
+        ones = np.ones(len(rows), dtype=np.float32)
+        return sp.csr_matrix((ones, (rows, cols)), shape=(len(keys), size))
+
+    capitals = table.capitals.incidence(size)
+    counted = Ragged(table.word_tf.ptr, table.word_tf.values[:, 0]).incidence(size)
+    written = (counted + capitals).astype(bool).astype(np.float32)
+    hits = (capitals @ keys_matrix(cap_rows, cap_cols).T).tocoo()
+    holds = (written @ keys_matrix(need_rows, need_cols).T).tocsr()
+    counts = np.asarray(holds[hits.row, hits.col]).ravel()
+    keep = counts >= np.asarray(need)[hits.col]
+    found: dict[int, list[str]] = {}
+    for row, k in zip(hits.row[keep].tolist(), hits.col[keep].tolist(), strict=True):
+        found.setdefault(row, []).append(keys[k])
+    return found
+
+
+def _holds_any(chunk: Chunk, keys: Sequence[str]) -> bool:
+    """Tell whether one of ``keys`` stands among the chunk's tokens (last word maybe as 's)."""
+    tokens = f" {token_key(chunk.text)} "
+    return any(f" {key} " in tokens or f" {key}'s " in tokens for key in keys)
 
 
 PARALLEL_FROM = 4000
@@ -313,9 +344,7 @@ def pick_keywords(table: ReadingTable, n: int) -> Ragged:
     need = limit - np.bincount(e_rows, minlength=rows_n)
     rows, ids, score = scored(table.word_tf)
     wanted = need[rows] > 0
-    taken = _taken_words(table, e_rows, e_ids, need)
-    size = len(table.vocab)
-    wanted &= ~np.isin(rows * size + ids, taken)
+    wanted &= ~_taken(rows, ids, _taken_words(table, e_rows, e_ids, need), len(table.vocab))
     w_rows, w_ids = _top_per_row(rows[wanted], ids[wanted], score[wanted], rank, need)
     # entities first, then words, each in rank order (the selections come out ordered by row)
     all_rows = np.concatenate([e_rows, w_rows])
@@ -328,14 +357,47 @@ def pick_keywords(table: ReadingTable, n: int) -> Ragged:
 def _top_per_row(
     rows: np.ndarray, ids: np.ndarray, score: np.ndarray, rank: np.ndarray, limit: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Return the best ``limit[row]`` (row, id) pairs of each row, by score then name."""
-    order = np.lexsort((rank[ids], -score, rows))
-    rows, ids = rows[order], ids[order]
-    starts = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]]) if len(rows) else rows
+    """Return the best ``limit[row]`` (row, id) pairs of each row, by score then name.
+
+    ``rows`` come sorted (a ragged table's order). Each pass takes every row's best remaining
+    pair: a handful of linear passes instead of sorting every candidate of the corpus.
+    """
+    if not len(rows):
+        return rows, ids
+    starts = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]])
     lengths = np.diff(np.r_[starts, len(rows)])
-    place = np.arange(len(rows)) - np.repeat(starts, lengths)
-    keep = place < limit[rows]
-    return rows[keep], ids[keep]
+    wanted = limit[rows[starts]]
+    score, tie = score.astype(np.float64), rank[ids].astype(np.int64)
+    picked: list[np.ndarray] = []
+    for step in range(int(wanted.max(initial=0))):
+        best = np.maximum.reduceat(score, starts)
+        at_best = score == np.repeat(best, lengths)
+        key = np.where(at_best, tie, np.iinfo(np.int64).max)
+        first = np.minimum.reduceat(key, starts)  # the name first in order among equal scores
+        open_row = (best > -np.inf) & (step < wanted)
+        chosen = np.flatnonzero(at_best & (key == np.repeat(first, lengths)))
+        chosen = chosen[open_row[np.searchsorted(starts, chosen, side="right") - 1]]
+        picked.append(chosen)
+        score[chosen] = -np.inf
+    if not picked:
+        return rows[:0], ids[:0]
+    taken = np.concatenate(picked)
+    taken = taken[np.argsort(rows[taken], kind="stable")]  # by row, each row's in pick order
+    return rows[taken], ids[taken]
+
+
+def _taken(rows: np.ndarray, ids: np.ndarray, taken: np.ndarray, size: int) -> np.ndarray:
+    """Mask the (row, id) pairs whose code (row × ``size`` + id) is in ``taken``."""
+    out = np.zeros(len(rows), dtype=bool)
+    if not len(taken):
+        return out
+    in_names = np.zeros(size, dtype=bool)
+    in_names[taken % size] = True
+    maybe = np.flatnonzero(in_names[ids])  # only words of some chosen name need a lookup
+    codes, known = rows[maybe] * size + ids[maybe], np.sort(taken)
+    at = np.minimum(np.searchsorted(known, codes), len(known) - 1)
+    out[maybe] = known[at] == codes
+    return out
 
 
 def _taken_words(

@@ -21,6 +21,15 @@ EXTRACTIONS_FILE = "extractions.npz"
 """Where a graph folder keeps its chunks' extractions (the strings in a .json beside it)."""
 
 
+def distinct(values: np.ndarray) -> np.ndarray:
+    """Return the distinct integers of ``values``, sorted.
+
+    np.unique's default path in numpy 2.4 hashes, and is 10x slower than sorting on millions.
+    """
+    ordered = np.sort(np.asarray(values).ravel())
+    return ordered[np.r_[True, ordered[1:] != ordered[:-1]]] if len(ordered) else ordered
+
+
 class Vocabulary:
     """Strings ↔ ids; ids are never reused, so arrays written earlier stay valid."""
 

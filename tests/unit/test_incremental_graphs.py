@@ -75,6 +75,20 @@ def test_a_new_title_is_linked_in_chunks_written_before_it():
     assert got == OfflineExtractor().extract([old, page])
 
 
+@pytest.mark.parametrize(
+    "text",
+    ["We met Guy's brother.", "Guy, then Mara.", "The GUY left.", "Zeta, Guy, and Mara met."],
+)
+def test_a_new_title_reaches_chunks_that_name_it_only_as_a_possessive_or_between_commas(text):
+    old = Chunk("a", "a", "Alpha", text)
+    state = CorpusReadings()
+    state.update([old], [], [old])
+    page = Chunk("b", "b", "Guy (name)", "Guy is a name.")
+    got = state.update([old, page], [], [page]).to_extractions()
+    assert got == OfflineExtractor().extract([old, page])
+    assert "guy name" in got[0].entities  # re-read: "Guy" now links to the page
+
+
 @pytest.mark.parametrize("seed", range(10))
 def test_neighbour_lists_kept_between_writes_equal_a_fresh_search(seed):
     rng = np.random.default_rng(seed)
