@@ -9,13 +9,13 @@ are row lookups. Triple texts are embedded in their own Chroma collection (see g
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import networkx as nx
 import numpy as np
+import orjson
 import scipy.sparse as sp
 
 from .extraction import Triple
@@ -40,7 +40,11 @@ class StoredTriple:
 
 def triple_id(chunk_id: str, triple: Triple) -> str:
     """Return a stable id for a triple of a chunk."""
-    key = f"{chunk_id}\x1f{triple.subject}\x1f{triple.predicate}\x1f{triple.object}"
+    return _triple_id(chunk_id, triple.subject, triple.predicate, triple.object)
+
+
+def _triple_id(chunk_id: str, subject: str, predicate: str, obj: str) -> str:
+    key = f"{chunk_id}\x1f{subject}\x1f{predicate}\x1f{obj}"
     return hashlib.sha1(key.encode("utf-8")).hexdigest()[:16]
 
 
@@ -86,27 +90,23 @@ class KnowledgeGraph:
     def save(self, directory: Path) -> None:
         """Write entities, triples and the two incidence matrices."""
         directory.mkdir(parents=True, exist_ok=True)
-        (directory / "entities.json").write_text(json.dumps(self.entities), encoding="utf-8")
-        with (directory / "triples.jsonl").open("w", encoding="utf-8") as handle:
-            for t in self.triples:
-                handle.write(
-                    json.dumps(
-                        [t.id, t.subject, t.predicate, t.object, t.chunk_id], ensure_ascii=False
-                    )
-                    + "\n"
-                )
-        (directory / "kg-chunks.json").write_text(json.dumps(self.chunk_ids), encoding="utf-8")
+        (directory / "entities.json").write_bytes(orjson.dumps(self.entities))
+        rows = (
+            orjson.dumps([t.id, t.subject, t.predicate, t.object, t.chunk_id]) for t in self.triples
+        )
+        (directory / "triples.jsonl").write_bytes(b"".join(row + b"\n" for row in rows))
+        (directory / "kg-chunks.json").write_bytes(orjson.dumps(self.chunk_ids))
         sp.save_npz(directory / "kg-triple-entity.npz", self.triple_entity, compressed=False)
         sp.save_npz(directory / "kg-chunk-entity.npz", self.chunk_entity, compressed=False)
 
     @classmethod
     def load(cls, directory: Path) -> KnowledgeGraph:
         """Read a graph written by :meth:`save`."""
-        lines = (directory / "triples.jsonl").read_text(encoding="utf-8").splitlines()
+        lines = (directory / "triples.jsonl").read_bytes().split(b"\n")
         return cls(
-            json.loads((directory / "entities.json").read_text(encoding="utf-8")),
-            [StoredTriple(*json.loads(line)) for line in lines if line],
-            json.loads((directory / "kg-chunks.json").read_text(encoding="utf-8")),
+            orjson.loads((directory / "entities.json").read_bytes()),
+            [StoredTriple(*orjson.loads(line)) for line in lines if line],
+            orjson.loads((directory / "kg-chunks.json").read_bytes()),
             sp.load_npz(directory / "kg-triple-entity.npz").tocsr(),
             sp.load_npz(directory / "kg-chunk-entity.npz").tocsr(),
         )
@@ -132,11 +132,11 @@ def build_knowledge_graph(chunk_ids: Sequence[str], extractions: ExtractionTable
     keep = np.sort(np.asarray(first, dtype=np.int64))
     spo, rows = spo[keep], rows[keep]
     words = extractions.vocab.strings
-    triples = [
-        StoredTriple(triple_id(chunk_ids[r], Triple(*parts)), *parts, chunk_ids[r])
-        for r, ids in zip(rows.tolist(), spo.tolist(), strict=True)
-        for parts in [tuple(words[i] for i in ids)]
-    ]
+    # column by column: a million triples in seconds, not one Python object at a time
+    subjects, predicates, objects = ([words[i] for i in spo[:, j].tolist()] for j in range(3))
+    chunks = [chunk_ids[r] for r in rows.tolist()]
+    ids = list(map(_triple_id, chunks, subjects, predicates, objects))
+    triples = list(map(StoredTriple, ids, subjects, predicates, objects, chunks))
     mentioned = extractions.entities.values
     named = distinct(np.concatenate([mentioned, spo[:, 0], spo[:, 2]]))
     entities = sorted(words[i] for i in named)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Container, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 
@@ -83,9 +83,14 @@ class TitleIndex:
             entity = token_key(title)
             for alias in title_aliases(title):
                 key = token_key(alias)
-                if key and key not in STOPWORDS and (" " in key or key not in common_words):
+                if self.indexes(key, common_words):
                     self.aliases.setdefault(key, entity)
         self.longest = max((len(k.split()) for k in self.aliases), default=0)
+
+    @staticmethod
+    def indexes(key: str, common_words: Container[str]) -> bool:
+        """Tell whether an alias key links: not a stop word, nor one word used in lower case."""
+        return bool(key) and key not in STOPWORDS and (" " in key or key not in common_words)
 
     def match(self, words: list[str], start: int) -> tuple[str, int] | None:
         """Return (entity, end) of the longest alias starting at ``words[start]``."""

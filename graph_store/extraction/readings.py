@@ -30,7 +30,15 @@ from graph_store.documents import Chunk
 
 from .base import Extraction
 from .normalise import title_aliases
-from .offline import Reading, TitleIndex, content_words, lower_case_words, read_chunk, token_key
+from .offline import (
+    CONNECTORS,
+    Reading,
+    TitleIndex,
+    content_words,
+    lower_case_words,
+    read_chunk,
+    token_key,
+)
 from .table import ExtractionTable, Ragged, Vocabulary, load_ragged, save_ragged
 
 READINGS_FILE = "offline-readings.npz"
@@ -160,7 +168,9 @@ class CorpusReadings:
         show_progress: bool = False,
     ) -> ExtractionTable:
         """Apply a change (``removed`` and ``added`` chunks); return ``corpus``'s extractions."""
-        changed = self._shift_titles(removed, added) | self._shift_lower(removed, added)
+        # lower-case counts first: an alias that stays a common word never linked, nor will
+        changed = self._shift_lower(removed, added)
+        changed |= self._shift_titles(removed, added)
         titles = TitleIndex(list(self.titles), frozenset(self.lower))  # counts are never 0
         gone = {c.id for c in removed} | {c.id for c in added}
         stale = self._may_contain(changed, corpus, gone)
@@ -191,10 +201,11 @@ class CorpusReadings:
         """Return the chunks of ``corpus`` (but ``skip``) that may contain one of ``keys``.
 
         A superset test in two steps. Arrays first, for every chunk at once: a name starts with
-        a capital, so one of the key's words is written with a capital in the chunk, and the
-        chunk counts every content word of the key (the last one possibly only as a capital,
-        "Guy's" read as "guy"). Then the text, for those only: the key's words stand together
-        among the chunk's tokens, as the title index matches them.
+        a capital, so the key's first word is written with a capital in the chunk (any of its
+        words when the first is a connector), and the chunk counts every content word of the
+        key (the last one possibly only as a capital, "Guy's" read as "guy"). Then the text,
+        for those only: the key's words stand together among the chunk's tokens, as the title
+        index matches them.
         """
         pairs = _key_candidates(self.table, sorted(keys))
         chunk_of = {c.id: c for c in corpus}
@@ -206,11 +217,16 @@ class CorpusReadings:
         return out
 
     def _shift_titles(self, removed: Sequence[Chunk], added: Sequence[Chunk]) -> set[str]:
-        """Count the change's titles; return the alias keys of titles that came or went."""
+        """Count the change's titles; return the linking alias keys of titles that came or went.
+
+        A one-word alias the corpus writes in lower case links nowhere (TitleIndex); were that
+        word's standing to change, :meth:`_shift_lower` reports it.
+        """
         flipped = _shift(
             self.titles, [c.title for c in removed if c.title], [c.title for c in added if c.title]
         )
-        return {token_key(a) for t in flipped for a in title_aliases(t)} - {""}
+        keys = {token_key(a) for t in flipped for a in title_aliases(t)}
+        return {k for k in keys if TitleIndex.indexes(k, self.lower)}
 
     def _shift_lower(self, removed: Sequence[Chunk], added: Sequence[Chunk]) -> set[str]:
         """Count lower-case usage; return the words that became or stopped being common."""
@@ -233,7 +249,9 @@ def _key_candidates(table: ReadingTable, keys: Sequence[str]) -> dict[int, list[
         required = [vocab.ids.get(w, -1) for w in content_words(words)]
         if -1 in required:
             required = [-1]  # a word no chunk counts: no chunk can hold the key
-        capital = [vocab.ids[w] for w in set(words) if w in vocab.ids]
+        # a name starts with a capital; a span may start with a connector ("van Gogh")
+        starts = set(words) if words[0] in CONNECTORS else {words[0]}
+        capital = [vocab.ids[w] for w in starts if w in vocab.ids]
         cap_rows += [k] * len(capital)
         cap_cols += capital
         need_rows += [k] * len(required)
