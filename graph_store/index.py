@@ -94,6 +94,7 @@ class Index:
         )
         self.keywords = BM25Store.load(manifest.path(directory, "bm25"), directory, chunks)
         self._query_vectors: dict[str, np.ndarray] = {}
+        self._last_similarities: tuple[str, np.ndarray] | None = None
 
     @classmethod
     def open(cls, directory: str | Path, model: str | None = None) -> Index:
@@ -193,6 +194,18 @@ class Index:
         """Return the cosine similarity of ``vector`` to every chunk, in chunk order (exact)."""
         return self.embedding_matrix @ np.asarray(vector, dtype=np.float32)
 
+    def query_similarities(self, text: str) -> np.ndarray:
+        """Return the cosine of query ``text`` to every chunk; the last query's are kept.
+
+        A scan reads the whole matrix (1 GB at a million chunks), and a guarded method and its
+        guard both need it for the same query, so the second asks for free. Read-only.
+        """
+        if self._last_similarities is None or self._last_similarities[0] != text:
+            found = self.similarities(self.embed_query(text))
+            found.flags.writeable = False
+            self._last_similarities = (text, found)
+        return self._last_similarities[1]
+
     def embed_query(self, text: str) -> np.ndarray:
         """Embed one query with the index's model (the last 256 are kept: methods share them)."""
         vector = self._query_vectors.get(text)
@@ -206,6 +219,7 @@ class Index:
     def forget_queries(self) -> None:
         """Drop the cached query vectors (so a timing includes embedding the query)."""
         self._query_vectors.clear()
+        self._last_similarities = None
 
     @cached_property
     def ids(self) -> list[str]:

@@ -43,7 +43,7 @@ class DenseRetriever(Retriever):
         The ranking Chroma's index approximates, ties broken by id as there; for a handful of
         hits it costs less than a Chroma round trip (the no-harm guard asks for two per query).
         """
-        similarity = self.index.similarities(self.index.embed_query(query))
+        similarity = self.index.query_similarities(query)
         ids = self.index.ids
         if len(similarity) > 4 * k:  # a cheap shortlist first; ties at its edge stay in it
             cut = np.partition(similarity, -4 * k)[-4 * k]

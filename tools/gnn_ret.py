@@ -159,6 +159,20 @@ def recurrent_merge(h: np.ndarray, previous: np.ndarray, beta: float) -> np.ndar
 BASES = ("dense", "bm25", "hybrid")
 
 
+def smallest(values: np.ndarray, k: int) -> np.ndarray:
+    """Return the rows of the ``k`` smallest values, ties by row: a stable argsort's first k.
+
+    Selects before sorting: a full sort per query cost a fifth of a query at 200k chunks.
+    """
+    if k >= len(values):
+        return np.argsort(values, kind="stable")
+    if k <= 0:
+        return np.zeros(0, dtype=np.int64)
+    cut = np.partition(values, k - 1)[k - 1]
+    rows = np.flatnonzero(values <= cut)  # every tie at the edge, so rows break them
+    return rows[np.argsort(values[rows], kind="stable")][:k]
+
+
 class GNNRetriever(Guarded):
     """GNN-Ret over the passage graph (no training).
 
@@ -229,7 +243,7 @@ class GNNRetriever(Guarded):
         similarity = np.zeros(len(self.index.chunks), dtype=np.float32)
         weight = {"dense": 1.0, "bm25": 0.0, "hybrid": self.dense_weight}[self.base]
         if weight > 0:
-            similarity += weight * self.index.similarities(self.index.embed_query(query))
+            similarity += weight * self.index.query_similarities(query)
         if weight < 1:
             bm25 = self.index.keywords.scores(query)
             similarity += (1 - weight) * (bm25 / bm25.max() if bm25.max() > 0 else bm25)
@@ -246,7 +260,7 @@ class GNNRetriever(Guarded):
 
     def _retrieve(self, query: str, k: int) -> list[Hit]:
         h, sender, channel = self.ranking(query)
-        order = np.argsort(h, kind="stable")[:k]
+        order = smallest(h, k)
         ids = self.index.passage_graph.ids
         hits = []
         for rank, row in enumerate(order, start=1):

@@ -60,7 +60,7 @@ def _closest_chunks(ctx: Context, entity: str, similarity: np.ndarray) -> list[s
 
 def _similarity(ctx: Context, query: str) -> tuple[np.ndarray, dict[str, int]]:
     """Return cosine(query, chunk) for every chunk, and each chunk id's row."""
-    return ctx.index.similarities(ctx.index.embed_query(query)), ctx.index.rows
+    return ctx.index.query_similarities(query), ctx.index.rows
 
 
 def link_entities(state: State, runtime: Runtime[Context]) -> dict:

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from tools.gnn_ret import Channel, gnn_layer, propagate, typed_layer
+from tools.gnn_ret import Channel, gnn_layer, propagate, smallest, typed_layer
 
 
 def graph(n, edges):
@@ -75,3 +75,10 @@ def test_channel_checks_its_settings():
         Channel(("entity",), 1.5)
     with pytest.raises(ValueError, match="edge types"):
         Channel(("hyperlinks",), 0.5)
+
+
+@pytest.mark.parametrize("k", [0, 1, 3, 7, 50])
+def test_smallest_equals_a_stable_sorts_first_k_with_ties(k):
+    rng = np.random.default_rng(k)
+    values = rng.integers(0, 5, 40).astype(np.float32)  # many ties
+    assert smallest(values, k).tolist() == np.argsort(values, kind="stable")[:k].tolist()
