@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import dataclass
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,15 +33,6 @@ class Chunk:
     def embed_text(self) -> str:
         """Return what the embedder sees: title, newline, text (the benchmarks' convention)."""
         return f"{self.title}\n{self.text}" if self.title else self.text
-
-    def to_dict(self) -> dict[str, Any]:
-        """Return a JSON-ready dict."""
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Chunk:
-        """Build a chunk from :meth:`to_dict` output."""
-        return cls(**data)
 
 
 def chunk_id(doc_id: str, position: int, n_chunks: int) -> str:

@@ -247,16 +247,16 @@ def _key_candidates(table: ReadingTable, keys: Sequence[str]) -> dict[int, list[
     for k, key in enumerate(keys):
         words = key.split()
         required = [vocab.ids.get(w, -1) for w in content_words(words)]
+        need.append(len(required))
         if -1 in required:
-            required = [-1]  # a word no chunk counts: no chunk can hold the key
+            continue  # a word no chunk counts: no chunk can hold the key
         # a name starts with a capital; a span may start with a connector ("van Gogh")
         starts = set(words) if words[0] in CONNECTORS else {words[0]}
         capital = [vocab.ids[w] for w in starts if w in vocab.ids]
         cap_rows += [k] * len(capital)
         cap_cols += capital
         need_rows += [k] * len(required)
-        need_cols += [max(w, 0) for w in required]
-        need.append(len(required) if -1 not in required else size + 1)
+        need_cols += required
 
     def keys_matrix(rows: list[int], cols: list[int]) -> sp.csr_matrix:
         ones = np.ones(len(rows), dtype=np.float32)
