@@ -23,7 +23,7 @@ import numpy as np
 
 from evals.bench import save_json
 from graph_store import Index
-from graph_store.passage_graph import ann_top_k, exact_top_k, others
+from graph_store.passage_graph import ANN_CONSTRUCTION, ann_top_k, exact_top_k, others
 from hopgraph.settings import cache_dir
 
 
@@ -67,9 +67,9 @@ def with_usearch(vectors: np.ndarray, k: int, ef: int) -> np.ndarray:
     return found[others(found, k)].reshape(len(found), k)
 
 
-def with_hnswlib(vectors: np.ndarray, k: int, ef: int) -> np.ndarray:
+def with_hnswlib(vectors: np.ndarray, k: int, ef: int, construction: int) -> np.ndarray:
     """Return each row's k neighbours as the graph build finds them (hnswlib, M 16)."""
-    return ann_top_k(vectors, k, ef)[0]
+    return ann_top_k(vectors, k, ef, construction)[0]
 
 
 def recall(found: np.ndarray, exact: np.ndarray, vectors: np.ndarray) -> float:
@@ -90,25 +90,33 @@ def recall(found: np.ndarray, exact: np.ndarray, vectors: np.ndarray) -> float:
 RUNS = {"exact": None, "faiss-hnsw": with_faiss, "usearch": with_usearch, "hnswlib": with_hnswlib}
 
 
-def _child(name: str, ef: int, k: int, vectors_file: str, out_file: str) -> None:
+def _child(name: str, ef: int, k: int, vectors_file: str, out_file: str, construction: int) -> None:
     """Run one library in a fresh process, so its peak RSS is its own."""
     vectors = np.load(vectors_file)
     started = time.perf_counter()
-    found = exact_top_k(vectors, k)[0] if name == "exact" else RUNS[name](vectors, k, ef)
+    if name == "exact":
+        found = exact_top_k(vectors, k)[0]
+    elif name == "hnswlib":
+        found = with_hnswlib(vectors, k, ef, construction)
+    else:
+        found = RUNS[name](vectors, k, ef)  # type: ignore[misc]
     seconds = time.perf_counter() - started
     np.save(out_file, found)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     Path(out_file + ".json").write_text(f'{{"seconds": {seconds}, "peak_rss_mb": {peak}}}')
 
 
-def measure(name: str, ef: int, k: int, workdir: Path) -> tuple[dict, np.ndarray] | None:
+def measure(
+    name: str, ef: int, k: int, workdir: Path, construction: int = ANN_CONSTRUCTION
+) -> tuple[dict, np.ndarray] | None:
     """Run ``name`` in a child process; return its timing, peak RSS and neighbours."""
     import json
     import multiprocessing
 
-    out = str(workdir / f"{name}-{ef}.npy")
+    out = str(workdir / f"{name}-{ef}-{construction}.npy")
     context = multiprocessing.get_context("spawn")
-    child = context.Process(target=_child, args=(name, ef, k, str(workdir / "v.npy"), out))
+    where = (str(workdir / "v.npy"), out, construction)
+    child = context.Process(target=_child, args=(name, ef, k, *where))
     child.start()
     child.join()
     if child.exitcode != 0:
@@ -116,6 +124,8 @@ def measure(name: str, ef: int, k: int, workdir: Path) -> tuple[dict, np.ndarray
         return None
     figures = json.loads(Path(out + ".json").read_text())
     label = name if name == "exact" else f"{name} ef {ef}"
+    if name == "hnswlib":
+        label += f" construction {construction}"
     return {"library": label, **figures}, np.load(out)
 
 
@@ -126,6 +136,18 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("-k", type=int, default=5, help="neighbours per row (default 5)")
     parser.add_argument("--noise", type=float, default=0.05, help="σ of the tiling noise")
     parser.add_argument("--ef", type=int, nargs="+", default=[64], help="search breadths")
+    parser.add_argument(
+        "--construction",
+        type=int,
+        nargs="+",
+        default=[ANN_CONSTRUCTION],
+        help=f"hnswlib's build breadths, ef_construction (default {ANN_CONSTRUCTION})",
+    )
+    parser.add_argument(
+        "--libraries",
+        default="faiss-hnsw,usearch,hnswlib",
+        help="comma-separated, of faiss-hnsw, usearch, hnswlib (default all)",
+    )
     parser.add_argument("--out", type=Path, help="write the results as JSON")
     args = parser.parse_args(argv)
     vectors = np.ascontiguousarray(real_vectors(args.size, args.noise))
@@ -137,15 +159,17 @@ def main(argv: list[str] | None = None) -> None:
         assert measured is not None
         row, exact = measured
         rows.append(row | {"recall": 1.0})
+        names = [n for n in RUNS if n != "exact" and n in args.libraries.split(",")]
         for ef in args.ef:
-            for name in ("faiss-hnsw", "usearch", "hnswlib"):
-                measured = measure(name, ef, args.k, workdir)
-                if measured is not None:
-                    row, found = measured
-                    rows.append(row | {"recall": recall(found, exact, vectors)})
+            for name in names:
+                for construction in args.construction if name == "hnswlib" else [0]:
+                    measured = measure(name, ef, args.k, workdir, construction)
+                    if measured is not None:
+                        row, found = measured
+                        rows.append(row | {"recall": recall(found, exact, vectors)})
     print(f"{args.size} rows, k = {args.k}")
     for row in rows:
-        print(f"{row['library']:<18} {row['seconds']:8.1f} s  recall {row['recall']:.4f}  "
+        print(f"{row['library']:<34} {row['seconds']:8.1f} s  recall {row['recall']:.4f}  "
               f"peak RSS {row['peak_rss_mb']:.0f} MB")  # fmt: skip
     if args.out:
         save_json(args.out, {"size": args.size, "k": args.k, "noise": args.noise, "rows": rows})
