@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 import networkx as nx
@@ -60,15 +61,36 @@ class KnowledgeGraph:
         chunk_entity: sp.csr_matrix,
     ) -> None:
         self.entities = entities
-        self.entity_position = {e: i for i, e in enumerate(entities)}
         self.triples = triples
-        self.triple_position = {t.id: i for i, t in enumerate(triples)}
         self.chunk_ids = chunk_ids
-        self.chunk_position = {c: i for i, c in enumerate(chunk_ids)}
         self.triple_entity = triple_entity
-        self.entity_triple = triple_entity.T.tocsr()
         self.chunk_entity = chunk_entity
-        self.entity_chunk = chunk_entity.T.tocsr()
+
+    # Lookups are made when first asked for: a write builds and saves the graph without them.
+    @cached_property
+    def entity_position(self) -> dict[str, int]:
+        """Return each entity's row."""
+        return {e: i for i, e in enumerate(self.entities)}
+
+    @cached_property
+    def triple_position(self) -> dict[str, int]:
+        """Return each triple id's row."""
+        return {t.id: i for i, t in enumerate(self.triples)}
+
+    @cached_property
+    def chunk_position(self) -> dict[str, int]:
+        """Return each chunk id's row."""
+        return {c: i for i, c in enumerate(self.chunk_ids)}
+
+    @cached_property
+    def entity_triple(self) -> sp.csr_matrix:
+        """Return the entities × triples incidence."""
+        return self.triple_entity.T.tocsr()
+
+    @cached_property
+    def entity_chunk(self) -> sp.csr_matrix:
+        """Return the entities × chunks incidence."""
+        return self.chunk_entity.T.tocsr()
 
     def triples_of(self, entity: str) -> list[StoredTriple]:
         """Return the triples whose subject or object is ``entity``."""

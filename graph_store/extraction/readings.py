@@ -39,7 +39,7 @@ from .offline import (
     read_chunk,
     token_key,
 )
-from .table import ExtractionTable, Ragged, Vocabulary, load_ragged, save_ragged
+from .table import ExtractionTable, Ragged, Vocabulary, distinct, load_ragged, save_ragged
 
 READINGS_FILE = "offline-readings.npz"
 """The arrays; the chunk ids, vocabulary and lower-case word counts go beside it as .json."""
@@ -261,21 +261,43 @@ def _key_candidates(table: ReadingTable, keys: Sequence[str]) -> dict[int, list[
         need_rows += [k] * len(required)
         need_cols += required
 
+    # only the key words matter: keep the (row, id) pairs of those, a few of the corpus's millions
+    relevant = np.zeros(size, dtype=bool)
+    relevant[cap_cols + need_cols] = True
+    cap_at, cap_ids = _pairs_in(table.capitals.ptr, table.capitals.values, relevant)
+    tf_at, tf_ids = _pairs_in(table.word_tf.ptr, table.word_tf.values[:, 0], relevant)
+    touched = distinct(np.concatenate([cap_at, tf_at]))
+
+    def incidence(rows: np.ndarray, cols: np.ndarray) -> sp.csr_matrix:
+        ones = np.ones(len(rows), dtype=np.float32)
+        local = np.searchsorted(touched, rows)
+        matrix = sp.csr_matrix((ones, (local, cols)), shape=(len(touched), size))
+        matrix.data[:] = 1.0  # a word both counted and capitalised is written once
+        return matrix
+
     def keys_matrix(rows: list[int], cols: list[int]) -> sp.csr_matrix:
         ones = np.ones(len(rows), dtype=np.float32)
         return sp.csr_matrix((ones, (rows, cols)), shape=(len(keys), size))
 
-    capitals = table.capitals.incidence(size)
-    counted = Ragged(table.word_tf.ptr, table.word_tf.values[:, 0]).incidence(size)
-    written = (counted + capitals).astype(bool).astype(np.float32)
+    capitals = incidence(cap_at, cap_ids)
+    written = incidence(np.concatenate([cap_at, tf_at]), np.concatenate([cap_ids, tf_ids]))
     hits = (capitals @ keys_matrix(cap_rows, cap_cols).T).tocoo()
     holds = (written @ keys_matrix(need_rows, need_cols).T).tocsr()
     counts = np.asarray(holds[hits.row, hits.col]).ravel()
     keep = counts >= np.asarray(need)[hits.col]
     found: dict[int, list[str]] = {}
-    for row, k in zip(hits.row[keep].tolist(), hits.col[keep].tolist(), strict=True):
+    rows = touched[hits.row[keep]].tolist()
+    for row, k in zip(rows, hits.col[keep].tolist(), strict=True):
         found.setdefault(row, []).append(keys[k])
     return found
+
+
+def _pairs_in(
+    ptr: np.ndarray, values: np.ndarray, wanted: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Return (row, id) of the values of a ragged array whose id is ``wanted`` (a mask)."""
+    at = np.flatnonzero(wanted[values])
+    return np.searchsorted(ptr, at, side="right") - 1, values[at]
 
 
 def _holds_any(chunk: Chunk, keys: Sequence[str]) -> bool:

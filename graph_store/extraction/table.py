@@ -7,12 +7,12 @@ graphs are built from them with sparse products instead of loops over chunks.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import orjson
 import scipy.sparse as sp
 
 from .base import Extraction, Triple
@@ -195,8 +195,9 @@ def save_ragged(
     for name, part in parts.items():
         flat |= {f"{name}_ptr": part.ptr, f"{name}_values": part.values}
     np.savez(path, **flat)
-    text = json.dumps({"ids": ids, "vocab": vocab.strings, **(extra or {})}, ensure_ascii=False)
-    path.with_suffix(".json").write_text(text, encoding="utf-8")
+    path.with_suffix(".json").write_bytes(
+        orjson.dumps({"ids": ids, "vocab": vocab.strings, **(extra or {})})
+    )
 
 
 def load_ragged(
@@ -206,7 +207,7 @@ def load_ragged(
 
     Returns the named ragged and plain arrays, the ids, the vocabulary and the rest of the .json.
     """
-    meta = json.loads(path.with_suffix(".json").read_text(encoding="utf-8"))
+    meta = orjson.loads(path.with_suffix(".json").read_bytes())
     with np.load(path) as data:
         parts = {n: Ragged(data[f"{n}_ptr"], data[f"{n}_values"]) for n in names}
         plain = {n: data[n] for n in arrays}
