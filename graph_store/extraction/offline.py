@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Container, Sequence
+from collections.abc import Container, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 
@@ -69,20 +69,31 @@ class Mention:
     is_date: bool = False
 
 
+def title_keys(title: str) -> tuple[str, ...]:
+    """Return a title's entity key, then its aliases' keys (the regex work of a title index)."""
+    return (token_key(title), *sorted({token_key(a) for a in title_aliases(title)}))
+
+
 class TitleIndex:
     """Aliases of the corpus's page titles → the page entity, for longest-match linking."""
 
-    def __init__(self, titles: Sequence[str], common_words: frozenset[str] = frozenset()) -> None:
+    def __init__(
+        self,
+        titles: Sequence[str],
+        common_words: frozenset[str] = frozenset(),
+        keys: Mapping[str, Sequence[str]] | None = None,
+    ) -> None:
         """Index the titles' aliases; one-word aliases the corpus uses in lower case are skipped.
 
-        ("Love, Honor and Behave" must not claim every "love".)
+        ("Love, Honor and Behave" must not claim every "love".) ``keys``: titles'
+        :func:`title_keys` already worked out (a write keeps them), the rest are worked out here.
         """
         self.aliases: dict[str, str] = {}
         self.common_words = common_words
+        known = keys or {}
         for title in sorted(set(titles)):
-            entity = token_key(title)
-            for alias in title_aliases(title):
-                key = token_key(alias)
+            entity, *aliases = known.get(title) or title_keys(title)
+            for key in aliases:
                 if self.indexes(key, common_words):
                     self.aliases.setdefault(key, entity)
         self.longest = max((len(k.split()) for k in self.aliases), default=0)

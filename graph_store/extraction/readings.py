@@ -29,7 +29,6 @@ from tqdm.auto import tqdm
 from graph_store.documents import Chunk
 
 from .base import Extraction
-from .normalise import title_aliases
 from .offline import (
     CONNECTORS,
     Reading,
@@ -37,6 +36,7 @@ from .offline import (
     content_words,
     lower_case_words,
     read_chunk,
+    title_keys,
     token_key,
 )
 from .table import ExtractionTable, Ragged, Vocabulary, distinct, load_ragged, save_ragged
@@ -119,8 +119,8 @@ class ReadingTable:
         page = np.where(self.page >= 0, new[np.maximum(self.page, 0)], -1)
         return ReadingTable(self.ids, vocab, page, **parts)
 
-    def save(self, directory: Path, lower: Counter[str]) -> None:
-        """Write the arrays and, beside them, the ids, vocabulary and lower-case word counts."""
+    def save(self, directory: Path, extra: dict) -> None:
+        """Write the arrays and, beside them, the ids, vocabulary and ``extra`` (JSON-ready)."""
         parts = {name: getattr(self, name) for name in ARRAYS}
         save_ragged(
             directory / READINGS_FILE,
@@ -128,17 +128,17 @@ class ReadingTable:
             self.ids,
             self.vocab,
             {"page": self.page},
-            {"lower": lower},
+            extra,
         )
 
     @classmethod
-    def load(cls, directory: Path) -> tuple[ReadingTable, Counter[str]] | None:
-        """Read what :meth:`save` wrote, and the lower-case counts; ``None`` when absent."""
+    def load(cls, directory: Path) -> tuple[ReadingTable, dict] | None:
+        """Read what :meth:`save` wrote, and its ``extra``; ``None`` when absent."""
         path = directory / READINGS_FILE
         if not path.is_file() or not path.with_suffix(".json").is_file():
             return None
         parts, plain, ids, vocab, meta = load_ragged(path, ARRAYS, ["page"])
-        return cls(ids, vocab, plain["page"], **parts), Counter(meta["lower"])
+        return cls(ids, vocab, plain["page"], **parts), meta
 
 
 def empty_table(vocab: Vocabulary | None = None) -> ReadingTable:
@@ -154,11 +154,17 @@ class CorpusReadings:
         corpus: Sequence[Chunk] = (),
         table: ReadingTable | None = None,
         lower: Counter[str] | None = None,
+        title_keys: dict[str, list[str]] | None = None,
     ) -> None:
-        """Resume from a saved state of ``corpus`` (its readings and lower-case word counts)."""
+        """Resume from a saved state of ``corpus``.
+
+        That is its readings, lower-case word counts and titles' keys (offline.title_keys: kept,
+        so a write does not work out a million titles' aliases again).
+        """
         self.table = empty_table() if table is None else table
         self.lower: Counter[str] = lower or Counter()
         self.titles: Counter[str] = Counter(c.title for c in corpus if c.title)
+        self.title_keys: dict[str, Sequence[str]] = dict(title_keys or {})
 
     def update(
         self,
@@ -171,7 +177,7 @@ class CorpusReadings:
         # lower-case counts first: an alias that stays a common word never linked, nor will
         changed = self._shift_lower(removed, added)
         changed |= self._shift_titles(removed, added)
-        titles = TitleIndex(list(self.titles), frozenset(self.lower))  # counts are never 0
+        titles = TitleIndex(list(self.titles), frozenset(self.lower), self.title_keys)
         gone = {c.id for c in removed} | {c.id for c in added}
         stale = self._may_contain(changed, corpus, gone)
         todo = [*stale, *added]
@@ -186,8 +192,8 @@ class CorpusReadings:
         return ExtractionTable(t.ids, t.vocab, t.entities, keywords, t.triples)
 
     def save(self, directory: Path) -> None:
-        """Write the readings and the lower-case word counts."""
-        self.table.save(directory, self.lower)
+        """Write the readings, the lower-case word counts and the titles' keys."""
+        self.table.save(directory, {"lower": self.lower, "title_keys": self.title_keys})
 
     @classmethod
     def load(cls, directory: Path, corpus: Sequence[Chunk]) -> CorpusReadings | None:
@@ -195,7 +201,8 @@ class CorpusReadings:
         found = ReadingTable.load(directory)
         if found is None or set(found[0].ids) != {c.id for c in corpus}:
             return None  # none, written by an older hopgraph, or not this corpus's: start afresh
-        return cls(corpus, *found)
+        table, extra = found
+        return cls(corpus, table, Counter(extra["lower"]), extra.get("title_keys"))
 
     def _may_contain(self, keys: set[str], corpus: Sequence[Chunk], skip: set[str]) -> list[Chunk]:
         """Return the chunks of ``corpus`` (but ``skip``) that may contain one of ``keys``.
@@ -226,9 +233,18 @@ class CorpusReadings:
         flipped = _shift(
             self.titles, [c.title for c in removed if c.title], [c.title for c in added if c.title]
         )
+        for title in flipped:
+            if title not in self.title_keys:
+                self.title_keys[title] = title_keys(title)
+        keys = {k for t in flipped for k in self.title_keys[t][1:]}
+        for title in flipped:
+            if title not in self.titles:
+                del self.title_keys[title]
+        if len(self.title_keys) < len(self.titles):  # a state kept without them: fill in once
+            for title in self.titles.keys() - self.title_keys.keys():
+                self.title_keys[title] = title_keys(title)
         if not self.table.ids:
             return set()  # a first reading: no earlier reading to make stale
-        keys = {token_key(a) for t in flipped for a in title_aliases(t)}
         return {k for k in keys if TitleIndex.indexes(k, self.lower)}
 
     def _shift_lower(self, removed: Sequence[Chunk], added: Sequence[Chunk]) -> set[str]:

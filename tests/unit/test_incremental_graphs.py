@@ -1,5 +1,6 @@
 """Graphs kept between writes equal a fresh build of the final corpus (property tests)."""
 
+import json
 import random
 
 import numpy as np
@@ -8,7 +9,8 @@ import pytest
 from graph_store import Document, Index, add_documents, build_index, delete_documents
 from graph_store.build import build_graphs
 from graph_store.documents import Chunk
-from graph_store.extraction.readings import CorpusReadings, OfflineExtractor
+from graph_store.extraction.offline import title_keys
+from graph_store.extraction.readings import READINGS_FILE, CorpusReadings, OfflineExtractor
 from graph_store.graph_build import GraphSettings
 from graph_store.passage_graph import nearest, update_nearest
 from graph_store.vdb_chroma import ChromaVectorStore
@@ -62,6 +64,31 @@ def test_any_sequence_of_adds_and_deletes_equals_a_fresh_extraction(seed):
         ordered = [corpus[i] for i in sorted(corpus)]
         got = state.update(ordered, removed_chunks, added).to_extractions()
         assert got == OfflineExtractor().extract(ordered)
+        assert _kept_keys(state) == {c.title: title_keys(c.title) for c in ordered}
+
+
+def _kept_keys(state: CorpusReadings) -> dict[str, tuple[str, ...]]:
+    return {title: tuple(keys) for title, keys in state.title_keys.items()}
+
+
+@pytest.mark.parametrize("kept_keys", [True, False])
+def test_a_saved_state_resumes_with_its_titles_keys_or_works_them_out_once(tmp_path, kept_keys):
+    rng = random.Random(7)
+    chunks = [random_chunk(rng, i) for i in range(12)]
+    state = CorpusReadings()
+    state.update(chunks[:8], [], chunks[:8])
+    state.save(tmp_path)
+    if not kept_keys:  # as an earlier hopgraph saved it
+        meta = tmp_path / READINGS_FILE.replace(".npz", ".json")
+        data = json.loads(meta.read_text(encoding="utf-8"))
+        del data["title_keys"]
+        meta.write_text(json.dumps(data), encoding="utf-8")
+    resumed = CorpusReadings.load(tmp_path, chunks[:8])
+    assert resumed is not None
+    final = chunks[2:]
+    got = resumed.update(final, chunks[:2], chunks[8:]).to_extractions()
+    assert got == OfflineExtractor().extract(final)
+    assert _kept_keys(resumed) == {c.title: title_keys(c.title) for c in final}
 
 
 def test_a_new_title_is_linked_in_chunks_written_before_it():
