@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 import networkx as nx
@@ -60,8 +61,12 @@ class PassageGraph:
 
     def __init__(self, ids: list[str], edges: dict[str, sp.csr_matrix]) -> None:
         self.ids = ids
-        self.position = {chunk_id: i for i, chunk_id in enumerate(ids)}
         self.edges = edges
+
+    @cached_property
+    def position(self) -> dict[str, int]:
+        """Return each chunk id's row (made when first asked for: a write only saves the graph)."""
+        return {chunk_id: i for i, chunk_id in enumerate(self.ids)}
 
     def adjacency(
         self, types: Sequence[str] = EDGE_TYPES, binary: bool = True, undirected: bool = False
