@@ -309,8 +309,8 @@ def neighbour_edges(neighbours: Neighbours, k: int, min_sim: float) -> sp.csr_ma
 def nearest(embeddings: np.ndarray, m: int, search: str = "auto", block: int = 512) -> Neighbours:
     """Return each chunk's ``m`` nearest other chunks by cosine, best first.
 
-    ``search``: ``exact`` (blocked all-pairs products), ``ann`` (hnswlib's HNSW, recall@5
-    0.999 against exact on 100k real MiniLM vectors: ``python -m evals.bench.ann``) or ``auto``
+    ``search``: ``exact`` (blocked all-pairs products), ``ann`` (hnswlib's HNSW, recall@10
+    0.99 against exact on 100k real MiniLM vectors: ``python -m evals.bench.ann -k 10``) or ``auto``
     (ANN from :data:`ANN_FROM` chunks).
     """
     n = len(embeddings)

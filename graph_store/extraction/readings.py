@@ -42,7 +42,8 @@ from .offline import (
 from .table import ExtractionTable, Ragged, Vocabulary, distinct, load_ragged, save_ragged
 
 READINGS_FILE = "offline-readings.npz"
-"""The arrays; the chunk ids, vocabulary and lower-case word counts go beside it as .json."""
+"""The arrays; the chunk ids, vocabulary, lower-case word counts and titles' keys go beside it as
+.json."""
 KEYWORDS_PER_CHUNK = 5
 ARRAYS = ("entities", "entity_tf", "word_tf", "capitals", "triples")
 
@@ -228,7 +229,7 @@ class CorpusReadings:
 
         A one-word alias the corpus writes in lower case links nowhere (TitleIndex); were that
         word's standing to change, :meth:`_shift_lower` reports it. None on a first reading:
-        there is no earlier reading to make stale.
+        there is no earlier reading to make stale. Keeps ``title_keys`` in step with the titles.
         """
         flipped = _shift(
             self.titles, [c.title for c in removed if c.title], [c.title for c in added if c.title]
