@@ -155,7 +155,7 @@ class CorpusReadings:
         corpus: Sequence[Chunk] = (),
         table: ReadingTable | None = None,
         lower: Counter[str] | None = None,
-        title_keys: dict[str, list[str]] | None = None,
+        alias_keys: dict[str, list[str]] | None = None,
     ) -> None:
         """Resume from a saved state of ``corpus``.
 
@@ -165,7 +165,7 @@ class CorpusReadings:
         self.table = empty_table() if table is None else table
         self.lower: Counter[str] = lower or Counter()
         self.titles: Counter[str] = Counter(c.title for c in corpus if c.title)
-        self.title_keys: dict[str, Sequence[str]] = dict(title_keys or {})
+        self.alias_keys: dict[str, Sequence[str]] = dict(alias_keys or {})
 
     def update(
         self,
@@ -178,7 +178,7 @@ class CorpusReadings:
         # lower-case counts first: an alias that stays a common word never linked, nor will
         changed = self._shift_lower(removed, added)
         changed |= self._shift_titles(removed, added)
-        titles = TitleIndex(list(self.titles), frozenset(self.lower), self.title_keys)
+        titles = TitleIndex(list(self.titles), frozenset(self.lower), self.alias_keys)
         gone = {c.id for c in removed} | {c.id for c in added}
         stale = self._may_contain(changed, corpus, gone)
         todo = [*stale, *added]
@@ -194,7 +194,7 @@ class CorpusReadings:
 
     def save(self, directory: Path) -> None:
         """Write the readings, the lower-case word counts and the titles' keys."""
-        self.table.save(directory, {"lower": self.lower, "title_keys": self.title_keys})
+        self.table.save(directory, {"lower": self.lower, "alias_keys": self.alias_keys})
 
     @classmethod
     def load(cls, directory: Path, corpus: Sequence[Chunk]) -> CorpusReadings | None:
@@ -203,7 +203,7 @@ class CorpusReadings:
         if found is None or set(found[0].ids) != {c.id for c in corpus}:
             return None  # none, written by an older hopgraph, or not this corpus's: start afresh
         table, extra = found
-        return cls(corpus, table, Counter(extra["lower"]), extra.get("title_keys"))
+        return cls(corpus, table, Counter(extra["lower"]), extra.get("alias_keys"))
 
     def _may_contain(self, keys: set[str], corpus: Sequence[Chunk], skip: set[str]) -> list[Chunk]:
         """Return the chunks of ``corpus`` (but ``skip``) that may contain one of ``keys``.
@@ -229,24 +229,30 @@ class CorpusReadings:
 
         A one-word alias the corpus writes in lower case links nowhere (TitleIndex); were that
         word's standing to change, :meth:`_shift_lower` reports it. None on a first reading:
-        there is no earlier reading to make stale. Keeps ``title_keys`` in step with the titles.
+        there is no earlier reading to make stale. Keeps ``alias_keys`` in step with the titles.
         """
         flipped = _shift(
             self.titles, [c.title for c in removed if c.title], [c.title for c in added if c.title]
         )
-        for title in flipped:
-            if title not in self.title_keys:
-                self.title_keys[title] = title_keys(title)
-        keys = {k for t in flipped for k in self.title_keys[t][1:]}
-        for title in flipped:
-            if title not in self.titles:
-                del self.title_keys[title]
-        if len(self.title_keys) < len(self.titles):  # a state kept without them: fill in once
-            for title in self.titles.keys() - self.title_keys.keys():
-                self.title_keys[title] = title_keys(title)
+        keys = {k for t in flipped for k in self._keys_of(t)[1:]}
+        self._keep_alias_keys(flipped)
         if not self.table.ids:
             return set()  # a first reading: no earlier reading to make stale
         return {k for k in keys if TitleIndex.indexes(k, self.lower)}
+
+    def _keys_of(self, title: str) -> Sequence[str]:
+        """Return a title's :func:`title_keys`, kept or worked out (and kept)."""
+        if title not in self.alias_keys:
+            self.alias_keys[title] = title_keys(title)
+        return self.alias_keys[title]
+
+    def _keep_alias_keys(self, flipped: set[str]) -> None:
+        """Keep the alias keys of the corpus's titles: drop those gone, fill in those missing."""
+        for title in flipped - self.titles.keys():
+            self.alias_keys.pop(title, None)
+        if len(self.alias_keys) < len(self.titles):  # a state kept without them: fill in once
+            for title in self.titles.keys() - self.alias_keys.keys():
+                self._keys_of(title)
 
     def _shift_lower(self, removed: Sequence[Chunk], added: Sequence[Chunk]) -> set[str]:
         """Count lower-case usage; return the words that became or stopped being common."""

@@ -68,7 +68,7 @@ def test_any_sequence_of_adds_and_deletes_equals_a_fresh_extraction(seed):
 
 
 def _kept_keys(state: CorpusReadings) -> dict[str, tuple[str, ...]]:
-    return {title: tuple(keys) for title, keys in state.title_keys.items()}
+    return {title: tuple(keys) for title, keys in state.alias_keys.items()}
 
 
 @pytest.mark.parametrize("kept_keys", [True, False])
@@ -81,7 +81,7 @@ def test_a_saved_state_resumes_with_its_titles_keys_or_works_them_out_once(tmp_p
     if not kept_keys:  # as an earlier hopgraph saved it
         meta = tmp_path / READINGS_FILE.replace(".npz", ".json")
         data = json.loads(meta.read_text(encoding="utf-8"))
-        del data["title_keys"]
+        del data["alias_keys"]
         meta.write_text(json.dumps(data), encoding="utf-8")
     resumed = CorpusReadings.load(tmp_path, chunks[:8])
     assert resumed is not None
