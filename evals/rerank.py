@@ -42,11 +42,13 @@ def rerank_dataset(
 ) -> dict[str, list[float]]:
     """Mean (MRR, MHits@10, R@5) ×100 of the base order and of G-RAG on one dataset."""
     from evals.runner import eval_index
+    from tools import make_retriever
     from tools.grag import GRAGRetriever
 
     questions = load_questions(data, split, limit)
     with eval_index(data, IndexSettings.from_env(), None, progress, None, True) as idx:
-        reranker = GRAGRetriever(idx, weights)
+        reranker = make_retriever("grag", idx, weights=weights)
+        assert isinstance(reranker, GRAGRetriever)
         doc_of = [c.doc_id for c in idx.chunks.values()]
         rows: dict[str, list[tuple[float, float, float]]] = {"base": [], "grag": []}
         for q in tqdm(questions, desc=data.name, unit="q", disable=not progress):

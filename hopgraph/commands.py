@@ -5,8 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
-import textwrap
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
@@ -18,7 +16,9 @@ from graph_store import Index, add_documents, build_index, delete_documents, loa
 from graph_store.build import WriteReport
 from hopgraph.errors import InputError
 from hopgraph.settings import IndexSettings, default_index_dir
-from tools import RETRIEVERS, Hit, make_retriever, parse_methods
+from tools import RETRIEVERS, make_retriever, parse_methods
+
+from .formatting import format_hits
 
 if TYPE_CHECKING:
     from evals.datasets import Question
@@ -89,18 +89,6 @@ def retrieve(args: argparse.Namespace) -> None:
         print(json.dumps([h.to_dict() for h in hits], indent=2, ensure_ascii=False))
     else:
         print(format_hits(hits) if hits else "no passages matched")
-
-
-def format_hits(hits: list[Hit], gold: set[str] | frozenset[str] = frozenset()) -> str:
-    """Render hits for a terminal: rank, score, id, title, then a wrapped snippet."""
-    width = min(shutil.get_terminal_size((100, 20)).columns, 120)
-    blocks = []
-    for rank, hit in enumerate(hits, start=1):
-        mark = " [gold]" if hit.doc_id in gold else ""
-        head = f"{rank:>2}. {hit.score:.3f}  {hit.id}  {hit.title}{mark}"
-        body = textwrap.shorten(hit.text, width=max(40, 3 * width - 20), placeholder=" …")
-        blocks.append(head + "\n" + textwrap.indent(textwrap.fill(body, width - 6), "      "))
-    return "\n".join(blocks)
 
 
 def info(args: argparse.Namespace) -> None:

@@ -39,7 +39,7 @@ def run_demo(directory: Path | None, method: str, k: int, show_progress: bool) -
         print(f"indexing {len(docs)} sample passages into {directory} …", flush=True)
         build_index(docs, directory, IndexSettings(), show_progress=show_progress)
     questions = load_questions(sample, "questions")
-    from hopgraph.commands import format_hits
+    from hopgraph.formatting import format_hits
 
     if RETRIEVERS.get(method, Retriever).needs_graphs and not _has_graphs(directory):
         print(f"building the sample's graphs for {method} …", flush=True)

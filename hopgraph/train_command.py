@@ -128,13 +128,16 @@ class NetworkTrainer:
         """Return the trainer of ``args.method`` with the settings the options give."""
         progress = not args.quiet
         if args.method == "grag":
-            from tools.grag import GRAGSettings, GraphBuilder
+            from tools import make_retriever
+            from tools.grag_graph import GRAGSettings, GraphBuilder
             from tools.grag_training import make_graphs, train_grag
 
             grag = GRAGSettings(hidden=args.hidden or 64, loss=args.loss, n=args.candidates)
             return cls(
                 grag,
-                lambda idx, qs: make_graphs(GraphBuilder(idx, grag), qs, progress),
+                lambda idx, qs: make_graphs(
+                    GraphBuilder(idx, grag, make_retriever(grag.base, idx)), qs, progress
+                ),
                 lambda items, groups, d, fit, cb: train_grag(items, groups, d, grag, fit, cb),
                 "mrr",
                 "a gold passage among the candidates",

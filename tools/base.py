@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
 from graph_store import Index
@@ -25,6 +25,9 @@ class Retriever(ABC):
     """Whether the method calls an LLM at query time (see hopgraph.llm for the settings)."""
     needs_weights: ClassVar[bool] = False
     """Whether the method needs trained weights (`hopgraph train`) to run at all."""
+    needs_base: ClassVar[bool] = False
+    """Whether the method reranks or expands another retriever's results: its constructor then
+    takes ``bases`` (:data:`Bases`), which the registry gives it."""
     presets: ClassVar[Mapping[str, Mapping[str, Any]]] = {}
     """Constructor options per preset (tools.registry.PRESETS): ``tuned`` is the constructor's
     defaults, ``paper`` the paper's settings; docs/methods.md gives every difference."""
@@ -55,3 +58,8 @@ class Retriever(ABC):
         """Build the hit of a chunk with the given score and provenance."""
         chunk = self.index.chunk(chunk_id)
         return Hit(chunk.id, score, chunk.title, chunk.text, chunk.doc_id, provenance)
+
+
+Bases = Callable[[str], Retriever]
+"""Makes the retriever registered under a name, over the same index. The registry hands one to
+each retriever that builds on another (``needs_base``), so no retriever imports the registry."""

@@ -28,6 +28,7 @@ from graph_store import Index
 from hopgraph.llm import Usage, add_usage, complete, no_usage
 from prompts.gear import READ
 
+from .base import Bases
 from .fusion import reciprocal_rank_fusion
 from .guard import KEEP, MARGIN, Guarded
 from .hits import Hit, Provenance
@@ -110,6 +111,7 @@ class NaiveGERetriever(Guarded):
 
     name = "naive_ge"
     needs_graphs = True
+    needs_base = True
     presets: ClassVar[Mapping[str, Mapping[str, Any]]] = {
         "paper": {"base_depth": None, "fusion": "rrf", "keep": 0}
     }
@@ -134,6 +136,8 @@ class NaiveGERetriever(Guarded):
         after: int = 1,
         keep: int = KEEP,
         margin: float = MARGIN,
+        *,
+        bases: Bases,
     ) -> None:
         """Set up over ``index`` (Algorithm 1's b, l, neighbour cap and γ; RRF's k).
 
@@ -146,10 +150,8 @@ class NaiveGERetriever(Guarded):
         chain reaches by stepping onto the page of an entity its first passage names (a
         ``link`` edge of the passage graph) placed after the base's first ``after`` places
         (docs/methods.md: offline triples make the other chain steps mostly noise).
-        ``keep``, ``margin``: the no-harm guard (tools/guard.py).
+        ``keep``, ``margin``: the no-harm guard (tools/guard.py). ``bases`` makes ``base``.
         """
-        from .registry import make_retriever
-
         super().__init__(index)
         self.guard(index, keep, margin)
         if base_depth is not None and base_depth < 1:
@@ -160,7 +162,7 @@ class NaiveGERetriever(Guarded):
             raise ValueError(f"page_steps and after must be ≥ 0, got {page_steps}, {after}")
         self.base_depth, self.fusion = base_depth, fusion
         self.page_steps, self.after = page_steps, after
-        self.base = make_retriever(base, index)
+        self.base = bases(base)
         self.beam_width, self.length, self.cap = beam_width, length, neighbour_cap
         self.gamma, self.rrf_k = gamma, rrf_k
         knowledge = index.knowledge_graph

@@ -1,237 +1,23 @@
 """G-RAG (spec g_rag): rerank the base retriever's top-n with a GCN over their concept graph.
 
-No AMR parser runs here, so the concept graph is the spec's stand-in (§2.4, options 4–5) built
-from the index's offline extraction (``hopgraph graph build``):
-
-- a chunk's **concepts** C_i are its normalised entities and keywords; its **relations** T_i are
-  its triples as (subject, object) pairs: the offline predicates are word spans between two
-  mentions, too noisy to match across passages, while the pair of related entities is stable;
-- the **document graph** over the n candidates joins i and j when |C_i ∩ C_j| > 0 (§3); the
-  edge features are [|C_i ∩ C_j|, |T_i ∩ T_j|], each divided by its largest value in the graph
-  (§5), and the edge weight is their sum (Eq. 8);
-- the **concept path string** a_i (§4.2) walks the (question, passage) concept graph from a
-  ``question`` node: question → the question's concepts the passage holds → what the passage's
-  triples relate them to, breadth first, each concept once.
-
-Node features are [Encode(p_i) ; Encode(a_i)]: the passage vector is the one the index already
-stores, and the short path string is encoded on its own (and cached). Encoding the concatenation
-p_i ⊕ a_i, as the paper does, would cost 100 passage encodings per question (half a second on
-two cores); the two halves carry the same information to the first layer.
-
-The score is Eq. 11's yᵀx_i^L plus two learned terms (a [DECISION] the spec leaves room for, §6):
-the passage's own cosine to the question, so the untrained model starts at dense retrieval, and
-the base ranking's −log(rank), because a hybrid base knows BM25 matches the frozen embeddings
-cannot see. Nodes without edges keep their self-loop, so isolated passages are still ranked
-(§10). The network and its training live in ``tools/grag_model.py`` and
-``tools/grag_training.py``.
+The document graph of a question is built in ``tools/grag_graph.py`` (its docstring says how
+the concept graph stands in for AMR); the network lives in ``tools/grag_model.py``.
 """
 
 from __future__ import annotations
 
-from collections import OrderedDict
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
-import scipy.sparse as sp
 
 from graph_store import Index
-from graph_store.extraction import Extraction
-from graph_store.extraction.offline import content_words, corpus_titles, find_mentions
 
+from .base import Bases
+from .grag_graph import DocumentGraph, GRAGSettings, GraphBuilder
 from .guard import KEEP, MARGIN, Guarded
 from .hits import Hit, Provenance
-
-
-@dataclass(frozen=True)
-class GRAGSettings:
-    """What shapes a G-RAG model; saved with its weights, so retrieval rebuilds the same graphs."""
-
-    n: int = 100
-    """Candidates taken from the base retriever (the paper's top-100)."""
-    base: str = "hybrid"
-    hidden: int = 64
-    """GCN hidden size (the paper's grid: 8, 64, 128)."""
-    dropout: float = 0.1
-    loss: str = "pairwise"
-    """``pairwise`` (G-RAG-RL, Eq. 13, margin 1) or ``cross_entropy`` (Eq. 12)."""
-
-
-@dataclass(frozen=True)
-class DocumentGraph:
-    """One question's candidates as the network's input."""
-
-    rows: np.ndarray
-    """Chunk rows of the candidates, in base order."""
-    features: np.ndarray
-    """(n, 2d): [Encode(p_i) ; Encode(a_i)]."""
-    weights: np.ndarray
-    """(n, n): the normalised edge weight E1 + E2, zero diagonal."""
-    cosine: np.ndarray
-    """(n,): cos(q, p_i)."""
-    prior: np.ndarray
-    """(n,): −log(base rank)."""
-    query: np.ndarray
-    """(d,): Encode(q)."""
-    relevance: np.ndarray
-    """(n, 8): cos(q, p_i), cos(q, a_i), −log(base rank), share of question concepts held;
-    then the best cos(q, p_j) and 1 / base rank of j over i's concept neighbours j, and over
-    the candidates j that link to i's page."""
-    paths: tuple[str, ...]
-    """The concept path strings a_i (kept for provenance and inspection)."""
-
-
-class ConceptIndex:
-    """Every chunk's concepts and relations, as sparse incidence rows for fast intersections."""
-
-    def __init__(self, extractions: Sequence[Extraction]) -> None:
-        self.concepts = [frozenset(e.entities) | frozenset(e.keywords) for e in extractions]
-        self.related: list[dict[str, list[str]]] = []
-        relations: list[set[tuple[str, str]]] = []
-        for e in extractions:
-            out: dict[str, list[str]] = {}
-            for t in e.triples:
-                out.setdefault(t.subject, []).append(t.object)
-            self.related.append(out)
-            relations.append({(t.subject, t.object) for t in e.triples})
-        self.concept_matrix = _incidence(self.concepts)
-        self.relation_matrix = _incidence(relations)
-
-    def counts(self, rows: np.ndarray) -> np.ndarray:
-        """Return Ê (n, n, 2): shared concepts and shared relations, zero diagonal (Eq. 6)."""
-        out = np.zeros((len(rows), len(rows), 2), dtype=np.float32)
-        for channel, matrix in enumerate((self.concept_matrix, self.relation_matrix)):
-            part = matrix[rows]
-            out[:, :, channel] = (part @ part.T).toarray()
-        idx = np.arange(len(rows))
-        out[idx, idx, :] = 0.0
-        # Eq. 6: no edge without a shared concept, whatever the relation channel says.
-        out[out[:, :, 0] == 0] = 0.0
-        return out
-
-    def path_string(self, row: int, question: Sequence[str]) -> str:
-        """a_i (§4.2): BFS from ``question`` over the pair's concept graph, each concept once."""
-        held = [c for c in question if c in self.concepts[row]]
-        out, seen, frontier = ["question"], set(held), held
-        while frontier:
-            out += frontier
-            nxt = []
-            for concept in frontier:
-                for other in self.related[row].get(concept, ()):
-                    if other not in seen:
-                        seen.add(other)
-                        nxt.append(other)
-            frontier = nxt
-        return " ".join(out)
-
-
-def _incidence(sets: Sequence[set | frozenset]) -> sp.csr_matrix:
-    vocabulary: dict[Any, int] = {}
-    rows, cols = [], []
-    for row, items in enumerate(sets):
-        for item in sorted(items):
-            rows.append(row)
-            cols.append(vocabulary.setdefault(item, len(vocabulary)))
-    data = np.ones(len(rows), dtype=np.float32)
-    return sp.csr_matrix((data, (rows, cols)), shape=(len(sets), max(len(vocabulary), 1)))
-
-
-def edge_weights(counts: np.ndarray) -> np.ndarray:
-    """E1 + E2 (Eq. 8), each channel divided by its largest count in the graph (§5).
-
-    One of §5's normalisations. EGNN's doubly stochastic one (the spec's default) weighs a pair
-    by the neighbours it shares: two passages joined by a concept and nothing else get weight 0.
-    """
-    peaks = counts.reshape(-1, counts.shape[2]).max(axis=0)
-    scaled = np.divide(counts, peaks, out=np.zeros_like(counts), where=peaks > 0)
-    total = scaled.sum(axis=2)
-    np.fill_diagonal(total, 0.0)
-    return total.astype(np.float32)
-
-
-def best_neighbour(signal: np.ndarray, senders: np.ndarray) -> np.ndarray:
-    """Per node i, the column-wise max of ``signal[j]`` over j with senders[j, i] (0 if none).
-
-    Max-pooling (GraphSAGE's pool aggregator, spec §6 alternatives): one strongly relevant
-    neighbour is the evidence, as in GNN-Ret's min-message; a mean over a dozen concept
-    neighbours would drown it.
-    """
-    masked = np.where(senders[:, :, None], signal[:, None, :], 0.0)  # (j, i, feature)
-    return masked.max(axis=0) if len(signal) else np.zeros((0, signal.shape[1]))
-
-
-class GraphBuilder:
-    """Turns a question into its :class:`DocumentGraph` over one index."""
-
-    def __init__(self, index: Index, settings: GRAGSettings, cache_size: int = 50_000) -> None:
-        from .registry import make_retriever
-
-        self.index, self.settings = index, settings
-        self.base = make_retriever(settings.base, index)
-        self.concepts = ConceptIndex(index.extractions)
-        self.titles = corpus_titles(list(index.chunks.values()))
-        self.links = index.passage_graph.edges["link"].tocsr()
-        self._encoded: OrderedDict[str, np.ndarray] = OrderedDict()
-        self.cache_size = cache_size
-
-    def question_concepts(self, question: str) -> list[str]:
-        """Return the question's entities (linked like chunk entities), then its content words."""
-        words, mentions = find_mentions(question, self.titles)
-        keys = [m.key for m in mentions if not m.is_date]
-        return list(dict.fromkeys(keys + content_words(words)))
-
-    def base_rows(self, question: str) -> np.ndarray:
-        """Return the base retriever's top-n chunk rows, best first."""
-        hits = self.base.retrieve(question, self.settings.n)
-        return np.array([self.index.rows[h.id] for h in hits], dtype=np.int64)
-
-    def build(self, question: str, rows: np.ndarray | None = None) -> DocumentGraph:
-        """Build the document graph of ``question`` (over ``rows``, default the base's top-n)."""
-        rows = self.base_rows(question) if rows is None else rows
-        query = self.index.embed_query(question).astype(np.float32)
-        wanted = self.question_concepts(question)
-        paths = tuple(self.concepts.path_string(int(r), wanted) for r in rows)
-        passages = self.index.embedding_matrix[rows].astype(np.float32)
-        concepts = self.encode(paths)
-        cosine = passages @ query
-        prior = -np.log(np.arange(1, len(rows) + 1, dtype=np.float32))
-        wanted_set = set(wanted)
-        held = np.array(
-            [len(self.concepts.concepts[r] & wanted_set) for r in rows], dtype=np.float32
-        ) / max(len(wanted), 1)
-        counts = self.concepts.counts(rows)
-        # links[j, i]: candidate j mentions the page of candidate i (the index's link edges)
-        links = self.links[rows][:, rows].toarray() > 0
-        signal = np.column_stack([np.clip(cosine, 0, None), 1 / np.arange(1, len(rows) + 1)])
-        relevance = np.column_stack(
-            [cosine, concepts @ query, prior, held]
-            + [best_neighbour(signal, m) for m in (counts[:, :, 0] > 0, links)]
-        )
-        return DocumentGraph(
-            rows=rows,
-            features=np.hstack([passages, concepts]),
-            weights=edge_weights(counts),
-            cosine=cosine,
-            prior=prior,
-            query=query,
-            relevance=relevance.astype(np.float32),
-            paths=paths,
-        )
-
-    def encode(self, texts: Sequence[str]) -> np.ndarray:
-        """Encode path strings with the index's model, each distinct string once (LRU cache)."""
-        missing = list(dict.fromkeys(t for t in texts if t not in self._encoded))
-        if missing:
-            for text, vector in zip(missing, self.index.embedder.embed(missing), strict=True):
-                self._encoded[text] = np.asarray(vector, dtype=np.float32)
-        for text in texts:
-            self._encoded.move_to_end(text)
-        out = np.stack([self._encoded[t] for t in texts])
-        while len(self._encoded) > self.cache_size:
-            self._encoded.popitem(last=False)
-        return out
 
 
 class GRAGRetriever(Guarded):
@@ -239,6 +25,7 @@ class GRAGRetriever(Guarded):
 
     name = "grag"
     needs_graphs = True
+    needs_base = True
     presets: ClassVar[Mapping[str, Mapping[str, Any]]] = {"paper": {"keep": 0}}
     needs_weights = True
     description = (
@@ -253,10 +40,12 @@ class GRAGRetriever(Guarded):
         weights: str | Path | None = None,
         keep: int = KEEP,
         margin: float = MARGIN,
+        *,
+        bases: Bases,
     ) -> None:
         """Set up over ``index`` with trained weights (default: see :func:`find_weights`).
 
-        ``keep``: the no-harm guard (tools/guard.py).
+        ``keep``: the no-harm guard (tools/guard.py). ``bases`` makes the base the weights name.
         """
         from .grag_model import load_model
         from .weights import find_weights
@@ -266,7 +55,7 @@ class GRAGRetriever(Guarded):
         path = Path(weights) if weights is not None else find_weights(index, self.name)
         self.model, self.record = load_model(path, index)
         self.settings = GRAGSettings(**self.record["settings"])
-        self.builder = GraphBuilder(index, self.settings)
+        self.builder = GraphBuilder(index, self.settings, bases(self.settings.base))
         self.weights_path = path
         self.ids = list(index.chunks)
 

@@ -33,7 +33,7 @@ from torch import nn
 
 from graph_store import Index
 
-from .grag import DocumentGraph, GRAGSettings
+from .grag_graph import DocumentGraph, GRAGSettings
 from .weights import load_weights
 
 RELEVANCE_FEATURES = 8

@@ -14,7 +14,7 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from .grag import GRAGSettings, GraphBuilder
+from .grag_graph import GRAGSettings, GraphBuilder
 from .grag_model import GRAGNet, TensorGraph, new_model
 from .training import FitResult, FitSettings, fit
 

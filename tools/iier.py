@@ -23,7 +23,6 @@ from __future__ import annotations
 import logging
 from collections import defaultdict
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
@@ -41,42 +40,16 @@ from graph_store.extraction.parsing import parse_string_list
 from hopgraph.llm import ask_structured
 from prompts.iier import QUESTION_KEYWORDS
 
+from .base import Bases
 from .guard import KEEP, Guarded
 from .hits import Hit, Provenance
+from .iier_steps import Step, scaled_edges
 from .weights import available_weights
 
 log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from .iier_scorer import ChainScorer
-
-
-@dataclass(frozen=True)
-class Step:
-    """One choice of a chain: every candidate next chunk, and (in training) which were right."""
-
-    question: np.ndarray
-    """(d,): the question's vector."""
-    path: np.ndarray
-    """(d,): the mean vector of the chain's chunks so far."""
-    candidates: np.ndarray
-    """(c, d): the candidates' vectors."""
-    edges: np.ndarray
-    """(c, 4): r(last chunk, candidate), scaled by :func:`scaled_edges`."""
-    labels: np.ndarray | None = None
-    """(c,): 1 where the candidate lies on a shortest path to a gold chunk."""
-
-
-def scaled_edges(features: np.ndarray) -> np.ndarray:
-    """IIER's r(u, n) scaled to [0, 1]: structural, semantic, keywords / 5, shared entities > 0."""
-    return np.column_stack(
-        [
-            features[:, 0],
-            np.clip(features[:, 1], 0, 1),
-            features[:, 2] / 5,
-            np.minimum(features[:, 3], 1),
-        ]
-    ).astype(np.float32)
 
 
 def flatten_chains(
@@ -101,6 +74,7 @@ class IIERRetriever(Guarded):
 
     name = "iier"
     needs_graphs = True
+    needs_base = True
     presets: ClassVar[Mapping[str, Mapping[str, Any]]] = {
         "paper": {
             "max_length": 5,
@@ -129,6 +103,8 @@ class IIERRetriever(Guarded):
         dense_seeds: int = 1,
         keep: int = KEEP,
         margin: float = 0.15,
+        *,
+        bases: Bases,
     ) -> None:
         """Set up over ``index``; give ``chat`` to read question keywords with an LLM (§3.1).
 
@@ -139,7 +115,7 @@ class IIERRetriever(Guarded):
         ``seed_order``: chains start in set-cover order (the paper) or by the seed's similarity
         to the question; ``dense_seeds``: the chunks closest to the question seed chains too
         (the cover misses single-hop answers whose keywords differ from the question's);
-        ``keep``, ``margin``: the no-harm guard (tools/guard.py).
+        ``keep``, ``margin``: the no-harm guard (tools/guard.py). ``bases`` makes ``base``.
         """
         if seed_order not in ("cover", "similarity"):
             raise ValueError(f"seed_order must be 'cover' or 'similarity', got {seed_order!r}")
@@ -150,8 +126,6 @@ class IIERRetriever(Guarded):
         if order not in ("breadth", "chains"):
             raise ValueError(f"order must be 'breadth' or 'chains', got {order!r}")
         self.order = order
-        from .registry import make_retriever
-
         super().__init__(index)
         self.guard(index, keep, margin)
         self.max_length, self.edge_weight, self.chat = max_length, edge_weight, chat
@@ -165,7 +139,7 @@ class IIERRetriever(Guarded):
 
             self.scorer, _ = load_scorer(path, index)
         self.weights_path = path
-        self.base = make_retriever(base, index)
+        self.base = bases(base)
         self.graph = index.passage_graph
         self.ids = self.graph.ids
         self.adjacency = self.graph.adjacency()

@@ -26,7 +26,7 @@ from torch import nn
 
 from graph_store import Index
 
-from .iier import Step
+from .iier_steps import Step
 from .weights import load_weights
 
 EDGE_FEATURES = 4

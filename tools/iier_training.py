@@ -27,8 +27,8 @@ from tqdm.auto import tqdm
 
 from graph_store import Index
 
-from .iier import Step, scaled_edges
 from .iier_scorer import ChainScorer, ScorerSettings, new_scorer
+from .iier_steps import Step, scaled_edges
 from .training import FitResult, FitSettings, fit
 
 NEGATIVES = 7

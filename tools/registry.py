@@ -59,8 +59,10 @@ def make_retriever(
         raise UnknownMethodError(
             f"unknown method {name!r}", f"choose one of: {', '.join(RETRIEVERS)}"
         ) from None
-    chosen = dict(cls.presets.get(check_preset(preset), {}))
-    return cls(index, **{**chosen, **options})
+    chosen = {**cls.presets.get(check_preset(preset), {}), **options}
+    if cls.needs_base:
+        chosen["bases"] = lambda base: make_retriever(base, index)
+    return cls(index, **chosen)
 
 
 def parse_methods(text: str, choices: Sequence[str] | None = None) -> list[str]:

@@ -12,11 +12,12 @@ import scipy.sparse as sp
 import torch
 
 from agents.tog2.search import entity_scores
+from tools import make_retriever
 from tools.fusion import reciprocal_rank_fusion
 from tools.gear_ge import diverse_beam_search, flatten_to_chunks, read_triples
 from tools.gnn_ret import gnn_layer, recurrent_merge
 from tools.gnn_ret_training import Sample, hinge_loss
-from tools.grag import edge_weights
+from tools.grag_graph import edge_weights
 from tools.grag_training import cross_entropy_loss, pairwise_loss
 
 
@@ -234,7 +235,7 @@ def test_grag_eq11_score_is_the_query_dotted_with_the_last_layer():
     # d = 1, hidden 1, no edges; first layer x·[1, 1] then ReLU, second ×2, y = Encode(q) = 3;
     # the relevance branch and the cosine / prior terms are switched off (zero weights).
     # node 0: x = [0.5, 0.25] → relu(0.75) · 2 · 3 = 4.5; node 1: x = [−1, 0.2] → relu(−0.8) = 0
-    from tools.grag import DocumentGraph, GRAGSettings
+    from tools.grag_graph import DocumentGraph, GRAGSettings
     from tools.grag_model import GRAGNet, score_graph
 
     model = GRAGNet(1, GRAGSettings(hidden=1))
@@ -258,12 +259,12 @@ def test_grag_eq11_score_is_the_query_dotted_with_the_last_layer():
 
 def test_gear_eq2_triple_link_takes_the_most_similar_stored_triple(docs_index):
     from tests.fakes import ScriptedChatModel
-    from tools.gear_ge import SyncGERetriever
+    from tools import make_retriever
 
     # a proximal triple written exactly as a stored one links to it: cosine 1 is the maximum
     stored = docs_index.knowledge_graph.triples[0]
     reply = f'("{stored.subject}", "{stored.predicate}", "{stored.object}")'
-    sync = SyncGERetriever(docs_index, chat=ScriptedChatModel(respond=lambda p: reply))
+    sync = make_retriever("sync_ge", docs_index, chat=ScriptedChatModel(respond=lambda p: reply))
     linked = sync.initial_triples("q", [])
     assert linked == [int(np.argmax(sync.vectors @ sync.vectors[0]))]
     assert docs_index.knowledge_graph.triples[linked[0]].text == stored.text
@@ -489,9 +490,9 @@ def test_grag_eq1_2_node_features_are_the_passage_and_its_concept_path(docs_inde
     # Eq. 1: x̃_i = Encode(p_i); Eq. 2: x_i = Encode(p_i ⊕ a_i). Here x_i = [Encode(p_i) ;
     # Encode(a_i)] (docs/methods.md): the first half is the passage vector the index holds,
     # the second the encoded path string a_i.
-    from tools.grag import GRAGSettings, GraphBuilder
+    from tools.grag_graph import GRAGSettings, GraphBuilder
 
-    builder = GraphBuilder(docs_index, GRAGSettings(n=3))
+    builder = GraphBuilder(docs_index, GRAGSettings(n=3), make_retriever("hybrid", docs_index))
     graph = builder.build("Which city is the seat of Mountrail County?")
     d = docs_index.embedding_matrix.shape[1]
     np.testing.assert_allclose(graph.features[:, :d], docs_index.embedding_matrix[graph.rows])
@@ -504,7 +505,7 @@ def test_grag_eq2_concept_path_string_is_a_bfs_from_the_question():
     # a_i: from the question's concepts held by chunk i, follow the chunk's (subject → object)
     # relations breadth-first, each concept once: question, larry alcala, up, manila, diliman.
     from graph_store.extraction import Extraction, Triple
-    from tools.grag import ConceptIndex
+    from tools.grag_graph import ConceptIndex
 
     concepts = ConceptIndex(
         [
@@ -531,7 +532,7 @@ def test_grag_eq6_raw_edges_count_shared_concepts_and_relations():
     # c1 {a, b, c}, rel (a, b); c2 {a, b}, rel (a, b); c3 {d}, rel (a, b) (a relation without
     # a shared concept makes no edge). Ê_12 = (2, 1); Ê_13 = Ê_23 = (0, 0).
     from graph_store.extraction import Extraction, Triple
-    from tools.grag import ConceptIndex
+    from tools.grag_graph import ConceptIndex
 
     def chunk(chunk_id, entities):
         return Extraction(chunk_id, tuple(entities), (), (Triple("a", "r", "b"),))
@@ -568,10 +569,11 @@ def test_grag_eq9_edges_stay_fixed_through_the_layers():
 def test_grag_eq10_query_is_encoded_by_the_node_encoder(docs_index):
     # y = Encode(q) with the same encoder as the nodes: the graph's query vector is the index's
     # own query embedding.
-    from tools.grag import GRAGSettings, GraphBuilder
+    from tools.grag_graph import GRAGSettings, GraphBuilder
 
     question = "Which city is the seat of Mountrail County?"
-    graph = GraphBuilder(docs_index, GRAGSettings(n=3)).build(question)
+    base = make_retriever("hybrid", docs_index)
+    graph = GraphBuilder(docs_index, GRAGSettings(n=3), base).build(question)
     np.testing.assert_allclose(graph.query, docs_index.embed_query(question), rtol=1e-6)
 
 
@@ -597,7 +599,7 @@ def test_grag_eq15_21_tied_mean_hits_at_10():
 
 def _iier_step():
     """q = (1, 0), path (0, 1); n₁ = (0.6, 0.8) over edge r₁ = (1, 0, 0, 0), n₂ = (0.8, 0.6)."""
-    from tools.iier import Step
+    from tools.iier_steps import Step
 
     return Step(
         question=np.array([1.0, 0.0], dtype=np.float32),

@@ -11,7 +11,7 @@ from hopgraph.cli import main
 from hopgraph.errors import IndexStateError, InputError
 from tests.conftest import train_twice
 from tools import make_retriever
-from tools.grag import ConceptIndex, GRAGSettings, best_neighbour, edge_weights
+from tools.grag_graph import ConceptIndex, GRAGSettings, best_neighbour, edge_weights
 from tools.grag_model import TensorGraph, neighbour_mean, new_model
 from tools.grag_training import cross_entropy_loss, pairwise_loss
 
@@ -83,7 +83,7 @@ def test_losses_follow_eqs_12_and_13():
 
 
 def random_graph(rng, n, isolated=False):
-    from tools.grag import DocumentGraph
+    from tools.grag_graph import DocumentGraph
 
     weights = rng.random((n, n)).astype(np.float32)
     weights = (weights + weights.T) / 2

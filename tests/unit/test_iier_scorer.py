@@ -10,8 +10,8 @@ from hopgraph.cli import main
 from hopgraph.errors import InputError
 from tests.conftest import train_twice
 from tools import make_retriever
-from tools.iier import Step
 from tools.iier_scorer import ScorerSettings, new_scorer
+from tools.iier_steps import Step
 from tools.iier_training import hop_accuracy, shortest_chains, step_loss
 
 

@@ -80,10 +80,8 @@ def test_gnn_ret_names_the_link_that_pulled_a_bridge_passage_in(index):
 
 
 def test_iier_keywords_seed_and_chain(index):
-    from tools.iier import IIERRetriever
-
     # the paper's seeds (set cover only, in cover order), without the guard
-    iier = IIERRetriever(index, max_length=2, seed_order="cover", dense_seeds=0, keep=0)
+    iier = make_retriever("iier", index, max_length=2, seed_order="cover", dense_seeds=0, keep=0)
     question = "When did military instruction start where Larry Alcala was educated?"
     assert iier.question_keywords(question) == {"larry alcala"}  # entities, not plain words
     rows = {chunk_id: row for row, chunk_id in enumerate(iier.ids)}
@@ -103,10 +101,9 @@ def test_iier_keywords_seed_and_chain(index):
 
 def test_iier_reads_question_keywords_with_an_llm(index):
     from tests.fakes import ScriptedChatModel
-    from tools.iier import IIERRetriever
 
     chat = ScriptedChatModel(respond=lambda prompt: 'Keywords: ["Larry Alcala", "  "]')
-    iier = IIERRetriever(index, max_length=2, chat=chat)
+    iier = make_retriever("iier", index, max_length=2, chat=chat)
     assert iier.question_keywords("Where was the cartoonist educated?") == {"larry alcala"}
     assert "Where was the cartoonist educated?" in chat.calls[-1]
     assert iier.retrieve("Where was the cartoonist educated?", 2)[0].id == "d1"
@@ -114,28 +111,29 @@ def test_iier_reads_question_keywords_with_an_llm(index):
 
 def test_iier_repairs_one_unreadable_keyword_reply_then_falls_back(index, caplog):
     from tests.fakes import ScriptedChatModel
-    from tools.iier import IIERRetriever
 
     replies = iter(["the keywords are Larry Alcala", '["Larry Alcala"]'])
     chat = ScriptedChatModel(respond=lambda prompt: next(replies))
-    assert IIERRetriever(index, chat=chat).question_keywords("q?") == {"larry alcala"}
+    assert make_retriever("iier", index, chat=chat).question_keywords("q?") == {"larry alcala"}
     assert "Your previous reply could not be read (" in chat.calls[1]
     stubborn = ScriptedChatModel(respond=lambda prompt: "no list here")
     with caplog.at_level("WARNING", logger="tools.iier"):
-        keys = IIERRetriever(index, chat=stubborn).question_keywords("Where was Larry Alcala?")
+        keys = make_retriever("iier", index, chat=stubborn).question_keywords(
+            "Where was Larry Alcala?"
+        )
     assert keys == {"larry alcala"}  # found without the LLM, as with no LLM at all
     assert len(stubborn.calls) == 2 and "FALLBACK" in caplog.text
 
 
 def test_sync_ge_reads_facts_links_them_and_expands(index):
     from tests.fakes import ScriptedChatModel
-    from tools.gear_ge import SyncGERetriever, read_facts
+    from tools.gear_ge import read_facts
 
     assert read_facts('Facts: ("A b", "born in", "C"), ("", "x", "y") and more') == [
         "A b born in C"
     ]
     model = ScriptedChatModel(respond=lambda prompt: '("Mountrail County", "seat", "Stanley")')
-    sync = SyncGERetriever(index, chat=model, base="bm25")
+    sync = make_retriever("sync_ge", index, chat=model, base="bm25")
     hits = sync.retrieve("Where is the county seat of Van Hook Township?", 4)
     assert len(model.calls) == 1
     assert "Wikipedia Title: Van Hook Township" in model.calls[0]
@@ -144,8 +142,8 @@ def test_sync_ge_reads_facts_links_them_and_expands(index):
     assert "mountrail county" in index.knowledge_graph.triples[linked[0]].text
     chained = [h for h in hits if h.provenance[-1].step == "triple chain"]
     assert {"d5"} <= {h.doc_id for h in chained}
-    silent = SyncGERetriever(
-        index, chat=ScriptedChatModel(respond=lambda p: "nothing"), base="bm25"
+    silent = make_retriever(
+        "sync_ge", index, chat=ScriptedChatModel(respond=lambda p: "nothing"), base="bm25"
     )
     naive = make_retriever("naive_ge", index, base="bm25", preset="paper")  # SyncGE's fusion
     question = "Where is the county seat of Van Hook Township?"
