@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from langchain_core.language_models import BaseChatModel
 
-from hopgraph.llm import Usage, ask_structured, labelled
+from hopgraph.core.llm import Usage, ask_structured, labelled
 from prompts.answer import ANSWER, NOTES
 
 from .evidence import Evidence, numbered_passages

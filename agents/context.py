@@ -22,7 +22,7 @@ class AgentContext:
 
     index: Index = field(metadata={"description": "the index (with graphs) to retrieve from"})
     chat: BaseChatModel = field(
-        metadata={"description": "the chat model; build it with hopgraph.llm.make_chat_model"}
+        metadata={"description": "the chat model; build it with hopgraph.core.llm.make_chat_model"}
     )
     k: int = field(default=5, metadata={"description": "passages the final reader is given"})
     preset: str = field(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from hopgraph.errors import UnknownMethodError
+from hopgraph.core.errors import UnknownMethodError
 from tools import RETRIEVERS
 
 if TYPE_CHECKING:  # the graphs import LangGraph: only when a run needs them, not for --help

@@ -21,9 +21,9 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 from graph_store import Index
-from hopgraph.errors import InputError
-from hopgraph.llm import Usage, no_usage
-from hopgraph.traces import TraceRecorder
+from hopgraph.core.errors import InputError
+from hopgraph.core.llm import Usage, no_usage
+from hopgraph.core.traces import TraceRecorder
 
 from .evidence import Evidence
 from .registry import agent_for

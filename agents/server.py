@@ -19,7 +19,7 @@ from langgraph.runtime import Runtime
 
 from agents.registry import agent_for
 from graph_store import Index
-from hopgraph.llm import required_chat
+from hopgraph.core.llm import required_chat
 from tools import DEFAULT_PRESET
 
 

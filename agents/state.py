@@ -5,7 +5,7 @@ from __future__ import annotations
 import operator
 from typing import Annotated, TypedDict
 
-from hopgraph.llm import Usage, add_usage
+from hopgraph.core.llm import Usage, add_usage
 
 from .evidence import Evidence, gather
 

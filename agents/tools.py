@@ -14,8 +14,8 @@ from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel, Field
 
 from graph_store import Index
-from hopgraph.errors import HopgraphError
-from hopgraph.llm import required_chat
+from hopgraph.core.errors import HopgraphError
+from hopgraph.core.llm import required_chat
 from tools.langchain import retrieval_tools
 
 from .run import RunResult, run_agent

@@ -18,8 +18,8 @@ from langchain_core.language_models import BaseChatModel
 from tqdm.auto import tqdm
 
 from graph_store import Index
-from hopgraph.errors import HopgraphError
-from hopgraph.llm import no_usage
+from hopgraph.core.errors import HopgraphError
+from hopgraph.core.llm import no_usage
 
 from .datasets import Question
 from .metrics import exact_match, f1_score, percentile, recall_at_k

@@ -17,7 +17,7 @@ import scipy.sparse as sp
 
 from graph_store import Index
 from graph_store.passage_graph import EDGE_TYPES, co_occurrence
-from hopgraph.errors import IndexStateError
+from hopgraph.core.errors import IndexStateError
 
 from .datasets import Question
 

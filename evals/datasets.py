@@ -6,7 +6,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from hopgraph.errors import InputError
+from hopgraph.core.errors import InputError
 
 
 @dataclass(frozen=True)

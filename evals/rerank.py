@@ -23,8 +23,8 @@ from tqdm.auto import tqdm
 from evals.datasets import load_questions
 from evals.metrics import recall_at_k
 from evals.rerank_metrics import mhits_all, mrr_all
-from hopgraph.errors import HopgraphError
-from hopgraph.settings import IndexSettings
+from hopgraph.core.errors import HopgraphError
+from hopgraph.core.settings import IndexSettings
 
 COLUMNS = ("MRR", "MHits@10", "R@5")
 

@@ -20,7 +20,7 @@ import numpy as np
 from evals.datasets import load_questions
 from evals.metrics import all_at_k, recall_at_k
 from evals.runner import eval_index
-from hopgraph.settings import IndexSettings
+from hopgraph.core.settings import IndexSettings
 from tools.gnn_ret import GNNRetriever
 from tools.gnn_ret_training import step_question
 

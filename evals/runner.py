@@ -14,8 +14,8 @@ from graph_store import Index, build_index, load_documents
 from graph_store.build import build_graphs
 from graph_store.graph_build import GraphSettings
 from graph_store.manifest import MANIFEST
-from hopgraph.errors import InputError
-from hopgraph.settings import IndexSettings, cache_dir
+from hopgraph.core.errors import InputError
+from hopgraph.core.settings import IndexSettings, cache_dir
 from tools import DEFAULT_PRESET, Hit, Retriever, make_retriever
 
 from .datasets import Question

@@ -13,7 +13,7 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from hopgraph.errors import IndexStateError
+from hopgraph.core.errors import IndexStateError
 
 
 def _sibling(directory: Path, kind: str, tag: str = "") -> Path:

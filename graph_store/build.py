@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from hopgraph.errors import IndexStateError, InputError
-from hopgraph.settings import IndexSettings
+from hopgraph.core.errors import IndexStateError, InputError
+from hopgraph.core.settings import IndexSettings
 
 from .atomic import write_lock
 from .chunking import chunk_document

@@ -16,7 +16,7 @@ from typing import Protocol
 
 import numpy as np
 
-from hopgraph.errors import HopgraphError, InputError
+from hopgraph.core.errors import HopgraphError, InputError
 
 ProgressHook = Callable[[int], None]
 DEVICES = ("auto", "cpu", "cuda", "mps")

@@ -18,7 +18,7 @@ import shutil
 from pathlib import Path
 from types import TracebackType
 
-from hopgraph.errors import IndexStateError
+from hopgraph.core.errors import IndexStateError
 
 from .manifest import MANIFEST, Manifest, fsync_directory
 from .vdb_chroma import ChromaLocation, ChromaVectorStore, CollectionMissingError

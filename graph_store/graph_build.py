@@ -22,7 +22,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from hopgraph.errors import IndexStateError
+from hopgraph.core.errors import IndexStateError
 
 from .documents import Chunk
 from .embedding import embed_with_progress, load_embedder

@@ -15,7 +15,7 @@ from types import TracebackType
 import numpy as np
 import orjson
 
-from hopgraph.errors import IndexStateError
+from hopgraph.core.errors import IndexStateError
 
 from .atomic import recover
 from .documents import Chunk

@@ -23,7 +23,7 @@ import numpy as np
 import scipy.sparse as sp
 import Stemmer
 
-from hopgraph.errors import IndexStateError
+from hopgraph.core.errors import IndexStateError
 
 from .base import Scored
 from .documents import Chunk

@@ -9,7 +9,7 @@ import json
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from hopgraph.errors import InputError
+from hopgraph.core.errors import InputError
 
 from .documents import Document
 

@@ -17,8 +17,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from hopgraph.errors import IndexStateError
-from hopgraph.settings import IndexSettings
+from hopgraph.core.errors import IndexStateError
+from hopgraph.core.settings import IndexSettings
 
 MANIFEST = "manifest.json"
 FORMAT_VERSION = 2

@@ -30,7 +30,7 @@ import networkx as nx
 import numpy as np
 import scipy.sparse as sp
 
-from hopgraph.errors import IndexStateError
+from hopgraph.core.errors import IndexStateError
 
 from .documents import Chunk
 from .extraction.offline import token_key

@@ -16,7 +16,7 @@ import chromadb
 import numpy as np
 from chromadb.config import Settings
 
-from hopgraph.errors import IndexStateError
+from hopgraph.core.errors import IndexStateError
 
 from .base import Scored
 from .documents import Chunk

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from hopgraph.errors import IndexStateError
+from hopgraph.core.errors import IndexStateError
 
 MAX_SEGMENTS = 8
 MAX_DEAD_SHARE = 0.25

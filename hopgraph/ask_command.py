@@ -11,9 +11,9 @@ from typing import Any
 
 from graph_store import Index
 
-from .errors import HopgraphError, InputError
-from .llm import choose_chat, describe
-from .settings import cache_dir
+from .core.errors import HopgraphError, InputError
+from .core.llm import choose_chat, describe
+from .core.settings import cache_dir
 
 STEP_SETTING = {"rgnn_ret": "max_steps", "gear": "max_rounds", "tog2": "depth"}
 """The loop bound each multi-step agent takes from --max-steps."""

@@ -12,9 +12,9 @@ from langchain_core.messages import HumanMessage
 
 from graph_store import Index
 
-from .errors import HopgraphError
-from .llm import choose_chat, describe
-from .settings import cache_dir
+from .core.errors import HopgraphError
+from .core.llm import choose_chat, describe
+from .core.settings import cache_dir
 
 HELP = """commands:
   /method NAME   answer with another method (gear, rgnn_ret, tog2 or any retriever)
@@ -116,7 +116,7 @@ class ChatSession:
         return True
 
     def _show_trace(self) -> None:
-        from .traces import default_store, load_trace, render_tree
+        from .core.traces import default_store, load_trace, render_tree
 
         if self.trace_id is None:
             print("no traced answer yet")

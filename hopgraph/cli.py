@@ -8,7 +8,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from .errors import HopgraphError
+from .core.errors import HopgraphError
 
 EPILOG = """\
 examples:
@@ -61,7 +61,7 @@ def _preset_option(parser: argparse.ArgumentParser) -> None:
 
 
 def _llm_option(parser: argparse.ArgumentParser) -> None:
-    from .llm import LLM_CHOICES
+    from .core.llm import LLM_CHOICES
 
     parser.add_argument(
         "--llm",

@@ -14,8 +14,8 @@ from pydantic import ValidationError
 
 from graph_store import Index, add_documents, build_index, delete_documents, load_documents
 from graph_store.build import WriteReport
-from hopgraph.errors import InputError
-from hopgraph.settings import IndexSettings, default_index_dir
+from hopgraph.core.errors import InputError
+from hopgraph.core.settings import IndexSettings, default_index_dir
 from tools import RETRIEVERS, make_retriever, parse_methods
 
 from .formatting import format_hits
@@ -243,7 +243,7 @@ def explain(args: argparse.Namespace) -> None:
 
 def answer_model(llm: str, questions: Sequence[Question]) -> Any:
     """Return the chat model of ``--llm``: the endpoint, the local model, or an oracle each."""
-    from .llm import choose_chat
+    from .core.llm import choose_chat
 
     if llm != "oracle":
         return choose_chat(llm)

@@ -14,7 +14,7 @@ from evals.metrics import all_at_k, recall_at_k
 from graph_store import Index, build_graphs, build_index, load_documents
 from graph_store.graph_build import GraphSettings
 from graph_store.manifest import MANIFEST
-from hopgraph.settings import IndexSettings
+from hopgraph.core.settings import IndexSettings
 from tools import RETRIEVERS, Retriever, make_retriever
 
 DEFAULT_DIR = Path(".hopgraph") / "demo-index"

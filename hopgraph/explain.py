@@ -206,7 +206,7 @@ def explain(
         return build_evidence_graph(index, question, method, passages, gold)
     from agents.run import run_agent
 
-    from .llm import required_chat
+    from .core.llm import required_chat
 
     chat = required_chat()
     result = run_agent(method, question, index, chat, k=k, preset=preset)

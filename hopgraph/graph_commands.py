@@ -15,7 +15,7 @@ from graph_store.build import build_graphs
 from graph_store.graph_build import GraphSettings
 from graph_store.passage_graph import EDGE_TYPES
 from hopgraph.commands import index_dir, settings_from
-from hopgraph.errors import InputError
+from hopgraph.core.errors import InputError
 
 
 def graph_settings(args: argparse.Namespace) -> GraphSettings:

@@ -20,7 +20,7 @@ from pydantic import Field
 from graph_store import Index
 from tools.registry import DEFAULT_PRESET, Preset
 
-from .errors import HopgraphError
+from .core.errors import HopgraphError
 
 Method = Literal["gnn_ret", "iier", "naive_ge", "hybrid", "dense", "bm25"]
 PRESET_HELP = "tuned: our best settings on dev (default); paper: each method as its paper has it"
@@ -61,7 +61,7 @@ def build_server(index: Index, host: str = "127.0.0.1", port: int = 8000) -> Fas
         """Answer a question from the corpus, citing passages, with the steps and LLM usage."""
         from agents.run import run_agent
 
-        from .llm import required_chat
+        from .core.llm import required_chat
 
         with lock, _as_tool_error():
             chat = required_chat()

@@ -6,7 +6,7 @@ import argparse
 from datetime import datetime
 from pathlib import Path
 
-from .traces import default_store, list_traces, load_trace, render_html, render_tree
+from .core.traces import default_store, list_traces, load_trace, render_html, render_tree
 
 
 def trace_list(args: argparse.Namespace) -> None:

@@ -12,7 +12,7 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
-from .errors import InputError
+from .core.errors import InputError
 
 TOP_O = {"gnn_ret": 25, "rgnn_ret": 10}  # the paper's competitive-set sizes (spec §3.4, §4.2)
 NETWORKS = ("grag", "iier")

@@ -65,7 +65,7 @@ def build_docs_index(path: Path, model: str) -> Path:
     from graph_store import Document, build_index
     from graph_store.build import build_graphs
     from graph_store.graph_build import GraphSettings
-    from hopgraph.settings import IndexSettings
+    from hopgraph.core.settings import IndexSettings
 
     docs = [Document(d["id"], d["title"], d["text"]) for d in DOCS]
     build_index(docs, path, IndexSettings(model=model), show_progress=False)
@@ -85,7 +85,7 @@ def docs_index(tmp_path_factory):
 @pytest.fixture(scope="module")
 def real_docs_index_dir(tmp_path_factory):
     """DOCS indexed with the real embedding model, graphs built (integration tests)."""
-    from hopgraph.settings import IndexSettings
+    from hopgraph.core.settings import IndexSettings
 
     return build_docs_index(tmp_path_factory.mktemp("real") / "idx", IndexSettings().model)
 

@@ -8,7 +8,7 @@ from typing import Any, ClassVar
 
 from graph_store import Index
 from graph_store.base import Scored
-from hopgraph.errors import InputError
+from hopgraph.core.errors import InputError
 
 from .hits import Hit, Provenance
 
@@ -22,7 +22,7 @@ class Retriever(ABC):
     needs_graphs: ClassVar[bool] = False
     """Whether the method walks the passage or knowledge graph (`hopgraph graph build`)."""
     needs_llm: ClassVar[bool] = False
-    """Whether the method calls an LLM at query time (see hopgraph.llm for the settings)."""
+    """Whether the method calls an LLM at query time (see hopgraph.core.llm for the settings)."""
     needs_weights: ClassVar[bool] = False
     """Whether the method needs trained weights (`hopgraph train`) to run at all."""
     needs_base: ClassVar[bool] = False

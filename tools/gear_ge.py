@@ -25,7 +25,7 @@ import numpy as np
 from langchain_core.language_models import BaseChatModel
 
 from graph_store import Index
-from hopgraph.llm import Usage, add_usage, complete, no_usage
+from hopgraph.core.llm import Usage, add_usage, complete, no_usage
 from prompts.gear import READ
 
 from .base import Bases
@@ -316,7 +316,7 @@ class SyncGERetriever(NaiveGERetriever):
         options = {"base_depth": None, "fusion": "rrf", "keep": 0, **options}
         super().__init__(index, **options)
         if chat is None:
-            from hopgraph.llm import required_chat
+            from hopgraph.core.llm import required_chat
 
             chat = required_chat()
         self.chat = chat

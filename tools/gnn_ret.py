@@ -34,7 +34,7 @@ import scipy.sparse as sp
 
 from graph_store import Index
 from graph_store.passage_graph import DIRECTED, EDGE_TYPES
-from hopgraph.errors import IndexStateError, InputError
+from hopgraph.core.errors import IndexStateError, InputError
 
 from .guard import KEEP, MARGIN, Guarded
 from .hits import Hit, Provenance

@@ -37,7 +37,7 @@ from graph_store.extraction.offline import (
     token_key,
 )
 from graph_store.extraction.parsing import parse_string_list
-from hopgraph.llm import ask_structured
+from hopgraph.core.llm import ask_structured
 from prompts.iier import QUESTION_KEYWORDS
 
 from .base import Bases

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Literal, get_args
 
 from graph_store import Index
-from hopgraph.errors import UnknownMethodError
+from hopgraph.core.errors import UnknownMethodError
 
 from .base import Retriever
 from .baselines import BM25Retriever, DenseRetriever, HybridRetriever

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from graph_store import Index
-from hopgraph.errors import IndexStateError, InputError
+from hopgraph.core.errors import IndexStateError, InputError
 
 SHIPPED = Path(__file__).parent / "weights_data"
 

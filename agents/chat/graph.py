@@ -12,7 +12,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
 from agents.run import run_agent
-from hopgraph.llm import complete
+from hopgraph.core.llm import complete
 from prompts.chat import STANDALONE
 
 from .context import Context

@@ -14,7 +14,7 @@ from langgraph.runtime import Runtime
 
 from agents.answering import answer_line, answer_with_citations
 from agents.evidence import chunk_evidence, evidence_of, titled_passages
-from hopgraph.llm import ask_structured, complete, labelled
+from hopgraph.core.llm import ask_structured, complete, labelled
 from prompts.gear import READ, READ_WITH_MEMORY, REASON, REWRITE
 from tools.fusion import reciprocal_rank_fusion
 from tools.gear_ge import SyncGERetriever, read_triples

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from agents.context import AgentContext
-from hopgraph.errors import InputError
+from hopgraph.core.errors import InputError
 
 
 @dataclass(kw_only=True)

@@ -14,7 +14,7 @@ from langgraph.runtime import Runtime
 
 from agents.answering import answer_line, answer_with_citations
 from agents.evidence import chunk_evidence, titled_passages
-from hopgraph.llm import ask_structured, complete, labelled
+from hopgraph.core.llm import ask_structured, complete, labelled
 from prompts.rgnn_ret import CRITIQUE, NEXT_STEP, STEP_ANSWER
 from tools.gnn_ret import GNNRetriever, recurrent_merge
 

@@ -18,7 +18,7 @@ from langgraph.runtime import Runtime
 from agents.answering import answer_line, answer_with_citations
 from agents.evidence import Evidence, chunk_evidence, evidence_of
 from graph_store.extraction.offline import find_mentions
-from hopgraph.llm import ask_structured, labelled, no_usage
+from hopgraph.core.llm import ask_structured, labelled, no_usage
 from prompts.tog2 import REASON, REFORM, RELATION_PRUNE, TOPIC_PRUNE
 from tools.iier import IIERRetriever
 

@@ -26,8 +26,8 @@ from graph_store import Index, build_index, load_documents
 from graph_store.build import build_graphs, chunk_documents
 from graph_store.embedding import load_embedder
 from graph_store.graph_build import GraphSettings
-from hopgraph.errors import HopgraphError
-from hopgraph.settings import IndexSettings
+from hopgraph.core.errors import HopgraphError
+from hopgraph.core.settings import IndexSettings
 from tools import RETRIEVERS, make_retriever
 from tools.registry import parse_methods
 

@@ -24,7 +24,7 @@ import numpy as np
 from evals.bench import save_json
 from graph_store import Index
 from graph_store.passage_graph import ANN_CONSTRUCTION, ann_top_k, exact_top_k, others
-from hopgraph.settings import cache_dir
+from hopgraph.core.settings import cache_dir
 
 
 def real_vectors(size: int, noise: float, seed: int = 0) -> np.ndarray:

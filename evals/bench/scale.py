@@ -31,7 +31,7 @@ from graph_store import Document, Index, add_documents, build_index, delete_docu
 from graph_store import build as build_module
 from graph_store.build import build_graphs
 from graph_store.graph_build import GraphSettings
-from hopgraph.settings import IndexSettings
+from hopgraph.core.settings import IndexSettings
 from tools import make_retriever
 
 DIMENSION = 256  # the hashing embedder's, which embeds the queries

@@ -21,8 +21,8 @@ from langchain_core.messages import HumanMessage
 from tqdm.auto import tqdm
 
 from graph_store.documents import Chunk
-from hopgraph.errors import LLMReplyError
-from hopgraph.llm import Usage, no_usage, parse_with_repair
+from hopgraph.core.errors import LLMReplyError
+from hopgraph.core.llm import Usage, no_usage, parse_with_repair
 from prompts.extraction import GEAR_EXTRACTION, GNN_RET_LINKS, IIER_CHUNK_KEYWORDS
 
 from .base import Extraction, Triple
@@ -73,7 +73,7 @@ class LLMExtractor:
         cls, cache_path: Path, prompts: Sequence[str] = ("gear", "iier")
     ) -> LLMExtractor:
         """Build from ``HOPGRAPH_LLM_*`` settings (a clear error when none are set)."""
-        from hopgraph.llm import LLMSettings, make_chat_model
+        from hopgraph.core.llm import LLMSettings, make_chat_model
 
         settings = LLMSettings.from_env()
         return cls(

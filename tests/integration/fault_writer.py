@@ -28,7 +28,7 @@ from graph_store import (
     vdb_chroma,
 )
 from graph_store.graph_build import GraphSettings
-from hopgraph.settings import IndexSettings
+from hopgraph.core.settings import IndexSettings
 
 GRAPHS = GraphSettings(semantic_min_sim=0.1, max_df=4)
 

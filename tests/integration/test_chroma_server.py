@@ -5,8 +5,8 @@ import pytest
 
 from graph_store import Index, add_documents, build_graphs, build_index, delete_documents
 from graph_store.graph_build import GraphSettings
-from hopgraph.errors import IndexStateError
-from hopgraph.settings import IndexSettings
+from hopgraph.core.errors import IndexStateError
+from hopgraph.core.settings import IndexSettings
 from tools import make_retriever
 
 pytestmark = pytest.mark.integration

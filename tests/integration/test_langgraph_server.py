@@ -46,8 +46,10 @@ def server(real_docs_index_dir, tmp_path):
         }
         env.pop("LANGSMITH_TRACING", None)
         process = subprocess.Popen(
-            [LANGGRAPH, "dev", "--no-browser", "--no-reload", "--port", str(port)],
-            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            [LANGGRAPH, "dev", "--no-browser", "--no-reload", "--port", str(port),
+             "--config", str(ROOT / "langgraph.json")],
+            # the server keeps its runtime state (.langgraph_api/) in its working directory
+            cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         )  # fmt: skip
         url = f"http://127.0.0.1:{port}"
         try:

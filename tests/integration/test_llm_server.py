@@ -5,7 +5,7 @@ import pytest
 from evals.scripted_llm import ScriptedOpenAIServer
 from graph_store import Document, Index, build_index
 from hopgraph.cli import main
-from hopgraph.settings import IndexSettings
+from hopgraph.core.settings import IndexSettings
 from tests.fakes import extraction_reply
 
 pytestmark = pytest.mark.integration

@@ -12,8 +12,8 @@ import pytest
 from graph_store import build_graphs, build_index, load_documents
 from graph_store.graph_build import GraphSettings
 from hopgraph.cli import main
+from hopgraph.core.settings import IndexSettings
 from hopgraph.demo import sample_dir
-from hopgraph.settings import IndexSettings
 
 pytestmark = pytest.mark.integration
 QUESTIONS = [

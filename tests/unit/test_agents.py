@@ -10,7 +10,7 @@ from agents.rgnn_ret import graph as rgnn
 from agents.rgnn_ret.context import Context as RGNNContext
 from agents.rgnn_ret.state import parse_critique, parse_next_step
 from agents.run import run_agent
-from hopgraph.errors import InputError, UnknownMethodError
+from hopgraph.core.errors import InputError, UnknownMethodError
 from tests.agent_scripts import (
     FACT_1,
     NOT_YET,
@@ -201,7 +201,7 @@ def test_parsers_of_gear_replies():
 def test_eval_answers_scores_every_method(tmp_path, monkeypatch, capsys):
     import json
 
-    import hopgraph.llm
+    import hopgraph.core.llm
     from hopgraph.cli import main
     from tests.conftest import write_jsonl
 
@@ -221,7 +221,7 @@ def test_eval_answers_scores_every_method(tmp_path, monkeypatch, capsys):
     chat = ScriptedChatModel(
         respond=lambda p: script(p) if any(k in p for k in rgnn_prompts) else gear(p)
     )
-    monkeypatch.setattr(hopgraph.llm, "make_chat_model", lambda settings: chat)
+    monkeypatch.setattr(hopgraph.core.llm, "make_chat_model", lambda settings: chat)
     monkeypatch.setenv("HOPGRAPH_LLM_MODEL", "scripted")
     monkeypatch.setenv("HOPGRAPH_LLM_BASE_URL", "http://127.0.0.1:9/v1")
     monkeypatch.setenv("HOPGRAPH_CACHE", str(tmp_path / "cache"))

@@ -6,7 +6,7 @@ import pytest
 
 from graph_store import embedding
 from hopgraph.cli import main
-from hopgraph.errors import HopgraphError, InputError
+from hopgraph.core.errors import HopgraphError, InputError
 
 
 def test_auto_takes_the_best_device_present_and_a_missing_one_is_an_error(monkeypatch):

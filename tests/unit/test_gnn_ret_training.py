@@ -9,7 +9,7 @@ import torch
 
 from graph_store import Index
 from hopgraph.cli import main
-from hopgraph.errors import IndexStateError, InputError
+from hopgraph.core.errors import IndexStateError, InputError
 from tests.conftest import DOCS, write_jsonl
 from tools.gnn_ret import GNNRetriever
 from tools.gnn_ret_training import Sample, blended, train_alphas

@@ -8,7 +8,7 @@ from graph_store import Index
 from graph_store.extraction import Extraction
 from graph_store.extraction.base import Triple
 from hopgraph.cli import main
-from hopgraph.errors import IndexStateError, InputError
+from hopgraph.core.errors import IndexStateError, InputError
 from tests.conftest import train_twice
 from tools import make_retriever
 from tools.grag_graph import ConceptIndex, GRAGSettings, best_neighbour, edge_weights

@@ -8,8 +8,8 @@ from graph_store.build import build_graphs
 from graph_store.graph_build import GraphSettings, triples_location
 from graph_store.vdb_chroma import ChromaVectorStore
 from hopgraph.cli import main
-from hopgraph.errors import IndexStateError
-from hopgraph.settings import IndexSettings
+from hopgraph.core.errors import IndexStateError
+from hopgraph.core.settings import IndexSettings
 from tests.conftest import DOCS
 
 ALL = [Document(d["id"], d["title"], d["text"]) for d in DOCS]

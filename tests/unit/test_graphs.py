@@ -16,7 +16,7 @@ from graph_store.passage_graph import (
     shared_item_edges,
     structural_edges,
 )
-from hopgraph.errors import IndexStateError
+from hopgraph.core.errors import IndexStateError
 
 
 def test_structural_edges_link_consecutive_chunks_of_one_document():

@@ -7,7 +7,7 @@ import torch
 
 from graph_store import Index
 from hopgraph.cli import main
-from hopgraph.errors import InputError
+from hopgraph.core.errors import InputError
 from tests.conftest import train_twice
 from tools import make_retriever
 from tools.iier_scorer import ScorerSettings, new_scorer

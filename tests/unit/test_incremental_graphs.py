@@ -14,7 +14,7 @@ from graph_store.extraction.readings import READINGS_FILE, CorpusReadings, Offli
 from graph_store.graph_build import GraphSettings
 from graph_store.passage_graph import nearest, update_nearest
 from graph_store.vdb_chroma import ChromaVectorStore
-from hopgraph.settings import IndexSettings
+from hopgraph.core.settings import IndexSettings
 from tests.conftest import ranking
 from tools import make_retriever
 

@@ -7,8 +7,8 @@ from graph_store import Document, Index, add_documents, build_index, delete_docu
 from graph_store import build as build_module
 from graph_store.embedding import HashingEmbedder
 from graph_store.manifest import FORMAT_VERSION, MANIFEST
-from hopgraph.errors import IndexStateError, InputError
-from hopgraph.settings import IndexSettings
+from hopgraph.core.errors import IndexStateError, InputError
+from hopgraph.core.settings import IndexSettings
 from tests.conftest import DOCS
 from tools import make_retriever
 

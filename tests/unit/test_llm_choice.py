@@ -7,9 +7,16 @@ import pytest
 from agents.answering import first_line
 from evals.answers import AnswerRow, summarise
 from hopgraph.cli import main
-from hopgraph.errors import HopgraphError, LLMReplyError
-from hopgraph.llm import add_usage, choose_chat, describe, labelled, no_usage, parse_with_repair
-from hopgraph.local_llm import LocalChatModel
+from hopgraph.core.errors import HopgraphError, LLMReplyError
+from hopgraph.core.llm import (
+    add_usage,
+    choose_chat,
+    describe,
+    labelled,
+    no_usage,
+    parse_with_repair,
+)
+from hopgraph.core.local_llm import LocalChatModel
 from tests.conftest import build_docs_index
 
 ENDPOINT_VARS = ("HOPGRAPH_LLM_MODEL", "HOPGRAPH_LLM_BASE_URL", "HOPGRAPH_LLM_API_KEY")

@@ -10,8 +10,8 @@ from graph_store.extraction.parsing import (
     parse_entity_links,
     parse_string_list,
 )
-from hopgraph.errors import HopgraphError
-from hopgraph.llm import LLMSettings
+from hopgraph.core.errors import HopgraphError
+from hopgraph.core.llm import LLMSettings
 from tests.fakes import ScriptedChatModel
 
 CHUNKS = [

@@ -3,7 +3,7 @@ import json
 import pytest
 
 from graph_store import load_documents
-from hopgraph.errors import InputError
+from hopgraph.core.errors import InputError
 from tests.conftest import DOCS, write_jsonl
 
 

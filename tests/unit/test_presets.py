@@ -2,7 +2,7 @@
 
 import pytest
 
-from hopgraph.errors import UnknownMethodError
+from hopgraph.core.errors import UnknownMethodError
 from tools import PRESETS, RETRIEVERS, make_retriever
 from tools.gnn_ret import PAPER_CHANNELS
 from tools.guard import keep_top

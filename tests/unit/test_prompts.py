@@ -10,7 +10,7 @@ CALLERS = {  # slots each prompt is formatted with by its caller
     (extraction, "GEAR_EXTRACTION"): {"wiki_title", "passage"},  # graph_store/extraction/llm.py
     (extraction, "IIER_CHUNK_KEYWORDS"): {"chunk"},
     (extraction, "GNN_RET_LINKS"): {"passage"},
-    (repair, "REPAIR"): {"reply", "error"},  # hopgraph/llm.py
+    (repair, "REPAIR"): {"reply", "error"},  # hopgraph/core/llm.py
     (iier, "QUESTION_KEYWORDS"): {"question"},  # tools/iier.py
     (gear, "READ"): {"docs", "query"},  # tools/gear_ge.py
     (answer, "ANSWER"): {"passages", "notes", "question"},  # agents/answering.py

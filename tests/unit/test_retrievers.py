@@ -1,6 +1,6 @@
 import pytest
 
-from hopgraph.errors import InputError, UnknownMethodError
+from hopgraph.core.errors import InputError, UnknownMethodError
 from tools import RETRIEVERS, make_retriever, parse_methods
 from tools.langchain import RetrieveInput, retrieval_tools
 

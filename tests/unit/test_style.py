@@ -15,3 +15,13 @@ def test_ruff(args):
         [sys.executable, "-m", "ruff", *args], cwd=ROOT, capture_output=True, text=True, check=False
     )
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_imports_only_run_downward():
+    """The import-linter contracts of pyproject.toml: layers, no circles, independent siblings."""
+    lint = Path(sys.executable).parent / "lint-imports"
+    result = subprocess.run(
+        [str(lint), "--no-cache"], cwd=ROOT, capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "0 broken" in result.stdout

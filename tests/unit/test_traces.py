@@ -4,7 +4,7 @@ import pytest
 
 from agents.run import run_agent
 from hopgraph.cli import main
-from hopgraph.traces import TraceRecorder, list_traces, load_trace, render_html, render_tree
+from hopgraph.core.traces import TraceRecorder, list_traces, load_trace, render_html, render_tree
 from tests.agent_scripts import QUESTION, rgnn_script
 from tests.fakes import ScriptedChatModel
 

@@ -8,7 +8,7 @@ import pytest
 
 from graph_store import vector_table
 from graph_store.vector_table import VectorTable
-from hopgraph.errors import IndexStateError
+from hopgraph.core.errors import IndexStateError
 
 
 def vector(chunk_id: str) -> np.ndarray:

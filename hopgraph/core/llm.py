@@ -225,8 +225,8 @@ def choose_chat(choice: str | None = None) -> BaseChatModel | None:
     """Return the chat model ``choice`` names (default ``HOPGRAPH_LLM``, else ``auto``).
 
     ``endpoint``: the OpenAI-compatible server of ``HOPGRAPH_LLM_*`` (an error says what to set
-    if there is none); ``local``: :class:`~hopgraph.local_llm.LocalChatModel`; ``none``: no model
-    (callers answer with evidence alone); ``auto``: the endpoint if one is configured, else
+    if there is none); ``local``: :class:`~hopgraph.core.local_llm.LocalChatModel`; ``none``: no
+    model (callers answer with evidence alone); ``auto``: the endpoint if one is configured, else
     :data:`OFFLINE_DEFAULT`.
     """
     choice = choice or os.environ.get("HOPGRAPH_LLM") or "auto"
