@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 import numpy as np
 import scipy.sparse as sp
+from scipy.sparse.csgraph import connected_components
 
 from graph_store import Index
 from graph_store.passage_graph import EDGE_TYPES, co_occurrence
@@ -35,20 +36,15 @@ def covered(adjacency: sp.csr_matrix, gold_rows: list[list[int]], hops: int = 2)
         frontier = frontier @ adjacency
         reach = reach + frontier
     where = {r: i for i, r in enumerate(rows)}
-    parent = list(range(len(gold_rows)))
-
-    def find(i: int) -> int:
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
-
+    # groups a and b join when some row of a reaches some row of b; covered: one component
+    n = len(gold_rows)
+    joined = np.zeros((n, n), dtype=bool)
     for a, group_a in enumerate(gold_rows):
         block = reach[[where[r] for r in group_a]]
-        for b in range(a + 1, len(gold_rows)):
-            if block[:, gold_rows[b]].nnz:
-                parent[find(a)] = find(b)
-    return len({find(i) for i in range(len(gold_rows))}) == 1
+        for b in range(a + 1, n):
+            joined[a, b] = block[:, gold_rows[b]].nnz > 0
+    components, _ = connected_components(sp.csr_matrix(joined), directed=False)
+    return components == 1
 
 
 def coverage(

@@ -8,10 +8,11 @@ renames; if a process died between them, the next open puts the previous index b
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 from collections.abc import Iterator
 from pathlib import Path
+
+from filelock import FileLock, Timeout
 
 from hopgraph.core.errors import IndexStateError
 
@@ -22,24 +23,26 @@ def _sibling(directory: Path, kind: str, tag: str = "") -> Path:
 
 @contextlib.contextmanager
 def write_lock(directory: Path) -> Iterator[None]:
-    """Hold an exclusive lock on ``directory`` for the duration of a write."""
+    """Hold an exclusive lock on ``directory`` for the duration of a write (filelock).
+
+    The holder writes its PID into the lock file, so a second writer can say who holds it.
+    """
     directory.parent.mkdir(parents=True, exist_ok=True)
-    # Opened without truncating: the holder's PID must survive a second writer's attempt.
-    with open(_sibling(directory, "lock"), "a+") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError as err:
-            handle.seek(0)
-            holder = handle.read().strip() or "unknown"
-            raise IndexStateError(
-                f"{directory} is being written by PID {holder}",
-                "wait for that write to finish, then retry",
-            ) from err
-        handle.seek(0)
-        handle.truncate()
-        handle.write(str(os.getpid()))
-        handle.flush()
+    path = _sibling(directory, "lock")
+    lock = FileLock(path, timeout=0)  # never wait: a second writer is told at once
+    try:
+        lock.acquire()
+    except Timeout as err:
+        holder = path.read_text(encoding="utf-8").strip() if path.exists() else ""
+        raise IndexStateError(
+            f"{directory} is being written by PID {holder or 'unknown'}",
+            "wait for that write to finish, then retry",
+        ) from err
+    try:
+        path.write_text(str(os.getpid()), encoding="utf-8")
         yield
+    finally:
+        lock.release()
 
 
 def recover(directory: Path) -> None:
