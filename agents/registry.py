@@ -1,7 +1,16 @@
-"""Method name → the agent that answers with it."""
+"""The one table of agents: method name → the agent that answers with it.
+
+Every surface takes its list from here: the CLI's ``ask`` / ``chat`` choices, the MCP ``ask``
+tool, the LangChain ``ask`` tool, the LangGraph server's graphs (agents/server.py) and
+``langgraph.json`` (tests/unit/test_agent_registry.py checks it matches). Adding an agent is
+one :class:`AgentSpec` here plus its package (graph.py with ``builder`` and ``graph``,
+context.py with ``Context``).
+"""
 
 from __future__ import annotations
 
+import importlib
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from hopgraph.core.errors import UnknownMethodError
@@ -13,25 +22,31 @@ if TYPE_CHECKING:  # the graphs import LangGraph: only when a run needs them, no
     from .context import AgentContext
 
 
-def _agents() -> dict[str, tuple[StateGraph, type[AgentContext]]]:
-    from .gear import context as gear_context
-    from .gear import graph as gear
-    from .retrieve_answer import context as single_context
-    from .retrieve_answer import graph as single
-    from .rgnn_ret import context as rgnn_context
-    from .rgnn_ret import graph as rgnn
-    from .tog2 import context as tog2_context
-    from .tog2 import graph as tog2
+@dataclass(frozen=True)
+class AgentSpec:
+    """A multi-step agent: its method name (also its package under agents/) and loop bound."""
 
-    return {
-        "retrieve_answer": (single.builder, single_context.Context),
-        "rgnn_ret": (rgnn.builder, rgnn_context.Context),
-        "gear": (gear.builder, gear_context.Context),
-        "tog2": (tog2.builder, tog2_context.Context),
-    }
+    name: str
+    step_setting: str
+    """The context field that bounds its loop (what ``ask --max-steps`` sets)."""
 
 
-MULTI_STEP = ("rgnn_ret", "gear", "tog2")
+AGENTS: tuple[AgentSpec, ...] = (
+    AgentSpec("rgnn_ret", "max_steps"),
+    AgentSpec("gear", "max_rounds"),
+    AgentSpec("tog2", "depth"),
+)
+MULTI_STEP = tuple(a.name for a in AGENTS)
+SINGLE_STEP = "retrieve_answer"
+"""The package that answers with any single-step retriever: retrieve once, then read."""
+DEFAULT_METHOD = "gear"
+SERVED = ("chat", *MULTI_STEP)
+"""The LangGraph server's graphs: the chat agent and each multi-step agent."""
+
+
+def step_settings() -> dict[str, str]:
+    """Return each multi-step agent's loop-bound field."""
+    return {a.name: a.step_setting for a in AGENTS}
 
 
 def agent_methods() -> list[str]:
@@ -41,27 +56,22 @@ def agent_methods() -> list[str]:
 
 def agent_for(method: str) -> tuple[StateGraph, type[AgentContext], dict[str, Any]]:
     """Return (graph builder, context type, fixed context settings) for a method name."""
-    agents = _agents()
-    if method in agents and method != "retrieve_answer":
-        builder, context = agents[method]
-        return builder, context, {}
-    if method in RETRIEVERS:
-        builder, context = agents["retrieve_answer"]
-        return builder, context, {"method": method}
-    raise UnknownMethodError(
-        f"unknown method {method!r}", f"choose one of: {', '.join(agent_methods())}"
-    )
+    if method not in MULTI_STEP and method not in RETRIEVERS:
+        raise UnknownMethodError(
+            f"unknown method {method!r}", f"choose one of: {', '.join(agent_methods())}"
+        )
+    package = method if method in MULTI_STEP else SINGLE_STEP
+    graph = importlib.import_module(f"agents.{package}.graph")
+    context = importlib.import_module(f"agents.{package}.context")
+    fixed = {} if method in MULTI_STEP else {"method": method}
+    return graph.builder, context.Context, fixed
 
 
 def compiled_graphs() -> dict[str, Any]:
-    """Return every agent's compiled graph by method name (one place for the surfaces to use).
+    """Return every agent's compiled graph by package name (one place for the surfaces to use).
 
     These are compiled without a checkpointer, as a LangGraph server wants them; a run that
     should resume compiles its builder with one (see :func:`agents.run.run_agent`).
     """
-    from .gear.graph import graph as gear
-    from .retrieve_answer.graph import graph as retrieve_answer
-    from .rgnn_ret.graph import graph as rgnn_ret
-    from .tog2.graph import graph as tog2
-
-    return {"rgnn_ret": rgnn_ret, "gear": gear, "tog2": tog2, "retrieve_answer": retrieve_answer}
+    packages = [*MULTI_STEP, SINGLE_STEP]
+    return {p: importlib.import_module(f"agents.{p}.graph").graph for p in packages}

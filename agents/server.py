@@ -17,7 +17,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 
-from agents.registry import agent_for
+from agents.registry import DEFAULT_METHOD, SERVED, agent_for
 from graph_store import Index
 from hopgraph.core.llm import required_chat
 from tools import DEFAULT_PRESET
@@ -31,7 +31,9 @@ class ServerContext:
         default_factory=lambda: os.environ.get("HOPGRAPH_INDEX", "hopgraph-index"),
         metadata={"description": "index directory (default $HOPGRAPH_INDEX or ./hopgraph-index)"},
     )
-    method: str = field(default="gear", metadata={"description": "the method that answers (chat)"})
+    method: str = field(
+        default=DEFAULT_METHOD, metadata={"description": "the method that answers (chat)"}
+    )
     k: int = field(default=5, metadata={"description": "passages the reader gets"})
     preset: str = field(
         default=DEFAULT_PRESET,
@@ -77,7 +79,5 @@ def serve(method: str) -> CompiledStateGraph:
     return outer.compile(name=f"hopgraph-{method}")
 
 
-chat = serve("chat")
-gear = serve("gear")
-rgnn_ret = serve("rgnn_ret")
-tog2 = serve("tog2")
+# One module attribute per served graph (langgraph.json names them), from the registry.
+globals().update({name: serve(name) for name in SERVED})

@@ -18,9 +18,10 @@ from hopgraph.core.errors import HopgraphError
 from hopgraph.core.llm import required_chat
 from tools.langchain import retrieval_tools
 
+from .registry import DEFAULT_METHOD, MULTI_STEP, agent_methods
 from .run import RunResult, run_agent
 
-AskMethod = Literal["gear", "rgnn_ret", "tog2", "gnn_ret", "hybrid"]
+AskMethod = Literal[tuple(agent_methods())]  # type: ignore[valid-type]  # the registry's
 
 
 class AskInput(BaseModel):
@@ -28,7 +29,9 @@ class AskInput(BaseModel):
 
     question: str = Field(min_length=1, description="a complete, standalone question")
     method: AskMethod = Field(
-        "gear", description="gear / rgnn_ret / tog2 search in steps; gnn_ret / hybrid read once"
+        DEFAULT_METHOD,
+        description=f"{' / '.join(MULTI_STEP)} search in steps; a retriever (gnn_ret, hybrid, "
+        "...) reads once",
     )
 
 
@@ -44,7 +47,7 @@ def format_answer(result: RunResult) -> str:
 def ask_tool(index: Index, chat: BaseChatModel) -> BaseTool:
     """Wrap :func:`agents.run.run_agent`: the content is the answer, the artifact the result."""
 
-    def run(question: str, method: AskMethod = "gear") -> tuple[str, RunResult]:
+    def run(question: str, method: AskMethod = DEFAULT_METHOD) -> tuple[str, RunResult]:
         result = run_agent(method, question, index, chat)
         return format_answer(result), result
 

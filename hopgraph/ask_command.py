@@ -15,9 +15,6 @@ from .core.errors import HopgraphError, InputError
 from .core.llm import choose_chat, describe
 from .core.settings import cache_dir
 
-STEP_SETTING = {"rgnn_ret": "max_steps", "gear": "max_rounds", "tog2": "depth"}
-"""The loop bound each multi-step agent takes from --max-steps."""
-
 
 def default_checkpoints() -> Path:
     """Return where runs are checkpointed unless --checkpoints says otherwise."""
@@ -32,12 +29,15 @@ def ask(args: argparse.Namespace) -> None:
 
     settings: dict[str, Any] = {"k": args.k, "preset": args.preset}
     if args.max_steps is not None:
-        if args.method not in STEP_SETTING:
+        from agents.registry import step_settings
+
+        bounds = step_settings()  # the loop bound each multi-step agent takes from --max-steps
+        if args.method not in bounds:
             raise InputError(
                 f"--max-steps applies to the multi-step agents, not {args.method!r}",
-                f"use it with --method {' or '.join(STEP_SETTING)}",
+                f"use it with --method {' or '.join(bounds)}",
             )
-        settings[STEP_SETTING[args.method]] = args.max_steps
+        settings[bounds[args.method]] = args.max_steps
     chat = choose_chat(args.llm)
     if chat is None:
         _evidence_only(args)
@@ -137,13 +137,13 @@ def add_parser(
     llm_option: Any,
 ) -> None:
     """Add `hopgraph ask` to the CLI."""
-    from agents.registry import agent_methods
+    from agents.registry import DEFAULT_METHOD, MULTI_STEP, agent_methods
 
     p = sub.add_parser(
         "ask",
         help="answer a question with citations (without an LLM: evidence passages)",
         description=(
-            "Answer QUESTION with a method: a multi-step agent (rgnn_ret, gear, tog2) or any "
+            f"Answer QUESTION with a method: a multi-step agent ({', '.join(MULTI_STEP)}) or any "
             "retriever followed by the citing reader. Prints the answer, the passages it cites, "
             "the steps taken and the LLM calls and tokens. Runs are checkpointed by thread: "
             "if one stops (a server error, Ctrl-C), the same command with --thread resumes it. "
@@ -155,10 +155,10 @@ def add_parser(
     index_option(p)
     p.add_argument(
         "--method",
-        default="gear",
+        default=DEFAULT_METHOD,
         choices=agent_methods(),
         metavar="METHOD",
-        help=f"one of {', '.join(agent_methods())} (default gear)",
+        help=f"one of {', '.join(agent_methods())} (default {DEFAULT_METHOD})",
     )
     p.add_argument("-k", type=positive, default=5, help="passages the reader gets (default 5)")
     preset_option(p)

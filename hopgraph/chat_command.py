@@ -191,7 +191,15 @@ def add_parser(
         "answered with evidence passages only. Type /help inside for the commands.",
     )
     index_option(p)
-    p.add_argument("--method", default="gear", help="answering method (default gear)")
+    from agents.registry import DEFAULT_METHOD, agent_methods
+
+    p.add_argument(
+        "--method",
+        default=DEFAULT_METHOD,
+        choices=agent_methods(),
+        metavar="METHOD",
+        help=f"answering method: one of {', '.join(agent_methods())} (default {DEFAULT_METHOD})",
+    )
     p.add_argument("-k", type=positive, default=5, help="passages per answer (default 5)")
     preset_option(p)
     llm_option(p)

@@ -17,14 +17,17 @@ from mcp.server.fastmcp import FastMCP
 from mcp.server.fastmcp.exceptions import ToolError
 from pydantic import Field
 
+from agents.registry import DEFAULT_METHOD, agent_methods
 from graph_store import Index
-from tools.registry import DEFAULT_PRESET, Preset
+from tools.registry import DEFAULT_PRESET, RETRIEVERS, Preset
 
 from .core.errors import HopgraphError
 
-Method = Literal["gnn_ret", "iier", "naive_ge", "hybrid", "dense", "bm25"]
+# the retrievers that run on an index alone (no LLM, no trained weights), from their registry
+STANDALONE = tuple(n for n, c in RETRIEVERS.items() if not (c.needs_llm or c.needs_weights))
+Method = Literal[STANDALONE]  # type: ignore[valid-type]
 PRESET_HELP = "tuned: our best settings on dev (default); paper: each method as its paper has it"
-AskMethod = Literal["gear", "rgnn_ret", "tog2", "gnn_ret", "hybrid"]
+AskMethod = Literal[tuple(agent_methods())]  # type: ignore[valid-type]  # the registry's
 
 INSTRUCTIONS = (
     "hopgraph retrieves evidence for multi-hop questions from one indexed corpus. Use "
@@ -55,7 +58,7 @@ def build_server(index: Index, host: str = "127.0.0.1", port: int = 8000) -> Fas
     @server.tool()
     def ask(
         question: Annotated[str, Field(min_length=1, description="a standalone question")],
-        method: Annotated[AskMethod, Field(description="answering method")] = "gear",
+        method: Annotated[AskMethod, Field(description="answering method")] = DEFAULT_METHOD,
         preset: Annotated[Preset, Field(description=PRESET_HELP)] = DEFAULT_PRESET,
     ) -> dict[str, Any]:
         """Answer a question from the corpus, citing passages, with the steps and LLM usage."""

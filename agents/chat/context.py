@@ -7,13 +7,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agents.context import AgentContext
+from agents.registry import DEFAULT_METHOD
 
 
 @dataclass(kw_only=True)
 class Context(AgentContext):
     """The shared context plus the method answering and where its steps are shown."""
 
-    method: str = field(default="gear", metadata={"description": "the method that answers"})
+    method: str = field(default=DEFAULT_METHOD, metadata={"description": "the method that answers"})
     on_update: Callable[[str, dict[str, Any]], None] | None = field(
         default=None, metadata={"description": "called as each step of the answer finishes"}
     )
