@@ -20,6 +20,7 @@ from hopgraph.core.errors import IndexStateError
 from .atomic import recover
 from .documents import Chunk
 from .embedding import Embedder, load_embedder
+from .entity_linker import EntityLinker
 from .extraction import Extraction
 from .extraction.table import EXTRACTIONS_FILE, ExtractionTable
 from .generations import passages_location
@@ -122,6 +123,11 @@ class Index:
                 "rebuild the index with this model",
             )
         return embedder
+
+    @cached_property
+    def entity_linker(self) -> EntityLinker:
+        """Return the corpus's entity linker (its title index), built on first use."""
+        return EntityLinker.of_chunks(list(self.chunks.values()))
 
     @cached_property
     def passage_graph(self) -> PassageGraph:

@@ -38,7 +38,6 @@ import scipy.sparse as sp
 
 from graph_store import Index
 from graph_store.extraction import Extraction
-from graph_store.extraction.offline import content_words, corpus_titles, find_mentions
 
 from .base import Retriever
 
@@ -170,16 +169,14 @@ class GraphBuilder:
         self.index, self.settings = index, settings
         self.base = base
         self.concepts = ConceptIndex(index.extractions)
-        self.titles = corpus_titles(list(index.chunks.values()))
         self.links = index.passage_graph.edges["link"].tocsr()
         self._encoded: OrderedDict[str, np.ndarray] = OrderedDict()
         self.cache_size = cache_size
 
     def question_concepts(self, question: str) -> list[str]:
         """Return the question's entities (linked like chunk entities), then its content words."""
-        words, mentions = find_mentions(question, self.titles)
-        keys = [m.key for m in mentions if not m.is_date]
-        return list(dict.fromkeys(keys + content_words(words)))
+        linked = self.index.entity_linker.link(question)
+        return list(dict.fromkeys(linked.entities + linked.content_words()))
 
     def base_rows(self, question: str) -> np.ndarray:
         """Return the base retriever's top-n chunk rows, best first."""

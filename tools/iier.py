@@ -31,9 +31,6 @@ from langchain_core.language_models import BaseChatModel
 
 from graph_store import Index
 from graph_store.extraction.offline import (
-    content_words,
-    corpus_titles,
-    find_mentions,
     token_key,
 )
 from graph_store.extraction.parsing import parse_string_list
@@ -143,8 +140,6 @@ class IIERRetriever(Guarded):
         self.graph = index.passage_graph
         self.ids = self.graph.ids
         self.adjacency = self.graph.adjacency()
-        # The same title index the offline extractor used, so question mentions meet chunk entities.
-        self.titles = corpus_titles(list(index.chunks.values()))
         # Seeds match a chunk's keywords and its entities (its own page's included): IIER keeps
         # titles out of keyword *edges* to keep them sparse, but a question naming a page
         # should be able to seed on that page.
@@ -171,10 +166,10 @@ class IIERRetriever(Guarded):
                 "iier: the LLM's keyword list could not be read even after a repair; "
                 "FALLBACK: the question's keywords are found without it"
             )
-        words, mentions = find_mentions(question, self.titles)
-        keys = {m.key for m in mentions if not m.is_date}
+        # linked as the chunks were, so the question's entities meet the chunks' keywords
+        linked = self.index.entity_linker.link(question)
         # IIER's keywords are entity-like phrases; plain words only when the question names none.
-        return keys or set(content_words(words))
+        return set(linked.entities) or set(linked.content_words())
 
     def seeds(self, wanted: set[str], similarity: np.ndarray) -> list[int]:
         """Greedy set cover of ``wanted`` by chunk keywords (§3.2); never empty."""

@@ -17,10 +17,8 @@ from langgraph.runtime import Runtime
 
 from agents.answering import answer_line, answer_with_citations
 from agents.evidence import Evidence, chunk_evidence, evidence_of
-from graph_store.extraction.offline import find_mentions
 from hopgraph.core.llm import ask_structured, labelled, no_usage
 from prompts.tog2 import REASON, REFORM, RELATION_PRUNE, TOPIC_PRUNE
-from tools.iier import IIERRetriever
 
 from .context import Context
 from .search import Relation, edges, entity_scores, is_literal, tails
@@ -67,10 +65,8 @@ def link_entities(state: State, runtime: Runtime[Context]) -> dict:
     """Link the question's mentions to graph entities, as chunks were linked (spec §8.3)."""
     ctx = runtime.context
     kg = ctx.index.knowledge_graph
-    iier = ctx.retriever("iier")  # built once per run; it holds the corpus's title index
-    assert isinstance(iier, IIERRetriever)
-    _, mentions = find_mentions(state["question"], iier.titles)
-    keys = [m.key for m in mentions if not m.is_date and m.key in kg.entity_position]
+    linked = ctx.index.entity_linker.link(state["question"])
+    keys = [key for key in linked.entities if key in kg.entity_position]
     how = "mentions"
     if not keys:  # nothing linked: the entities of the best-matching chunks seed the search
         how = "entities of the best chunks"

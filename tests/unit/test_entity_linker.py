@@ -1,0 +1,48 @@
+"""The one entity linker: questions are linked to entities as the chunks were."""
+
+from graph_store.documents import Chunk
+from graph_store.entity_linker import EntityLinker
+from graph_store.extraction.offline import read_chunk
+
+
+def chunk(i: int, title: str, text: str) -> Chunk:
+    return Chunk(f"d{i}#0", f"d{i}", title, text)
+
+
+CORPUS = [
+    chunk(1, "Larry Alcala", "Larry Alcala studied at the University of the Philippines."),
+    chunk(2, "University of the Philippines", "The University of the Philippines is in Manila."),
+    chunk(3, "Love (band)", "Love was a rock band. People love music."),
+    chunk(4, "Manila", "Manila is the capital."),
+]
+
+
+def test_a_question_links_to_the_entities_its_chunks_link_to():
+    linker = EntityLinker.of_chunks(CORPUS)
+    linked = linker.link("When did Larry Alcala study at the University of the Philippines?")
+    assert linked.entities == ["larry alcala", "university of the philippines"]
+    # the chunk that names them links to the same keys
+    reading = read_chunk(CORPUS[0], linker.titles)
+    assert set(linked.entities) <= set(reading.entities)
+
+
+def test_years_are_not_entities_and_each_entity_comes_once_in_order():
+    linked = EntityLinker.of_chunks(CORPUS).link("Manila in 1936, Larry Alcala and Manila again")
+    assert linked.entities == ["manila", "larry alcala"]
+    assert "1936" in linked.words
+
+
+def test_a_one_word_alias_the_corpus_writes_in_lower_case_links_nowhere():
+    linked = EntityLinker.of_chunks(CORPUS).link("Where do people love Manila?")
+    assert linked.entities == ["manila"]
+    assert "love" in linked.content_words() and "where" not in linked.content_words()
+
+
+def test_an_index_holds_one_linker_shared_by_the_methods(docs_index):
+    from tools import make_retriever
+
+    assert docs_index.entity_linker is docs_index.entity_linker
+    iier = make_retriever("iier", docs_index)
+    question = "Where is the county seat of Mountrail County?"
+    keys = docs_index.entity_linker.link(question).entities
+    assert keys and iier.question_keywords(question) == set(keys)
