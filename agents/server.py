@@ -8,7 +8,6 @@ subgraph with the real context: the index opened once per directory, the chat mo
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
@@ -20,6 +19,7 @@ from langgraph.runtime import Runtime
 from agents.registry import DEFAULT_METHOD, SERVED, agent_for
 from graph_store import Index
 from hopgraph.core.llm import required_chat
+from hopgraph.core.settings import default_index_dir
 from tools import DEFAULT_PRESET
 
 
@@ -28,7 +28,7 @@ class ServerContext:
     """What a server run may set; everything has a default."""
 
     index: str = field(
-        default_factory=lambda: os.environ.get("HOPGRAPH_INDEX", "hopgraph-index"),
+        default_factory=lambda: str(default_index_dir()),
         metadata={"description": "index directory (default $HOPGRAPH_INDEX or ./hopgraph-index)"},
     )
     method: str = field(

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from hopgraph.core.errors import IndexStateError, InputError
-from hopgraph.core.settings import IndexSettings
+from hopgraph.core.settings import CONFIG_FILE, IndexSettings
 
 from .atomic import write_lock
 from .chunking import chunk_document
@@ -387,8 +387,11 @@ def _refuse_foreign_directory(directory: Path) -> None:
     if (
         directory.is_dir()
         and not (directory / MANIFEST).exists()
-        # A first build that was killed leaves only its own files: a retry may build there.
-        and not all(written_by_a_build(entry) for entry in directory.iterdir())
+        # A first build that was killed leaves only its own files: a retry may build there;
+        # a settings file (hopgraph.toml) may be there before the first build.
+        and not all(
+            written_by_a_build(entry) or entry.name == CONFIG_FILE for entry in directory.iterdir()
+        )
     ):
         raise InputError(
             f"{directory} exists, is not empty and is not a hopgraph index",

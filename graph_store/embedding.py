@@ -17,6 +17,7 @@ from typing import Protocol
 import numpy as np
 
 from hopgraph.core.errors import HopgraphError, InputError
+from hopgraph.core.settings import settings
 
 ProgressHook = Callable[[int], None]
 DEVICES = ("auto", "cpu", "cuda", "mps")
@@ -217,13 +218,8 @@ def load_embedder(name: str, batch_size: int = 32) -> Embedder:
         raise InputError("the embedding model name is empty")
     if name == "hashing":
         return HashingEmbedder()
-    device = os.environ.get("HOPGRAPH_DEVICE") or "auto"
-    processes = os.environ.get("HOPGRAPH_EMBED_PROCESSES") or "1"
-    if not processes.isdigit() or int(processes) < 1:
-        raise InputError(
-            f"HOPGRAPH_EMBED_PROCESSES must be a positive whole number, got {processes!r}"
-        )
-    return _load(name, batch_size, device, int(processes))
+    current = settings()  # the device and processes belong to this run, not to the index
+    return _load(name, batch_size, current.device, current.embed_processes)
 
 
 @cache

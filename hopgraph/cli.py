@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from .core.errors import HopgraphError
+from .core.settings import configure
 
 EPILOG = """\
 examples:
@@ -129,6 +130,14 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=_version())
+    parser.add_argument(
+        "--config",
+        type=Path,
+        metavar="FILE",
+        help="settings file (TOML; default: hopgraph.toml in the index folder, if there). "
+        "Settings: defaults < this file < HOPGRAPH_* variables < flags; "
+        "`hopgraph config show` prints them",
+    )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     p = sub.add_parser(
@@ -237,6 +246,18 @@ def build_parser() -> argparse.ArgumentParser:
     _index_option(p)
     p.add_argument("--http", metavar="HOST:PORT", help="serve streamable HTTP instead of stdio")
     p.set_defaults(func=commands.mcp)
+
+    p = sub.add_parser(
+        "config",
+        help="show the effective settings and where each came from",
+        description="Print every setting, its value (secrets masked) and where it came from: "
+        "default, the settings file (--config, or hopgraph.toml in the index folder), a "
+        "HOPGRAPH_* variable or a flag.",
+    )
+    p.add_argument("action", choices=["show"], help="show: print the settings")
+    _index_option(p)
+    p.add_argument("--json", action="store_true", help="print them as JSON")
+    p.set_defaults(func=commands.config_show)
 
     p = sub.add_parser("info", help="show an index's manifest and the available methods")
     _index_option(p)
@@ -418,14 +439,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit status (0 ok, 2 bad input or state, 130 interrupted)."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    args = build_parser().parse_args(argv)
-    # Where the encoder runs belongs to this run, not to the index: it travels in the
-    # environment that load_embedder reads.
-    if getattr(args, "device", None):
-        os.environ["HOPGRAPH_DEVICE"] = args.device
-    if getattr(args, "processes", None):
-        os.environ["HOPGRAPH_EMBED_PROCESSES"] = str(args.processes)
     try:
+        args = build_parser().parse_args(argv)  # help texts may read settings: inside the try
+        # The run's flags over the settings file and HOPGRAPH_* (hopgraph.core.settings).
+        configure(
+            args.config,
+            index=getattr(args, "index", None),
+            device=getattr(args, "device", None),
+            embed_processes=getattr(args, "processes", None),
+            llm=getattr(args, "llm", None),
+        )
         return args.func(args) or 0
     except HopgraphError as err:
         print(f"error: {err}", file=sys.stderr)
@@ -435,6 +458,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:  # e.g. `hopgraph retrieve ... | head`
         return 0
+    finally:
+        configure()  # a caller that goes on in this process (tests, scripts) starts clean
 
 
 if __name__ == "__main__":

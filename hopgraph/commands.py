@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
@@ -15,7 +14,7 @@ from pydantic import ValidationError
 from graph_store import Index, add_documents, build_index, delete_documents, load_documents
 from graph_store.build import WriteReport
 from hopgraph.core.errors import InputError
-from hopgraph.core.settings import IndexSettings, default_index_dir
+from hopgraph.core.settings import IndexSettings, default_index_dir, named_setting
 from tools import RETRIEVERS, make_retriever, parse_methods
 
 from .formatting import format_hits
@@ -91,6 +90,21 @@ def retrieve(args: argparse.Namespace) -> None:
         print(format_hits(hits) if hits else "no passages matched")
 
 
+def config_show(args: argparse.Namespace) -> None:
+    """Print the effective settings and where each came from."""
+    from hopgraph.core.settings import describe_settings, settings_file
+
+    rows = describe_settings(index=args.index)
+    if args.json:
+        print(json.dumps({n: {"value": v, "from": w} for n, v, w in rows}, indent=2))
+        return
+    file = settings_file({"index": args.index} if args.index else None)
+    print(f"settings file: {file or 'none'}")
+    width = max(len(n) for n, _, _ in rows)
+    for name, value, where in rows:
+        print(f"{name:<{width}}  {value or '-':<40}  {where}")
+
+
 def info(args: argparse.Namespace) -> None:
     """Show an index's manifest."""
     with Index.open(index_dir(args)) as idx:
@@ -139,7 +153,7 @@ def evaluate(args: argparse.Namespace) -> None:
     questions = load_questions(data, args.split, args.limit)
     chat = answer_model(args.llm, questions) if args.answers else None
     settings = settings_from(args)
-    named_model = args.model or os.environ.get("HOPGRAPH_MODEL")
+    named_model = args.model or named_setting("model")
     index_path = Path(args.index) if args.index else None
     graphs = any(m not in RETRIEVERS or RETRIEVERS[m].needs_graphs for m in methods)
     with eval_index(data, settings, index_path, not args.quiet, named_model, graphs) as idx:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -13,6 +12,7 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from .core.errors import InputError
+from .core.settings import named_setting
 
 TOP_O = {"gnn_ret": 25, "rgnn_ret": 10}  # the paper's competitive-set sizes (spec §3.4, §4.2)
 NETWORKS = ("grag", "iier")
@@ -33,7 +33,7 @@ def _open(args: argparse.Namespace, data: Path) -> Any:
 
     from .commands import settings_from
 
-    named_model = args.model or os.environ.get("HOPGRAPH_MODEL")
+    named_model = args.model or named_setting("model")
     index_path = Path(args.index) if args.index else None
     return eval_index(data, settings_from(args), index_path, not args.quiet, named_model, True)
 

@@ -17,6 +17,7 @@ from langchain_core.messages import HumanMessage
 from pydantic import BaseModel, ConfigDict, Field
 
 from .errors import HopgraphError, LLMReplyError
+from .settings import settings
 
 T = TypeVar("T")
 
@@ -43,24 +44,16 @@ class LLMSettings(BaseModel):
     @classmethod
     def from_env(cls) -> LLMSettings:
         """Read ``HOPGRAPH_LLM_*`` (then ``OPENAI_*``); raise if no LLM is configured."""
-
-        def env(name: str, fallback: str | None = None) -> str | None:
-            value = os.environ.get(f"HOPGRAPH_LLM_{name}")
-            return value or (os.environ.get(fallback) if fallback else None) or None
-
-        model = env("MODEL", "OPENAI_MODEL")
-        base_url = env("BASE_URL", "OPENAI_BASE_URL")
-        api_key = env("API_KEY", "OPENAI_API_KEY")
+        current = settings()
+        secret = current.llm_api_key.get_secret_value() if current.llm_api_key else None
+        model = current.llm_model or os.environ.get("OPENAI_MODEL") or None
+        base_url = current.llm_base_url or os.environ.get("OPENAI_BASE_URL") or None
+        api_key = secret or os.environ.get("OPENAI_API_KEY") or None
         if not model or not (base_url or api_key):
             raise HopgraphError("no LLM is configured", SETUP_HINT)
         numbers = {
-            field: env(name)
-            for field, name in (
-                ("temperature", "TEMPERATURE"),
-                ("timeout", "TIMEOUT"),
-                ("max_retries", "MAX_RETRIES"),
-                ("max_concurrency", "MAX_CONCURRENCY"),
-            )
+            field: getattr(current, f"llm_{field}")
+            for field in ("temperature", "timeout", "max_retries", "max_concurrency")
         }
         return cls(
             model=model,
@@ -229,7 +222,8 @@ def choose_chat(choice: str | None = None) -> BaseChatModel | None:
     model (callers answer with evidence alone); ``auto``: the endpoint if one is configured, else
     :data:`OFFLINE_DEFAULT`.
     """
-    choice = choice or os.environ.get("HOPGRAPH_LLM") or "auto"
+    if choice is None:
+        choice = settings().llm
     if choice not in LLM_CHOICES:
         raise HopgraphError(
             f"unknown LLM choice {choice!r}", f"use one of {', '.join(LLM_CHOICES)} (HOPGRAPH_LLM)"

@@ -9,7 +9,6 @@ measured quality of the default (README, "A real local model") says what to expe
 from __future__ import annotations
 
 import importlib.resources
-import os
 import threading
 from pathlib import Path
 from typing import Any
@@ -53,10 +52,12 @@ class LocalChatModel(BaseChatModel):
     @classmethod
     def from_env(cls) -> LocalChatModel:
         """Build the model of ``HOPGRAPH_LLM_GGUF``, or the shipped SmolLM2 when it is unset."""
-        chosen = os.environ.get("HOPGRAPH_LLM_GGUF")
-        if not chosen:
+        from .settings import settings
+
+        chosen = settings().llm_gguf
+        if chosen is None:
             return cls(model_path=str(default_gguf()))
-        path = Path(chosen).expanduser()
+        path = chosen.expanduser()
         if not path.is_file():
             raise HopgraphError(
                 f"HOPGRAPH_LLM_GGUF names no file: {path}",

@@ -1,30 +1,173 @@
-"""Typed settings shared by the index, the retrievers and the CLI.
+"""Typed settings shared by the index, the retrievers, the LLM client and the CLI.
 
-Explicit arguments win over environment variables; environment variables win over defaults.
+One :class:`Settings` (pydantic-settings), from four layers, each over the one before:
+defaults < ``hopgraph.toml`` (in the index folder, or the file ``--config`` names) <
+``HOPGRAPH_*`` environment variables < command-line flags. ``hopgraph config show`` prints the
+effective values and where each came from. Settings are read when asked for, not cached, so a
+changed variable counts from the next call.
 """
 
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+from .errors import InputError
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
+CONFIG_FILE = "hopgraph.toml"
+"""The settings file hopgraph reads from an index folder."""
+ENV_PREFIX = "HOPGRAPH_"
+
+
+class Settings(BaseSettings):
+    """Every setting, with the variable ``HOPGRAPH_<NAME>`` and the key ``<name>`` of each."""
+
+    model_config = SettingsConfigDict(
+        env_prefix=ENV_PREFIX, env_ignore_empty=True, extra="forbid", frozen=True
+    )
+
+    index: Path = Field(Path("hopgraph-index"), description="index directory")
+    cache: Path | None = Field(
+        None, description="derived data (eval indexes, traces); None: $XDG_CACHE_HOME/hopgraph"
+    )
+    model: str = Field(DEFAULT_MODEL, description="embedding model of new indexes")
+    chunk_tokens: int = Field(200, ge=16, le=4096, description="chunk size of new indexes")
+    batch_size: int = Field(32, ge=1, le=4096, description="passages per embedding batch")
+    chroma_url: str | None = Field(None, description="Chroma server of new indexes")
+    device: Literal["auto", "cpu", "cuda", "mps"] = Field("auto", description="encoder device")
+    embed_processes: int = Field(1, ge=1, description="CPU encoding processes")
+    llm: Literal["auto", "endpoint", "local", "none"] = Field(
+        "auto", description="who answers prompts"
+    )
+    llm_model: str | None = Field(None, description="model name (else $OPENAI_MODEL)")
+    llm_base_url: str | None = Field(None, description="OpenAI-compatible endpoint")
+    llm_api_key: SecretStr | None = Field(None, description="API key (else $OPENAI_API_KEY)")
+    llm_temperature: float | None = Field(None, ge=0, le=2, description="sampling temperature")
+    llm_timeout: float | None = Field(None, gt=0, description="seconds per request")
+    llm_max_retries: int | None = Field(None, ge=0, description="retries with backoff")
+    llm_max_concurrency: int | None = Field(None, ge=1, description="requests in flight")
+    llm_gguf: Path | None = Field(None, description="GGUF file for --llm local")
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        """Read flags (init) first, then the environment, then the settings file."""
+        file = _active["file"]
+        toml = (TomlConfigSettingsSource(settings_cls, toml_file=file),) if file else ()
+        return (init_settings, env_settings, *toml)
+
+
+_active: dict[str, Any] = {"file": None, "config": None, "flags": {}}
+"""What :func:`configure` set for this process: the --config file and the global flags."""
+_reading = threading.RLock()  # the file being read is passed to the source through _active
+
+
+def configure(config: Path | None = None, **flags: Any) -> None:
+    """Set this process's --config file and command-line flags (None: not given)."""
+    if config is not None and not Path(config).is_file():
+        raise InputError(f"no settings file at {config}", "give the path of a hopgraph.toml")
+    _active["config"] = Path(config) if config is not None else None
+    _active["flags"] = {k: v for k, v in flags.items() if v is not None}
+
+
+def settings_file(flags: dict[str, Any] | None = None) -> Path | None:
+    """Return the settings file in effect: --config, else hopgraph.toml in the index folder."""
+    if _active["config"] is not None:
+        return _active["config"]
+    flags = {**_active["flags"], **(flags or {})}
+    index = flags.get("index") or os.environ.get(f"{ENV_PREFIX}INDEX") or "hopgraph-index"
+    candidate = Path(index) / CONFIG_FILE
+    return candidate if candidate.is_file() else None
+
+
+def settings(**flags: Any) -> Settings:
+    """Return the effective settings; ``flags`` (None: not given) win over everything."""
+    given = {**_active["flags"], **{k: v for k, v in flags.items() if v is not None}}
+    with _reading:
+        return _read(given)
+
+
+def _read(given: dict[str, Any]) -> Settings:
+    _active["file"] = settings_file(given)
+    try:
+        return Settings(**given)
+    except ValidationError as err:
+        where = {k: _source(k, given) for k in Settings.model_fields}
+        problems = "; ".join(
+            f"{err_['loc'][0]} ({where.get(str(err_['loc'][0]), 'unknown')}): {err_['msg']}"
+            for err_ in err.errors()
+        )
+        raise InputError(f"invalid setting: {problems}", "fix the value where it is set") from None
+    except Exception as err:  # an unreadable settings file: say which
+        if _active["file"] is None:
+            raise
+        raise InputError(f"cannot read {_active['file']}: {err}", "fix its TOML") from None
+    finally:
+        _active["file"] = None
+
+
+def _source(name: str, flags: dict[str, Any]) -> str:
+    if name in flags:
+        return "flag"
+    if os.environ.get(f"{ENV_PREFIX}{name.upper()}"):
+        return f"env {ENV_PREFIX}{name.upper()}"
+    file = settings_file(flags)
+    if file is not None:
+        import tomllib
+
+        if name in tomllib.loads(file.read_text(encoding="utf-8")):
+            return str(file)
+    return "default"
+
+
+def named_setting(name: str) -> Any:
+    """Return a setting's value when the user set it (file, variable or flag), else None."""
+    given = dict(_active["flags"])
+    return None if _source(name, given) == "default" else getattr(settings(), name)
+
+
+def describe_settings(**flags: Any) -> list[tuple[str, str, str]]:
+    """Return (name, value, where it came from) of every setting; secrets are masked."""
+    current = settings(**flags)
+    given = {**_active["flags"], **{k: v for k, v in flags.items() if v is not None}}
+    rows = []
+    for name in Settings.model_fields:
+        value = getattr(current, name)
+        shown = "****" if isinstance(value, SecretStr) else ("" if value is None else str(value))
+        rows.append((name, shown, _source(name, given)))
+    return rows
 
 
 def default_index_dir() -> Path:
-    """Return the index directory to use when none is given: $HOPGRAPH_INDEX or ./hopgraph-index."""
-    return Path(os.environ.get("HOPGRAPH_INDEX", "hopgraph-index"))
+    """Return the index directory to use when none is given (the ``index`` setting)."""
+    return settings().index
 
 
 def cache_dir() -> Path:
     """Return where hopgraph keeps derived data such as evaluation indexes.
 
-    ``$HOPGRAPH_CACHE`` if set, else ``$XDG_CACHE_HOME/hopgraph``, else ``~/.cache/hopgraph``.
+    The ``cache`` setting if set, else ``$XDG_CACHE_HOME/hopgraph``, else ``~/.cache/hopgraph``.
     """
-    if os.environ.get("HOPGRAPH_CACHE"):
-        return Path(os.environ["HOPGRAPH_CACHE"])
+    chosen = settings().cache
+    if chosen is not None:
+        return chosen
     base = os.environ.get("XDG_CACHE_HOME")
     return (Path(base) if base else Path.home() / ".cache") / "hopgraph"
 
@@ -55,16 +198,16 @@ class IndexSettings(BaseModel):
 
     @classmethod
     def from_env(cls, **overrides: object) -> IndexSettings:
-        """Build settings from ``HOPGRAPH_*`` variables, then explicit non-None overrides."""
-        values: dict[str, object] = {}
-        env = {
-            "model": "HOPGRAPH_MODEL",
-            "chunk_tokens": "HOPGRAPH_CHUNK_TOKENS",
-            "batch_size": "HOPGRAPH_BATCH_SIZE",
-            "chroma_url": "HOPGRAPH_CHROMA_URL",
+        """Build settings from the effective :func:`settings`, then explicit non-None overrides.
+
+        (The name stays from when only ``HOPGRAPH_*`` variables were read.)
+        """
+        current = settings()
+        values: dict[str, object] = {
+            "model": current.model,
+            "chunk_tokens": current.chunk_tokens,
+            "batch_size": current.batch_size,
+            "chroma_url": current.chroma_url,
         }
-        for field, var in env.items():
-            if os.environ.get(var):
-                values[field] = os.environ[var]
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls.model_validate(values)

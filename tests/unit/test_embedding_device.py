@@ -1,7 +1,5 @@
 """Where the encoder runs: --device / HOPGRAPH_DEVICE and CPU worker processes."""
 
-import os
-
 import pytest
 
 from graph_store import embedding
@@ -34,13 +32,24 @@ def test_load_embedder_reads_the_device_and_processes_of_this_run(monkeypatch):
     embedding.load_embedder("m", 16)
     assert made == [("m", 16, "auto", 1), ("m", 16, "cpu", 4)]
     monkeypatch.setenv("HOPGRAPH_EMBED_PROCESSES", "many")
-    with pytest.raises(InputError, match="HOPGRAPH_EMBED_PROCESSES must be a positive"):
+    with pytest.raises(InputError, match=r"embed_processes \(env HOPGRAPH_EMBED_PROCESSES\)"):
         embedding.load_embedder("m", 16)
 
 
-def test_cli_device_options_set_the_run_environment(monkeypatch, tmp_path, corpus_file):
+def test_cli_device_options_are_the_runs_settings(monkeypatch, tmp_path, corpus_file):
+    from graph_store import build
+    from hopgraph.core.settings import settings
+
     monkeypatch.delenv("HOPGRAPH_DEVICE", raising=False)
     monkeypatch.delenv("HOPGRAPH_EMBED_PROCESSES", raising=False)
+    seen, real = [], build.embed_chunks
+
+    def spy(chunks, embedder, show):
+        seen.append((settings().device, settings().embed_processes))
+        return real(chunks, embedder, show)
+
+    monkeypatch.setattr(build, "embed_chunks", spy)
     argv = ["index", str(corpus_file), "--index", str(tmp_path / "i"), "--model", "hashing"]
     assert main([*argv, "-q", "--device", "cpu", "--processes", "2"]) == 0
-    assert os.environ["HOPGRAPH_DEVICE"] == "cpu" and os.environ["HOPGRAPH_EMBED_PROCESSES"] == "2"
+    assert seen == [("cpu", 2)]
+    assert settings().device == "auto"  # the flags end with the run
