@@ -1,4 +1,5 @@
-"""Prompt templates with named slots, one module per method, each citing its paper.
+"""Prompt templates with named slots (``str.format``), one module per method, each citing its paper.
 
-Empty until the first LLM-backed method lands: see the project's issues.
+Nothing here imports the rest of hopgraph: the LLM client (hopgraph.core.llm) and every method
+fill these in.
 """
