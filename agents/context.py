@@ -10,10 +10,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Self
 
+from hopgraph.graph_store import Index
+from hopgraph.tools import DEFAULT_PRESET, Retriever, check_preset, make_retriever
 from langchain_core.language_models import BaseChatModel
-
-from graph_store import Index
-from tools import DEFAULT_PRESET, Retriever, check_preset, make_retriever
 
 
 @dataclass(kw_only=True)

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TypedDict
 
-from graph_store import Index
-from tools import Hit
+from hopgraph.graph_store import Index
+from hopgraph.tools import Hit
 
 
 class Evidence(TypedDict):

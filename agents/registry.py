@@ -13,8 +13,9 @@ import importlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from hopgraph.tools import RETRIEVERS
+
 from hopgraph.core.errors import UnknownMethodError
-from tools import RETRIEVERS
 
 if TYPE_CHECKING:  # the graphs import LangGraph: only when a run needs them, not for --help
     from langgraph.graph import StateGraph
@@ -61,8 +62,8 @@ def agent_for(method: str) -> tuple[StateGraph, type[AgentContext], dict[str, An
             f"unknown method {method!r}", f"choose one of: {', '.join(agent_methods())}"
         )
     package = method if method in MULTI_STEP else SINGLE_STEP
-    graph = importlib.import_module(f"agents.{package}.graph")
-    context = importlib.import_module(f"agents.{package}.context")
+    graph = importlib.import_module(f"hopgraph.agents.{package}.graph")
+    context = importlib.import_module(f"hopgraph.agents.{package}.context")
     fixed = {} if method in MULTI_STEP else {"method": method}
     return graph.builder, context.Context, fixed
 
@@ -71,7 +72,7 @@ def compiled_graphs() -> dict[str, Any]:
     """Return every agent's compiled graph by package name (one place for the surfaces to use).
 
     These are compiled without a checkpointer, as a LangGraph server wants them; a run that
-    should resume compiles its builder with one (see :func:`agents.run.run_agent`).
+    should resume compiles its builder with one (see :func:`hopgraph.agents.run.run_agent`).
     """
     packages = [*MULTI_STEP, SINGLE_STEP]
-    return {p: importlib.import_module(f"agents.{p}.graph").graph for p in packages}
+    return {p: importlib.import_module(f"hopgraph.agents.{p}.graph").graph for p in packages}

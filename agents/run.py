@@ -15,12 +15,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from hopgraph.graph_store import Index
 from langchain_core.language_models import BaseChatModel
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 
-from graph_store import Index
 from hopgraph.core.errors import InputError
 from hopgraph.core.llm import Usage, no_usage
 from hopgraph.core.traces import TraceRecorder

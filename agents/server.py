@@ -12,15 +12,15 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
+from hopgraph.agents.registry import DEFAULT_METHOD, SERVED, agent_for
+from hopgraph.graph_store import Index
+from hopgraph.tools import DEFAULT_PRESET
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 
-from agents.registry import DEFAULT_METHOD, SERVED, agent_for
-from graph_store import Index
 from hopgraph.core.llm import required_chat
 from hopgraph.core.settings import default_index_dir
-from tools import DEFAULT_PRESET
 
 
 @dataclass(kw_only=True)
@@ -54,8 +54,8 @@ def _chat() -> Any:
 def serve(method: str) -> CompiledStateGraph:
     """Wrap an agent (or the chat graph) in a graph whose context is :class:`ServerContext`."""
     if method == "chat":
-        from agents.chat import graph as chat_graph
-        from agents.chat.context import Context as ChatContext
+        from hopgraph.agents.chat import graph as chat_graph
+        from hopgraph.agents.chat.context import Context as ChatContext
 
         builder, context_type, fixed = chat_graph.builder, ChatContext, {}
     else:

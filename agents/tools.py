@@ -9,14 +9,14 @@ from __future__ import annotations
 
 from typing import Literal
 
+from hopgraph.graph_store import Index
+from hopgraph.tools.langchain import retrieval_tools
 from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel, Field
 
-from graph_store import Index
 from hopgraph.core.errors import HopgraphError
 from hopgraph.core.llm import required_chat
-from tools.langchain import retrieval_tools
 
 from .registry import DEFAULT_METHOD, MULTI_STEP, agent_methods
 from .run import RunResult, run_agent
@@ -45,7 +45,7 @@ def format_answer(result: RunResult) -> str:
 
 
 def ask_tool(index: Index, chat: BaseChatModel) -> BaseTool:
-    """Wrap :func:`agents.run.run_agent`: the content is the answer, the artifact the result."""
+    """Wrap :func:`~hopgraph.agents.run.run_agent`: answer as content, run as artifact."""
 
     def run(question: str, method: AskMethod = DEFAULT_METHOD) -> tuple[str, RunResult]:
         result = run_agent(method, question, index, chat)

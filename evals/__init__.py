@@ -1,1 +1,1 @@
-"""Evaluation: datasets, metrics, the eval runner, and benchmarks (``evals.bench``)."""
+"""Evaluation: datasets, metrics, the eval runner, and benchmarks (``hopgraph.evals.bench``)."""

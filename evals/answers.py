@@ -1,6 +1,7 @@
 """Answer evaluation (`hopgraph eval --answers`): EM / F1, LLM cost, recall of what was gathered.
 
-Every method answers through :func:`agents.run.run_agent`: the multi-step agents as they are,
+Every method answers through :func:`hopgraph.agents.run.run_agent`: the multi-step agents as they
+are,
 single-step retrievers followed by the citing reader. Per question it records the answer, EM and
 F1 (SQuAD normalisation, best over the gold answers), the LLM calls and tokens, and the
 documents the run gathered; recall of gathered documents says how much of the evidence an agent
@@ -14,10 +15,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from hopgraph.graph_store import Index
 from langchain_core.language_models import BaseChatModel
 from tqdm.auto import tqdm
 
-from graph_store import Index
 from hopgraph.core.errors import HopgraphError
 from hopgraph.core.llm import no_usage
 
@@ -87,7 +88,7 @@ def answer_question(
     method: str, q: Question, index: Index, chat: BaseChatModel, **settings: Any
 ) -> AnswerRow:
     """Answer one question; a run the LLM's replies derail is recorded as a failure."""
-    from agents.run import run_agent
+    from hopgraph.agents.run import run_agent
 
     started = time.perf_counter()
     try:

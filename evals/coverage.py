@@ -14,10 +14,10 @@ from collections.abc import Sequence
 
 import numpy as np
 import scipy.sparse as sp
+from hopgraph.graph_store import Index
+from hopgraph.graph_store.passage_graph import EDGE_TYPES, co_occurrence
 from scipy.sparse.csgraph import connected_components
 
-from graph_store import Index
-from graph_store.passage_graph import EDGE_TYPES, co_occurrence
 from hopgraph.core.errors import IndexStateError
 
 from .datasets import Question

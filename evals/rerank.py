@@ -1,6 +1,7 @@
 """G-RAG against its base order (spec g_rag §9): MRR and MHits@10 over all positives, R@5.
 
-    python -m evals.rerank --weights FILE --data ../shared/data/musique --data ../shared/data/nq
+    python -m hopgraph.evals.rerank --weights FILE --data ../shared/data/musique --data
+    ../shared/data/nq
 
 For each question the base retriever's top-n chunks are ranked twice, in the base's order and
 by the reranker; chunks collapse to their documents (first place kept) and the positives are
@@ -18,11 +19,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
+from hopgraph.evals.datasets import load_questions
+from hopgraph.evals.metrics import recall_at_k
+from hopgraph.evals.rerank_metrics import mhits_all, mrr_all
 from tqdm.auto import tqdm
 
-from evals.datasets import load_questions
-from evals.metrics import recall_at_k
-from evals.rerank_metrics import mhits_all, mrr_all
 from hopgraph.core.errors import HopgraphError
 from hopgraph.core.settings import IndexSettings
 
@@ -41,9 +42,9 @@ def rerank_dataset(
     data: Path, weights: Path, split: str, limit: int | None, progress: bool
 ) -> dict[str, list[float]]:
     """Mean (MRR, MHits@10, R@5) ×100 of the base order and of G-RAG on one dataset."""
-    from evals.runner import eval_index
-    from tools import make_retriever
-    from tools.grag import GRAGRetriever
+    from hopgraph.evals.runner import eval_index
+    from hopgraph.tools import make_retriever
+    from hopgraph.tools.grag import GRAGRetriever
 
     questions = load_questions(data, split, limit)
     with eval_index(data, IndexSettings.from_env(), None, progress, None, True) as idx:
@@ -75,7 +76,7 @@ def markdown(results: dict[str, dict[str, list[float]]]) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     """Print the reranking table; write it as JSON with --out."""
     parser = argparse.ArgumentParser(
-        prog="python -m evals.rerank",
+        prog="python -m hopgraph.evals.rerank",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

@@ -6,7 +6,7 @@ steps by β (Eq. 6), and the step's top k passages gathered. Reported: recall of
 documents among everything gathered, and R@k / All@k of the last step's blended ranking. It
 isolates what learned α / β change in retrieval from what an LLM would change in the questions.
 
-    python -m evals.rgnn_teacher_forced --data ../shared/data/musique [--weights FILE]
+    python -m hopgraph.evals.rgnn_teacher_forced --data ../shared/data/musique [--weights FILE]
 """
 
 from __future__ import annotations
@@ -16,13 +16,13 @@ import json
 from pathlib import Path
 
 import numpy as np
+from hopgraph.evals.datasets import load_questions
+from hopgraph.evals.metrics import all_at_k, recall_at_k
+from hopgraph.evals.runner import eval_index
+from hopgraph.tools.gnn_ret import GNNRetriever
+from hopgraph.tools.gnn_ret_training import step_question
 
-from evals.datasets import load_questions
-from evals.metrics import all_at_k, recall_at_k
-from evals.runner import eval_index
 from hopgraph.core.settings import IndexSettings
-from tools.gnn_ret import GNNRetriever
-from tools.gnn_ret_training import step_question
 
 
 def run(data: Path, weights: Path | None, k: int, split: str) -> dict[str, float]:
@@ -58,7 +58,7 @@ def run(data: Path, weights: Path | None, k: int, split: str) -> dict[str, float
 def main(argv: list[str] | None = None) -> int:
     """Print the teacher-forced figures for the defaults or for learned weights."""
     parser = argparse.ArgumentParser(
-        prog="python -m evals.rgnn_teacher_forced", description=__doc__
+        prog="python -m hopgraph.evals.rgnn_teacher_forced", description=__doc__
     )
     parser.add_argument(
         "--data", required=True, type=Path, help="dataset folder (with decompositions)"

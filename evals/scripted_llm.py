@@ -6,7 +6,7 @@ script it per case; run as a program it serves :func:`never_enough`, a model who
 always well-formed and never conclusive, so every agent runs to its loop bound: the worst-case
 LLM cost per question, measured with `hopgraph eval --answers` and no real model:
 
-    python -m evals.scripted_llm --port 8765 &
+    python -m hopgraph.evals.scripted_llm --port 8765 &
     HOPGRAPH_LLM_MODEL=scripted HOPGRAPH_LLM_BASE_URL=http://127.0.0.1:8765/v1 \
         hopgraph eval --data ../shared/data/musique --methods rgnn_ret,gear,tog2 --answers
 """
@@ -164,7 +164,9 @@ def main(argv: list[str] | None = None) -> int:
     """Serve :func:`never_enough` on 127.0.0.1 until interrupted."""
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python -m evals.scripted_llm", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="python -m hopgraph.evals.scripted_llm", description=__doc__
+    )
     parser.add_argument("--port", type=int, default=8765, help="port on 127.0.0.1 (default 8765)")
     args = parser.parse_args(argv)
     with ScriptedOpenAIServer(lambda prompt, n: (200, never_enough(prompt)), args.port) as server:

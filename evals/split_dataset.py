@@ -1,11 +1,12 @@
 """Split a dataset's questions in two: a training half and an evaluation half, same corpus.
 
-    python -m evals.split_dataset --data ../shared/data/nq --into runs/folds
+    python -m hopgraph.evals.split_dataset --data ../shared/data/nq --into runs/folds
 
 NQ comes with dev questions only, and G-RAG is trained in-domain in the paper (its NQ model on NQ
 train, spec g_rag §8). This writes ``INTO/nq-train`` (corpus.jsonl + train.jsonl: a seeded
 random half of the questions) and ``INTO/nq-dev`` (corpus.jsonl + dev.jsonl: the other half),
-so `hopgraph train grag --data INTO/nq-train` learns from one half and `python -m evals.rerank
+so `hopgraph train grag --data INTO/nq-train` learns from one half and `python -m
+hopgraph.evals.rerank
 --data INTO/nq-dev` scores only questions the network never saw. Same seed, same halves.
 """
 
@@ -45,7 +46,7 @@ def write_half(source: Path, target: Path, split: str, lines: Sequence[str]) -> 
 def main(argv: Sequence[str] | None = None) -> int:
     """Write the two halves and say how many questions each holds."""
     parser = argparse.ArgumentParser(
-        prog="python -m evals.split_dataset",
+        prog="python -m hopgraph.evals.split_dataset",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

@@ -1,6 +1,6 @@
 """The write side of an index directory: build, add documents, delete documents, build graphs.
 
-Each write is one generation (graph_store.generations): it adds files in its own folder and
+Each write is one generation (hopgraph.graph_store.generations): it adds files in its own folder and
 rows tagged with its number to Chroma, in place, and commits by replacing the manifest. So a
 write costs what it changes: ``add`` embeds and stores only the new chunks, and the graphs are
 brought up to date from the previous generation's (graph_build). An error or a kill at any

@@ -310,7 +310,8 @@ def nearest(embeddings: np.ndarray, m: int, search: str = "auto", block: int = 5
     """Return each chunk's ``m`` nearest other chunks by cosine, best first.
 
     ``search``: ``exact`` (blocked all-pairs products), ``ann`` (hnswlib's HNSW, recall@10
-    0.99 against exact on 100k real MiniLM vectors: ``python -m evals.bench.ann -k 10``) or ``auto``
+    0.99 against exact on 100k real MiniLM vectors: ``python -m hopgraph.evals.bench.ann -k 10``)
+    or ``auto``
     (ANN from :data:`ANN_FROM` chunks).
     """
     n = len(embeddings)
@@ -472,7 +473,8 @@ def exact_top_k(vectors: np.ndarray, k: int, block: int = 512) -> tuple[np.ndarr
 
 ANN_CONSTRUCTION = 50
 """hnswlib's build breadth (ef_construction): 50 keeps recall@10 at 0.9925 on real vectors, and
-builds 43 % faster than 100 (0.9969): `python -m evals.bench.ann -k 10 --construction 100 50`."""
+builds 43 % faster than 100 (0.9969): `python -m hopgraph.evals.bench.ann -k 10 --construction 100
+50`."""
 
 
 def ann_top_k(
@@ -481,7 +483,7 @@ def ann_top_k(
     """Return each row's k nearest other rows and their cosines, from an HNSW index.
 
     hnswlib (M 16, build breadth ``construction``, search breadth ``ef``) was the fastest of
-    faiss, usearch and hnswlib at the same recall (``python -m evals.bench.ann``).
+    faiss, usearch and hnswlib at the same recall (``python -m hopgraph.evals.bench.ann``).
     """
     import hnswlib
 

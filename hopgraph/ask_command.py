@@ -9,7 +9,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from graph_store import Index
+from hopgraph.graph_store import Index
 
 from .core.errors import HopgraphError, InputError
 from .core.llm import choose_chat, describe
@@ -23,13 +23,13 @@ def default_checkpoints() -> Path:
 
 def ask(args: argparse.Namespace) -> None:
     """Answer a question; print the answer, its citations, the steps and the LLM usage."""
-    from agents.run import checkpointer, run_agent
+    from hopgraph.agents.run import checkpointer, run_agent
 
     from .commands import index_dir
 
     settings: dict[str, Any] = {"k": args.k, "preset": args.preset}
     if args.max_steps is not None:
-        from agents.registry import step_settings
+        from hopgraph.agents.registry import step_settings
 
         bounds = step_settings()  # the loop bound each multi-step agent takes from --max-steps
         if args.method not in bounds:
@@ -73,7 +73,7 @@ def evidence_alone(
 
     An agent's method retrieves with gnn_ret, the retriever the agents build on.
     """
-    from tools import RETRIEVERS, make_retriever
+    from hopgraph.tools import RETRIEVERS, make_retriever
 
     method = method if method in RETRIEVERS else "gnn_ret"
     hits = make_retriever(method, index, preset=preset).retrieve(question, k)
@@ -137,7 +137,7 @@ def add_parser(
     llm_option: Any,
 ) -> None:
     """Add `hopgraph ask` to the CLI."""
-    from agents.registry import DEFAULT_METHOD, MULTI_STEP, agent_methods
+    from hopgraph.agents.registry import DEFAULT_METHOD, MULTI_STEP, agent_methods
 
     p = sub.add_parser(
         "ask",

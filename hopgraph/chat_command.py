@@ -10,7 +10,7 @@ from typing import Any
 
 from langchain_core.messages import HumanMessage
 
-from graph_store import Index
+from hopgraph.graph_store import Index
 
 from .core.errors import HopgraphError
 from .core.llm import choose_chat, describe
@@ -38,7 +38,7 @@ class ChatSession:
         k: int,
         preset: str = "tuned",
     ):
-        from agents.chat.graph import builder
+        from hopgraph.agents.chat.graph import builder
 
         self.index, self.chat, self.k = index, chat, k
         self.graph = builder.compile(checkpointer=saver, name="hopgraph-chat")
@@ -59,7 +59,7 @@ class ChatSession:
         if self.chat is None:
             self._evidence_only(text)
             return
-        from agents.chat.context import Context
+        from hopgraph.agents.chat.context import Context
 
         context = Context(
             index=self.index,
@@ -90,7 +90,7 @@ class ChatSession:
 
     def command(self, line: str) -> bool:
         """Run a /command; return False to leave."""
-        from agents.registry import agent_methods
+        from hopgraph.agents.registry import agent_methods
 
         name, _, arg = line[1:].partition(" ")
         if name in ("quit", "exit", "q"):
@@ -137,7 +137,7 @@ def _print_sources(sources: list[dict[str, Any]]) -> None:
 
 def chat(args: argparse.Namespace) -> None:
     """Run the chat loop until /quit or end of input."""
-    from agents.run import checkpointer
+    from hopgraph.agents.run import checkpointer
 
     from .commands import index_dir
 
@@ -191,7 +191,7 @@ def add_parser(
         "answered with evidence passages only. Type /help inside for the commands.",
     )
     index_option(p)
-    from agents.registry import DEFAULT_METHOD, agent_methods
+    from hopgraph.agents.registry import DEFAULT_METHOD, agent_methods
 
     p.add_argument(
         "--method",

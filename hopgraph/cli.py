@@ -76,7 +76,7 @@ def _llm_option(parser: argparse.ArgumentParser) -> None:
 
 
 def _device_options(parser: argparse.ArgumentParser) -> None:
-    from graph_store.embedding import DEVICES
+    from hopgraph.graph_store.embedding import DEVICES
 
     parser.add_argument(
         "--device",

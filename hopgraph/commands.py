@@ -11,16 +11,16 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from graph_store import Index, add_documents, build_index, delete_documents, load_documents
-from graph_store.build import WriteReport
 from hopgraph.core.errors import InputError
 from hopgraph.core.settings import IndexSettings, default_index_dir, named_setting
-from tools import RETRIEVERS, make_retriever, parse_methods
+from hopgraph.graph_store import Index, add_documents, build_index, delete_documents, load_documents
+from hopgraph.graph_store.build import WriteReport
+from hopgraph.tools import RETRIEVERS, make_retriever, parse_methods
 
 from .formatting import format_hits
 
 if TYPE_CHECKING:
-    from evals.datasets import Question
+    from hopgraph.evals.datasets import Question
 
 
 def index_dir(args: argparse.Namespace) -> Path:
@@ -127,11 +127,11 @@ def info(args: argparse.Namespace) -> None:
 
 def evaluate(args: argparse.Namespace) -> None:
     """Evaluate methods on a benchmark split and write the report."""
-    from agents.registry import MULTI_STEP, agent_methods
-    from evals.answers import evaluate_answers, format_answer_table
-    from evals.datasets import load_questions
-    from evals.report import format_table, write_report
-    from evals.runner import check_gold_coverage, eval_index, run_methods
+    from hopgraph.agents.registry import MULTI_STEP, agent_methods
+    from hopgraph.evals.answers import evaluate_answers, format_answer_table
+    from hopgraph.evals.datasets import load_questions
+    from hopgraph.evals.report import format_table, write_report
+    from hopgraph.evals.runner import check_gold_coverage, eval_index, run_methods
 
     agents = [m.strip() for m in args.methods.split(",") if m.strip() in MULTI_STEP]
     if agents and not args.answers:
@@ -261,7 +261,7 @@ def answer_model(llm: str, questions: Sequence[Question]) -> Any:
 
     if llm != "oracle":
         return choose_chat(llm)
-    from evals.oracle import OracleChatModel
+    from hopgraph.evals.oracle import OracleChatModel
 
     missing = [q.id for q in questions if not q.decomposition]
     if missing:

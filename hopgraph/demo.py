@@ -9,13 +9,13 @@ from __future__ import annotations
 from importlib.resources import files
 from pathlib import Path
 
-from evals.datasets import load_questions
-from evals.metrics import all_at_k, recall_at_k
-from graph_store import Index, build_graphs, build_index, load_documents
-from graph_store.graph_build import GraphSettings
-from graph_store.manifest import MANIFEST
 from hopgraph.core.settings import IndexSettings
-from tools import RETRIEVERS, Retriever, make_retriever
+from hopgraph.evals.datasets import load_questions
+from hopgraph.evals.metrics import all_at_k, recall_at_k
+from hopgraph.graph_store import Index, build_graphs, build_index, load_documents
+from hopgraph.graph_store.graph_build import GraphSettings
+from hopgraph.graph_store.manifest import MANIFEST
+from hopgraph.tools import RETRIEVERS, Retriever, make_retriever
 
 DEFAULT_DIR = Path(".hopgraph") / "demo-index"
 

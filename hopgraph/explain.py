@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 
 import networkx as nx
 
-from graph_store import Index
-from graph_store.passage_graph import DIRECTED, EDGE_TYPES
+from hopgraph.graph_store import Index
+from hopgraph.graph_store.passage_graph import DIRECTED, EDGE_TYPES
 
 MAX_ENTITIES = 20
 COLOURS = {
@@ -194,7 +194,7 @@ def explain(
     An LLM-free retriever draws its top ``k`` and why each came; an agent (or an LLM retriever)
     answers first, and its gathered passages are drawn with the cited ones marked.
     """
-    from tools import RETRIEVERS, make_retriever
+    from hopgraph.tools import RETRIEVERS, make_retriever
 
     if method in RETRIEVERS and not RETRIEVERS[method].needs_llm:
         hits = make_retriever(method, index, preset=preset).retrieve(question, k)
@@ -204,7 +204,7 @@ def explain(
             for rank, h in enumerate(hits, start=1)
         ]  # fmt: skip
         return build_evidence_graph(index, question, method, passages, gold)
-    from agents.run import run_agent
+    from hopgraph.agents.run import run_agent
 
     from .core.llm import required_chat
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import shutil
 import textwrap
 
-from tools import Hit
+from hopgraph.tools import Hit
 
 
 def format_hits(hits: list[Hit], gold: set[str] | frozenset[str] = frozenset()) -> str:

@@ -10,12 +10,12 @@ import networkx as nx
 import numpy as np
 from pydantic import ValidationError
 
-from graph_store import Index
-from graph_store.build import build_graphs
-from graph_store.graph_build import GraphSettings
-from graph_store.passage_graph import EDGE_TYPES
 from hopgraph.commands import index_dir, settings_from
 from hopgraph.core.errors import InputError
+from hopgraph.graph_store import Index
+from hopgraph.graph_store.build import build_graphs
+from hopgraph.graph_store.graph_build import GraphSettings
+from hopgraph.graph_store.passage_graph import EDGE_TYPES
 
 
 def graph_settings(args: argparse.Namespace) -> GraphSettings:
@@ -129,9 +129,9 @@ def export(args: argparse.Namespace) -> None:
 
 def coverage(args: argparse.Namespace) -> None:
     """Measure bridge coverage on a benchmark split (building the index and graphs if needed)."""
-    from evals.coverage import bridge_coverage
-    from evals.datasets import load_questions
-    from evals.runner import eval_index
+    from hopgraph.evals.coverage import bridge_coverage
+    from hopgraph.evals.datasets import load_questions
+    from hopgraph.evals.runner import eval_index
 
     data = Path(args.data)
     questions = load_questions(data, args.split, args.limit)

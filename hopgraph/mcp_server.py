@@ -17,9 +17,9 @@ from mcp.server.fastmcp import FastMCP
 from mcp.server.fastmcp.exceptions import ToolError
 from pydantic import Field
 
-from agents.registry import DEFAULT_METHOD, agent_methods
-from graph_store import Index
-from tools.registry import DEFAULT_PRESET, RETRIEVERS, Preset
+from hopgraph.agents.registry import DEFAULT_METHOD, agent_methods
+from hopgraph.graph_store import Index
+from hopgraph.tools.registry import DEFAULT_PRESET, RETRIEVERS, Preset
 
 from .core.errors import HopgraphError
 
@@ -49,7 +49,7 @@ def build_server(index: Index, host: str = "127.0.0.1", port: int = 8000) -> Fas
         preset: Annotated[Preset, Field(description=PRESET_HELP)] = DEFAULT_PRESET,
     ) -> list[dict[str, Any]]:
         """Return the k best passages for a query, with scores and why each was retrieved."""
-        from tools import make_retriever
+        from hopgraph.tools import make_retriever
 
         with lock, _as_tool_error():
             hits = make_retriever(method, index, preset=preset).retrieve(query, k)
@@ -62,7 +62,7 @@ def build_server(index: Index, host: str = "127.0.0.1", port: int = 8000) -> Fas
         preset: Annotated[Preset, Field(description=PRESET_HELP)] = DEFAULT_PRESET,
     ) -> dict[str, Any]:
         """Answer a question from the corpus, citing passages, with the steps and LLM usage."""
-        from agents.run import run_agent
+        from hopgraph.agents.run import run_agent
 
         from .core.llm import required_chat
 

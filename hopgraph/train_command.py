@@ -29,7 +29,7 @@ def train(args: argparse.Namespace) -> None:
 
 
 def _open(args: argparse.Namespace, data: Path) -> Any:
-    from evals.runner import eval_index
+    from hopgraph.evals.runner import eval_index
 
     from .commands import settings_from
 
@@ -40,10 +40,10 @@ def _open(args: argparse.Namespace, data: Path) -> Any:
 
 def train_network(args: argparse.Namespace) -> None:
     """Train G-RAG's or IIER's network on one or more datasets; save it with its provenance."""
-    from evals.datasets import load_questions
-    from graph_store.manifest import package_versions
-    from tools.training import FitSettings
-    from tools.weights import save_weights
+    from hopgraph.evals.datasets import load_questions
+    from hopgraph.graph_store.manifest import package_versions
+    from hopgraph.tools.training import FitSettings
+    from hopgraph.tools.weights import save_weights
 
     if len(args.data) > 1 and (args.index or not args.out):
         raise InputError(
@@ -128,9 +128,9 @@ class NetworkTrainer:
         """Return the trainer of ``args.method`` with the settings the options give."""
         progress = not args.quiet
         if args.method == "grag":
-            from tools import make_retriever
-            from tools.grag_graph import GRAGSettings, GraphBuilder
-            from tools.grag_training import make_graphs, train_grag
+            from hopgraph.tools import make_retriever
+            from hopgraph.tools.grag_graph import GRAGSettings, GraphBuilder
+            from hopgraph.tools.grag_training import make_graphs, train_grag
 
             grag = GRAGSettings(hidden=args.hidden or 64, loss=args.loss, n=args.candidates)
             return cls(
@@ -142,8 +142,8 @@ class NetworkTrainer:
                 "mrr",
                 "a gold passage among the candidates",
             )
-        from tools.iier_scorer import ScorerSettings
-        from tools.iier_training import make_items, train_iier
+        from hopgraph.tools.iier_scorer import ScorerSettings
+        from hopgraph.tools.iier_training import make_items, train_iier
 
         iier = ScorerSettings(hidden=args.hidden or 128)
         return cls(
@@ -157,9 +157,9 @@ class NetworkTrainer:
 
 def train_values(args: argparse.Namespace, data: Path) -> None:
     """Learn GNN-Ret's α (and RGNN-Ret's β) by the paper's hinge loss."""
-    from evals.datasets import load_questions
-    from graph_store.manifest import package_versions
-    from tools.gnn_ret import GNNRetriever
+    from hopgraph.evals.datasets import load_questions
+    from hopgraph.graph_store.manifest import package_versions
+    from hopgraph.tools.gnn_ret import GNNRetriever
 
     questions = load_questions(data, args.split, args.limit)
     with _open(args, data) as idx:
@@ -211,7 +211,7 @@ def _progress(args: argparse.Namespace) -> tuple[Any, Callable[[int, float], Non
 
 
 def _fit_single(retriever: Any, questions: Sequence[Any], gold_docs: dict, top_o: int, args: Any):
-    from tools.gnn_ret_training import make_sample, train_alphas
+    from hopgraph.tools.gnn_ret_training import make_sample, train_alphas
 
     samples = [
         s
@@ -229,8 +229,12 @@ def _fit_single(retriever: Any, questions: Sequence[Any], gold_docs: dict, top_o
 def _fit_recurrent(
     retriever: Any, questions: Sequence[Any], gold_docs: dict, top_o: int, args: Any
 ):
-    from agents.rgnn_ret.context import Context
-    from tools.gnn_ret_training import make_recurrent_sample, step_question, train_recurrent
+    from hopgraph.agents.rgnn_ret.context import Context
+    from hopgraph.tools.gnn_ret_training import (
+        make_recurrent_sample,
+        step_question,
+        train_recurrent,
+    )
 
     if not any(q.decomposition for q in questions):
         raise InputError(

@@ -62,9 +62,10 @@ def corpus_file(tmp_path) -> Path:
 
 def build_docs_index(path: Path, model: str) -> Path:
     """Index DOCS at ``path`` with ``model`` and build its graphs (semantic edges from 0.1)."""
-    from graph_store import Document, build_index
-    from graph_store.build import build_graphs
-    from graph_store.graph_build import GraphSettings
+    from hopgraph.graph_store import Document, build_index
+    from hopgraph.graph_store.build import build_graphs
+    from hopgraph.graph_store.graph_build import GraphSettings
+
     from hopgraph.core.settings import IndexSettings
 
     docs = [Document(d["id"], d["title"], d["text"]) for d in DOCS]
@@ -76,7 +77,7 @@ def build_docs_index(path: Path, model: str) -> Path:
 @pytest.fixture(scope="module")
 def docs_index(tmp_path_factory):
     """DOCS indexed with the hashing embedder, graphs built, open for one test module."""
-    from graph_store import Index
+    from hopgraph.graph_store import Index
 
     with Index.open(build_docs_index(tmp_path_factory.mktemp("docs") / "idx", "hashing")) as idx:
         yield idx

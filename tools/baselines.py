@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
-
-from graph_store import Index
+from hopgraph.graph_store import Index
 
 from .base import Retriever
 from .fusion import reciprocal_rank_fusion

@@ -31,9 +31,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 import scipy.sparse as sp
+from hopgraph.graph_store import Index
+from hopgraph.graph_store.passage_graph import DIRECTED, EDGE_TYPES
 
-from graph_store import Index
-from graph_store.passage_graph import DIRECTED, EDGE_TYPES
 from hopgraph.core.errors import IndexStateError, InputError
 
 from .guard import KEEP, MARGIN, Guarded

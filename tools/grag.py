@@ -11,8 +11,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
-
-from graph_store import Index
+from hopgraph.graph_store import Index
 
 from .base import Bases
 from .grag_graph import DocumentGraph, GRAGSettings, GraphBuilder

@@ -35,9 +35,8 @@ from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
-
-from graph_store import Index
-from graph_store.extraction import Extraction
+from hopgraph.graph_store import Index
+from hopgraph.graph_store.extraction import Extraction
 
 from .base import Retriever
 

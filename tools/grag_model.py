@@ -29,9 +29,8 @@ from typing import Any
 
 import numpy as np
 import torch
+from hopgraph.graph_store import Index
 from torch import nn
-
-from graph_store import Index
 
 from .grag_graph import DocumentGraph, GRAGSettings
 from .weights import load_weights

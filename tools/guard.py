@@ -11,7 +11,7 @@ while dense retrieval cannot tell them apart either. ``keep=0`` switches it off 
 
 from __future__ import annotations
 
-from graph_store import Index
+from hopgraph.graph_store import Index
 
 from .base import Retriever
 from .baselines import DenseRetriever

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
+from hopgraph.graph_store import Index
 from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel, Field
-
-from graph_store import Index
 
 from .base import Retriever
 from .hits import Hit

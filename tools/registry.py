@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Literal, get_args
 
-from graph_store import Index
+from hopgraph.graph_store import Index
+
 from hopgraph.core.errors import UnknownMethodError
 
 from .base import Retriever

@@ -18,7 +18,8 @@ import pickle
 from pathlib import Path
 from typing import Any
 
-from graph_store import Index
+from hopgraph.graph_store import Index
+
 from hopgraph.core.errors import IndexStateError, InputError
 
 SHIPPED = Path(__file__).parent / "weights_data"

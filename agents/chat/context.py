@@ -6,8 +6,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from agents.context import AgentContext
-from agents.registry import DEFAULT_METHOD
+from hopgraph.agents.context import AgentContext
+from hopgraph.agents.registry import DEFAULT_METHOD
 
 
 @dataclass(kw_only=True)

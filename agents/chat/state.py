@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from typing import Annotated, TypedDict
 
+from hopgraph.agents.evidence import Evidence
 from langchain_core.messages import AnyMessage
 from langgraph.graph.message import add_messages
-
-from agents.evidence import Evidence
 
 
 class InputState(TypedDict):

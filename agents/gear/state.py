@@ -6,8 +6,8 @@ import operator
 import re
 from typing import Annotated
 
-from agents.evidence import Evidence
-from agents.state import AnswerState, InputState
+from hopgraph.agents.evidence import Evidence
+from hopgraph.agents.state import AnswerState, InputState
 
 __all__ = ["InputState", "State", "parse_next_question", "parse_reason", "render_triples"]
 

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from agents.context import AgentContext
+from hopgraph.agents.context import AgentContext
 
 
 @dataclass(kw_only=True)

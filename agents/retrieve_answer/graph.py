@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
+from hopgraph.agents.answering import answer_line, answer_with_citations
+from hopgraph.agents.evidence import evidence_of
+from hopgraph.graph_store import Index
+from hopgraph.tools import Hit
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
-
-from agents.answering import answer_line, answer_with_citations
-from agents.evidence import evidence_of
-from graph_store import Index
-from tools import Hit
 
 from .context import Context
 from .state import InputState, State

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from agents.evidence import Evidence
-from agents.state import AnswerState, InputState
+from hopgraph.agents.evidence import Evidence
+from hopgraph.agents.state import AnswerState, InputState
 
 __all__ = ["InputState", "State"]
 

@@ -6,7 +6,8 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from agents.context import AgentContext
+from hopgraph.agents.context import AgentContext
+
 from hopgraph.core.errors import InputError
 
 

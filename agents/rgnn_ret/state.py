@@ -6,8 +6,8 @@ import operator
 import re
 from typing import Annotated, TypedDict
 
-from agents.evidence import Evidence
-from agents.state import AnswerState, InputState
+from hopgraph.agents.evidence import Evidence
+from hopgraph.agents.state import AnswerState, InputState
 
 __all__ = ["InputState", "State", "Step", "parse_critique", "parse_next_step"]
 

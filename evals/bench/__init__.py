@@ -1,7 +1,7 @@
 """Benchmarks: indexing throughput against the embedder alone, and query latency per method.
 
-Run ``python -m evals.bench --data ../shared/data/2wiki`` (indexing, queries) and
-``python -m evals.bench.graphs --synthetic 100000`` (graphs); see ``--help``.
+Run ``python -m hopgraph.evals.bench --data ../shared/data/2wiki`` (indexing, queries) and
+``python -m hopgraph.evals.bench.graphs --synthetic 100000`` (graphs); see ``--help``.
 """
 
 import json

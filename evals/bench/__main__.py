@@ -4,7 +4,7 @@ The embedding model is loaded before anything is timed, so both timings measure 
 the embedder alone on the index's chunk texts, then the whole build (load, chunk, embed, Chroma,
 BM25, manifest). Target: build ≤ 1.3 × embedding alone.
 
-``python -m evals.bench scale --sizes 100k,200k,400k,1M`` is the scale benchmark
+``python -m hopgraph.evals.bench scale --sizes 100k,200k,400k,1M`` is the scale benchmark
 (evals/bench/scale.py): graphs, writes and latency on synthetic corpora, vectors given.
 """
 
@@ -19,17 +19,18 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from evals.bench import save_json
-from evals.datasets import load_questions
-from evals.metrics import percentile
-from graph_store import Index, build_index, load_documents
-from graph_store.build import build_graphs, chunk_documents
-from graph_store.embedding import load_embedder
-from graph_store.graph_build import GraphSettings
+from hopgraph.evals.bench import save_json
+from hopgraph.evals.datasets import load_questions
+from hopgraph.evals.metrics import percentile
+from hopgraph.graph_store import Index, build_index, load_documents
+from hopgraph.graph_store.build import build_graphs, chunk_documents
+from hopgraph.graph_store.embedding import load_embedder
+from hopgraph.graph_store.graph_build import GraphSettings
+from hopgraph.tools import RETRIEVERS, make_retriever
+from hopgraph.tools.registry import parse_methods
+
 from hopgraph.core.errors import HopgraphError
 from hopgraph.core.settings import IndexSettings
-from tools import RETRIEVERS, make_retriever
-from tools.registry import parse_methods
 
 LLM_FREE = [n for n, cls in RETRIEVERS.items() if not (cls.needs_llm or cls.needs_weights)]
 
@@ -94,12 +95,12 @@ def _summary(times: list[float]) -> dict[str, float]:
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark and print a summary; writes JSON with --out."""
     argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] == ["scale"]:  # python -m evals.bench scale --sizes ...
-        from evals.bench.scale import main as scale
+    if argv[:1] == ["scale"]:  # python -m hopgraph.evals.bench scale --sizes ...
+        from hopgraph.evals.bench.scale import main as scale
 
         return scale(argv[1:])
     parser = argparse.ArgumentParser(
-        prog="python -m evals.bench",
+        prog="python -m hopgraph.evals.bench",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

@@ -8,7 +8,7 @@ Each library runs in its own process, so its time and peak RSS are its own. Reca
 found neighbour whose similarity reaches the exact k-th (ties are not misses). ``--out`` saves
 the table as JSON.
 
-    python -m evals.bench.ann --size 100000 --ef 64 128
+    python -m hopgraph.evals.bench.ann --size 100000 --ef 64 128
 """
 
 from __future__ import annotations
@@ -20,10 +20,10 @@ import time
 from pathlib import Path
 
 import numpy as np
+from hopgraph.evals.bench import save_json
+from hopgraph.graph_store import Index
+from hopgraph.graph_store.passage_graph import ANN_CONSTRUCTION, ann_top_k, exact_top_k, others
 
-from evals.bench import save_json
-from graph_store import Index
-from graph_store.passage_graph import ANN_CONSTRUCTION, ann_top_k, exact_top_k, others
 from hopgraph.core.settings import cache_dir
 
 
@@ -131,7 +131,7 @@ def measure(
 
 def main(argv: list[str] | None = None) -> None:
     """Compare the libraries on one sample and print a table."""
-    parser = argparse.ArgumentParser(prog="python -m evals.bench.ann", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m hopgraph.evals.bench.ann", description=__doc__)
     parser.add_argument("--size", type=int, default=100_000, help="rows (default 100000)")
     parser.add_argument("-k", type=int, default=5, help="neighbours per row (default 5)")
     parser.add_argument("--noise", type=float, default=0.05, help="σ of the tiling noise")

@@ -1,7 +1,8 @@
 """Benchmark offline graph construction and the graph hot paths, on a real index or at scale.
 
-``python -m evals.bench.graphs --index DIR`` uses an index's chunks and stored embeddings;
-``python -m evals.bench.graphs --synthetic 100000`` makes a corpus of that many chunks whose
+``python -m hopgraph.evals.bench.graphs --index DIR`` uses an index's chunks and stored embeddings;
+``python -m hopgraph.evals.bench.graphs --synthetic 100000`` makes a corpus of that many chunks
+whose
 texts mention each other's titles, with random unit embeddings (the embedder is benchmarked
 separately). Reported: extraction, passage-graph and knowledge-graph build times, peak memory,
 and the hot paths: neighbour lookups and one propagation step over the whole graph.
@@ -18,14 +19,13 @@ from itertools import accumulate
 from pathlib import Path
 
 import numpy as np
-
-from evals.bench import save_json
-from graph_store.documents import Chunk
-from graph_store.extraction.readings import CorpusReadings
-from graph_store.graph_build import GraphSettings, graph_counts
-from graph_store.index import Index, read_vectors
-from graph_store.knowledge_graph import build_knowledge_graph
-from graph_store.passage_graph import build_passage_graph
+from hopgraph.evals.bench import save_json
+from hopgraph.graph_store.documents import Chunk
+from hopgraph.graph_store.extraction.readings import CorpusReadings
+from hopgraph.graph_store.graph_build import GraphSettings, graph_counts
+from hopgraph.graph_store.index import Index, read_vectors
+from hopgraph.graph_store.knowledge_graph import build_knowledge_graph
+from hopgraph.graph_store.passage_graph import build_passage_graph
 
 SYLLABLES = "ka lo mi ra ven tor bel dun sha gri pol an eth ur is mon dal fen rik sor".split()
 
@@ -109,7 +109,7 @@ def measure(chunks: list[Chunk], vectors: np.ndarray, settings: GraphSettings) -
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark and print the figures (JSON with --out)."""
     parser = argparse.ArgumentParser(
-        prog="python -m evals.bench.graphs",
+        prog="python -m hopgraph.evals.bench.graphs",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

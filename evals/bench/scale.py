@@ -1,7 +1,9 @@
 """Scale benchmark: index, graphs, writes and query latency from 100k to 1M synthetic passages.
 
-``python -m evals.bench scale --sizes 100k,200k --out runs/scale.json`` builds, for each size in
-its own process, an index of that many synthetic one-chunk documents (evals.bench.graphs: texts
+``python -m hopgraph.evals.bench scale --sizes 100k,200k --out runs/scale.json`` builds, for each
+size in
+its own process, an index of that many synthetic one-chunk documents (hopgraph.evals.bench.graphs:
+texts
 that mention each other's titles, topic-clustered vectors), with the vectors given, so it times
 the stores and the graphs, not the encoder (queries use the hashing embedder). Per size: index
 build (Chroma, chunk table, BM25) and graph build (offline extraction, passage graph, knowledge
@@ -23,16 +25,16 @@ import time
 from pathlib import Path
 
 import numpy as np
+from hopgraph.evals.bench import save_json
+from hopgraph.evals.bench.graphs import synthetic_corpus
+from hopgraph.evals.metrics import percentile
+from hopgraph.graph_store import Document, Index, add_documents, build_index, delete_documents
+from hopgraph.graph_store import build as build_module
+from hopgraph.graph_store.build import build_graphs
+from hopgraph.graph_store.graph_build import GraphSettings
+from hopgraph.tools import make_retriever
 
-from evals.bench import save_json
-from evals.bench.graphs import synthetic_corpus
-from evals.metrics import percentile
-from graph_store import Document, Index, add_documents, build_index, delete_documents
-from graph_store import build as build_module
-from graph_store.build import build_graphs
-from graph_store.graph_build import GraphSettings
 from hopgraph.core.settings import IndexSettings
-from tools import make_retriever
 
 DIMENSION = 256  # the hashing embedder's, which embeds the queries
 CHANGE = 1000
@@ -60,7 +62,7 @@ def run_one(size: int, workdir: Path) -> dict:
     """
     out: dict = {"size": size, "cpus": os.cpu_count()}
     for phase in PHASES:
-        child = [sys.executable, "-m", "evals.bench.scale", "--one", str(size)]
+        child = [sys.executable, "-m", "hopgraph.evals.bench.scale", "--one", str(size)]
         child += ["--phase", phase, "--workdir", str(workdir)]
         done = subprocess.run(child, capture_output=True, text=True, check=False)
         if done.returncode != 0:
@@ -132,7 +134,7 @@ def _latency(path: Path, queries: list[str]) -> dict:
 def main(argv: list[str] | None = None) -> int:
     """Run each size in its own process and print the table (JSON with --out)."""
     parser = argparse.ArgumentParser(
-        prog="python -m evals.bench scale",
+        prog="python -m hopgraph.evals.bench scale",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -152,7 +154,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     rows = []
     for size in map(parse_size, args.sizes.split(",")):
-        child = [sys.executable, "-m", "evals.bench.scale", "--one", str(size)]
+        child = [sys.executable, "-m", "hopgraph.evals.bench.scale", "--one", str(size)]
         done = subprocess.run(child, capture_output=True, text=True, check=False)
         if done.returncode != 0:
             print(f"{size}: failed\n{done.stderr[-2000:]}", file=sys.stderr)

@@ -1,6 +1,7 @@
 """Benchmark incremental writes against a full graph build, on a copy of a real index.
 
-``python -m evals.bench.writes --index DIR --data CORPUS_DIR --docs 5`` copies the index (with
+``python -m hopgraph.evals.bench.writes --index DIR --data CORPUS_DIR --docs 5`` copies the index
+(with
 graphs) to a temporary folder, rebuilds its graphs from scratch there (timed: extraction, graphs
 and embedding every triple, as ``hopgraph graph build`` does), then adds ``--docs`` documents
 from ``CORPUS_DIR/corpus.jsonl`` that the index does not hold and deletes them again, timing
@@ -17,11 +18,17 @@ import tempfile
 import time
 from pathlib import Path
 
-from evals.bench import save_json
-from graph_store import Index, add_documents, build_graphs, delete_documents, load_documents
-from graph_store.embedding import load_embedder
-from graph_store.generations import drop_collection
-from graph_store.graph_build import GraphSettings
+from hopgraph.evals.bench import save_json
+from hopgraph.graph_store import (
+    Index,
+    add_documents,
+    build_graphs,
+    delete_documents,
+    load_documents,
+)
+from hopgraph.graph_store.embedding import load_embedder
+from hopgraph.graph_store.generations import drop_collection
+from hopgraph.graph_store.graph_build import GraphSettings
 
 
 def measure(index: Path, corpus: Path, docs: int, workdir: Path) -> dict:
@@ -68,7 +75,7 @@ def measure(index: Path, corpus: Path, docs: int, workdir: Path) -> dict:
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark and print the figures (JSON with --out)."""
     parser = argparse.ArgumentParser(
-        prog="python -m evals.bench.writes",
+        prog="python -m hopgraph.evals.bench.writes",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from graph_store.documents import Chunk
+from hopgraph.graph_store.documents import Chunk
 
 
 @dataclass(frozen=True, slots=True)

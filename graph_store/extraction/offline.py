@@ -21,8 +21,8 @@ from collections.abc import Container, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 
-from graph_store.chunking import split_sentences
-from graph_store.documents import Chunk
+from hopgraph.graph_store.chunking import split_sentences
+from hopgraph.graph_store.documents import Chunk
 
 from .base import Triple
 from .normalise import title_aliases

@@ -150,7 +150,7 @@ def parse_with_repair(
     the usage counts a fallback, which the caller labels; without one, :class:`LLMReplyError`
     is raised quoting the reply. Returns the value and the usage of every call made.
     """
-    from prompts.repair import REPAIR
+    from hopgraph.prompts.repair import REPAIR
 
     reply, usage = send(prompt)
     usage = add_usage(usage, _counted(structured=1))

@@ -9,8 +9,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hopgraph.graph_store import load_documents
 
-from graph_store import load_documents
 from hopgraph.demo import sample_dir
 
 pytestmark = pytest.mark.integration

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from graph_store import (
+from hopgraph.graph_store import (
     Document,
     add_documents,
     build_graphs,
@@ -27,7 +27,8 @@ from graph_store import (
     manifest,
     vdb_chroma,
 )
-from graph_store.graph_build import GraphSettings
+from hopgraph.graph_store.graph_build import GraphSettings
+
 from hopgraph.core.settings import IndexSettings
 
 GRAPHS = GraphSettings(semantic_min_sim=0.1, max_df=4)

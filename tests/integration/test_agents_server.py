@@ -3,8 +3,8 @@
 import json
 
 import pytest
+from hopgraph.evals.scripted_llm import ScriptedOpenAIServer
 
-from evals.scripted_llm import ScriptedOpenAIServer
 from hopgraph.cli import main
 from tests.agent_scripts import (
     NOT_YET,

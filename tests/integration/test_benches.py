@@ -7,7 +7,16 @@ import sys
 
 def test_the_scale_benchmark_runs_every_phase(tmp_path):
     out = tmp_path / "scale.json"
-    command = [sys.executable, "-m", "evals.bench", "scale", "--sizes", "2k", "--out", str(out)]
+    command = [
+        sys.executable,
+        "-m",
+        "hopgraph.evals.bench",
+        "scale",
+        "--sizes",
+        "2k",
+        "--out",
+        str(out),
+    ]
     done = subprocess.run(command, capture_output=True, text=True, check=False, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     [row] = json.loads(out.read_text(encoding="utf-8"))

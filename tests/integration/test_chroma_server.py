@@ -2,12 +2,12 @@
 
 import chromadb
 import pytest
+from hopgraph.graph_store import Index, add_documents, build_graphs, build_index, delete_documents
+from hopgraph.graph_store.graph_build import GraphSettings
+from hopgraph.tools import make_retriever
 
-from graph_store import Index, add_documents, build_graphs, build_index, delete_documents
-from graph_store.graph_build import GraphSettings
 from hopgraph.core.errors import IndexStateError
 from hopgraph.core.settings import IndexSettings
-from tools import make_retriever
 
 pytestmark = pytest.mark.integration
 QUERIES = ["Who is the sibling of the actress who played Susan Walker?", "Mach number physicist"]
@@ -67,7 +67,7 @@ def test_graphs_on_a_server_are_built_atomically(tmp_path, chroma_server, sample
     def boom(*args, **kwargs):
         raise RuntimeError("extraction crashed")
 
-    import graph_store.graph_build as graph_build
+    import hopgraph.graph_store.graph_build as graph_build
 
     original = graph_build.build_knowledge_graph
     graph_build.build_knowledge_graph = boom

@@ -46,8 +46,8 @@ class FakeLangSmith:
 RUN = """
 import sys
 from langchain_core.tracers.langchain import wait_for_all_tracers
-from agents.run import run_agent
-from graph_store import Index
+from hopgraph.agents.run import run_agent
+from hopgraph.graph_store import Index
 from tests.agent_scripts import QUESTION, rgnn_script
 from tests.fakes import ScriptedChatModel
 with Index.open(sys.argv[1]) as index:

@@ -1,9 +1,9 @@
 """LLM extraction through the real ChatOpenAI client against a local OpenAI-compatible server."""
 
 import pytest
+from hopgraph.evals.scripted_llm import ScriptedOpenAIServer
+from hopgraph.graph_store import Document, Index, build_index
 
-from evals.scripted_llm import ScriptedOpenAIServer
-from graph_store import Document, Index, build_index
 from hopgraph.cli import main
 from hopgraph.core.settings import IndexSettings
 from tests.fakes import extraction_reply

@@ -8,9 +8,9 @@ fallbacks: every run must finish with an answer, and every fallback must be name
 import json
 
 import pytest
+from hopgraph.graph_store import build_graphs, build_index, load_documents
+from hopgraph.graph_store.graph_build import GraphSettings
 
-from graph_store import build_graphs, build_index, load_documents
-from graph_store.graph_build import GraphSettings
 from hopgraph.cli import main
 from hopgraph.core.settings import IndexSettings
 from hopgraph.demo import sample_dir

@@ -6,8 +6,8 @@ import subprocess
 import sys
 
 import pytest
+from hopgraph.graph_store import Index
 
-from graph_store import Index
 from hopgraph.cli import main
 from tests.conftest import write_jsonl
 

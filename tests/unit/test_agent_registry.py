@@ -1,10 +1,10 @@
-"""Every surface offers exactly the agents of agents.registry."""
+"""Every surface offers exactly the agents of hopgraph.agents.registry."""
 
 import json
 from pathlib import Path
 
-from agents.registry import AGENTS, DEFAULT_METHOD, MULTI_STEP, SERVED, agent_methods
-from tools import RETRIEVERS
+from hopgraph.agents.registry import AGENTS, DEFAULT_METHOD, MULTI_STEP, SERVED, agent_methods
+from hopgraph.tools import RETRIEVERS
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -31,10 +31,10 @@ def test_cli_ask_and_chat_offer_exactly_the_registry():
 
 
 def test_langgraph_json_and_the_server_serve_exactly_the_registry():
-    import agents.server as server
+    import hopgraph.agents.server as server
 
     config = json.loads((ROOT / "langgraph.json").read_text(encoding="utf-8"))
-    assert config["graphs"] == {name: f"agents.server:{name}" for name in SERVED}
+    assert config["graphs"] == {name: f"hopgraph.agents.server:{name}" for name in SERVED}
     assert set(SERVED) == {"chat", *MULTI_STEP}
     for name in SERVED:
         assert getattr(server, name).name == f"hopgraph-{name}"
@@ -43,7 +43,8 @@ def test_langgraph_json_and_the_server_serve_exactly_the_registry():
 def test_mcp_and_langchain_ask_tools_offer_exactly_the_registry(docs_index):
     import asyncio
 
-    from agents.tools import AskInput
+    from hopgraph.agents.tools import AskInput
+
     from hopgraph.mcp_server import build_server
 
     schema = AskInput.model_json_schema()["properties"]["method"]

@@ -2,14 +2,14 @@
 
 import numpy as np
 import pytest
+from hopgraph.agents.answering import parse_answer
+from hopgraph.agents.rgnn_ret import graph as rgnn
+from hopgraph.agents.rgnn_ret.context import Context as RGNNContext
+from hopgraph.agents.rgnn_ret.state import parse_critique, parse_next_step
+from hopgraph.agents.run import run_agent
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.runtime import Runtime
 
-from agents.answering import parse_answer
-from agents.rgnn_ret import graph as rgnn
-from agents.rgnn_ret.context import Context as RGNNContext
-from agents.rgnn_ret.state import parse_critique, parse_next_step
-from agents.run import run_agent
 from hopgraph.core.errors import InputError, UnknownMethodError
 from tests.agent_scripts import (
     FACT_1,
@@ -182,7 +182,7 @@ def test_gear_labels_the_fallback_of_an_unreadable_reason(index):
 
 
 def test_parsers_of_gear_replies():
-    from agents.gear.state import parse_next_question, parse_reason, render_triples
+    from hopgraph.agents.gear.state import parse_next_question, parse_reason, render_triples
 
     assert parse_reason("Answerable: Yes\nAnswer: 1936") == (True, "")
     assert parse_reason("answerable - no\nWhy: nothing about\n  the date.") == (
@@ -308,8 +308,8 @@ def test_tog2_answers_when_the_graph_runs_out(index):
 
 
 def test_tog2_search_functions_by_hand(index):
-    from agents.tog2.search import Relation, edges, entity_scores, tails
-    from agents.tog2.state import parse_query, parse_reason, parse_relations, parse_topics
+    from hopgraph.agents.tog2.search import Relation, edges, entity_scores, tails
+    from hopgraph.agents.tog2.state import parse_query, parse_reason, parse_relations, parse_topics
 
     kg = index.knowledge_graph
     # two relations, one triple each: the order the triples were read in
@@ -342,7 +342,7 @@ def test_tog2_search_functions_by_hand(index):
 
 
 def test_every_agent_graph_is_compiled_with_its_name():
-    from agents.registry import MULTI_STEP, compiled_graphs
+    from hopgraph.agents.registry import MULTI_STEP, compiled_graphs
 
     graphs = compiled_graphs()
     assert set(MULTI_STEP) < set(graphs)
@@ -362,7 +362,7 @@ def test_tog2_paper_preset_scores_chunks_with_their_triple_sentence(index):
 
 
 def test_tog2_drops_literal_candidates_as_the_authors_code_does():
-    from agents.tog2.search import is_literal
+    from hopgraph.agents.tog2.search import is_literal
 
     assert [is_literal(n) for n in ("1936", "march 3 1936", "12.5", "us", "stanley")] == [
         True, True, True, True, False,
@@ -373,8 +373,8 @@ def test_tog2_drops_literal_candidates_as_the_authors_code_does():
 def test_tog2_entity_documents_add_the_chunks_found_for_the_name(index):
     from types import SimpleNamespace
 
-    from agents.tog2.graph import entity_chunks
-    from tools import make_retriever
+    from hopgraph.agents.tog2.graph import entity_chunks
+    from hopgraph.tools import make_retriever
 
     kg = index.knowledge_graph
     ctx = SimpleNamespace(index=index, name_search=0, retriever=lambda name: None)
@@ -388,7 +388,7 @@ def test_tog2_entity_documents_add_the_chunks_found_for_the_name(index):
 
 
 def test_tog2_paper_preset_reads_only_mentions_and_ranks_by_the_question():
-    from agents.tog2.context import Context
+    from hopgraph.agents.tog2.context import Context
 
     paper = Context.presets["paper"]
     assert (paper["name_search"], paper["topic_context"], paper["newest_first"]) == (

@@ -1,5 +1,5 @@
-from graph_store.chunking import chunk_document, split_sentences
-from graph_store.documents import Document
+from hopgraph.graph_store.chunking import chunk_document, split_sentences
+from hopgraph.graph_store.documents import Document
 
 
 def words(text: str) -> int:

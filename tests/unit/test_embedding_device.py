@@ -1,8 +1,8 @@
 """Where the encoder runs: --device / HOPGRAPH_DEVICE and CPU worker processes."""
 
 import pytest
+from hopgraph.graph_store import embedding
 
-from graph_store import embedding
 from hopgraph.cli import main
 from hopgraph.core.errors import HopgraphError, InputError
 
@@ -37,7 +37,8 @@ def test_load_embedder_reads_the_device_and_processes_of_this_run(monkeypatch):
 
 
 def test_cli_device_options_are_the_runs_settings(monkeypatch, tmp_path, corpus_file):
-    from graph_store import build
+    from hopgraph.graph_store import build
+
     from hopgraph.core.settings import settings
 
     monkeypatch.delenv("HOPGRAPH_DEVICE", raising=False)

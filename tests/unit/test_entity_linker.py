@@ -1,8 +1,8 @@
 """The one entity linker: questions are linked to entities as the chunks were."""
 
-from graph_store.documents import Chunk
-from graph_store.entity_linker import EntityLinker
-from graph_store.extraction.offline import read_chunk
+from hopgraph.graph_store.documents import Chunk
+from hopgraph.graph_store.entity_linker import EntityLinker
+from hopgraph.graph_store.extraction.offline import read_chunk
 
 
 def chunk(i: int, title: str, text: str) -> Chunk:
@@ -39,7 +39,7 @@ def test_a_one_word_alias_the_corpus_writes_in_lower_case_links_nowhere():
 
 
 def test_an_index_holds_one_linker_shared_by_the_methods(docs_index):
-    from tools import make_retriever
+    from hopgraph.tools import make_retriever
 
     assert docs_index.entity_linker is docs_index.entity_linker
     iier = make_retriever("iier", docs_index)

@@ -10,15 +10,14 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 import torch
-
-from agents.tog2.search import entity_scores
-from tools import make_retriever
-from tools.fusion import reciprocal_rank_fusion
-from tools.gear_ge import diverse_beam_search, flatten_to_chunks, read_triples
-from tools.gnn_ret import gnn_layer, recurrent_merge
-from tools.gnn_ret_training import Sample, hinge_loss
-from tools.grag_graph import edge_weights
-from tools.grag_training import cross_entropy_loss, pairwise_loss
+from hopgraph.agents.tog2.search import entity_scores
+from hopgraph.tools import make_retriever
+from hopgraph.tools.fusion import reciprocal_rank_fusion
+from hopgraph.tools.gear_ge import diverse_beam_search, flatten_to_chunks, read_triples
+from hopgraph.tools.gnn_ret import gnn_layer, recurrent_merge
+from hopgraph.tools.gnn_ret_training import Sample, hinge_loss
+from hopgraph.tools.grag_graph import edge_weights
+from hopgraph.tools.grag_training import cross_entropy_loss, pairwise_loss
 
 
 def undirected(n, edges):
@@ -41,7 +40,7 @@ def _quiet_step(h0):
 
 
 def test_gnn_ret_eq1_distance_is_one_minus_cosine(docs_index):
-    from tools import make_retriever
+    from hopgraph.tools import make_retriever
 
     gnn = make_retriever("gnn_ret", docs_index, preset="paper")  # h⁰ from the dense base
     query = "Mountrail County seat"
@@ -185,7 +184,7 @@ def test_grag_eq13_pairwise_hinge():
 def test_tog2_eq5_chunk_scored_with_the_triple_that_reached_it(docs_index):
     from types import SimpleNamespace
 
-    from agents.tog2.graph import _with_triple_sentence
+    from hopgraph.agents.tog2.graph import _with_triple_sentence
 
     ctx = SimpleNamespace(index=docs_index)
     candidate = {"entity": "stanley", "parent": "mountrail county", "relation": "seat",
@@ -207,7 +206,7 @@ def test_rgnn_ret_eq7_step_hinges_on_the_merged_distances_averaged():
     # step 1: ĥ = [0.4, 0.5] → max(0, 0.5 + 0.4 − 0.5) = 0.4
     # step 2: h = [0.2, 0.9], ĥ = 0.5·[0.2, 0.9] + 0.5·[0.4, 0.5] = [0.3, 0.7] → max(0, 0.1) = 0.1
     # l = (0.4 + 0.1) / 2 = 0.25
-    from tools.gnn_ret_training import RecurrentSample, recurrent_loss
+    from hopgraph.tools.gnn_ret_training import RecurrentSample, recurrent_loss
 
     sample = RecurrentSample((_quiet_step([0.4, 0.5]), _quiet_step([0.2, 0.9])))
     params = torch.tensor([0.5, 0.5], dtype=torch.float64)  # α, then β
@@ -218,7 +217,7 @@ def test_grag_eq7_own_vector_plus_the_weighted_mean_of_the_neighbours():
     # x = [[1], [2], [4]]; weights 0-1: 1, 0-2: 3 → node 0's neighbour mean = (1·2 + 3·4)/4 = 3.5
     # W_s = 2, W_n = 10, bias 0.5: x₀' = 2·1 + 10·3.5 + 0.5 = 37.5; node 1 hears only 0: 2·2 +
     # 10·1 + 0.5 = 14.5; node 2 hears only 0: 2·4 + 10·1 + 0.5 = 18.5
-    from tools.grag_model import GraphLayer, neighbour_mean
+    from hopgraph.tools.grag_model import GraphLayer, neighbour_mean
 
     layer = GraphLayer(1, 1)
     with torch.no_grad():
@@ -235,8 +234,8 @@ def test_grag_eq11_score_is_the_query_dotted_with_the_last_layer():
     # d = 1, hidden 1, no edges; first layer x·[1, 1] then ReLU, second ×2, y = Encode(q) = 3;
     # the relevance branch and the cosine / prior terms are switched off (zero weights).
     # node 0: x = [0.5, 0.25] → relu(0.75) · 2 · 3 = 4.5; node 1: x = [−1, 0.2] → relu(−0.8) = 0
-    from tools.grag_graph import DocumentGraph, GRAGSettings
-    from tools.grag_model import GRAGNet, score_graph
+    from hopgraph.tools.grag_graph import DocumentGraph, GRAGSettings
+    from hopgraph.tools.grag_model import GRAGNet, score_graph
 
     model = GRAGNet(1, GRAGSettings(hidden=1))
     with torch.no_grad():
@@ -258,8 +257,9 @@ def test_grag_eq11_score_is_the_query_dotted_with_the_last_layer():
 
 
 def test_gear_eq2_triple_link_takes_the_most_similar_stored_triple(docs_index):
+    from hopgraph.tools import make_retriever
+
     from tests.fakes import ScriptedChatModel
-    from tools import make_retriever
 
     # a proximal triple written exactly as a stored one links to it: cosine 1 is the maximum
     stored = docs_index.knowledge_graph.triples[0]
@@ -271,7 +271,7 @@ def test_gear_eq2_triple_link_takes_the_most_similar_stored_triple(docs_index):
 
 
 def test_gear_eq6_reason_reads_the_verdict_and_why():
-    from agents.gear.state import parse_reason
+    from hopgraph.agents.gear.state import parse_reason
 
     assert parse_reason("Answerable: No\nWhy: the founding year is missing") == (
         False,
@@ -281,14 +281,14 @@ def test_gear_eq6_reason_reads_the_verdict_and_why():
 
 
 def test_gear_eq7_rewrite_reads_the_next_question():
-    from agents.gear.state import parse_next_question
+    from hopgraph.agents.gear.state import parse_next_question
 
     reply = "Thoughts…\nNext Question: When was UP founded?\n(extra)"
     assert parse_next_question(reply) == "When was UP founded?"
 
 
 def test_tog2_eq7_reasoning_answers_or_gives_clues():
-    from agents.tog2.state import parse_reason
+    from hopgraph.agents.tog2.state import parse_reason
 
     assert parse_reason("{Yes}. The answer is {1936}.") == (True, "1936")
     assert parse_reason("{No}. Clues: {Larry Alcala studied at Santo Tomas}") == (
@@ -320,7 +320,7 @@ def test_rgnn_ret_eq14_17_gradient_of_the_step_hinges_in_beta():
     # ĥ¹ = h¹ (the first step has no recurrence); ĥ² = β h² + (1 − β) ĥ¹, so ∂ĥ²/∂β = h² − ĥ¹.
     # l = (l¹ + l²)/2 and l¹ does not depend on β:
     # ∂l/∂β = ½ [(h²_gold − h¹_gold) − (h²_rival − h¹_rival)] = ½ [(0.2 − 0.4) − (0.9 − 0.5)] = −0.3
-    from tools.gnn_ret_training import RecurrentSample, recurrent_loss
+    from hopgraph.tools.gnn_ret_training import RecurrentSample, recurrent_loss
 
     sample = RecurrentSample((_quiet_step([0.4, 0.5]), _quiet_step([0.2, 0.9])))
     params = torch.tensor([0.5, 0.7], dtype=torch.float64, requires_grad=True)  # α, β
@@ -338,7 +338,8 @@ def _gear_runtime(chat, **context):
 def test_gear_eq4_read_with_memory_is_asked_for_the_original_question():
     # Eq. 4: T_G = read(C_n, q, G^(n−1)): the prompt carries the ORIGINAL question (not the
     # round's query q^(n)), the passages, and the memory rendered as ("s", "p", "o").
-    from agents.gear.graph import read
+    from hopgraph.agents.gear.graph import read
+
     from tests.fakes import ScriptedChatModel
 
     chat = ScriptedChatModel(respond=lambda p: '("UP", "founded in", "1908")')
@@ -359,8 +360,9 @@ def test_gear_eq4_read_with_memory_is_asked_for_the_original_question():
 def test_gear_eq5_memory_grows_by_concatenation():
     # Eq. 5: G^(n) = G^(n−1) ∘ T_G. The node returns T_G, which the state's reducer appends
     # (operator.add); a fact already in G is not appended twice (docs/methods.md).
-    from agents.gear.graph import read
-    from agents.gear.state import State
+    from hopgraph.agents.gear.graph import read
+    from hopgraph.agents.gear.state import State
+
     from tests.fakes import ScriptedChatModel
 
     reply = '("Larry Alcala", "educated at", "UP"), ("UP", "founded in", "1908")'
@@ -387,7 +389,7 @@ def test_gear_eq8_10_passage_link_fuses_passages_and_triples_sources(monkeypatch
     # (p2 keeps its best triple's rank). RRF, k = 60: p2 = 1/62 + 1/61, p1 = 1/61, p3 = 1/62.
     from types import SimpleNamespace
 
-    import agents.gear.graph as gear_graph
+    import hopgraph.agents.gear.graph as gear_graph
 
     hits = [SimpleNamespace(id="p1"), SimpleNamespace(id="p2")]
     sync = SimpleNamespace(
@@ -405,9 +407,9 @@ def test_gear_eq8_10_passage_link_fuses_passages_and_triples_sources(monkeypatch
 
 
 def _tiny_knowledge_graph():
-    from graph_store.extraction import Extraction, Triple
-    from graph_store.extraction.table import ExtractionTable
-    from graph_store.knowledge_graph import build_knowledge_graph
+    from hopgraph.graph_store.extraction import Extraction, Triple
+    from hopgraph.graph_store.extraction.table import ExtractionTable
+    from hopgraph.graph_store.knowledge_graph import build_knowledge_graph
 
     extractions = [
         Extraction(
@@ -436,7 +438,7 @@ def _tiny_knowledge_graph():
 def test_tog2_eq1_edge_lists_the_relations_and_their_direction():
     # Edge(up) = {(educated at, reverse) ×3, (located in, out) ×1}: the most frequent first;
     # "up" is the object of "educated at" (h = False) and the subject of "located in".
-    from agents.tog2.search import Relation, edges
+    from hopgraph.agents.tog2.search import Relation, edges
 
     kg = _tiny_knowledge_graph()
     assert edges(kg, "up") == [Relation("educated at", False), Relation("located in", True)]
@@ -449,7 +451,7 @@ def test_tog2_eq1_edge_lists_the_relations_and_their_direction():
 def test_tog2_eq4_tail_follows_a_relation_in_its_direction():
     # Tail(up, (educated at, reverse)) = the subjects of "… educated at up", in order found;
     # Tail(up, (educated at, out)) = ∅: "up" is never the subject of "educated at".
-    from agents.tog2.search import Relation, tails
+    from hopgraph.agents.tog2.search import Relation, tails
 
     kg = _tiny_knowledge_graph()
     assert tails(kg, "up", Relation("educated at", False)) == ["larry alcala", "ateneo", "maria"]
@@ -460,7 +462,7 @@ def test_tog2_eq4_tail_follows_a_relation_in_its_direction():
 def test_tog2_eq3_combined_relation_prune_reads_each_entity_section():
     # Eq. 3: one call for every topic entity; the reply's "Entity i:" sections give (i − 1,
     # relation, score). Relations not offered for that entity are dropped.
-    from agents.tog2.state import parse_relations
+    from hopgraph.agents.tog2.state import parse_relations
 
     reply = (
         "Entity 1: up\n1. {located in (Score: 8)}: where it is.\n"
@@ -477,7 +479,7 @@ def test_tog2_eq3_combined_relation_prune_reads_each_entity_section():
 def test_tog2_eq2_per_entity_prune_is_eq3_with_one_entity():
     # Eq. 2 (PROMPT_RP for one entity) is the combined prompt of Eq. 3 with a single
     # "Entity 1" section; hopgraph runs Eq. 3 as the paper's main experiments do.
-    from agents.tog2.state import parse_relations
+    from hopgraph.agents.tog2.state import parse_relations
 
     reply = "Entity 1: up\n1. {located in (Score: 6)}\n2. {educated at (reverse) (Score: 2)}"
     assert parse_relations(reply, [["located in", "educated at (reverse)"]]) == [
@@ -490,7 +492,7 @@ def test_grag_eq1_2_node_features_are_the_passage_and_its_concept_path(docs_inde
     # Eq. 1: x̃_i = Encode(p_i); Eq. 2: x_i = Encode(p_i ⊕ a_i). Here x_i = [Encode(p_i) ;
     # Encode(a_i)] (docs/methods.md): the first half is the passage vector the index holds,
     # the second the encoded path string a_i.
-    from tools.grag_graph import GRAGSettings, GraphBuilder
+    from hopgraph.tools.grag_graph import GRAGSettings, GraphBuilder
 
     builder = GraphBuilder(docs_index, GRAGSettings(n=3), make_retriever("hybrid", docs_index))
     graph = builder.build("Which city is the seat of Mountrail County?")
@@ -504,8 +506,8 @@ def test_grag_eq1_2_node_features_are_the_passage_and_its_concept_path(docs_inde
 def test_grag_eq2_concept_path_string_is_a_bfs_from_the_question():
     # a_i: from the question's concepts held by chunk i, follow the chunk's (subject → object)
     # relations breadth-first, each concept once: question, larry alcala, up, manila, diliman.
-    from graph_store.extraction import Extraction, Triple
-    from tools.grag_graph import ConceptIndex
+    from hopgraph.graph_store.extraction import Extraction, Triple
+    from hopgraph.tools.grag_graph import ConceptIndex
 
     concepts = ConceptIndex(
         [
@@ -531,8 +533,8 @@ def test_grag_eq6_raw_edges_count_shared_concepts_and_relations():
     # Ê_ij1 = |C_i ∩ C_j|, Ê_ij2 = |T_i ∩ T_j|, zero diagonal, and zero where no concept is shared.
     # c1 {a, b, c}, rel (a, b); c2 {a, b}, rel (a, b); c3 {d}, rel (a, b) (a relation without
     # a shared concept makes no edge). Ê_12 = (2, 1); Ê_13 = Ê_23 = (0, 0).
-    from graph_store.extraction import Extraction, Triple
-    from tools.grag_graph import ConceptIndex
+    from hopgraph.graph_store.extraction import Extraction, Triple
+    from hopgraph.tools.grag_graph import ConceptIndex
 
     def chunk(chunk_id, entities):
         return Extraction(chunk_id, tuple(entities), (), (Triple("a", "r", "b"),))
@@ -550,7 +552,7 @@ def test_grag_eq9_edges_stay_fixed_through_the_layers():
     # Eq. 9 updates edge features, with no parameterisation given (spec §6.2 default: static).
     # A layer returns node vectors only; the next layer gets the same edge weights. Own and
     # neighbour weights 1, no bias, edge 0-1 weight 1: x = [1, 3] → [1 + 3, 3 + 1] → [8, 8].
-    from tools.grag_model import GraphLayer, neighbour_mean
+    from hopgraph.tools.grag_model import GraphLayer, neighbour_mean
 
     layer = GraphLayer(1, 1)
     with torch.no_grad():
@@ -569,7 +571,7 @@ def test_grag_eq9_edges_stay_fixed_through_the_layers():
 def test_grag_eq10_query_is_encoded_by_the_node_encoder(docs_index):
     # y = Encode(q) with the same encoder as the nodes: the graph's query vector is the index's
     # own query embedding.
-    from tools.grag_graph import GRAGSettings, GraphBuilder
+    from hopgraph.tools.grag_graph import GRAGSettings, GraphBuilder
 
     question = "Which city is the seat of Mountrail County?"
     base = make_retriever("hybrid", docs_index)
@@ -580,7 +582,7 @@ def test_grag_eq10_query_is_encoded_by_the_node_encoder(docs_index):
 def test_grag_eq14_mean_tied_reciprocal_rank():
     # scores: a 0.9, b 0.5, c 0.5, d 0.1; positives {b, d}. b: r = 2, t = 2 → 2/(4 + 1) = 0.4;
     # d: r = 4, t = 1 → 1/4. MTRR = (0.4 + 0.25)/2 = 0.325. Without ties it is the MRR.
-    from evals.rerank_metrics import mrr_all, mtrr
+    from hopgraph.evals.rerank_metrics import mrr_all, mtrr
 
     scores = {"a": 0.9, "b": 0.5, "c": 0.5, "d": 0.1}
     assert mtrr(scores, {"b", "d"}) == pytest.approx(0.325)
@@ -591,7 +593,7 @@ def test_grag_eq14_mean_tied_reciprocal_rank():
 def test_grag_eq15_21_tied_mean_hits_at_10():
     # 12 items: the first 9 distinct, then 3 tied at rank 10 (t = 3): one place of three inside
     # the top 10 → 1/3; a positive at rank 3 → 1. TMHits@10 over {rank 3, tied} = (1 + 1/3)/2.
-    from evals.rerank_metrics import tmhits
+    from hopgraph.evals.rerank_metrics import tmhits
 
     scores = {f"x{i}": 1.0 - i / 100 for i in range(9)} | {"t1": 0.5, "t2": 0.5, "t3": 0.5}
     assert tmhits(scores, {"x2", "t1"}) == pytest.approx((1 + 1 / 3) / 2)
@@ -599,7 +601,7 @@ def test_grag_eq15_21_tied_mean_hits_at_10():
 
 def _iier_step():
     """q = (1, 0), path (0, 1); n₁ = (0.6, 0.8) over edge r₁ = (1, 0, 0, 0), n₂ = (0.8, 0.6)."""
-    from tools.iier_steps import Step
+    from hopgraph.tools.iier_steps import Step
 
     return Step(
         question=np.array([1.0, 0.0], dtype=np.float32),
@@ -614,7 +616,7 @@ def test_iier_eq1_3_scorer_concatenates_question_path_candidate_and_edge_feature
     # initial state) s(n) is the untrained scorer: cos(q, n) + w · mean(r). q = (1, 0);
     # n₁ = (0.6, 0.8), r₁ = (1, 0, 0, 0) → 0.6 + 0.1·0.25 = 0.625;
     # n₂ = (0.8, 0.6), r₂ = 0 → 0.8. Torch and numpy paths agree.
-    from tools.iier_scorer import ScorerSettings, new_scorer
+    from hopgraph.tools.iier_scorer import ScorerSettings, new_scorer
 
     scorer = new_scorer(2, ScorerSettings(hidden=4, edge_hidden=3), seed=0)
     step = _iier_step()
@@ -628,7 +630,7 @@ def test_iier_eq4_next_chunk_is_the_argmax_of_the_scores():
     # block, a candidate that matches the path can outrank one that matches the question.
     # f_s = w·relu(W₁ x): W₁ picks (h_p ⊙ h_n)₂ (index 2·5 − 1 = 9 of the 5·2 + 3 inputs),
     # w = 2: n₁ = (0.6, 0.8) → 0.625 + 2·0.8 = 2.225; n₂ = (0.8, 0.6) → 0.8 + 2·0.6 = 2.0.
-    from tools.iier_scorer import ScorerSettings, new_scorer
+    from hopgraph.tools.iier_scorer import ScorerSettings, new_scorer
 
     scorer = new_scorer(2, ScorerSettings(hidden=1, edge_hidden=3), seed=0)
     with torch.no_grad():

@@ -3,17 +3,17 @@ import random
 from collections import Counter
 
 import pytest
-
-from graph_store.documents import Chunk
-from graph_store.extraction import Extraction, Triple
-from graph_store.extraction.normalise import title_aliases
-from graph_store.extraction.offline import (
+from hopgraph.graph_store.documents import Chunk
+from hopgraph.graph_store.extraction import Extraction, Triple
+from hopgraph.graph_store.extraction.normalise import title_aliases
+from hopgraph.graph_store.extraction.offline import (
     corpus_titles,
     extraction_sentences,
     read_chunk,
     token_key,
 )
-from graph_store.extraction.readings import OfflineExtractor
+from hopgraph.graph_store.extraction.readings import OfflineExtractor
+
 from tests.unit.test_incremental_graphs import random_chunk
 
 

@@ -4,8 +4,7 @@ import math
 
 import numpy as np
 import pytest
-
-from tools.gear_ge import chain_score, diverse_beam_search, flatten_to_chunks
+from hopgraph.tools.gear_ge import chain_score, diverse_beam_search, flatten_to_chunks
 
 Q = np.array([1.0, 0.0])
 # t0 = [1,0], t1 = [0,1], t2 = [0,1], t3 = [1,0]

@@ -3,8 +3,7 @@
 import numpy as np
 import pytest
 import scipy.sparse as sp
-
-from tools.gnn_ret import Channel, gnn_layer, propagate, smallest, typed_layer
+from hopgraph.tools.gnn_ret import Channel, gnn_layer, propagate, smallest, typed_layer
 
 
 def graph(n, edges):

@@ -6,13 +6,13 @@ import math
 import numpy as np
 import pytest
 import torch
+from hopgraph.graph_store import Index
+from hopgraph.tools.gnn_ret import GNNRetriever
+from hopgraph.tools.gnn_ret_training import Sample, blended, train_alphas
 
-from graph_store import Index
 from hopgraph.cli import main
 from hopgraph.core.errors import IndexStateError, InputError
 from tests.conftest import DOCS, write_jsonl
-from tools.gnn_ret import GNNRetriever
-from tools.gnn_ret_training import Sample, blended, train_alphas
 
 
 def sample():
@@ -74,7 +74,7 @@ def test_training_is_reproducible_and_saved_with_provenance(tmp_path, capsys):
 
 
 def test_step_questions_and_greedy_labels():
-    from tools.gnn_ret_training import greedy_labels, step_question
+    from hopgraph.tools.gnn_ret_training import greedy_labels, step_question
 
     assert step_question("#1 >> capital", ["Mountrail County"]) == "capital of Mountrail County"
     assert step_question("Who founded #2?", ["a", "Acme"]) == "Who founded Acme?"
@@ -84,7 +84,7 @@ def test_step_questions_and_greedy_labels():
 
 
 def test_recurrent_loss_blends_steps_by_beta():
-    from tools.gnn_ret_training import RecurrentSample, recurrent_loss, train_recurrent
+    from hopgraph.tools.gnn_ret_training import RecurrentSample, recurrent_loss, train_recurrent
 
     inf = math.inf
     step = Sample(
@@ -109,7 +109,8 @@ def test_recurrent_loss_blends_steps_by_beta():
 
 
 def test_rgnn_context_takes_beta_from_weights(tmp_path, docs_index):
-    from agents.rgnn_ret.context import Context
+    from hopgraph.agents.rgnn_ret.context import Context
+
     from tests.fakes import ScriptedChatModel
 
     path = tmp_path / "rgnn.json"

@@ -3,17 +3,17 @@
 import numpy as np
 import pytest
 import torch
+from hopgraph.graph_store import Index
+from hopgraph.graph_store.extraction import Extraction
+from hopgraph.graph_store.extraction.base import Triple
+from hopgraph.tools import make_retriever
+from hopgraph.tools.grag_graph import ConceptIndex, GRAGSettings, best_neighbour, edge_weights
+from hopgraph.tools.grag_model import TensorGraph, neighbour_mean, new_model
+from hopgraph.tools.grag_training import cross_entropy_loss, pairwise_loss
 
-from graph_store import Index
-from graph_store.extraction import Extraction
-from graph_store.extraction.base import Triple
 from hopgraph.cli import main
 from hopgraph.core.errors import IndexStateError, InputError
 from tests.conftest import train_twice
-from tools import make_retriever
-from tools.grag_graph import ConceptIndex, GRAGSettings, best_neighbour, edge_weights
-from tools.grag_model import TensorGraph, neighbour_mean, new_model
-from tools.grag_training import cross_entropy_loss, pairwise_loss
 
 
 def extraction(chunk, entities, triples=()):
@@ -83,7 +83,7 @@ def test_losses_follow_eqs_12_and_13():
 
 
 def random_graph(rng, n, isolated=False):
-    from tools.grag_graph import DocumentGraph
+    from hopgraph.tools.grag_graph import DocumentGraph
 
     weights = rng.random((n, n)).astype(np.float32)
     weights = (weights + weights.T) / 2
@@ -119,7 +119,7 @@ TRAIN = [
 
 
 def test_training_twice_gives_identical_weights_and_a_usable_reranker(tmp_path, capsys):
-    import tools.weights
+    import hopgraph.tools.weights
 
     _, record, states = train_twice(tmp_path, "grag", TRAIN)
     assert states[0].keys() == states[1].keys()
@@ -137,7 +137,7 @@ def test_training_twice_gives_identical_weights_and_a_usable_reranker(tmp_path, 
         with pytest.raises(IndexStateError, match="grag needs trained weights"):
             make_retriever("grag", idx)  # nothing at INDEX/models, nothing shipped for hashing
         record["model"] = "another-model"
-        tools.weights.save_weights(tmp_path / "bad.pt", record, states[0])
+        hopgraph.tools.weights.save_weights(tmp_path / "bad.pt", record, states[0])
         with pytest.raises(IndexStateError, match="another-model"):
             make_retriever("grag", idx, weights=tmp_path / "bad.pt")
         (tmp_path / "junk.pt").write_text("not weights")

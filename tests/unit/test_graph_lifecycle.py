@@ -2,11 +2,18 @@ import json
 import os
 
 import pytest
+from hopgraph.graph_store import (
+    Document,
+    Index,
+    add_documents,
+    build_index,
+    delete_documents,
+    graph_build,
+)
+from hopgraph.graph_store.build import build_graphs
+from hopgraph.graph_store.graph_build import GraphSettings, triples_location
+from hopgraph.graph_store.vdb_chroma import ChromaVectorStore
 
-from graph_store import Document, Index, add_documents, build_index, delete_documents, graph_build
-from graph_store.build import build_graphs
-from graph_store.graph_build import GraphSettings, triples_location
-from graph_store.vdb_chroma import ChromaVectorStore
 from hopgraph.cli import main
 from hopgraph.core.errors import IndexStateError
 from hopgraph.core.settings import IndexSettings

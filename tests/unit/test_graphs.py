@@ -1,13 +1,12 @@
 import numpy as np
 import pytest
 import scipy.sparse as sp
-
-from evals.coverage import covered
-from graph_store.documents import Chunk
-from graph_store.extraction import Extraction, Triple
-from graph_store.extraction.table import ExtractionTable
-from graph_store.knowledge_graph import build_knowledge_graph
-from graph_store.passage_graph import (
+from hopgraph.evals.coverage import covered
+from hopgraph.graph_store.documents import Chunk
+from hopgraph.graph_store.extraction import Extraction, Triple
+from hopgraph.graph_store.extraction.table import ExtractionTable
+from hopgraph.graph_store.knowledge_graph import build_knowledge_graph
+from hopgraph.graph_store.passage_graph import (
     PassageGraph,
     PassageGraphSettings,
     build_passage_graph,
@@ -16,6 +15,7 @@ from graph_store.passage_graph import (
     shared_item_edges,
     structural_edges,
 )
+
 from hopgraph.core.errors import IndexStateError
 
 
@@ -49,7 +49,7 @@ def test_semantic_top_k_above_threshold_symmetric():
 
 
 def test_ann_semantic_edges_match_exact_ones(monkeypatch):
-    from graph_store import passage_graph
+    from hopgraph.graph_store import passage_graph
 
     rng = np.random.default_rng(0)
     centres = rng.standard_normal((40, 32))

@@ -5,18 +5,18 @@ import random
 
 import numpy as np
 import pytest
+from hopgraph.graph_store import Document, Index, add_documents, build_index, delete_documents
+from hopgraph.graph_store.build import build_graphs
+from hopgraph.graph_store.documents import Chunk
+from hopgraph.graph_store.extraction.offline import title_keys
+from hopgraph.graph_store.extraction.readings import READINGS_FILE, CorpusReadings, OfflineExtractor
+from hopgraph.graph_store.graph_build import GraphSettings
+from hopgraph.graph_store.passage_graph import nearest, update_nearest
+from hopgraph.graph_store.vdb_chroma import ChromaVectorStore
+from hopgraph.tools import make_retriever
 
-from graph_store import Document, Index, add_documents, build_index, delete_documents
-from graph_store.build import build_graphs
-from graph_store.documents import Chunk
-from graph_store.extraction.offline import title_keys
-from graph_store.extraction.readings import READINGS_FILE, CorpusReadings, OfflineExtractor
-from graph_store.graph_build import GraphSettings
-from graph_store.passage_graph import nearest, update_nearest
-from graph_store.vdb_chroma import ChromaVectorStore
 from hopgraph.core.settings import IndexSettings
 from tests.conftest import ranking
-from tools import make_retriever
 
 SETTINGS = IndexSettings(model="hashing", chunk_tokens=24)
 GRAPHS = GraphSettings(semantic_min_sim=0.1, max_df=4)
@@ -213,7 +213,7 @@ def test_any_sequence_of_writes_equals_a_fresh_build(tmp_path, seed):
 
 
 def test_reading_in_worker_processes_equals_reading_in_one(monkeypatch):
-    from graph_store.extraction import readings
+    from hopgraph.graph_store.extraction import readings
 
     rng = random.Random(7)
     chunks = sorted((random_chunk(rng, i) for i in range(30)), key=lambda c: c.id)

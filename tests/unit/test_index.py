@@ -2,15 +2,15 @@ import json
 import os
 
 import pytest
+from hopgraph.graph_store import Document, Index, add_documents, build_index, delete_documents
+from hopgraph.graph_store import build as build_module
+from hopgraph.graph_store.embedding import HashingEmbedder
+from hopgraph.graph_store.manifest import FORMAT_VERSION, MANIFEST
+from hopgraph.tools import make_retriever
 
-from graph_store import Document, Index, add_documents, build_index, delete_documents
-from graph_store import build as build_module
-from graph_store.embedding import HashingEmbedder
-from graph_store.manifest import FORMAT_VERSION, MANIFEST
 from hopgraph.core.errors import IndexStateError, InputError
 from hopgraph.core.settings import IndexSettings
 from tests.conftest import DOCS
-from tools import make_retriever
 
 HASHING = IndexSettings(model="hashing", chunk_tokens=16)
 ALL = [Document(d["id"], d["title"], d["text"]) for d in DOCS]
@@ -166,7 +166,7 @@ def test_index_from_another_version_or_model_is_refused(tmp_path):
 
 
 def test_a_second_writer_is_refused_and_told_who_writes(tmp_path, monkeypatch):
-    from graph_store.atomic import write_lock
+    from hopgraph.graph_store.atomic import write_lock
 
     build(tmp_path / "idx")
     held = f"is being written by PID {os.getpid()}"

@@ -3,9 +3,9 @@
 import json
 
 import pytest
+from hopgraph.agents.answering import first_line
+from hopgraph.evals.answers import AnswerRow, summarise
 
-from agents.answering import first_line
-from evals.answers import AnswerRow, summarise
 from hopgraph.cli import main
 from hopgraph.core.errors import HopgraphError, LLMReplyError
 from hopgraph.core.llm import (

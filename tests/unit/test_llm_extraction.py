@@ -1,15 +1,15 @@
 import pytest
-
-from graph_store.documents import Chunk
-from graph_store.extraction.cache import ReplyCache
-from graph_store.extraction.llm import LLMExtractor
-from graph_store.extraction.parsing import (
+from hopgraph.graph_store.documents import Chunk
+from hopgraph.graph_store.extraction.cache import ReplyCache
+from hopgraph.graph_store.extraction.llm import LLMExtractor
+from hopgraph.graph_store.extraction.parsing import (
     ParseError,
     link_name,
     parse_entities_and_triples,
     parse_entity_links,
     parse_string_list,
 )
+
 from hopgraph.core.errors import HopgraphError
 from hopgraph.core.llm import LLMSettings
 from tests.fakes import ScriptedChatModel

@@ -1,8 +1,8 @@
 import json
 
 import pytest
+from hopgraph.graph_store import load_documents
 
-from graph_store import load_documents
 from hopgraph.core.errors import InputError
 from tests.conftest import DOCS, write_jsonl
 

@@ -1,6 +1,5 @@
 import pytest
-
-from evals.metrics import (
+from hopgraph.evals.metrics import (
     all_at_k,
     exact_match,
     f1_score,
@@ -9,7 +8,7 @@ from evals.metrics import (
     recall_at_k,
     reciprocal_rank,
 )
-from tools.fusion import reciprocal_rank_fusion
+from hopgraph.tools.fusion import reciprocal_rank_fusion
 
 
 def test_recall_all_and_rr_by_hand():

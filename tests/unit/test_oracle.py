@@ -3,14 +3,13 @@
 import json
 
 import pytest
-
-from agents.answering import parse_answer
-from agents.gear.state import parse_next_question
-from agents.gear.state import parse_reason as parse_gear_reason
-from agents.rgnn_ret.state import parse_critique, parse_next_step
-from agents.tog2.state import parse_query, parse_relations, parse_topics
-from agents.tog2.state import parse_reason as parse_tog2_reason
-from evals.oracle import (
+from hopgraph.agents.answering import parse_answer
+from hopgraph.agents.gear.state import parse_next_question
+from hopgraph.agents.gear.state import parse_reason as parse_gear_reason
+from hopgraph.agents.rgnn_ret.state import parse_critique, parse_next_step
+from hopgraph.agents.tog2.state import parse_query, parse_relations, parse_topics
+from hopgraph.agents.tog2.state import parse_reason as parse_tog2_reason
+from hopgraph.evals.oracle import (
     KINDS,
     Oracle,
     OracleChatModel,
@@ -18,8 +17,8 @@ from evals.oracle import (
     prompt_kind,
     relation_choices,
 )
-from prompts import answer, chat, gear, rgnn_ret, tog2
-from tools.gear_ge import read_triples
+from hopgraph.prompts import answer, chat, gear, rgnn_ret, tog2
+from hopgraph.tools.gear_ge import read_triples
 
 QUESTION = "When did military instruction start where Larry Alcala was educated?"
 DECOMPOSITION = [
@@ -181,7 +180,7 @@ def test_every_agent_prompt_gets_a_reply_its_parser_accepts():
 
 @pytest.mark.parametrize("method", ["rgnn_ret", "gear", "tog2", "gnn_ret"])
 def test_every_agent_reaches_the_answer_with_the_oracle(index, method):
-    from agents.run import run_agent
+    from hopgraph.agents.run import run_agent
 
     model = OracleChatModel(question=QUESTION, decomposition=DECOMPOSITION)
     result = run_agent(method, QUESTION, index, model, k=4)

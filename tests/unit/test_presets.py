@@ -1,12 +1,12 @@
 """Presets (tuned | paper), the no-harm guard and the options they switch."""
 
 import pytest
+from hopgraph.tools import PRESETS, RETRIEVERS, make_retriever
+from hopgraph.tools.gnn_ret import PAPER_CHANNELS
+from hopgraph.tools.guard import keep_top
+from hopgraph.tools.hits import Hit, Provenance
 
 from hopgraph.core.errors import UnknownMethodError
-from tools import PRESETS, RETRIEVERS, make_retriever
-from tools.gnn_ret import PAPER_CHANNELS
-from tools.guard import keep_top
-from tools.hits import Hit, Provenance
 
 GRAPH_METHODS = ["gnn_ret", "iier", "naive_ge"]
 
@@ -90,7 +90,7 @@ def test_an_unknown_preset_is_a_clear_error(index):
 
 
 def test_iier_orders_chains_whole_or_breadth_first():
-    from tools.iier import flatten_chains
+    from hopgraph.tools.iier import flatten_chains
 
     chains = [[1, 2, 3], [4, 5]]
     assert list(flatten_chains(chains, "chains")) == [1, 2, 3, 4, 5]
@@ -98,7 +98,7 @@ def test_iier_orders_chains_whole_or_breadth_first():
 
 
 def test_agent_presets_fill_only_what_is_not_given():
-    from agents.gear.context import Context
+    from hopgraph.agents.gear.context import Context
 
     assert Context.preset_settings("paper") == {"read_k": 30}
     assert Context.preset_settings("tuned") == {}
@@ -119,8 +119,8 @@ def test_cli_offers_exactly_the_presets():
 
 
 def test_the_paper_reader_takes_passages_up_to_a_token_budget(index):
-    from agents.retrieve_answer.context import Context
-    from agents.retrieve_answer.graph import within_budget
+    from hopgraph.agents.retrieve_answer.context import Context
+    from hopgraph.agents.retrieve_answer.graph import within_budget
 
     hits = make_retriever("dense", index).retrieve("Stanley North Dakota", 6)
     sizes = [index.embedder.count_tokens(f"{h.title}\n{h.text}") for h in hits]

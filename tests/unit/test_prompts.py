@@ -3,8 +3,7 @@
 from string import Formatter
 
 import pytest
-
-from prompts import answer, extraction, gear, iier, repair, rgnn_ret, tog2
+from hopgraph.prompts import answer, extraction, gear, iier, repair, rgnn_ret, tog2
 
 CALLERS = {  # slots each prompt is formatted with by its caller
     (extraction, "GEAR_EXTRACTION"): {"wiki_title", "passage"},  # graph_store/extraction/llm.py

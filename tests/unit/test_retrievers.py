@@ -1,8 +1,8 @@
 import pytest
+from hopgraph.tools import RETRIEVERS, make_retriever, parse_methods
+from hopgraph.tools.langchain import RetrieveInput, retrieval_tools
 
 from hopgraph.core.errors import InputError, UnknownMethodError
-from tools import RETRIEVERS, make_retriever, parse_methods
-from tools.langchain import RetrieveInput, retrieval_tools
 
 
 @pytest.fixture(scope="module")
@@ -117,18 +117,19 @@ def test_iier_repairs_one_unreadable_keyword_reply_then_falls_back(index, caplog
     assert make_retriever("iier", index, chat=chat).question_keywords("q?") == {"larry alcala"}
     assert "Your previous reply could not be read (" in chat.calls[1]
     stubborn = ScriptedChatModel(respond=lambda prompt: "no list here")
-    with caplog.at_level("WARNING", logger="tools.iier"):
+    with caplog.at_level("WARNING", logger="hopgraph.tools.iier"):
         keys = make_retriever("iier", index, chat=stubborn).question_keywords(
             "Where was Larry Alcala?"
         )
     assert keys == {"larry alcala"}  # found without the LLM, as with no LLM at all
     assert len(stubborn.calls) == 2  # the ask and its one repair
-    assert [(r.name, r.levelname) for r in caplog.records] == [("tools.iier", "WARNING")]
+    assert [(r.name, r.levelname) for r in caplog.records] == [("hopgraph.tools.iier", "WARNING")]
 
 
 def test_sync_ge_reads_facts_links_them_and_expands(index):
+    from hopgraph.tools.gear_ge import read_facts
+
     from tests.fakes import ScriptedChatModel
-    from tools.gear_ge import read_facts
 
     assert read_facts('Facts: ("A b", "born in", "C"), ("", "x", "y") and more') == [
         "A b born in C"
@@ -192,7 +193,7 @@ def test_naive_ge_rejects_an_unknown_fusion(index):
 
 
 def test_dense_exact_top_is_the_dense_ranking_without_chroma(index):
-    from tools.baselines import DenseRetriever
+    from hopgraph.tools.baselines import DenseRetriever
 
     dense = DenseRetriever(index)
     for question in ("Where is the county seat of Van Hook Township?", "Manila capital"):

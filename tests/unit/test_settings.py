@@ -3,8 +3,8 @@
 import json
 
 import pytest
+from hopgraph.graph_store.manifest import read_manifest
 
-from graph_store.manifest import read_manifest
 from hopgraph.cli import main
 from hopgraph.core.settings import configure, settings
 

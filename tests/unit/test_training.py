@@ -1,8 +1,7 @@
 """The shared training loop's held-back slice: seeded, drawn from every dataset."""
 
 import pytest
-
-from tools.training import balanced_mean, hold_out
+from hopgraph.tools.training import balanced_mean, hold_out
 
 
 def test_every_group_gives_its_share_of_the_held_back_slice():

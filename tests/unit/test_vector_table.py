@@ -5,9 +5,9 @@ import zlib
 
 import numpy as np
 import pytest
+from hopgraph.graph_store import vector_table
+from hopgraph.graph_store.vector_table import VectorTable
 
-from graph_store import vector_table
-from graph_store.vector_table import VectorTable
 from hopgraph.core.errors import IndexStateError
 
 
