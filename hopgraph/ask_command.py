@@ -129,6 +129,19 @@ def _print_result(result: Any, show_steps: bool) -> None:
         )
 
 
+def method_option(parser: argparse.ArgumentParser) -> None:
+    """Add --method: any agent or retriever of the registries (ask, chat)."""
+    from hopgraph.agents.registry import DEFAULT_METHOD, agent_methods
+
+    parser.add_argument(
+        "--method",
+        default=DEFAULT_METHOD,
+        choices=agent_methods(),
+        metavar="METHOD",
+        help=f"answering method: one of {', '.join(agent_methods())} (default {DEFAULT_METHOD})",
+    )
+
+
 def add_parser(
     sub: argparse._SubParsersAction,
     index_option: Any,
@@ -137,7 +150,7 @@ def add_parser(
     llm_option: Any,
 ) -> None:
     """Add `hopgraph ask` to the CLI."""
-    from hopgraph.agents.registry import DEFAULT_METHOD, MULTI_STEP, agent_methods
+    from hopgraph.agents.registry import MULTI_STEP
 
     p = sub.add_parser(
         "ask",
@@ -153,13 +166,7 @@ def add_parser(
     )
     p.add_argument("question", metavar="QUESTION")
     index_option(p)
-    p.add_argument(
-        "--method",
-        default=DEFAULT_METHOD,
-        choices=agent_methods(),
-        metavar="METHOD",
-        help=f"one of {', '.join(agent_methods())} (default {DEFAULT_METHOD})",
-    )
+    method_option(p)
     p.add_argument("-k", type=positive, default=5, help="passages the reader gets (default 5)")
     preset_option(p)
     llm_option(p)

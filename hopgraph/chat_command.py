@@ -182,6 +182,8 @@ def add_parser(
     llm_option: Any,
 ) -> None:
     """Add `hopgraph chat` to the CLI."""
+    from .ask_command import method_option
+
     p = sub.add_parser(
         "chat",
         help="chat with the corpus in the terminal (history per thread)",
@@ -191,15 +193,7 @@ def add_parser(
         "answered with evidence passages only. Type /help inside for the commands.",
     )
     index_option(p)
-    from hopgraph.agents.registry import DEFAULT_METHOD, agent_methods
-
-    p.add_argument(
-        "--method",
-        default=DEFAULT_METHOD,
-        choices=agent_methods(),
-        metavar="METHOD",
-        help=f"answering method: one of {', '.join(agent_methods())} (default {DEFAULT_METHOD})",
-    )
+    method_option(p)
     p.add_argument("-k", type=positive, default=5, help="passages per answer (default 5)")
     preset_option(p)
     llm_option(p)
