@@ -5,10 +5,10 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from hopgraph.prompts.answer import ANSWER, NOTES
 from langchain_core.language_models import BaseChatModel
 
 from hopgraph.core.llm import Usage, ask_structured, labelled
+from hopgraph.prompts.answer import ANSWER, NOTES
 
 from .evidence import Evidence, numbered_passages
 

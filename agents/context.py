@@ -10,9 +10,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Self
 
+from langchain_core.language_models import BaseChatModel
+
 from hopgraph.graph_store import Index
 from hopgraph.tools import DEFAULT_PRESET, Retriever, check_preset, make_retriever
-from langchain_core.language_models import BaseChatModel
 
 
 @dataclass(kw_only=True)

@@ -13,9 +13,8 @@ import importlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from hopgraph.tools import RETRIEVERS
-
 from hopgraph.core.errors import UnknownMethodError
+from hopgraph.tools import RETRIEVERS
 
 if TYPE_CHECKING:  # the graphs import LangGraph: only when a run needs them, not for --help
     from langgraph.graph import StateGraph

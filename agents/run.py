@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hopgraph.graph_store import Index
 from langchain_core.language_models import BaseChatModel
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
@@ -24,6 +23,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from hopgraph.core.errors import InputError
 from hopgraph.core.llm import Usage, no_usage
 from hopgraph.core.traces import TraceRecorder
+from hopgraph.graph_store import Index
 
 from .evidence import Evidence
 from .registry import agent_for

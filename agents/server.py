@@ -12,15 +12,15 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
-from hopgraph.agents.registry import DEFAULT_METHOD, SERVED, agent_for
-from hopgraph.graph_store import Index
-from hopgraph.tools import DEFAULT_PRESET
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 
+from hopgraph.agents.registry import DEFAULT_METHOD, SERVED, agent_for
 from hopgraph.core.llm import required_chat
 from hopgraph.core.settings import default_index_dir
+from hopgraph.graph_store import Index
+from hopgraph.tools import DEFAULT_PRESET
 
 
 @dataclass(kw_only=True)

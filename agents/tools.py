@@ -9,14 +9,14 @@ from __future__ import annotations
 
 from typing import Literal
 
-from hopgraph.graph_store import Index
-from hopgraph.tools.langchain import retrieval_tools
 from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel, Field
 
 from hopgraph.core.errors import HopgraphError
 from hopgraph.core.llm import required_chat
+from hopgraph.graph_store import Index
+from hopgraph.tools.langchain import retrieval_tools
 
 from .registry import DEFAULT_METHOD, MULTI_STEP, agent_methods
 from .run import RunResult, run_agent

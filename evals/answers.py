@@ -1,9 +1,8 @@
 """Answer evaluation (`hopgraph eval --answers`): EM / F1, LLM cost, recall of what was gathered.
 
 Every method answers through :func:`hopgraph.agents.run.run_agent`: the multi-step agents as they
-are,
-single-step retrievers followed by the citing reader. Per question it records the answer, EM and
-F1 (SQuAD normalisation, best over the gold answers), the LLM calls and tokens, and the
+are, single-step retrievers followed by the citing reader. Per question it records the answer, EM
+and F1 (SQuAD normalisation, best over the gold answers), the LLM calls and tokens, and the
 documents the run gathered; recall of gathered documents says how much of the evidence an agent
 reached, whatever it then made of it.
 """
@@ -15,12 +14,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from hopgraph.graph_store import Index
 from langchain_core.language_models import BaseChatModel
 from tqdm.auto import tqdm
 
 from hopgraph.core.errors import HopgraphError
 from hopgraph.core.llm import no_usage
+from hopgraph.graph_store import Index
 
 from .datasets import Question
 from .metrics import exact_match, f1_score, percentile, recall_at_k

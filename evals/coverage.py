@@ -14,11 +14,11 @@ from collections.abc import Sequence
 
 import numpy as np
 import scipy.sparse as sp
-from hopgraph.graph_store import Index
-from hopgraph.graph_store.passage_graph import EDGE_TYPES, co_occurrence
 from scipy.sparse.csgraph import connected_components
 
 from hopgraph.core.errors import IndexStateError
+from hopgraph.graph_store import Index
+from hopgraph.graph_store.passage_graph import EDGE_TYPES, co_occurrence
 
 from .datasets import Question
 

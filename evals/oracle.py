@@ -39,11 +39,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from hopgraph.prompts import answer, chat, gear, rgnn_ret, tog2
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import PrivateAttr
+
+from hopgraph.prompts import answer, chat, gear, rgnn_ret, tog2
 
 from .metrics import normalize_answer
 

@@ -1,7 +1,7 @@
-"""G-RAG against its base order (spec g_rag §9): MRR and MHits@10 over all positives, R@5.
+r"""G-RAG against its base order (spec g_rag §9): MRR and MHits@10 over all positives, R@5.
 
-    python -m hopgraph.evals.rerank --weights FILE --data ../shared/data/musique --data
-    ../shared/data/nq
+    python -m hopgraph.evals.rerank --weights FILE \
+        --data ../shared/data/musique --data ../shared/data/nq
 
 For each question the base retriever's top-n chunks are ranked twice, in the base's order and
 by the reranker; chunks collapse to their documents (first place kept) and the positives are
@@ -19,13 +19,13 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
-from hopgraph.evals.datasets import load_questions
-from hopgraph.evals.metrics import recall_at_k
-from hopgraph.evals.rerank_metrics import mhits_all, mrr_all
 from tqdm.auto import tqdm
 
 from hopgraph.core.errors import HopgraphError
 from hopgraph.core.settings import IndexSettings
+from hopgraph.evals.datasets import load_questions
+from hopgraph.evals.metrics import recall_at_k
+from hopgraph.evals.rerank_metrics import mhits_all, mrr_all
 
 COLUMNS = ("MRR", "MHits@10", "R@5")
 
@@ -47,7 +47,7 @@ def rerank_dataset(
     from hopgraph.tools.grag import GRAGRetriever
 
     questions = load_questions(data, split, limit)
-    with eval_index(data, IndexSettings.from_env(), None, progress, None, True) as idx:
+    with eval_index(data, IndexSettings.from_settings(), None, progress, None, True) as idx:
         reranker = make_retriever("grag", idx, weights=weights)
         assert isinstance(reranker, GRAGRetriever)
         doc_of = [c.doc_id for c in idx.chunks.values()]

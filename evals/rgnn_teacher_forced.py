@@ -16,13 +16,13 @@ import json
 from pathlib import Path
 
 import numpy as np
+
+from hopgraph.core.settings import IndexSettings
 from hopgraph.evals.datasets import load_questions
 from hopgraph.evals.metrics import all_at_k, recall_at_k
 from hopgraph.evals.runner import eval_index
 from hopgraph.tools.gnn_ret import GNNRetriever
 from hopgraph.tools.gnn_ret_training import step_question
-
-from hopgraph.core.settings import IndexSettings
 
 
 def run(data: Path, weights: Path | None, k: int, split: str) -> dict[str, float]:

@@ -8,15 +8,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tqdm.auto import tqdm
+
+from hopgraph.core.errors import InputError
+from hopgraph.core.settings import IndexSettings, cache_dir
 from hopgraph.graph_store import Index, build_index, load_documents
 from hopgraph.graph_store.build import build_graphs
 from hopgraph.graph_store.graph_build import GraphSettings
 from hopgraph.graph_store.manifest import MANIFEST
 from hopgraph.tools import DEFAULT_PRESET, Hit, Retriever, make_retriever
-from tqdm.auto import tqdm
-
-from hopgraph.core.errors import InputError
-from hopgraph.core.settings import IndexSettings, cache_dir
 
 from .datasets import Question
 from .metrics import all_at_k, percentile, recall_at_k, reciprocal_rank

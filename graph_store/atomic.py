@@ -1,9 +1,9 @@
 """The write lock of an index, and the undoing of a format-1 swap cut short.
 
 A writer holds an exclusive lock beside the index for its whole write
-(hopgraph.graph_store.generations
-makes the write itself atomic). Indexes of format 1 were rewritten whole and swapped in with two
-renames; if a process died between them, the next open puts the previous index back.
+(hopgraph.graph_store.generations makes the write itself atomic). Indexes of format 1 were rewritten
+whole and swapped in with two renames; if a process died between them, the next open puts the
+previous index back.
 """
 
 from __future__ import annotations

@@ -311,8 +311,7 @@ def nearest(embeddings: np.ndarray, m: int, search: str = "auto", block: int = 5
 
     ``search``: ``exact`` (blocked all-pairs products), ``ann`` (hnswlib's HNSW, recall@10
     0.99 against exact on 100k real MiniLM vectors: ``python -m hopgraph.evals.bench.ann -k 10``)
-    or ``auto``
-    (ANN from :data:`ANN_FROM` chunks).
+    or ``auto`` (ANN from :data:`ANN_FROM` chunks).
     """
     n = len(embeddings)
     out = _empty_neighbours(n, m)
@@ -473,8 +472,8 @@ def exact_top_k(vectors: np.ndarray, k: int, block: int = 512) -> tuple[np.ndarr
 
 ANN_CONSTRUCTION = 50
 """hnswlib's build breadth (ef_construction): 50 keeps recall@10 at 0.9925 on real vectors, and
-builds 43 % faster than 100 (0.9969): `python -m hopgraph.evals.bench.ann -k 10 --construction 100
-50`."""
+builds 43 % faster than 100 (0.9969):
+``python -m hopgraph.evals.bench.ann -k 10 --construction 100 50``."""
 
 
 def ann_top_k(

@@ -71,8 +71,7 @@ class CollectionMissingError(IndexStateError):
 
 
 GENERATION = "generation"
-"""The metadata key tagging each row with the write that added it (see
-hopgraph.graph_store.manifest)."""
+"""The metadata key tagging each row with the write that added it (see graph_store.manifest)."""
 
 
 class ChromaVectorStore:

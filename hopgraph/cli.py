@@ -302,6 +302,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--llm",
+        dest="answerer",  # not the llm setting: the oracle answers eval's questions only
         choices=["endpoint", "local", "oracle"],
         default="endpoint",
         help="with --answers, who answers the agents' prompts: endpoint (default: the "
@@ -439,8 +440,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit status (0 ok, 2 bad input or state, 130 interrupted)."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    from .core.llm import LLM_CHOICES
-
     try:
         args = build_parser().parse_args(argv)  # help texts may read settings: inside the try
         # The run's flags over the settings file and HOPGRAPH_* (hopgraph.core.settings).
@@ -449,8 +448,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             index=getattr(args, "index", None),
             device=getattr(args, "device", None),
             embed_processes=getattr(args, "processes", None),
-            # eval's --llm also names the oracle, which answers eval's questions only
-            llm=llm if (llm := getattr(args, "llm", None)) in LLM_CHOICES else None,
+            llm=getattr(args, "llm", None),
         )
         return args.func(args) or 0
     except HopgraphError as err:

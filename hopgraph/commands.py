@@ -31,7 +31,7 @@ def index_dir(args: argparse.Namespace) -> Path:
 def settings_from(args: argparse.Namespace) -> IndexSettings:
     """Build index settings from CLI options over ``HOPGRAPH_*`` variables."""
     try:
-        return IndexSettings.from_env(
+        return IndexSettings.from_settings(
             model=args.model,
             chunk_tokens=args.chunk_tokens,
             batch_size=args.batch_size,
@@ -147,11 +147,11 @@ def evaluate(args: argparse.Namespace) -> None:
             "--weights applies to ranking passages, not to --answers runs",
             "drop --answers to score the trained methods' rankings",
         )
-    if args.llm != "endpoint" and not args.answers:
-        raise InputError(f"--llm {args.llm} answers questions", "add --answers")
+    if args.answerer != "endpoint" and not args.answers:
+        raise InputError(f"--llm {args.answerer} answers questions", "add --answers")
     data = Path(args.data)
     questions = load_questions(data, args.split, args.limit)
-    chat = answer_model(args.llm, questions) if args.answers else None
+    chat = answer_model(args.answerer, questions) if args.answers else None
     settings = settings_from(args)
     named_model = args.model or named_setting("model")
     index_path = Path(args.index) if args.index else None

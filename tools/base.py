@@ -6,10 +6,9 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
+from hopgraph.core.errors import InputError
 from hopgraph.graph_store import Index
 from hopgraph.graph_store.base import Scored
-
-from hopgraph.core.errors import InputError
 
 from .hits import Hit, Provenance
 
@@ -30,8 +29,7 @@ class Retriever(ABC):
     """Whether the method reranks or expands another retriever's results: its constructor then
     takes ``bases`` (:data:`Bases`), which the registry gives it."""
     presets: ClassVar[Mapping[str, Mapping[str, Any]]] = {}
-    """Constructor options per preset (hopgraph.tools.registry.PRESETS): ``tuned`` is the
-    constructor's
+    """Constructor options per preset (tools.registry.PRESETS): ``tuned`` is the constructor's
     defaults, ``paper`` the paper's settings; docs/methods.md gives every difference."""
 
     def __init__(self, index: Index) -> None:

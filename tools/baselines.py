@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+
 from hopgraph.graph_store import Index
 
 from .base import Retriever

@@ -22,11 +22,11 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar, Literal
 
 import numpy as np
-from hopgraph.graph_store import Index
-from hopgraph.prompts.gear import READ
 from langchain_core.language_models import BaseChatModel
 
 from hopgraph.core.llm import Usage, add_usage, complete, no_usage
+from hopgraph.graph_store import Index
+from hopgraph.prompts.gear import READ
 
 from .base import Bases
 from .fusion import reciprocal_rank_fusion

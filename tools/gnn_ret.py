@@ -31,10 +31,10 @@ from typing import Any, ClassVar
 
 import numpy as np
 import scipy.sparse as sp
-from hopgraph.graph_store import Index
-from hopgraph.graph_store.passage_graph import DIRECTED, EDGE_TYPES
 
 from hopgraph.core.errors import IndexStateError, InputError
+from hopgraph.graph_store import Index
+from hopgraph.graph_store.passage_graph import DIRECTED, EDGE_TYPES
 
 from .guard import KEEP, MARGIN, Guarded
 from .hits import Hit, Provenance

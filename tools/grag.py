@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
+
 from hopgraph.graph_store import Index
 
 from .base import Bases

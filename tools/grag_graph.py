@@ -35,6 +35,7 @@ from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
+
 from hopgraph.graph_store import Index
 from hopgraph.graph_store.extraction import Extraction
 

@@ -29,8 +29,9 @@ from typing import Any
 
 import numpy as np
 import torch
-from hopgraph.graph_store import Index
 from torch import nn
+
+from hopgraph.graph_store import Index
 
 from .grag_graph import DocumentGraph, GRAGSettings
 from .weights import load_weights

@@ -27,15 +27,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import numpy as np
+from langchain_core.language_models import BaseChatModel
+
+from hopgraph.core.llm import ask_structured
 from hopgraph.graph_store import Index
 from hopgraph.graph_store.extraction.offline import (
     token_key,
 )
 from hopgraph.graph_store.extraction.parsing import parse_string_list
 from hopgraph.prompts.iier import QUESTION_KEYWORDS
-from langchain_core.language_models import BaseChatModel
-
-from hopgraph.core.llm import ask_structured
 
 from .base import Bases
 from .guard import KEEP, Guarded

@@ -22,8 +22,9 @@ from typing import Any
 
 import numpy as np
 import torch
-from hopgraph.graph_store import Index
 from torch import nn
+
+from hopgraph.graph_store import Index
 
 from .iier_steps import Step
 from .weights import load_weights

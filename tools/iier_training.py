@@ -22,9 +22,10 @@ from collections.abc import Callable, Iterable, Sequence
 import numpy as np
 import scipy.sparse as sp
 import torch
-from hopgraph.graph_store import Index
 from scipy.sparse.csgraph import shortest_path
 from tqdm.auto import tqdm
+
+from hopgraph.graph_store import Index
 
 from .iier_scorer import ChainScorer, ScorerSettings, new_scorer
 from .iier_steps import Step, scaled_edges

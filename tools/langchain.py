@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from hopgraph.graph_store import Index
 from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel, Field
+
+from hopgraph.graph_store import Index
 
 from .base import Retriever
 from .hits import Hit

@@ -5,9 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Literal, get_args
 
-from hopgraph.graph_store import Index
-
 from hopgraph.core.errors import UnknownMethodError
+from hopgraph.graph_store import Index
 
 from .base import Retriever
 from .baselines import BM25Retriever, DenseRetriever, HybridRetriever

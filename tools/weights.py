@@ -18,9 +18,8 @@ import pickle
 from pathlib import Path
 from typing import Any
 
-from hopgraph.graph_store import Index
-
 from hopgraph.core.errors import IndexStateError, InputError
+from hopgraph.graph_store import Index
 
 SHIPPED = Path(__file__).parent / "weights_data"
 

@@ -7,13 +7,13 @@ retrieval, and the answer is written back with its citations.
 
 from __future__ import annotations
 
-from hopgraph.agents.run import run_agent
-from hopgraph.prompts.chat import STANDALONE
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
+from hopgraph.agents.run import run_agent
 from hopgraph.core.llm import complete
+from hopgraph.prompts.chat import STANDALONE
 
 from .context import Context
 from .state import InputState, State

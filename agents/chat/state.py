@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Annotated, TypedDict
 
-from hopgraph.agents.evidence import Evidence
 from langchain_core.messages import AnyMessage
 from langgraph.graph.message import add_messages
+
+from hopgraph.agents.evidence import Evidence
 
 
 class InputState(TypedDict):

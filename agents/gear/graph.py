@@ -9,15 +9,15 @@ from __future__ import annotations
 from typing import Literal
 
 import numpy as np
-from hopgraph.agents.answering import answer_line, answer_with_citations
-from hopgraph.agents.evidence import chunk_evidence, evidence_of, titled_passages
-from hopgraph.prompts.gear import READ, READ_WITH_MEMORY, REASON, REWRITE
-from hopgraph.tools.fusion import reciprocal_rank_fusion
-from hopgraph.tools.gear_ge import SyncGERetriever, read_triples
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
+from hopgraph.agents.answering import answer_line, answer_with_citations
+from hopgraph.agents.evidence import chunk_evidence, evidence_of, titled_passages
 from hopgraph.core.llm import ask_structured, complete, labelled
+from hopgraph.prompts.gear import READ, READ_WITH_MEMORY, REASON, REWRITE
+from hopgraph.tools.fusion import reciprocal_rank_fusion
+from hopgraph.tools.gear_ge import SyncGERetriever, read_triples
 
 from .context import Context
 from .state import InputState, State, Triple, parse_next_question, parse_reason, render_triples

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from langgraph.graph import END, START, StateGraph
+from langgraph.runtime import Runtime
+
 from hopgraph.agents.answering import answer_line, answer_with_citations
 from hopgraph.agents.evidence import evidence_of
 from hopgraph.graph_store import Index
 from hopgraph.tools import Hit
-from langgraph.graph import END, START, StateGraph
-from langgraph.runtime import Runtime
 
 from .context import Context
 from .state import InputState, State

@@ -7,7 +7,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from hopgraph.agents.context import AgentContext
-
 from hopgraph.core.errors import InputError
 
 

@@ -9,14 +9,14 @@ from __future__ import annotations
 from typing import Literal
 
 import numpy as np
-from hopgraph.agents.answering import answer_line, answer_with_citations
-from hopgraph.agents.evidence import chunk_evidence, titled_passages
-from hopgraph.prompts.rgnn_ret import CRITIQUE, NEXT_STEP, STEP_ANSWER
-from hopgraph.tools.gnn_ret import GNNRetriever, recurrent_merge
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
+from hopgraph.agents.answering import answer_line, answer_with_citations
+from hopgraph.agents.evidence import chunk_evidence, titled_passages
 from hopgraph.core.llm import ask_structured, complete, labelled
+from hopgraph.prompts.rgnn_ret import CRITIQUE, NEXT_STEP, STEP_ANSWER
+from hopgraph.tools.gnn_ret import GNNRetriever, recurrent_merge
 
 from .context import Context
 from .state import InputState, State, Step, parse_critique, parse_next_step

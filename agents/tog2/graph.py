@@ -12,13 +12,13 @@ import json
 from typing import Literal
 
 import numpy as np
-from hopgraph.agents.answering import answer_line, answer_with_citations
-from hopgraph.agents.evidence import Evidence, chunk_evidence, evidence_of
-from hopgraph.prompts.tog2 import REASON, REFORM, RELATION_PRUNE, TOPIC_PRUNE
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
+from hopgraph.agents.answering import answer_line, answer_with_citations
+from hopgraph.agents.evidence import Evidence, chunk_evidence, evidence_of
 from hopgraph.core.llm import ask_structured, labelled, no_usage
+from hopgraph.prompts.tog2 import REASON, REFORM, RELATION_PRUNE, TOPIC_PRUNE
 
 from .context import Context
 from .search import Relation, edges, entity_scores, is_literal, tails

@@ -19,6 +19,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from hopgraph.core.errors import HopgraphError
+from hopgraph.core.settings import IndexSettings
 from hopgraph.evals.bench import save_json
 from hopgraph.evals.datasets import load_questions
 from hopgraph.evals.metrics import percentile
@@ -28,9 +30,6 @@ from hopgraph.graph_store.embedding import load_embedder
 from hopgraph.graph_store.graph_build import GraphSettings
 from hopgraph.tools import RETRIEVERS, make_retriever
 from hopgraph.tools.registry import parse_methods
-
-from hopgraph.core.errors import HopgraphError
-from hopgraph.core.settings import IndexSettings
 
 LLM_FREE = [n for n, cls in RETRIEVERS.items() if not (cls.needs_llm or cls.needs_weights)]
 

@@ -20,11 +20,11 @@ import time
 from pathlib import Path
 
 import numpy as np
+
+from hopgraph.core.settings import cache_dir
 from hopgraph.evals.bench import save_json
 from hopgraph.graph_store import Index
 from hopgraph.graph_store.passage_graph import ANN_CONSTRUCTION, ann_top_k, exact_top_k, others
-
-from hopgraph.core.settings import cache_dir
 
 
 def real_vectors(size: int, noise: float, seed: int = 0) -> np.ndarray:

@@ -2,10 +2,9 @@
 
 ``python -m hopgraph.evals.bench.graphs --index DIR`` uses an index's chunks and stored embeddings;
 ``python -m hopgraph.evals.bench.graphs --synthetic 100000`` makes a corpus of that many chunks
-whose
-texts mention each other's titles, with random unit embeddings (the embedder is benchmarked
-separately). Reported: extraction, passage-graph and knowledge-graph build times, peak memory,
-and the hot paths: neighbour lookups and one propagation step over the whole graph.
+whose texts mention each other's titles, with random unit embeddings (the embedder is benchmarked
+separately). Reported: extraction, passage-graph and knowledge-graph build times, peak memory, and
+the hot paths: neighbour lookups and one propagation step over the whole graph.
 """
 
 from __future__ import annotations
@@ -19,6 +18,7 @@ from itertools import accumulate
 from pathlib import Path
 
 import numpy as np
+
 from hopgraph.evals.bench import save_json
 from hopgraph.graph_store.documents import Chunk
 from hopgraph.graph_store.extraction.readings import CorpusReadings

@@ -1,15 +1,13 @@
 """Scale benchmark: index, graphs, writes and query latency from 100k to 1M synthetic passages.
 
 ``python -m hopgraph.evals.bench scale --sizes 100k,200k --out runs/scale.json`` builds, for each
-size in
-its own process, an index of that many synthetic one-chunk documents (hopgraph.evals.bench.graphs:
-texts
-that mention each other's titles, topic-clustered vectors), with the vectors given, so it times
-the stores and the graphs, not the encoder (queries use the hashing embedder). Per size: index
-build (Chroma, chunk table, BM25) and graph build (offline extraction, passage graph, knowledge
-graph; triples are not embedded); add and delete of 1,000 documents; dense and gnn_ret query
-latency, p50 and p95 over 200 queries; and the growth per doubling. Each phase runs in its own
-process and reports its own peak RSS.
+size in its own process, an index of that many synthetic one-chunk documents
+(hopgraph.evals.bench.graphs: texts that mention each other's titles, topic-clustered vectors), with
+the vectors given, so it times the stores and the graphs, not the encoder (queries use the hashing
+embedder). Per size: index build (Chroma, chunk table, BM25) and graph build (offline extraction,
+passage graph, knowledge graph; triples are not embedded); add and delete of 1,000 documents; dense
+and gnn_ret query latency, p50 and p95 over 200 queries; and the growth per doubling. Each phase
+runs in its own process and reports its own peak RSS.
 """
 
 from __future__ import annotations
@@ -25,6 +23,8 @@ import time
 from pathlib import Path
 
 import numpy as np
+
+from hopgraph.core.settings import IndexSettings
 from hopgraph.evals.bench import save_json
 from hopgraph.evals.bench.graphs import synthetic_corpus
 from hopgraph.evals.metrics import percentile
@@ -33,8 +33,6 @@ from hopgraph.graph_store import build as build_module
 from hopgraph.graph_store.build import build_graphs
 from hopgraph.graph_store.graph_build import GraphSettings
 from hopgraph.tools import make_retriever
-
-from hopgraph.core.settings import IndexSettings
 
 DIMENSION = 256  # the hashing embedder's, which embeds the queries
 CHANGE = 1000

@@ -1,12 +1,11 @@
 """Benchmark incremental writes against a full graph build, on a copy of a real index.
 
 ``python -m hopgraph.evals.bench.writes --index DIR --data CORPUS_DIR --docs 5`` copies the index
-(with
-graphs) to a temporary folder, rebuilds its graphs from scratch there (timed: extraction, graphs
-and embedding every triple, as ``hopgraph graph build`` does), then adds ``--docs`` documents
-from ``CORPUS_DIR/corpus.jsonl`` that the index does not hold and deletes them again, timing
-each write with the embedding model already loaded (so the encoder's load is not counted; its
-embedding of the new chunks and triples is).
+(with graphs) to a temporary folder, rebuilds its graphs from scratch there (timed: extraction,
+graphs and embedding every triple, as ``hopgraph graph build`` does), then adds ``--docs`` documents
+from ``CORPUS_DIR/corpus.jsonl`` that the index does not hold and deletes them again, timing each
+write with the embedding model already loaded (so the encoder's load is not counted; its embedding
+of the new chunks and triples is).
 """
 
 from __future__ import annotations

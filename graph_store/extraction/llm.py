@@ -16,14 +16,14 @@ from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Any, TypeVar
 
-from hopgraph.graph_store.documents import Chunk
-from hopgraph.prompts.extraction import GEAR_EXTRACTION, GNN_RET_LINKS, IIER_CHUNK_KEYWORDS
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage
 from tqdm.auto import tqdm
 
 from hopgraph.core.errors import LLMReplyError
 from hopgraph.core.llm import Usage, no_usage, parse_with_repair
+from hopgraph.graph_store.documents import Chunk
+from hopgraph.prompts.extraction import GEAR_EXTRACTION, GNN_RET_LINKS, IIER_CHUNK_KEYWORDS
 
 from .base import Extraction, Triple
 from .cache import CachedReply, ReplyCache
@@ -75,7 +75,7 @@ class LLMExtractor:
         """Build from ``HOPGRAPH_LLM_*`` settings (a clear error when none are set)."""
         from hopgraph.core.llm import LLMSettings, make_chat_model
 
-        settings = LLMSettings.from_env()
+        settings = LLMSettings.from_settings()
         return cls(
             make_chat_model(settings),
             settings.model,

@@ -24,8 +24,9 @@ from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
-from hopgraph.graph_store.documents import Chunk
 from tqdm.auto import tqdm
+
+from hopgraph.graph_store.documents import Chunk
 
 from .base import Extraction
 from .offline import (

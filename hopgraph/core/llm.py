@@ -42,8 +42,8 @@ class LLMSettings(BaseModel):
     max_concurrency: int = Field(4, ge=1, description="requests in flight at once")
 
     @classmethod
-    def from_env(cls) -> LLMSettings:
-        """Read ``HOPGRAPH_LLM_*`` (then ``OPENAI_*``); raise if no LLM is configured."""
+    def from_settings(cls) -> LLMSettings:
+        """Read the ``llm_*`` settings (then ``OPENAI_*``); raise if no LLM is configured."""
         current = settings()
         secret = current.llm_api_key.get_secret_value() if current.llm_api_key else None
         model = current.llm_model or os.environ.get("OPENAI_MODEL") or None
@@ -208,7 +208,7 @@ title; README, "A real local model")."""
 def endpoint_configured() -> bool:
     """Return whether ``HOPGRAPH_LLM_*`` (or ``OPENAI_*``) names an endpoint to use."""
     try:
-        LLMSettings.from_env()
+        LLMSettings.from_settings()
     except HopgraphError:
         return False
     return True
@@ -231,11 +231,11 @@ def choose_chat(choice: str | None = None) -> BaseChatModel | None:
     if choice == "auto":
         choice = "endpoint" if endpoint_configured() else OFFLINE_DEFAULT
     if choice == "endpoint":
-        return make_chat_model(LLMSettings.from_env())
+        return make_chat_model(LLMSettings.from_settings())
     if choice == "local":
         from .local_llm import LocalChatModel
 
-        return LocalChatModel.from_env()
+        return LocalChatModel.from_settings()
     return None
 
 

@@ -50,7 +50,7 @@ class LocalChatModel(BaseChatModel):
     _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
 
     @classmethod
-    def from_env(cls) -> LocalChatModel:
+    def from_settings(cls) -> LocalChatModel:
         """Build the model of ``HOPGRAPH_LLM_GGUF``, or the shipped SmolLM2 when it is unset."""
         from .settings import settings
 

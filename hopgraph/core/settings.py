@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import threading
+import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
@@ -99,9 +100,13 @@ def settings_file(flags: dict[str, Any] | None = None) -> Path | None:
 
 def settings(**flags: Any) -> Settings:
     """Return the effective settings; ``flags`` (None: not given) win over everything."""
-    given = {**_active["flags"], **{k: v for k, v in flags.items() if v is not None}}
     with _reading:
-        return _read(given)
+        return _read(_given(flags))
+
+
+def _given(flags: dict[str, Any]) -> dict[str, Any]:
+    """Return this process's flags under the call's own (None: not given)."""
+    return {**_active["flags"], **{k: v for k, v in flags.items() if v is not None}}
 
 
 def _read(given: dict[str, Any]) -> Settings:
@@ -109,7 +114,7 @@ def _read(given: dict[str, Any]) -> Settings:
     try:
         return Settings(**given)
     except ValidationError as err:
-        where = {k: _source(k, given) for k in Settings.model_fields}
+        where = _sources(given)
         problems = "; ".join(
             f"{err_['loc'][0]} ({where.get(str(err_['loc'][0]), 'unknown')}): {err_['msg']}"
             for err_ in err.errors()
@@ -123,35 +128,39 @@ def _read(given: dict[str, Any]) -> Settings:
         _active["file"] = None
 
 
-def _source(name: str, flags: dict[str, Any]) -> str:
-    if name in flags:
-        return "flag"
-    if os.environ.get(f"{ENV_PREFIX}{name.upper()}"):
-        return f"env {ENV_PREFIX}{name.upper()}"
-    file = settings_file(flags)
-    if file is not None:
-        import tomllib
-
-        if name in tomllib.loads(file.read_text(encoding="utf-8")):
-            return str(file)
-    return "default"
+def _sources(given: dict[str, Any]) -> dict[str, str]:
+    """Return where each setting comes from: a flag, a variable, the settings file or default."""
+    file = settings_file(given)
+    try:
+        in_file = set(tomllib.loads(file.read_text(encoding="utf-8"))) if file else set()
+    except (OSError, tomllib.TOMLDecodeError):
+        in_file = set()  # reading the settings says what is wrong with the file
+    out = {}
+    for name in Settings.model_fields:
+        variable = f"{ENV_PREFIX}{name.upper()}"
+        if name in given:
+            out[name] = "flag"
+        elif os.environ.get(variable):
+            out[name] = f"env {variable}"
+        else:
+            out[name] = str(file) if name in in_file else "default"
+    return out
 
 
 def named_setting(name: str) -> Any:
     """Return a setting's value when the user set it (file, variable or flag), else None."""
-    given = dict(_active["flags"])
-    return None if _source(name, given) == "default" else getattr(settings(), name)
+    given = _given({})
+    return None if _sources(given)[name] == "default" else getattr(settings(), name)
 
 
 def describe_settings(**flags: Any) -> list[tuple[str, str, str]]:
     """Return (name, value, where it came from) of every setting; secrets are masked."""
-    current = settings(**flags)
-    given = {**_active["flags"], **{k: v for k, v in flags.items() if v is not None}}
+    current, where = settings(**flags), _sources(_given(flags))
     rows = []
     for name in Settings.model_fields:
         value = getattr(current, name)
         shown = "****" if isinstance(value, SecretStr) else ("" if value is None else str(value))
-        rows.append((name, shown, _source(name, given)))
+        rows.append((name, shown, where[name]))
     return rows
 
 
@@ -197,11 +206,8 @@ class IndexSettings(BaseModel):
         return value
 
     @classmethod
-    def from_env(cls, **overrides: object) -> IndexSettings:
-        """Build settings from the effective :func:`settings`, then explicit non-None overrides.
-
-        (The name stays from when only ``HOPGRAPH_*`` variables were read.)
-        """
+    def from_settings(cls, **overrides: object) -> IndexSettings:
+        """Build settings from the effective :func:`settings`, then explicit non-None overrides."""
         current = settings()
         values: dict[str, object] = {
             "model": current.model,

@@ -9,9 +9,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from hopgraph.graph_store import load_documents
 
 from hopgraph.demo import sample_dir
+from hopgraph.graph_store import load_documents
 
 pytestmark = pytest.mark.integration
 

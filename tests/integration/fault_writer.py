@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from hopgraph.core.settings import IndexSettings
 from hopgraph.graph_store import (
     Document,
     add_documents,
@@ -28,8 +29,6 @@ from hopgraph.graph_store import (
     vdb_chroma,
 )
 from hopgraph.graph_store.graph_build import GraphSettings
-
-from hopgraph.core.settings import IndexSettings
 
 GRAPHS = GraphSettings(semantic_min_sim=0.1, max_df=4)
 

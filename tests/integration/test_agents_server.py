@@ -3,9 +3,9 @@
 import json
 
 import pytest
-from hopgraph.evals.scripted_llm import ScriptedOpenAIServer
 
 from hopgraph.cli import main
+from hopgraph.evals.scripted_llm import ScriptedOpenAIServer
 from tests.agent_scripts import (
     NOT_YET,
     QUESTION,

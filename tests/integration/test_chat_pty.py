@@ -8,8 +8,8 @@ import sys
 import time
 
 import pytest
-from hopgraph.evals.scripted_llm import ScriptedOpenAIServer
 
+from hopgraph.evals.scripted_llm import ScriptedOpenAIServer
 from tests.agent_scripts import QUESTION, cite
 
 pytestmark = pytest.mark.integration

@@ -2,12 +2,12 @@
 
 import chromadb
 import pytest
-from hopgraph.graph_store import Index, add_documents, build_graphs, build_index, delete_documents
-from hopgraph.graph_store.graph_build import GraphSettings
-from hopgraph.tools import make_retriever
 
 from hopgraph.core.errors import IndexStateError
 from hopgraph.core.settings import IndexSettings
+from hopgraph.graph_store import Index, add_documents, build_graphs, build_index, delete_documents
+from hopgraph.graph_store.graph_build import GraphSettings
+from hopgraph.tools import make_retriever
 
 pytestmark = pytest.mark.integration
 QUERIES = ["Who is the sibling of the actress who played Susan Walker?", "Mach number physicist"]

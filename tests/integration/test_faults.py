@@ -11,10 +11,10 @@ import sys
 from dataclasses import asdict
 
 import pytest
+
 from hopgraph.graph_store import Document, Index
 from hopgraph.graph_store.vdb_chroma import ChromaVectorStore
 from hopgraph.tools import make_retriever
-
 from tests.conftest import DOCS, ranking
 from tests.integration.fault_writer import run
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import httpx
 import pytest
-from hopgraph.evals.scripted_llm import ScriptedOpenAIServer
 from langgraph_sdk import get_sync_client
 
+from hopgraph.evals.scripted_llm import ScriptedOpenAIServer
 from tests.agent_scripts import NOT_YET, QUESTION, cite, gear_script
 
 pytestmark = pytest.mark.integration

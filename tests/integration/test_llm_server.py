@@ -1,11 +1,11 @@
 """LLM extraction through the real ChatOpenAI client against a local OpenAI-compatible server."""
 
 import pytest
-from hopgraph.evals.scripted_llm import ScriptedOpenAIServer
-from hopgraph.graph_store import Document, Index, build_index
 
 from hopgraph.cli import main
 from hopgraph.core.settings import IndexSettings
+from hopgraph.evals.scripted_llm import ScriptedOpenAIServer
+from hopgraph.graph_store import Document, Index, build_index
 from tests.fakes import extraction_reply
 
 pytestmark = pytest.mark.integration

@@ -8,12 +8,12 @@ fallbacks: every run must finish with an answer, and every fallback must be name
 import json
 
 import pytest
-from hopgraph.graph_store import build_graphs, build_index, load_documents
-from hopgraph.graph_store.graph_build import GraphSettings
 
 from hopgraph.cli import main
 from hopgraph.core.settings import IndexSettings
 from hopgraph.demo import sample_dir
+from hopgraph.graph_store import build_graphs, build_index, load_documents
+from hopgraph.graph_store.graph_build import GraphSettings
 
 pytestmark = pytest.mark.integration
 QUESTIONS = [

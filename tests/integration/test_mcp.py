@@ -9,11 +9,11 @@ import sys
 import time
 
 import pytest
-from hopgraph.evals.scripted_llm import ScriptedOpenAIServer
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
+from hopgraph.evals.scripted_llm import ScriptedOpenAIServer
 from tests.agent_scripts import NOT_YET, QUESTION, gear_script
 
 pytestmark = pytest.mark.integration

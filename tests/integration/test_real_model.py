@@ -6,9 +6,9 @@ import subprocess
 import sys
 
 import pytest
-from hopgraph.graph_store import Index
 
 from hopgraph.cli import main
+from hopgraph.graph_store import Index
 from tests.conftest import write_jsonl
 
 pytestmark = pytest.mark.integration

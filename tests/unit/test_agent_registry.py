@@ -44,7 +44,6 @@ def test_mcp_and_langchain_ask_tools_offer_exactly_the_registry(docs_index):
     import asyncio
 
     from hopgraph.agents.tools import AskInput
-
     from hopgraph.mcp_server import build_server
 
     schema = AskInput.model_json_schema()["properties"]["method"]

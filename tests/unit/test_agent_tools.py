@@ -1,9 +1,9 @@
 """hopgraph as tools for other agents: a LangGraph ReAct agent calls the retrievers and ask."""
 
 import pytest
-from hopgraph.agents.tools import AskInput, hopgraph_tools
 from langchain_core.messages import AIMessage, ToolMessage
 
+from hopgraph.agents.tools import AskInput, hopgraph_tools
 from tests.agent_scripts import NOT_YET, QUESTION, gear_script
 from tests.fakes import ScriptedChatModel, ToolCallingChatModel
 

@@ -2,14 +2,14 @@
 
 import numpy as np
 import pytest
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.runtime import Runtime
+
 from hopgraph.agents.answering import parse_answer
 from hopgraph.agents.rgnn_ret import graph as rgnn
 from hopgraph.agents.rgnn_ret.context import Context as RGNNContext
 from hopgraph.agents.rgnn_ret.state import parse_critique, parse_next_step
 from hopgraph.agents.run import run_agent
-from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.runtime import Runtime
-
 from hopgraph.core.errors import InputError, UnknownMethodError
 from tests.agent_scripts import (
     FACT_1,

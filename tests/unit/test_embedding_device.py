@@ -1,10 +1,10 @@
 """Where the encoder runs: --device / HOPGRAPH_DEVICE and CPU worker processes."""
 
 import pytest
-from hopgraph.graph_store import embedding
 
 from hopgraph.cli import main
 from hopgraph.core.errors import HopgraphError, InputError
+from hopgraph.graph_store import embedding
 
 
 def test_auto_takes_the_best_device_present_and_a_missing_one_is_an_error(monkeypatch):
@@ -37,9 +37,8 @@ def test_load_embedder_reads_the_device_and_processes_of_this_run(monkeypatch):
 
 
 def test_cli_device_options_are_the_runs_settings(monkeypatch, tmp_path, corpus_file):
-    from hopgraph.graph_store import build
-
     from hopgraph.core.settings import settings
+    from hopgraph.graph_store import build
 
     monkeypatch.delenv("HOPGRAPH_DEVICE", raising=False)
     monkeypatch.delenv("HOPGRAPH_EMBED_PROCESSES", raising=False)

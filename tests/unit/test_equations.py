@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 import torch
+
 from hopgraph.agents.tog2.search import entity_scores
 from hopgraph.tools import make_retriever
 from hopgraph.tools.fusion import reciprocal_rank_fusion
@@ -258,7 +259,6 @@ def test_grag_eq11_score_is_the_query_dotted_with_the_last_layer():
 
 def test_gear_eq2_triple_link_takes_the_most_similar_stored_triple(docs_index):
     from hopgraph.tools import make_retriever
-
     from tests.fakes import ScriptedChatModel
 
     # a proximal triple written exactly as a stored one links to it: cosine 1 is the maximum
@@ -339,7 +339,6 @@ def test_gear_eq4_read_with_memory_is_asked_for_the_original_question():
     # Eq. 4: T_G = read(C_n, q, G^(n−1)): the prompt carries the ORIGINAL question (not the
     # round's query q^(n)), the passages, and the memory rendered as ("s", "p", "o").
     from hopgraph.agents.gear.graph import read
-
     from tests.fakes import ScriptedChatModel
 
     chat = ScriptedChatModel(respond=lambda p: '("UP", "founded in", "1908")')
@@ -362,7 +361,6 @@ def test_gear_eq5_memory_grows_by_concatenation():
     # (operator.add); a fact already in G is not appended twice (docs/methods.md).
     from hopgraph.agents.gear.graph import read
     from hopgraph.agents.gear.state import State
-
     from tests.fakes import ScriptedChatModel
 
     reply = '("Larry Alcala", "educated at", "UP"), ("UP", "founded in", "1908")'

@@ -3,6 +3,7 @@ import random
 from collections import Counter
 
 import pytest
+
 from hopgraph.graph_store.documents import Chunk
 from hopgraph.graph_store.extraction import Extraction, Triple
 from hopgraph.graph_store.extraction.normalise import title_aliases
@@ -13,7 +14,6 @@ from hopgraph.graph_store.extraction.offline import (
     token_key,
 )
 from hopgraph.graph_store.extraction.readings import OfflineExtractor
-
 from tests.unit.test_incremental_graphs import random_chunk
 
 

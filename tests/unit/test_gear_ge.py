@@ -4,6 +4,7 @@ import math
 
 import numpy as np
 import pytest
+
 from hopgraph.tools.gear_ge import chain_score, diverse_beam_search, flatten_to_chunks
 
 Q = np.array([1.0, 0.0])

@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 import scipy.sparse as sp
+
 from hopgraph.tools.gnn_ret import Channel, gnn_layer, propagate, smallest, typed_layer
 
 

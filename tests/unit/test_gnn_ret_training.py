@@ -6,12 +6,12 @@ import math
 import numpy as np
 import pytest
 import torch
-from hopgraph.graph_store import Index
-from hopgraph.tools.gnn_ret import GNNRetriever
-from hopgraph.tools.gnn_ret_training import Sample, blended, train_alphas
 
 from hopgraph.cli import main
 from hopgraph.core.errors import IndexStateError, InputError
+from hopgraph.graph_store import Index
+from hopgraph.tools.gnn_ret import GNNRetriever
+from hopgraph.tools.gnn_ret_training import Sample, blended, train_alphas
 from tests.conftest import DOCS, write_jsonl
 
 
@@ -110,7 +110,6 @@ def test_recurrent_loss_blends_steps_by_beta():
 
 def test_rgnn_context_takes_beta_from_weights(tmp_path, docs_index):
     from hopgraph.agents.rgnn_ret.context import Context
-
     from tests.fakes import ScriptedChatModel
 
     path = tmp_path / "rgnn.json"

@@ -3,6 +3,9 @@
 import numpy as np
 import pytest
 import torch
+
+from hopgraph.cli import main
+from hopgraph.core.errors import IndexStateError, InputError
 from hopgraph.graph_store import Index
 from hopgraph.graph_store.extraction import Extraction
 from hopgraph.graph_store.extraction.base import Triple
@@ -10,9 +13,6 @@ from hopgraph.tools import make_retriever
 from hopgraph.tools.grag_graph import ConceptIndex, GRAGSettings, best_neighbour, edge_weights
 from hopgraph.tools.grag_model import TensorGraph, neighbour_mean, new_model
 from hopgraph.tools.grag_training import cross_entropy_loss, pairwise_loss
-
-from hopgraph.cli import main
-from hopgraph.core.errors import IndexStateError, InputError
 from tests.conftest import train_twice
 
 

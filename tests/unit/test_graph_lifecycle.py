@@ -2,6 +2,10 @@ import json
 import os
 
 import pytest
+
+from hopgraph.cli import main
+from hopgraph.core.errors import IndexStateError
+from hopgraph.core.settings import IndexSettings
 from hopgraph.graph_store import (
     Document,
     Index,
@@ -13,10 +17,6 @@ from hopgraph.graph_store import (
 from hopgraph.graph_store.build import build_graphs
 from hopgraph.graph_store.graph_build import GraphSettings, triples_location
 from hopgraph.graph_store.vdb_chroma import ChromaVectorStore
-
-from hopgraph.cli import main
-from hopgraph.core.errors import IndexStateError
-from hopgraph.core.settings import IndexSettings
 from tests.conftest import DOCS
 
 ALL = [Document(d["id"], d["title"], d["text"]) for d in DOCS]

@@ -1,6 +1,8 @@
 import numpy as np
 import pytest
 import scipy.sparse as sp
+
+from hopgraph.core.errors import IndexStateError
 from hopgraph.evals.coverage import covered
 from hopgraph.graph_store.documents import Chunk
 from hopgraph.graph_store.extraction import Extraction, Triple
@@ -15,8 +17,6 @@ from hopgraph.graph_store.passage_graph import (
     shared_item_edges,
     structural_edges,
 )
-
-from hopgraph.core.errors import IndexStateError
 
 
 def test_structural_edges_link_consecutive_chunks_of_one_document():

@@ -4,14 +4,14 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 import torch
+
+from hopgraph.cli import main
+from hopgraph.core.errors import InputError
 from hopgraph.graph_store import Index
 from hopgraph.tools import make_retriever
 from hopgraph.tools.iier_scorer import ScorerSettings, new_scorer
 from hopgraph.tools.iier_steps import Step
 from hopgraph.tools.iier_training import hop_accuracy, shortest_chains, step_loss
-
-from hopgraph.cli import main
-from hopgraph.core.errors import InputError
 from tests.conftest import train_twice
 
 

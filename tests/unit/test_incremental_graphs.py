@@ -5,6 +5,8 @@ import random
 
 import numpy as np
 import pytest
+
+from hopgraph.core.settings import IndexSettings
 from hopgraph.graph_store import Document, Index, add_documents, build_index, delete_documents
 from hopgraph.graph_store.build import build_graphs
 from hopgraph.graph_store.documents import Chunk
@@ -14,8 +16,6 @@ from hopgraph.graph_store.graph_build import GraphSettings
 from hopgraph.graph_store.passage_graph import nearest, update_nearest
 from hopgraph.graph_store.vdb_chroma import ChromaVectorStore
 from hopgraph.tools import make_retriever
-
-from hopgraph.core.settings import IndexSettings
 from tests.conftest import ranking
 
 SETTINGS = IndexSettings(model="hashing", chunk_tokens=24)

@@ -2,14 +2,14 @@ import json
 import os
 
 import pytest
+
+from hopgraph.core.errors import IndexStateError, InputError
+from hopgraph.core.settings import IndexSettings
 from hopgraph.graph_store import Document, Index, add_documents, build_index, delete_documents
 from hopgraph.graph_store import build as build_module
 from hopgraph.graph_store.embedding import HashingEmbedder
 from hopgraph.graph_store.manifest import FORMAT_VERSION, MANIFEST
 from hopgraph.tools import make_retriever
-
-from hopgraph.core.errors import IndexStateError, InputError
-from hopgraph.core.settings import IndexSettings
 from tests.conftest import DOCS
 
 HASHING = IndexSettings(model="hashing", chunk_tokens=16)

@@ -3,9 +3,8 @@
 import json
 
 import pytest
-from hopgraph.agents.answering import first_line
-from hopgraph.evals.answers import AnswerRow, summarise
 
+from hopgraph.agents.answering import first_line
 from hopgraph.cli import main
 from hopgraph.core.errors import HopgraphError, LLMReplyError
 from hopgraph.core.llm import (
@@ -17,6 +16,7 @@ from hopgraph.core.llm import (
     parse_with_repair,
 )
 from hopgraph.core.local_llm import LocalChatModel
+from hopgraph.evals.answers import AnswerRow, summarise
 from tests.conftest import build_docs_index
 
 ENDPOINT_VARS = ("HOPGRAPH_LLM_MODEL", "HOPGRAPH_LLM_BASE_URL", "HOPGRAPH_LLM_API_KEY")

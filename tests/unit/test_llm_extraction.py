@@ -1,4 +1,7 @@
 import pytest
+
+from hopgraph.core.errors import HopgraphError
+from hopgraph.core.llm import LLMSettings
 from hopgraph.graph_store.documents import Chunk
 from hopgraph.graph_store.extraction.cache import ReplyCache
 from hopgraph.graph_store.extraction.llm import LLMExtractor
@@ -9,9 +12,6 @@ from hopgraph.graph_store.extraction.parsing import (
     parse_entity_links,
     parse_string_list,
 )
-
-from hopgraph.core.errors import HopgraphError
-from hopgraph.core.llm import LLMSettings
 from tests.fakes import ScriptedChatModel
 
 CHUNKS = [
@@ -102,7 +102,7 @@ def test_no_llm_configured_names_the_settings(monkeypatch):
     ):
         monkeypatch.delenv(name, raising=False)
     with pytest.raises(HopgraphError, match="no LLM is configured") as err:
-        LLMSettings.from_env()
+        LLMSettings.from_settings()
     assert "HOPGRAPH_LLM_MODEL" in str(err.value)
 
 

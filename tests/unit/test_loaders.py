@@ -1,9 +1,9 @@
 import json
 
 import pytest
-from hopgraph.graph_store import load_documents
 
 from hopgraph.core.errors import InputError
+from hopgraph.graph_store import load_documents
 from tests.conftest import DOCS, write_jsonl
 
 

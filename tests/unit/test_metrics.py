@@ -1,4 +1,5 @@
 import pytest
+
 from hopgraph.evals.metrics import (
     all_at_k,
     exact_match,

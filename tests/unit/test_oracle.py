@@ -3,6 +3,7 @@
 import json
 
 import pytest
+
 from hopgraph.agents.answering import parse_answer
 from hopgraph.agents.gear.state import parse_next_question
 from hopgraph.agents.gear.state import parse_reason as parse_gear_reason

@@ -1,12 +1,12 @@
 """Presets (tuned | paper), the no-harm guard and the options they switch."""
 
 import pytest
+
+from hopgraph.core.errors import UnknownMethodError
 from hopgraph.tools import PRESETS, RETRIEVERS, make_retriever
 from hopgraph.tools.gnn_ret import PAPER_CHANNELS
 from hopgraph.tools.guard import keep_top
 from hopgraph.tools.hits import Hit, Provenance
-
-from hopgraph.core.errors import UnknownMethodError
 
 GRAPH_METHODS = ["gnn_ret", "iier", "naive_ge"]
 

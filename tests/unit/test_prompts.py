@@ -3,6 +3,7 @@
 from string import Formatter
 
 import pytest
+
 from hopgraph.prompts import answer, extraction, gear, iier, repair, rgnn_ret, tog2
 
 CALLERS = {  # slots each prompt is formatted with by its caller

@@ -1,6 +1,7 @@
 """G-RAG's reranking metrics on the spec's worked example (g_rag §9.2) and by hand."""
 
 import pytest
+
 from hopgraph.evals.rerank_metrics import (
     competition_ranks,
     mhits_all,

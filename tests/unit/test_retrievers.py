@@ -1,8 +1,8 @@
 import pytest
-from hopgraph.tools import RETRIEVERS, make_retriever, parse_methods
-from hopgraph.tools.langchain import RetrieveInput, retrieval_tools
 
 from hopgraph.core.errors import InputError, UnknownMethodError
+from hopgraph.tools import RETRIEVERS, make_retriever, parse_methods
+from hopgraph.tools.langchain import RetrieveInput, retrieval_tools
 
 
 @pytest.fixture(scope="module")
@@ -128,7 +128,6 @@ def test_iier_repairs_one_unreadable_keyword_reply_then_falls_back(index, caplog
 
 def test_sync_ge_reads_facts_links_them_and_expands(index):
     from hopgraph.tools.gear_ge import read_facts
-
     from tests.fakes import ScriptedChatModel
 
     assert read_facts('Facts: ("A b", "born in", "C"), ("", "x", "y") and more') == [

@@ -3,10 +3,10 @@
 import json
 
 import pytest
-from hopgraph.graph_store.manifest import read_manifest
 
 from hopgraph.cli import main
 from hopgraph.core.settings import configure, settings
+from hopgraph.graph_store.manifest import read_manifest
 
 
 @pytest.fixture(autouse=True)

@@ -1,7 +1,6 @@
 """hopgraph.evals.split_dataset: two disjoint halves of a question file, same corpus, seeded."""
 
 from hopgraph.evals.split_dataset import main
-
 from tests.conftest import DOCS, write_jsonl
 
 QUESTIONS = [{"id": f"q{i}", "question": f"question {i}?", "gold_ids": ["d1"]} for i in range(9)]

@@ -1,8 +1,8 @@
 """The local trace store: agent runs recorded as trees, listed, drawn and exported."""
 
 import pytest
-from hopgraph.agents.run import run_agent
 
+from hopgraph.agents.run import run_agent
 from hopgraph.cli import main
 from hopgraph.core.traces import TraceRecorder, list_traces, load_trace, render_html, render_tree
 from tests.agent_scripts import QUESTION, rgnn_script

@@ -1,6 +1,7 @@
 """The shared training loop's held-back slice: seeded, drawn from every dataset."""
 
 import pytest
+
 from hopgraph.tools.training import balanced_mean, hold_out
 
 

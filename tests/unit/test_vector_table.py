@@ -5,10 +5,10 @@ import zlib
 
 import numpy as np
 import pytest
-from hopgraph.graph_store import vector_table
-from hopgraph.graph_store.vector_table import VectorTable
 
 from hopgraph.core.errors import IndexStateError
+from hopgraph.graph_store import vector_table
+from hopgraph.graph_store.vector_table import VectorTable
 
 
 def vector(chunk_id: str) -> np.ndarray:
