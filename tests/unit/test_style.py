@@ -1,6 +1,5 @@
 """Lint and formatting are part of the suite, so CI fails on them like on any test."""
 
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -19,20 +18,18 @@ def test_ruff(args):
 
 
 def test_imports_only_run_downward(tmp_path):
-    """The import-linter contracts of pyproject.toml: layers, no circles, independent siblings.
+    """The import-linter contracts of pyproject.toml, and the drawing: nothing up, no circles.
 
-    import-linter reads a package from its folder; in a checkout hopgraph's subpackages sit
-    beside it (pyproject.toml's package-dir), so it reads a copy laid out as installed.
+    Both read a copy laid out as installed (hopgraph.evals.imports.installed_layout).
     """
-    skip = shutil.ignore_patterns("__pycache__", "weights_data", "sample")
-    shutil.copytree(ROOT / "hopgraph", tmp_path / "hopgraph", ignore=skip)
-    for name in ("agents", "tools", "graph_store", "prompts", "evals"):
-        shutil.copytree(ROOT / name, tmp_path / "hopgraph" / name, ignore=skip)
-    (tmp_path / "hopgraph" / "__init__.py").write_text('"""hopgraph, as installed."""\n')
+    from hopgraph.evals.imports import draw, installed_layout
+
+    counts = draw()
+    assert counts["arrows_running_up"] == 0 and counts["module_circles"] == 0, counts
     lint = Path(sys.executable).parent / "lint-imports"
     result = subprocess.run(
         [str(lint), "--no-cache", "--config", str(ROOT / "pyproject.toml")],
-        cwd=tmp_path,
+        cwd=installed_layout(tmp_path),
         capture_output=True,
         text=True,
         check=False,
