@@ -1,18 +1,31 @@
 """The index: documents, chunks, Chroma vectors and BM25 in one directory."""
 
-from .build import WriteReport, add_documents, build_graphs, build_index, delete_documents
+from .build import (
+    SyncReport,
+    WriteReport,
+    add_documents,
+    build_graphs,
+    build_index,
+    delete_documents,
+    sync_documents,
+)
 from .documents import Chunk, Document
 from .index import Index
-from .loaders import load_documents
+from .loaders import Loaded, LoadReport, load_corpus, load_documents
 
 __all__ = [
     "Chunk",
     "Document",
     "Index",
+    "LoadReport",
+    "Loaded",
+    "SyncReport",
     "WriteReport",
     "add_documents",
     "build_graphs",
     "build_index",
     "delete_documents",
+    "load_corpus",
     "load_documents",
+    "sync_documents",
 ]

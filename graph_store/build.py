@@ -23,6 +23,7 @@ from hopgraph.core.settings import CONFIG_FILE, IndexSettings
 
 from .atomic import write_lock
 from .chunking import chunk_document
+from .doc_table import DOCUMENTS_FILE, DocumentRecord, read_documents, records_of, write_documents
 from .documents import Chunk, Document
 from .embedding import Embedder, embed_with_progress, load_embedder
 from .generations import (
@@ -116,7 +117,8 @@ def build_index(
                 vectors.close()
             embedder_info = {"name": embedder.name, "dimension": embedder.dimension}
             manifest = _manifest(settings, embedder_info, location, chunks, created=None)
-            _write_tables(gen, manifest, chunks, chunks, embeddings)
+            records = records_of(docs, chunks, manifest.updated_at)
+            _write_tables(gen, manifest, chunks, records, chunks, embeddings)
             manifest.timings = {
                 "build_seconds": time.perf_counter() - started,
                 "embed_seconds": embed_seconds,
@@ -154,18 +156,13 @@ def add_documents(
         if present:
             raise InputError(
                 f"{len(present)} document id(s) are already in the index: {quote_ids(present)}",
-                "delete them first (`hopgraph delete`) to replace them, or give new ids",
+                "`hopgraph sync SOURCE` replaces changed documents and adds new ones; "
+                "or give new ids",
             )
-        embedder = load_embedder(old.settings.model, old.settings.batch_size)
-        new_chunks = chunk_documents(docs, old.settings, embedder)
-        taken = {c.id for c in existing}
-        if any(c.id in taken for c in new_chunks):
-            raise InputError("a new chunk id collides with an existing one", "rename the documents")
-        t0 = time.perf_counter()
-        embeddings = embed_chunks(new_chunks, embedder, show_progress)
-        embed_seconds = time.perf_counter() - t0
-        chunks = sorted(existing + new_chunks, key=lambda c: c.id)
-        _commit_change(directory, old, existing, chunks, show_progress, new_chunks, embeddings)
+        records = read_documents(directory, old, existing)
+        new_chunks, chunks, embed_seconds = _add(
+            directory, old, existing, records, docs, show_progress
+        )
     return _write_report(
         directory,
         chunks,
@@ -174,6 +171,32 @@ def add_documents(
         started=started,
         embed_seconds=embed_seconds,
     )
+
+
+def _add(
+    directory: Path,
+    old: Manifest,
+    existing: list[Chunk],
+    records: list[DocumentRecord],
+    docs: Sequence[Document],
+    show_progress: bool,
+) -> tuple[list[Chunk], list[Chunk], float]:
+    """Commit ``docs`` (not in the index) as the next generation; only they are embedded.
+
+    Returns the new chunks, all chunks and the embedding time.
+    """
+    embedder = load_embedder(old.settings.model, old.settings.batch_size)
+    new_chunks = chunk_documents(docs, old.settings, embedder)
+    taken = {c.id for c in existing}
+    if any(c.id in taken for c in new_chunks):
+        raise InputError("a new chunk id collides with an existing one", "rename the documents")
+    t0 = time.perf_counter()
+    embeddings = embed_chunks(new_chunks, embedder, show_progress)
+    embed_seconds = time.perf_counter() - t0
+    chunks = sorted(existing + new_chunks, key=lambda c: c.id)
+    records = records + records_of(docs, new_chunks, now())
+    _commit_change(directory, old, existing, chunks, records, show_progress, new_chunks, embeddings)
+    return new_chunks, chunks, embed_seconds
 
 
 def delete_documents(directory: str | Path, doc_ids: Sequence[str]) -> WriteReport:
@@ -190,19 +213,120 @@ def delete_documents(directory: str | Path, doc_ids: Sequence[str]) -> WriteRepo
         if missing:
             raise InputError(
                 f"{len(missing)} document id(s) are not in the index: {quote_ids(missing)}",
-                "`hopgraph info --index DIR` shows the index; ids are case-sensitive",
+                "`hopgraph docs --index DIR` lists the documents; ids are case-sensitive",
             )
-        removed = [c.id for c in existing if c.doc_id in wanted]
-        chunks = [c for c in existing if c.doc_id not in wanted]
-        if not chunks:
-            raise InputError(
-                "deleting these documents would leave the index empty",
-                "remove the index directory instead",
-            )
-        _commit_change(directory, old, existing, chunks, False, removed=removed)
+        chunks, removed = _delete(directory, old, existing, wanted)
     return _write_report(
         directory, chunks, added=0, removed=len(removed), started=started, embed_seconds=0.0
     )
+
+
+def _delete(
+    directory: Path, old: Manifest, existing: list[Chunk], wanted: set[str]
+) -> tuple[list[Chunk], list[str]]:
+    """Commit the removal of the documents ``wanted``; return the chunks kept and removed ids."""
+    removed = [c.id for c in existing if c.doc_id in wanted]
+    chunks = [c for c in existing if c.doc_id not in wanted]
+    if not chunks:
+        raise InputError(
+            "deleting these documents would leave the index empty",
+            "remove the index directory instead",
+        )
+    records = [r for r in read_documents(directory, old, existing) if r.id not in wanted]
+    _commit_change(directory, old, existing, chunks, records, False, removed=removed)
+    return chunks, removed
+
+
+@dataclass(frozen=True)
+class SyncReport:
+    """What a sync did: document ids added, changed (replaced) and removed; unchanged count."""
+
+    directory: Path
+    added: list[str]
+    changed: list[str]
+    removed: list[str]
+    missing: list[str]
+    """Documents whose source is gone from the scope but that were kept (no prune)."""
+    unchanged: int
+    documents: int
+    chunks: int
+    seconds: float
+    embed_seconds: float
+
+
+def sync_documents(
+    directory: str | Path,
+    docs: Sequence[Document],
+    scope: Path | None = None,
+    prune: bool = False,
+    keep_sources: frozenset[str] = frozenset(),
+    show_progress: bool = True,
+) -> SyncReport:
+    """Make the index hold ``docs``: new ones added, changed ones (by content hash) replaced.
+
+    Unchanged documents are not touched, and a sync that changes nothing writes nothing and
+    embeds nothing. Documents whose source lies in ``scope`` (the folder or file ``docs`` came
+    from) and that are not in ``docs`` are missing: deleted when ``prune``, else kept and
+    reported; those from ``keep_sources`` (files that exist but could not be read this time)
+    are neither. Removals and replacements are committed first, then
+    the additions: a chunk id stays one row in Chroma, so a changed document is deleted and added
+    again in two generations; if the sync is stopped between them, the next sync adds it back.
+    """
+    directory = Path(directory)
+    check_unique_ids(docs, "documents to sync")
+    started = time.perf_counter()
+    with write_lock(directory):
+        old = read_manifest(directory)
+        existing = read_chunks(directory, old)
+        records = {r.id: r for r in read_documents(directory, old, existing)}
+        new = [d for d in docs if d.id not in records]
+        changed = [d for d in docs if d.id in records and records[d.id].hash != d.content_hash()]
+        wanted = {d.id for d in docs}
+        missing = sorted(
+            r.id
+            for r in records.values()
+            if scope is not None
+            and r.id not in wanted
+            and r.source not in keep_sources
+            and _within(r.source, scope)
+        )
+        gone = missing if prune else []
+        drop = {*(d.id for d in changed), *gone}
+        if drop and drop == records.keys() and (new or changed):
+            raise InputError(
+                "this sync would replace every document of the index",
+                f"rebuild it instead: `hopgraph index SOURCE --index {directory} --force`",
+            )
+        chunks, embed_seconds = existing, 0.0
+        if drop:
+            chunks, _ = _delete(directory, old, existing, drop)
+            old = read_manifest(directory)
+        if new or changed:
+            current = read_documents(directory, old, chunks)
+            _, chunks, embed_seconds = _add(
+                directory, old, chunks, current, [*new, *changed], show_progress
+            )
+    return SyncReport(
+        directory,
+        added=[d.id for d in new],
+        changed=[d.id for d in changed],
+        removed=gone,
+        missing=[] if prune else missing,
+        unchanged=len(docs) - len(new) - len(changed),
+        documents=len({c.doc_id for c in chunks}),
+        chunks=len(chunks),
+        seconds=time.perf_counter() - started,
+        embed_seconds=embed_seconds,
+    )
+
+
+def _within(source: str, scope: Path) -> bool:
+    """Tell whether a document's source is the file ``scope`` or lies below the folder."""
+    if not source:
+        return False
+    root = scope.resolve()
+    path = Path(source)
+    return path == root or root in path.parents
 
 
 def _write_report(
@@ -247,6 +371,7 @@ def _commit_change(
     old: Manifest,
     before: list[Chunk],
     after: list[Chunk],
+    records: Sequence[DocumentRecord],
     show_progress: bool,
     added: Sequence[Chunk] = (),
     embeddings: np.ndarray | None = None,
@@ -267,7 +392,7 @@ def _commit_change(
             finally:
                 store.close()
         manifest = _successor(old, after)
-        _write_tables(gen, manifest, after, added, embeddings, (old, before))
+        _write_tables(gen, manifest, after, records, added, embeddings, (old, before))
         manifest.purge = {"passages": list(removed)}
         if old.graph:
             settings = GraphSettings.model_validate(old.graph["settings"])
@@ -283,6 +408,8 @@ def _successor(old: Manifest, chunks: Sequence[Chunk]) -> Manifest:
     manifest = old.model_copy(deep=True)
     manifest.format_version = FORMAT_VERSION
     manifest.files = {part: str(old.path(Path(), part)) for part in ("chunks", "bm25", "graph")}
+    if "documents" in old.files:
+        manifest.files["documents"] = old.files["documents"]
     manifest.counts = {"documents": len({c.doc_id for c in chunks}), "chunks": len(chunks)}
     manifest.versions = package_versions()
     manifest.updated_at = now()
@@ -294,11 +421,12 @@ def _write_tables(
     gen: Generation,
     manifest: Manifest,
     chunks: Sequence[Chunk],
+    records: Sequence[DocumentRecord],
     added: Sequence[Chunk],
     embeddings: np.ndarray | None,
     previous: tuple[Manifest, Sequence[Chunk]] | None = None,
 ) -> None:
-    """Write the chunk table, the vectors and BM25 into the generation's folder.
+    """Write the chunk and document tables, the vectors and BM25 into the generation's folder.
 
     ``added``: the write's new chunks (all of them for a build), ``embeddings`` their vectors.
     ``previous``: the last generation's manifest and chunks; BM25 and the vector table then get
@@ -307,6 +435,7 @@ def _write_tables(
     """
     name = folder_name(gen.number)
     write_chunks(gen.folder / "chunks.jsonl", chunks)
+    write_documents(gen.folder / DOCUMENTS_FILE, records)
     root, segment = gen.folder.parent, f"{name}/bm25-segment"
     manifest.vectors = _write_vectors(root, f"{name}/vectors", chunks, added, embeddings, previous)
     if previous is not None and previous[0].segments:
@@ -316,7 +445,13 @@ def _write_tables(
     else:
         store = BM25Store.build(chunks, root, segment)
     store.save(gen.folder / "bm25")
-    manifest.files.update({"chunks": f"{name}/chunks.jsonl", "bm25": f"{name}/bm25"})
+    manifest.files.update(
+        {
+            "chunks": f"{name}/chunks.jsonl",
+            "bm25": f"{name}/bm25",
+            "documents": f"{name}/{DOCUMENTS_FILE}",
+        }
+    )
     manifest.segments = list(store.paths)
 
 

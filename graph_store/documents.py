@@ -2,16 +2,32 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import hashlib
+from dataclasses import dataclass, field
+
+import orjson
+
+Scalar = str | int | float | bool
 
 
 @dataclass(frozen=True, slots=True)
 class Document:
-    """A source document as loaded from a corpus."""
+    """A source document as loaded from a corpus.
+
+    ``source``: where it was read from (a file path; empty when given in code). ``metadata``:
+    the user's fields (JSONL keys, Markdown front matter), scalars only.
+    """
 
     id: str
     title: str
     text: str
+    source: str = ""
+    metadata: dict[str, Scalar] = field(default_factory=dict)
+
+    def content_hash(self) -> str:
+        """Return a hash of what is indexed of it (title, text, metadata): sync's change test."""
+        body = orjson.dumps([self.title, self.text, self.metadata], option=orjson.OPT_SORT_KEYS)
+        return hashlib.sha256(body).hexdigest()[:16]
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,6 +44,8 @@ class Chunk:
     text: str
     position: int = 0
     n_chunks: int = 1
+    section: str = ""
+    """The headings above the chunk's start, outermost first, joined by " > "."""
 
     @property
     def embed_text(self) -> str:

@@ -211,6 +211,7 @@ def written_by_a_build(entry: Path) -> bool:
 def _referenced(manifest: Manifest) -> set[str]:
     """Return the top-level names a manifest's files live under."""
     paths = [manifest.path(Path(), part) for part in ("chunks", "bm25", "graph")]
+    paths += [Path(name) for name in manifest.files.values()]
     folders = [*manifest.segments, *manifest.vectors]
     names = {p.parts[0] for p in [*paths, *map(Path, folders)]}
     return names | ({manifest.chroma_dir} if manifest.chroma_dir else set())

@@ -18,6 +18,7 @@ import orjson
 from hopgraph.core.errors import IndexStateError
 
 from .atomic import recover
+from .doc_table import DocumentRecord, read_documents
 from .documents import Chunk
 from .embedding import Embedder, load_embedder
 from .entity_linker import EntityLinker
@@ -240,6 +241,11 @@ class Index:
     def chunk(self, chunk_id: str) -> Chunk:
         """Return the chunk with this id."""
         return self.chunks[chunk_id]
+
+    @cached_property
+    def documents(self) -> list[DocumentRecord]:
+        """Return the index's documents: source, content hash, indexed at, chunks, metadata."""
+        return read_documents(self.directory, self.manifest, list(self.chunks.values()))
 
     @property
     def doc_ids(self) -> set[str]:

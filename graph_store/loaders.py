@@ -1,109 +1,198 @@
-"""Load documents from a benchmark folder, a JSONL file, or a folder of .txt / .md files.
+"""Load documents from a file or a folder: JSONL, a benchmark folder, or a user's documents.
 
-Every problem is reported with the file (and line) it is in, before anything is written.
+A source is a ``.jsonl`` file of ``{id, title, text, ...}`` (other keys become metadata), a
+benchmark folder holding ``corpus.jsonl``, one document file, or a folder searched recursively
+for .md / .txt / .rst / .html / .pdf / .jsonl files (hidden files and folders are left out;
+``include`` / ``exclude`` globs pick among the rest). A folder's file that cannot be read is
+skipped and reported with its reason (:class:`LoadReport`), or, ``strict``, stops the load
+before anything is written; a single file that cannot be read always stops it. Files of other
+kinds (images, archives, ...) are skipped and named, never an error.
 """
 
 from __future__ import annotations
 
-import json
+import fnmatch
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
+
+import orjson
 
 from hopgraph.core.errors import InputError
 
 from .documents import Document
+from .file_formats import DOCUMENT_SUFFIXES, SkipFile, read_file, scalar
 
-TEXT_SUFFIXES = (".txt", ".md")
+JSONL_SUFFIXES = (".jsonl", ".ndjson", ".json")
+SHOWN_SKIPS = 20
+"""Skipped files named one per line in a summary; the rest are counted."""
+
+
+@dataclass
+class LoadReport:
+    """What a load read, skipped (file, reason) and re-decoded (file, encoding)."""
+
+    source: Path
+    files: int = 0
+    documents: int = 0
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+    redecoded: list[tuple[str, str]] = field(default_factory=list)
+
+    def summary(self) -> list[str]:
+        """Return the summary lines: counts, then each skipped and re-decoded file."""
+        lines = [
+            f"read {self.files} file(s) from {self.source}: {self.documents} document(s), "
+            f"{len(self.skipped)} skipped, {len(self.redecoded)} re-decoded"
+        ]
+        lines += [f"  skipped {name}: {why}" for name, why in self.skipped[:SHOWN_SKIPS]]
+        if len(self.skipped) > SHOWN_SKIPS:
+            lines.append(f"  ... and {len(self.skipped) - SHOWN_SKIPS} more skipped")
+        lines += [f"  re-decoded {name} from {enc} (not UTF-8)" for name, enc in self.redecoded]
+        return lines
+
+
+@dataclass(frozen=True)
+class Loaded:
+    """The documents of a source and the report of reading them."""
+
+    documents: list[Document]
+    report: LoadReport
+
+
+def load_corpus(
+    source: str | Path,
+    include: Sequence[str] = (),
+    exclude: Sequence[str] = (),
+    strict: bool = False,
+) -> Loaded:
+    """Load and check the documents of ``source`` (non-empty, unique ids); see the module doc."""
+    path = Path(source)
+    if not path.exists():
+        raise InputError(f"{path}: no such file or directory", "check the path to the documents")
+    report = LoadReport(path)
+    if path.is_dir() and (path / "corpus.jsonl").is_file():
+        docs = load_jsonl(path / "corpus.jsonl")
+        report.files = 1
+    elif path.is_dir():
+        docs = _load_folder(path, include, exclude, strict, report)
+    else:
+        try:
+            docs = _load_file(path, path.name, report)
+        except SkipFile as err:
+            raise InputError(f"{path}: {err}") from err
+        report.files = 1
+    report.documents = len(docs)
+    if not docs:
+        why = " (every file was skipped)" if report.skipped else ""
+        raise InputError(
+            f"{path}: the corpus is empty{why}",
+            "give at least one document with text",
+        )
+    check_unique_ids(docs, str(path))
+    return Loaded(docs, report)
 
 
 def load_documents(source: str | Path) -> list[Document]:
-    """Load a corpus from ``source`` and check it (non-empty, unique ids, UTF-8).
+    """Load ``source`` strictly (any unreadable file is an error); return its documents."""
+    return load_corpus(source, strict=True).documents
 
-    ``source`` may be a ``.jsonl`` file of ``{id, title, text}``, a benchmark folder holding
-    ``corpus.jsonl``, or a folder of ``.txt`` / ``.md`` files (searched recursively).
-    """
-    path = Path(source)
-    if not path.exists():
-        raise InputError(f"{path}: no such file or directory", "check the path to the corpus")
-    if path.is_dir():
-        corpus = path / "corpus.jsonl"
-        docs = load_jsonl(corpus) if corpus.is_file() else load_text_folder(path)
-    else:
-        docs = load_jsonl(path)
-    if not docs:
-        raise InputError(f"{path}: the corpus is empty", "give at least one document with text")
-    check_unique_ids(docs, str(path))
+
+def _load_file(path: Path, doc_id: str, report: LoadReport) -> list[Document]:
+    """Read one file: a JSONL file's records (InputError on a bad line), or one document."""
+    if path.suffix.lower() in JSONL_SUFFIXES:
+        return load_jsonl(path)
+    if path.suffix.lower() not in DOCUMENT_SUFFIXES:
+        raise InputError(
+            f"{path}: expected a .jsonl file, a document ({', '.join(DOCUMENT_SUFFIXES)}) or a "
+            "folder",
+            "give a JSONL file of {id, title, text}, a document file, or a folder of them",
+        )
+    parsed = read_file(path, _read_bytes(path))
+    if parsed.encoding:
+        report.redecoded.append((doc_id, parsed.encoding))
+    return [Document(doc_id, parsed.title, parsed.text, str(path.resolve()), parsed.metadata)]
+
+
+def _load_folder(
+    folder: Path, include: Sequence[str], exclude: Sequence[str], strict: bool, report: LoadReport
+) -> list[Document]:
+    """Read every document file below ``folder``; the id is the path relative to it."""
+    docs: list[Document] = []
+    for file, name in _files(folder, include, exclude):
+        if file.suffix.lower() not in (*DOCUMENT_SUFFIXES, *JSONL_SUFFIXES):
+            report.skipped.append((name, f"not a supported kind ({file.suffix or 'no suffix'})"))
+            continue
+        try:
+            docs += _load_file(file, name, report)
+            report.files += 1
+        except (InputError, SkipFile) as err:
+            why = err.message.removeprefix(f"{file}: ") if isinstance(err, InputError) else str(err)
+            if strict:
+                raise InputError(
+                    f"{file}: {why}", "fix or exclude that file (--exclude GLOB), or drop --strict"
+                ) from err
+            report.skipped.append((name, why))
+    if not docs and not report.skipped:
+        raise InputError(
+            f"{folder}: no corpus.jsonl and no document files "
+            f"({', '.join((*DOCUMENT_SUFFIXES, *JSONL_SUFFIXES))})",
+            "point at a JSONL file, a benchmark folder, or a folder of documents",
+        )
     return docs
+
+
+def _files(
+    folder: Path, include: Sequence[str], exclude: Sequence[str]
+) -> Iterable[tuple[Path, str]]:
+    """Yield (file, path relative to ``folder``) below it, sorted, hidden ones left out."""
+    for file in sorted(folder.rglob("*")):
+        name = file.relative_to(folder).as_posix()
+        if any(part.startswith(".") for part in Path(name).parts) or not file.is_file():
+            continue
+        if include and not any(fnmatch.fnmatch(name, g) for g in include):
+            continue
+        if any(fnmatch.fnmatch(name, g) for g in exclude):
+            continue
+        yield file, name
 
 
 def load_jsonl(path: Path) -> list[Document]:
-    """Read one ``{id, title, text}`` object per line; blank lines are skipped."""
-    if path.suffix not in (".jsonl", ".json", ".ndjson"):
-        raise InputError(
-            f"{path}: expected a .jsonl file or a folder",
-            "give a JSONL file of {id, title, text}, a folder with corpus.jsonl, "
-            "or a folder of .txt/.md files",
-        )
+    """Read one ``{id, title, text, ...}`` object per line; blank lines are skipped."""
     docs = []
-    for number, line in enumerate(_read_text(path).splitlines(), start=1):
+    source = str(path.resolve())
+    for number, line in enumerate(_read_bytes(path).splitlines(), start=1):
         if line.strip():
-            docs.append(_parse_line(line, path, number))
+            docs.append(_parse_line(line, path, number, source))
     return docs
 
 
-def _parse_line(line: str, path: Path, number: int) -> Document:
+def _parse_line(line: bytes, path: Path, number: int, source: str) -> Document:
     where = f"{path}:{number}"
     try:
-        record = json.loads(line)
-    except json.JSONDecodeError as err:
-        raise InputError(f"{where}: malformed JSON ({err.msg})", "fix or remove that line") from err
+        record = orjson.loads(line)
+    except orjson.JSONDecodeError as err:
+        problem = "not valid UTF-8" if "utf-8" in str(err).lower() else f"malformed JSON ({err})"
+        raise InputError(f"{where}: {problem}", "fix or remove that line") from err
     if not isinstance(record, dict):
         raise InputError(f"{where}: expected a JSON object with id, title and text")
-    doc_id, text = record.get("id"), record.get("text")
+    doc_id, text = record.pop("id", None), record.pop("text", None)
     if doc_id is None or str(doc_id).strip() == "":
         raise InputError(f"{where}: missing 'id'", "every document needs a unique id")
     if not isinstance(text, str) or not text.strip():
         raise InputError(f"{where}: missing or empty 'text' for id {doc_id!r}")
-    title = record.get("title") or ""
+    title = record.pop("title", None) or ""
     if not isinstance(title, str):
         raise InputError(f"{where}: 'title' must be a string")
-    return Document(id=str(doc_id), title=title.strip(), text=text.strip())
+    if isinstance(record.get("metadata"), dict):  # {"metadata": {...}} or the fields flat
+        record = {**record.pop("metadata"), **record}
+    fields = record
+    metadata = {str(k): scalar(v) for k, v in fields.items() if v is not None}
+    return Document(str(doc_id), title.strip(), text.strip(), source, metadata)
 
 
-def load_text_folder(folder: Path) -> list[Document]:
-    """Read every .txt / .md file below ``folder``; the id is the path relative to the folder."""
-    files = sorted(
-        p for p in folder.rglob("*") if p.suffix.lower() in TEXT_SUFFIXES and p.is_file()
-    )
-    if not files:
-        raise InputError(
-            f"{folder}: no corpus.jsonl and no .txt or .md files",
-            "point at a JSONL file, a benchmark folder, or a folder of text files",
-        )
-    docs = []
-    for file in files:
-        text = _read_text(file).strip()
-        if text:
-            title, body = _split_title(text, file)
-            docs.append(Document(id=file.relative_to(folder).as_posix(), title=title, text=body))
-    return docs
-
-
-def _split_title(text: str, file: Path) -> tuple[str, str]:
-    """Use a leading Markdown heading as the title, else the file name."""
-    first, _, rest = text.partition("\n")
-    if first.startswith("#") and rest.strip():
-        return first.lstrip("#").strip(), rest.strip()
-    return file.stem.replace("_", " ").replace("-", " "), text
-
-
-def _read_text(path: Path) -> str:
+def _read_bytes(path: Path) -> bytes:
     try:
-        return path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as err:
-        raise InputError(
-            f"{path}: not valid UTF-8 (byte {err.start})", "re-encode the file as UTF-8"
-        ) from err
+        return path.read_bytes()
     except OSError as err:
         raise InputError(f"{path}: cannot be read ({err.strerror})") from err
 

@@ -14,8 +14,10 @@ from .core.settings import configure
 EPILOG = """\
 examples:
   hopgraph demo                                   index the bundled sample and answer by retrieval
-  hopgraph index corpus.jsonl --index my-index    build an index (JSONL, benchmark or text folder)
+  hopgraph index ./docs --index my-index          build an index (documents folder, file or JSONL)
   hopgraph add more.jsonl --index my-index        add documents (only new ones are embedded)
+  hopgraph sync ./docs --index my-index --prune   make it match a folder (new, changed, gone)
+  hopgraph docs --index my-index                  list its documents
   hopgraph delete doc-17 doc-42 --index my-index  remove documents from every store
   hopgraph retrieve "who founded X?" --index my-index --method hybrid -k 5
   hopgraph graph build --index my-index           extract entities and triples, build the graphs
@@ -37,6 +39,35 @@ def _positive(text: str) -> int:
     if value <= 0:
         raise argparse.ArgumentTypeError(f"must be a positive whole number, got {value}")
     return value
+
+
+SOURCE_HELP = (
+    "SOURCE is a JSONL file of {id, title, text, ...} (other keys become metadata), a "
+    "benchmark folder with corpus.jsonl, one document, or a folder searched for .md, .txt, "
+    ".rst, .html, .pdf and .jsonl files (hidden ones left out). A file that cannot be read is "
+    "skipped with a warning naming it (--strict: stop instead, before anything is written)."
+)
+
+
+def _source_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("source", metavar="SOURCE", help="a file or folder of documents")
+    p.add_argument(
+        "--include",
+        action="append",
+        metavar="GLOB",
+        help="only files whose path (relative to SOURCE) matches; repeatable, e.g. '*.md'",
+    )
+    p.add_argument(
+        "--exclude",
+        action="append",
+        metavar="GLOB",
+        help="leave out files whose relative path matches; repeatable, e.g. 'build/*'",
+    )
+    p.add_argument(
+        "--strict",
+        action="store_true",
+        help="stop at the first file that cannot be read instead of skipping it",
+    )
 
 
 def _index_option(parser: argparse.ArgumentParser) -> None:
@@ -162,12 +193,11 @@ def build_parser() -> argparse.ArgumentParser:
         "index",
         help="build an index from a corpus (--force replaces an index already there)",
         description="Build an index: chunk, embed into Chroma, build BM25, write a "
-        "manifest. SOURCE is a JSONL file of {id, title, text}, a benchmark folder "
-        "with corpus.jsonl, or a folder of .txt/.md files. The build is atomic: if "
+        f"manifest. {SOURCE_HELP} The build is atomic: if "
         "it fails, the previous index is untouched. An existing index is replaced only "
-        "with --force (`hopgraph add` adds to it).",
+        "with --force (`hopgraph add` adds to it, `hopgraph sync` makes it match a folder).",
     )
-    p.add_argument("source", metavar="SOURCE")
+    _source_options(p)
     p.add_argument("--force", action="store_true", help="replace the index already there")
     _index_option(p)
     _build_options(p)
@@ -177,15 +207,45 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "add",
         help="add documents to an index (only they are embedded)",
-        description="Add documents whose ids are not yet in the index. Only their chunks are "
-        "embedded and stored; the graphs, if built, are updated for what changed. Atomic: "
-        "readers see the index before or after the add, never in between.",
+        description="Add documents whose ids are not yet in the index (`hopgraph sync` also "
+        "replaces changed ones). Only their chunks are embedded and stored; the graphs, if "
+        "built, are updated for what changed. Atomic: readers see the index before or after "
+        f"the add, never in between. {SOURCE_HELP}",
     )
-    p.add_argument("source", metavar="SOURCE")
+    _source_options(p)
     _index_option(p)
     _device_options(p)
     _quiet_option(p)
     p.set_defaults(func=commands.add)
+
+    p = sub.add_parser(
+        "sync",
+        help="make an index match a folder or file: add new, replace changed, --prune gone",
+        description="Compare the documents of SOURCE with the index by content hash: new "
+        "documents are added, changed ones replaced, unchanged ones left alone (nothing is "
+        "embedded for them). With --prune, indexed documents whose file lies under SOURCE but "
+        "is gone are deleted; without it they are kept and named. A changed document is "
+        "deleted and added again as two atomic writes; if a sync is stopped, run it again. "
+        f"{SOURCE_HELP}",
+    )
+    _source_options(p)
+    p.add_argument(
+        "--prune", action="store_true", help="delete indexed documents whose files are gone"
+    )
+    _index_option(p)
+    _device_options(p)
+    _quiet_option(p)
+    p.set_defaults(func=commands.sync)
+
+    p = sub.add_parser(
+        "docs",
+        help="list the documents of an index (id, chunks, hash, indexed at, title, source)",
+        description="List every document of the index: its id, number of chunks, content "
+        "hash (what `hopgraph sync` compares), when it was indexed, its title and source file.",
+    )
+    _index_option(p)
+    p.add_argument("--json", action="store_true", help="print JSON (with metadata)")
+    p.set_defaults(func=commands.docs)
 
     p = sub.add_parser(
         "delete",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
@@ -13,14 +14,27 @@ from pydantic import ValidationError
 
 from hopgraph.core.errors import InputError
 from hopgraph.core.settings import IndexSettings, default_index_dir, named_setting
-from hopgraph.graph_store import Index, add_documents, build_index, delete_documents, load_documents
+from hopgraph.graph_store import (
+    Index,
+    Loaded,
+    add_documents,
+    build_index,
+    delete_documents,
+    load_corpus,
+    sync_documents,
+)
 from hopgraph.graph_store.build import WriteReport
+from hopgraph.graph_store.loaders import quote_ids
 from hopgraph.tools import RETRIEVERS, make_retriever, parse_methods
 
 from .formatting import format_hits
 
 if TYPE_CHECKING:
     from hopgraph.evals.datasets import Question
+
+
+SHOWN_IDS = 20
+"""Document ids a sync names one per line."""
 
 
 def index_dir(args: argparse.Namespace) -> Path:
@@ -50,10 +64,20 @@ def _report(action: str, report: WriteReport) -> None:
     )
 
 
+def load(args: argparse.Namespace) -> Loaded:
+    """Load SOURCE with the command's --include / --exclude / --strict; print the summary."""
+    loaded = load_corpus(args.source, args.include or (), args.exclude or (), args.strict)
+    lines = loaded.report.summary()
+    print(lines[0])
+    for line in lines[1:]:
+        print(f"warning: {line.strip()}", file=sys.stderr)
+    return loaded
+
+
 def index(args: argparse.Namespace) -> None:
     """Build an index from a corpus."""
     settings = settings_from(args)
-    docs = load_documents(args.source)
+    docs = load(args).documents
     report = build_index(docs, index_dir(args), settings, not args.quiet, replace=args.force)
     _report("built", report)
     print(f"next: `hopgraph graph build --index {index_dir(args)}` for the graph methods")
@@ -61,8 +85,63 @@ def index(args: argparse.Namespace) -> None:
 
 def add(args: argparse.Namespace) -> None:
     """Add documents to an index."""
-    docs = load_documents(args.source)
+    docs = load(args).documents
     _report("updated", add_documents(index_dir(args), docs, show_progress=not args.quiet))
+
+
+def sync(args: argparse.Namespace) -> None:
+    """Make an index match a folder (or file): add new, replace changed, prune removed."""
+    loaded = load(args)
+    root = Path(args.source)
+    unread = frozenset(
+        str((root / name).resolve() if root.is_dir() else root.resolve())
+        for name, _ in loaded.report.skipped
+    )
+    report = sync_documents(
+        index_dir(args),
+        loaded.documents,
+        scope=root,
+        prune=args.prune,
+        keep_sources=unread,
+        show_progress=not args.quiet,
+    )
+    print(
+        f"synced {report.directory}: {len(report.added)} added, {len(report.changed)} changed, "
+        f"{len(report.removed)} removed, {report.unchanged} unchanged; {report.documents} "
+        f"documents, {report.chunks} chunks in {report.seconds:.1f}s "
+        f"(embedding {report.embed_seconds:.1f}s)"
+    )
+    for label, ids in (("added", report.added), ("changed", report.changed)):
+        for doc_id in ids[:SHOWN_IDS]:
+            print(f"  {label} {doc_id}")
+    for doc_id in report.removed[:SHOWN_IDS]:
+        print(f"  removed {doc_id}")
+    if report.missing:
+        print(
+            f"warning: {len(report.missing)} indexed document(s) from {root} are gone "
+            f"({quote_ids(report.missing)}); kept: --prune deletes them",
+            file=sys.stderr,
+        )
+
+
+def docs(args: argparse.Namespace) -> None:
+    """List the documents of an index."""
+    with Index.open(index_dir(args)) as idx:
+        records = idx.documents
+    if args.json:
+        print(json.dumps([r.to_dict() for r in records], indent=2, ensure_ascii=False))
+        return
+    if not records:
+        print("no documents")
+        return
+    width = min(max(len(r.id) for r in records), 48)
+    print(f"{'id':<{width}}  {'chunks':>6}  {'hash':<16}  {'indexed at':<25}  title / source")
+    for r in records:
+        print(
+            f"{r.id:<{width}}  {r.chunks:>6}  {r.hash or '-':<16}  {r.indexed_at:<25}  "
+            f"{r.title}" + (f"  ({r.source})" if r.source else "")
+        )
+    print(f"{len(records)} documents")
 
 
 def delete(args: argparse.Namespace) -> None:

@@ -1,0 +1,246 @@
+"""Read one file of a user's documents into a title, a text and metadata, by the file's kind.
+
+Markdown keeps its headings (and its front matter becomes metadata); reStructuredText's section
+titles become Markdown-style ``#`` headings, so the chunker sees one syntax; HTML gives its text
+and headings, no markup (BeautifulSoup); PDF its pages' text (pypdf). Bytes are read as UTF-8,
+else as charset-normalizer's best guess, which is reported. A file that is binary or cannot be
+decoded raises :class:`SkipFile` with the reason: the loader skips it with a warning (or, when
+strict, stops before anything is written).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+Scalar = str | int | float | bool
+"""What a metadata value may be: what Chroma stores and ``--where key=value`` compares."""
+
+
+class SkipFile(Exception):
+    """A file that cannot be read as a document; the message is the reason."""
+
+
+@dataclass(frozen=True)
+class Parsed:
+    """One file's document: title, text (Markdown-style headings) and metadata."""
+
+    title: str
+    text: str
+    metadata: dict[str, Scalar] = field(default_factory=dict)
+    encoding: str | None = None
+    """The encoding it was decoded from when that was not UTF-8."""
+
+
+def decode(data: bytes) -> tuple[str, str | None]:
+    """Return the text of ``data`` and its encoding when not UTF-8; raise SkipFile if binary."""
+    if b"\x00" in data[:8192]:
+        raise SkipFile("binary file (NUL bytes), not text")
+    try:
+        return data.decode("utf-8-sig"), None
+    except UnicodeDecodeError:
+        pass
+    from charset_normalizer import from_bytes
+
+    found = from_bytes(data)
+    best = found.best()
+    if best is None:
+        raise SkipFile("not UTF-8 and no other text encoding fits; re-encode it as UTF-8")
+    # A short text fits several code pages equally well; Windows-1252 (Latin-1's superset) is
+    # by far the most common of them, so it wins a tie.
+    tied = [m for m in found if (m.chaos, m.coherence) == (best.chaos, best.coherence)]
+    best = next((m for m in tied if m.encoding == "cp1252"), best)
+    return str(best), best.encoding
+
+
+def _title_from_stem(path: Path) -> str:
+    return path.stem.replace("_", " ").replace("-", " ").strip()
+
+
+def read_plain(path: Path, text: str) -> Parsed:
+    """Plain text: a leading ``# Heading`` line is the title, else the file name."""
+    first, _, rest = text.strip().partition("\n")
+    if first.startswith("#") and rest.strip():
+        return Parsed(first.lstrip("#").strip(), rest.strip())
+    return Parsed(_title_from_stem(path), text.strip())
+
+
+_FRONT_MATTER = re.compile(r"\A---[ \t]*\n(.*?)\n---[ \t]*(?:\n|\Z)", re.DOTALL)
+
+
+def read_markdown(path: Path, text: str) -> Parsed:
+    """Markdown: YAML front matter → metadata (``title`` → the title), then as plain text."""
+    metadata: dict[str, Scalar] = {}
+    found = _FRONT_MATTER.match(text)
+    if found:
+        metadata = front_matter(found.group(1), path)
+        text = text[found.end() :]
+    title = metadata.pop("title", None)
+    parsed = read_plain(path, text)
+    if title is not None:
+        return Parsed(str(title), text.strip(), metadata)
+    return Parsed(parsed.title, parsed.text, metadata)
+
+
+def front_matter(block: str, path: Path) -> dict[str, Scalar]:
+    """Parse a YAML front-matter block into scalar metadata (see :func:`scalar`)."""
+    import yaml
+
+    try:
+        data = yaml.safe_load(block)
+    except yaml.YAMLError as err:
+        raise SkipFile(f"its front matter is not valid YAML ({err.__class__.__name__})") from err
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise SkipFile("its front matter is not a YAML mapping (key: value lines)")
+    return {str(k): scalar(v) for k, v in data.items() if v is not None}
+
+
+def scalar(value: object) -> Scalar:
+    """Return a metadata value as a scalar: dates as ISO text, lists joined by ", ", else JSON."""
+    if isinstance(value, str | int | float | bool):
+        return value
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    if isinstance(value, list | tuple) and all(isinstance(v, str | int | float) for v in value):
+        return ", ".join(str(v) for v in value)
+    return json.dumps(value, default=str, ensure_ascii=False)
+
+
+_RST_ADORNMENT = re.compile(r"^([=\-`:'\"~^_*+#<>.])\1{2,}\s*$")
+
+
+def read_rst(path: Path, text: str) -> Parsed:
+    """reStructuredText: section titles (underlined, maybe overlined) become ``#`` headings.
+
+    Levels follow the order in which adornment styles first appear, as docutils assigns them;
+    the first title is the document's title.
+    """
+    lines = text.strip().splitlines()
+    out: list[str] = []
+    styles: list[tuple[str, bool]] = []
+    title = ""
+    i = 0
+    while i < len(lines):
+        over = _RST_ADORNMENT.match(lines[i])
+        if over and i + 2 < len(lines) and _is_underline(lines[i + 2], lines[i + 1], over[1]):
+            style, heading, i = (over[1], True), lines[i + 1].strip(), i + 3
+        elif (
+            i + 1 < len(lines)
+            and lines[i].strip()
+            and not lines[i].startswith(" ")
+            and _is_underline(lines[i + 1], lines[i], None)
+        ):
+            style, heading, i = (lines[i + 1].strip()[0], False), lines[i].strip(), i + 2
+        else:
+            out.append(lines[i])
+            i += 1
+            continue
+        if style not in styles:
+            styles.append(style)
+        if not title:
+            title = heading
+            continue
+        out += ["", "#" * min(styles.index(style) + 1, 6) + " " + heading, ""]
+    return Parsed(title or _title_from_stem(path), "\n".join(out).strip())
+
+
+def _is_underline(line: str, above: str, char: str | None) -> bool:
+    found = _RST_ADORNMENT.match(line)
+    return (
+        bool(found)
+        and (char is None or found[1] == char)
+        and len(line.rstrip()) >= len(above.strip())
+    )
+
+
+_LIST_GAP = re.compile(r"^(- .*)\n\n(?=- )", re.MULTILINE)
+_BLOCKS = ("p", "div", "section", "article", "table", "tr", "ul", "ol", "blockquote", "dl")
+
+
+def read_html(path: Path, text: str) -> Parsed:
+    """HTML: the text and headings, no markup; ``<title>`` (else the first ``<h1>``) is the title.
+
+    Headings become ``#`` lines, ``<pre>`` a fenced block, list items ``- `` lines, and block
+    elements paragraphs; scripts, styles and navigation are dropped.
+    """
+    from bs4 import BeautifulSoup
+
+    soup = BeautifulSoup(text, "html.parser")
+    for tag in soup(["script", "style", "noscript", "template", "nav"]):
+        tag.decompose()
+    title_tag = soup.find("title")
+    title = title_tag.get_text(" ", strip=True) if title_tag else ""
+    if title_tag:
+        title_tag.decompose()
+    for pre in soup.find_all("pre"):
+        pre.replace_with(f"\n\n```\n{pre.get_text().strip(chr(10))}\n```\n\n")
+    for level in range(1, 7):
+        for heading in soup.find_all(f"h{level}"):
+            words = heading.get_text(" ", strip=True)
+            if not title and level == 1:
+                title = words
+                heading.decompose()
+                continue
+            heading.replace_with(f"\n\n{'#' * level} {words}\n\n")
+    for item in soup.find_all("li"):
+        item.replace_with(f"\n- {item.get_text(' ', strip=True)}\n")
+    for br in soup.find_all("br"):
+        br.replace_with("\n")
+    for block in soup.find_all(_BLOCKS):
+        block.insert_before("\n\n")
+        block.insert_after("\n\n")
+    body = re.sub(r"\n[ \t]*\n\s*", "\n\n", soup.get_text()).strip()
+    while _LIST_GAP.search(body):  # a list's items on consecutive lines
+        body = _LIST_GAP.sub(r"\1\n", body)
+    return Parsed(title or _title_from_stem(path), body)
+
+
+def read_pdf(path: Path) -> Parsed:
+    """PDF: each page's text (pypdf), pages separated by blank lines; its Title, else the name."""
+    from pypdf import PdfReader
+    from pypdf.errors import PyPdfError
+
+    try:
+        reader = PdfReader(path)
+        if reader.is_encrypted:
+            raise SkipFile("the PDF is encrypted; decrypt it first")
+        pages = [page.extract_text() or "" for page in reader.pages]
+        title = (reader.metadata.title if reader.metadata else None) or ""
+    except (PyPdfError, ValueError, KeyError) as err:
+        raise SkipFile(f"not a readable PDF ({err.__class__.__name__}: {err})") from err
+    body = "\n\n".join(p.strip() for p in pages if p.strip())
+    if not body:
+        raise SkipFile("the PDF has no text layer (scanned?); run OCR first")
+    return Parsed(str(title).strip() or _title_from_stem(path), body, {"pages": len(pages)})
+
+
+TextReader = Callable[[Path, str], Parsed]
+TEXT_READERS: dict[str, TextReader] = {
+    ".md": read_markdown,
+    ".markdown": read_markdown,
+    ".txt": read_plain,
+    ".text": read_plain,
+    ".rst": read_rst,
+    ".html": read_html,
+    ".htm": read_html,
+}
+DOCUMENT_SUFFIXES = (*TEXT_READERS, ".pdf")
+"""Suffixes read as one document per file (JSONL files hold one per line)."""
+
+
+def read_file(path: Path, data: bytes) -> Parsed:
+    """Return the document in ``path`` (whose bytes are ``data``) by its suffix."""
+    suffix = path.suffix.lower()
+    if suffix == ".pdf":
+        return read_pdf(path)
+    text, encoding = decode(data)
+    parsed = TEXT_READERS[suffix](path, text)
+    if not parsed.text.strip():
+        raise SkipFile("it holds no text")
+    return Parsed(parsed.title, parsed.text, parsed.metadata, encoding)
