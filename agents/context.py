@@ -29,7 +29,12 @@ class AgentContext:
         default=DEFAULT_PRESET,
         metadata={"description": "tuned (our best on dev) or paper (as the papers have it)"},
     )
+    where: Mapping[str, str] | None = field(
+        default=None,
+        metadata={"description": "only passages whose fields equal these (Retriever.retrieve)"},
+    )
     _retrievers: dict[tuple[str, str], Retriever] = field(default_factory=dict, repr=False)
+    _allowed: set[str] | None = field(default=None, repr=False)
 
     presets: ClassVar[Mapping[str, Mapping[str, Any]]] = {}
     """Settings per preset where they differ from the field defaults (which are ``tuned``)."""
@@ -51,5 +56,15 @@ class AgentContext:
         """Return the retriever ``name`` over the index (in this run's preset), built once."""
         key = (name, repr(sorted(options.items())))
         if key not in self._retrievers:
-            self._retrievers[key] = make_retriever(name, self.index, preset=self.preset, **options)
+            self._retrievers[key] = make_retriever(
+                name, self.index, preset=self.preset, where=self.where, **options
+            )
         return self._retrievers[key]
+
+    def allows(self, chunk_id: str) -> bool:
+        """Tell whether a chunk may be evidence: every chunk, or those ``where`` matches."""
+        if self.where is None:
+            return True
+        if self._allowed is None:
+            self._allowed = self.index.matching(self.where)
+        return chunk_id in self._allowed

@@ -39,6 +39,10 @@ class ServerContext:
         default=DEFAULT_PRESET,
         metadata={"description": "tuned (our best on dev) or paper (as the papers have it)"},
     )
+    where: dict[str, str] | None = field(
+        default=None,
+        metadata={"description": "only passages whose fields equal these (e.g. source, lang)"},
+    )
 
 
 @cache
@@ -66,7 +70,7 @@ def serve(method: str) -> CompiledStateGraph:
         ctx = runtime.context or ServerContext()
         extra = {"method": ctx.method} if method == "chat" else fixed
         context = context_type.in_preset(
-            ctx.preset, index=_index(ctx.index), chat=_chat(), k=ctx.k, **extra
+            ctx.preset, index=_index(ctx.index), chat=_chat(), k=ctx.k, where=ctx.where, **extra
         )
         return inner.invoke(state, context=context)
 

@@ -110,14 +110,14 @@ def build_index(
         embed_seconds = time.perf_counter() - t0
         location = _new_location(settings, directory)
         with Generation(directory, old) as gen:
-            vectors = gen.create_collection(location)
-            try:
-                vectors.upsert(chunks, embeddings, gen.number)
-            finally:
-                vectors.close()
             embedder_info = {"name": embedder.name, "dimension": embedder.dimension}
             manifest = _manifest(settings, embedder_info, location, chunks, created=None)
             records = records_of(docs, chunks, manifest.updated_at)
+            vectors = gen.create_collection(location)
+            try:
+                vectors.upsert(chunks, embeddings, gen.number, _fields(records, chunks))
+            finally:
+                vectors.close()
             _write_tables(gen, manifest, chunks, records, chunks, embeddings)
             manifest.timings = {
                 "build_seconds": time.perf_counter() - started,
@@ -388,7 +388,7 @@ def _commit_change(
             assert embeddings is not None
             store = ChromaVectorStore(passages_location(directory, old))
             try:
-                store.upsert(added, embeddings, gen.number)
+                store.upsert(added, embeddings, gen.number, _fields(records, added))
             finally:
                 store.close()
         manifest = _successor(old, after)
@@ -401,6 +401,12 @@ def _commit_change(
             )
         gen.commit(manifest)
     return manifest
+
+
+def _fields(records: Sequence[DocumentRecord], chunks: Sequence[Chunk]) -> dict[str, dict]:
+    """Return the metadata of the ``chunks``' documents for their Chroma rows."""
+    wanted = {c.doc_id for c in chunks}
+    return {r.id: r.fields() for r in records if r.id in wanted}
 
 
 def _successor(old: Manifest, chunks: Sequence[Chunk]) -> Manifest:

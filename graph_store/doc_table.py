@@ -9,13 +9,13 @@ chunks, with no source and no hash (its next sync then counts every document as 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import orjson
 
-from hopgraph.core.errors import IndexStateError
+from hopgraph.core.errors import IndexStateError, InputError
 
 from .documents import Chunk, Document, Scalar
 from .manifest import Manifest
@@ -38,6 +38,10 @@ class DocumentRecord:
     def to_dict(self) -> dict:
         """Return the record as JSON-ready data."""
         return asdict(self)
+
+    def fields(self) -> dict[str, Scalar]:
+        """Return what every chunk of the document carries as metadata: source, user fields."""
+        return {**self.metadata, "source": self.source}
 
 
 def records_of(
@@ -76,3 +80,47 @@ def read_documents(
         raise IndexStateError(
             f"{path} is missing or damaged: {err}", "rebuild the index from its sources"
         ) from err
+
+
+BUILT_IN_FIELDS = ("doc_id", "title", "source", "section")
+"""Fields every chunk has besides its document's own metadata."""
+
+
+def as_text(value: Scalar) -> str:
+    """Return a metadata value as ``--where`` writes it (``true`` / ``false`` for booleans)."""
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def matching(
+    records: Sequence[DocumentRecord], chunks: Iterable[Chunk], where: Mapping[str, str]
+) -> set[str]:
+    """Return the ids of the chunks whose fields equal every ``where`` value (as text).
+
+    The fields are the built-in ones (:data:`BUILT_IN_FIELDS`) and the document's metadata. A
+    key no document has is an error that lists the keys there are.
+    """
+    known = set(BUILT_IN_FIELDS).union(*(r.metadata.keys() for r in records))
+    unknown = sorted(set(where) - known)
+    if unknown:
+        raise InputError(
+            f"no document has the field(s) {', '.join(map(repr, unknown))}",
+            f"filter on one of: {', '.join(sorted(known))}",
+        )
+    by_id = {r.id: r for r in records}
+    doc_wanted = {k: v for k, v in where.items() if k != "section"}
+    docs = {
+        d
+        for d, r in by_id.items()
+        if all(_field(r, key) == value for key, value in doc_wanted.items())
+    }
+    section = where.get("section")
+    return {c.id for c in chunks if c.doc_id in docs and (section is None or c.section == section)}
+
+
+def _field(record: DocumentRecord, key: str) -> str | None:
+    if key == "doc_id":
+        return record.id
+    if key in ("title", "source"):
+        return getattr(record, key)
+    value = record.metadata.get(key)
+    return None if value is None else as_text(value)

@@ -21,6 +21,22 @@ Scalar = str | int | float | bool
 """What a metadata value may be: what Chroma stores and ``--where key=value`` compares."""
 
 
+RESERVED_FIELDS = frozenset(
+    {"id", "text", "doc_id", "position", "n_chunks", "section", "source", "generation"}
+)
+"""Metadata names hopgraph sets itself; a document's own fields may not take them."""
+
+
+def check_fields(fields: dict[str, Scalar]) -> None:
+    """Raise ValueError naming a metadata key hopgraph reserves."""
+    taken = sorted(RESERVED_FIELDS & fields.keys())
+    if taken:
+        raise ValueError(
+            f"metadata field(s) {', '.join(map(repr, taken))} are reserved by hopgraph "
+            f"({', '.join(sorted(RESERVED_FIELDS))}); rename them"
+        )
+
+
 class SkipFile(Exception):
     """A file that cannot be read as a document; the message is the reason."""
 
@@ -98,7 +114,12 @@ def front_matter(block: str, path: Path) -> dict[str, Scalar]:
         return {}
     if not isinstance(data, dict):
         raise SkipFile("its front matter is not a YAML mapping (key: value lines)")
-    return {str(k): scalar(v) for k, v in data.items() if v is not None}
+    fields = {str(k): scalar(v) for k, v in data.items() if v is not None}
+    try:
+        check_fields(fields)
+    except ValueError as err:
+        raise SkipFile(f"its front matter: {err}") from err
+    return fields
 
 
 def scalar(value: object) -> Scalar:

@@ -7,7 +7,7 @@ nothing is recomputed, and the embedding model is loaded only when a query needs
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import cached_property
 from pathlib import Path
 from types import TracebackType
@@ -18,7 +18,7 @@ import orjson
 from hopgraph.core.errors import IndexStateError
 
 from .atomic import recover
-from .doc_table import DocumentRecord, read_documents
+from .doc_table import DocumentRecord, matching, read_documents
 from .documents import Chunk
 from .embedding import Embedder, load_embedder
 from .entity_linker import EntityLinker
@@ -246,6 +246,10 @@ class Index:
     def documents(self) -> list[DocumentRecord]:
         """Return the index's documents: source, content hash, indexed at, chunks, metadata."""
         return read_documents(self.directory, self.manifest, list(self.chunks.values()))
+
+    def matching(self, where: Mapping[str, str]) -> set[str]:
+        """Return the ids of the chunks whose fields equal ``where``'s (doc_table.matching)."""
+        return matching(self.documents, self.chunks.values(), where)
 
     @property
     def doc_ids(self) -> set[str]:

@@ -21,7 +21,7 @@ import orjson
 from hopgraph.core.errors import InputError
 
 from .documents import Document
-from .file_formats import DOCUMENT_SUFFIXES, SkipFile, read_file, scalar
+from .file_formats import DOCUMENT_SUFFIXES, SkipFile, check_fields, read_file, scalar
 
 JSONL_SUFFIXES = (".jsonl", ".ndjson", ".json")
 SHOWN_SKIPS = 20
@@ -187,6 +187,10 @@ def _parse_line(line: bytes, path: Path, number: int, source: str) -> Document:
         record = {**record.pop("metadata"), **record}
     fields = record
     metadata = {str(k): scalar(v) for k, v in fields.items() if v is not None}
+    try:
+        check_fields(metadata)
+    except ValueError as err:
+        raise InputError(f"{where}: {err}") from err
     return Document(str(doc_id), title.strip(), text.strip(), source, metadata)
 
 

@@ -7,7 +7,7 @@ embedding function (it downloads a model). Collections use cosine space.
 from __future__ import annotations
 
 import logging
-from collections.abc import Container, Iterator, Sequence
+from collections.abc import Container, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
@@ -19,7 +19,7 @@ from chromadb.config import Settings
 from hopgraph.core.errors import IndexStateError
 
 from .base import Scored
-from .documents import Chunk
+from .documents import Chunk, Scalar
 
 log = logging.getLogger(__name__)
 
@@ -111,18 +111,31 @@ class ChromaVectorStore:
                 "the index is damaged or its server was reset: rebuild with `hopgraph index`",
             ) from err
 
-    def upsert(self, chunks: Sequence[Chunk], embeddings: np.ndarray, generation: int) -> None:
-        """Upsert chunks with their embeddings, tagged with the write's ``generation``."""
+    def upsert(
+        self,
+        chunks: Sequence[Chunk],
+        embeddings: np.ndarray,
+        generation: int,
+        fields: Mapping[str, Mapping[str, Scalar]] | None = None,
+    ) -> None:
+        """Upsert chunks with their embeddings, tagged with the write's ``generation``.
+
+        ``fields``: per document id, metadata every chunk of it carries (its source and the
+        user's fields), which Chroma's ``where`` clauses can filter on.
+        """
+        fields = fields or {}
         self.upsert_records(
             [c.id for c in chunks],
             embeddings,
             [c.text for c in chunks],
             [
                 {
+                    **fields.get(c.doc_id, {}),
                     "doc_id": c.doc_id,
                     "title": c.title,
                     "position": c.position,
                     "n_chunks": c.n_chunks,
+                    "section": c.section,
                     GENERATION: generation,
                 }
                 for c in chunks
@@ -153,9 +166,9 @@ class ChromaVectorStore:
         for start in range(0, len(ids), step):
             self.collection.delete(ids=list(ids[start : start + step]))
 
-    def query(self, embedding: np.ndarray, k: int) -> Scored:
-        """Return (id, cosine similarity) pairs, best first."""
-        # No metadata filter (it scans every row's metadata: 0.2 s per query at 100k rows):
+    def query(self, embedding: np.ndarray, k: int, where: dict | None = None) -> Scored:
+        """Return (id, cosine similarity) pairs, best first; ``where``: a Chroma filter."""
+        # No generation filter (it scans every row's metadata: 0.2 s per query at 100k rows):
         # rows the reader may not see are skipped, and the search widened if they took places.
         total = self.count()
         fetch = min(k, total)
@@ -165,6 +178,7 @@ class ChromaVectorStore:
                 query_embeddings=[np.asarray(embedding, dtype=np.float32)],
                 n_results=fetch,
                 include=["distances"],
+                where=where,
             )
             ids, distances = result["ids"][0], result["distances"][0]
             scored = [

@@ -11,6 +11,7 @@ from typing import Any
 
 from hopgraph.graph_store import Index
 
+from .commands import where_option
 from .core.errors import HopgraphError, InputError
 from .core.llm import choose_chat, describe
 from .core.settings import cache_dir
@@ -25,9 +26,9 @@ def ask(args: argparse.Namespace) -> None:
     """Answer a question; print the answer, its citations, the steps and the LLM usage."""
     from hopgraph.agents.run import checkpointer, run_agent
 
-    from .commands import index_dir
+    from .commands import index_dir, where_of
 
-    settings: dict[str, Any] = {"k": args.k, "preset": args.preset}
+    settings: dict[str, Any] = {"k": args.k, "preset": args.preset, "where": where_of(args.where)}
     if args.max_steps is not None:
         from hopgraph.agents.registry import step_settings
 
@@ -67,7 +68,12 @@ def ask(args: argparse.Namespace) -> None:
 
 
 def evidence_alone(
-    index: Index, method: str, question: str, k: int, preset: str
+    index: Index,
+    method: str,
+    question: str,
+    k: int,
+    preset: str,
+    where: dict[str, str] | None = None,
 ) -> tuple[str, list[dict[str, Any]]]:
     """Answer with no LLM: the retriever that ran and the passages it ranks first.
 
@@ -76,16 +82,18 @@ def evidence_alone(
     from hopgraph.tools import RETRIEVERS, make_retriever
 
     method = method if method in RETRIEVERS else "gnn_ret"
-    hits = make_retriever(method, index, preset=preset).retrieve(question, k)
+    hits = make_retriever(method, index, preset=preset).retrieve(question, k, where)
     return method, [h.to_dict() for h in hits]
 
 
 def _evidence_only(args: argparse.Namespace) -> None:
     """With no LLM: print the passages a retriever ranks first (:func:`evidence_alone`)."""
-    from .commands import index_dir
+    from .commands import index_dir, where_of
 
     with Index.open(index_dir(args)) as index:
-        method, hits = evidence_alone(index, args.method, args.question, args.k, args.preset)
+        method, hits = evidence_alone(
+            index, args.method, args.question, args.k, args.preset, where_of(args.where)
+        )
     why = "no LLM is configured (--llm none, or auto with no HOPGRAPH_LLM_* set)"
     if args.json:
         print(json.dumps({"question": args.question, "method": method, "answer": None,
@@ -177,6 +185,7 @@ def add_parser(
         help="loop bound of a multi-step agent (default: rgnn_ret 5 sub-questions, gear 4 "
         "rounds, tog2 depth 3)",
     )
+    where_option(p)
     p.add_argument("--stream", action="store_true", help="print each step as it finishes")
     p.add_argument("--thread", metavar="ID", help="thread id: resume an unfinished run")
     p.add_argument(

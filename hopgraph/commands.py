@@ -162,11 +162,34 @@ def delete(args: argparse.Namespace) -> None:
 def retrieve(args: argparse.Namespace) -> None:
     """Print the top-k passages for a query."""
     with Index.open(index_dir(args)) as idx:
-        hits = make_retriever(args.method, idx, preset=args.preset).retrieve(args.query, args.k)
+        retriever = make_retriever(args.method, idx, preset=args.preset)
+        hits = retriever.retrieve(args.query, args.k, where_of(args.where))
     if args.json:
         print(json.dumps([h.to_dict() for h in hits], indent=2, ensure_ascii=False))
     else:
         print(format_hits(hits) if hits else "no passages matched")
+
+
+def where_option(parser: argparse.ArgumentParser) -> None:
+    """Add ``--where KEY=VALUE`` (repeatable) to a command that retrieves."""
+    parser.add_argument(
+        "--where",
+        action="append",
+        metavar="KEY=VALUE",
+        help="only passages whose field equals VALUE (repeatable, all must hold): doc_id, "
+        "title, source, section, or a document's metadata (JSONL keys, front matter)",
+    )
+
+
+def where_of(pairs: Sequence[str] | None) -> dict[str, str] | None:
+    """Parse ``--where key=value`` options into a filter (``None`` when there are none)."""
+    where: dict[str, str] = {}
+    for pair in pairs or ():
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise InputError(f"--where {pair!r} is not key=value", "e.g. --where lang=en")
+        where[key.strip()] = value.strip()
+    return where or None
 
 
 def config_show(args: argparse.Namespace) -> None:

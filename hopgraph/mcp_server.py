@@ -36,6 +36,12 @@ INSTRUCTIONS = (
 )
 
 
+WHERE_HELP = (
+    'only passages whose fields equal these values, e.g. {"source": "/docs/a.md"}: '
+    "doc_id, title, source, section or a document's own metadata field"
+)
+
+
 def build_server(index: Index, host: str = "127.0.0.1", port: int = 8000) -> FastMCP:
     """Return an MCP server exposing ``index``; the caller runs it and closes the index."""
     server = FastMCP("hopgraph", instructions=INSTRUCTIONS, host=host, port=port)
@@ -47,12 +53,13 @@ def build_server(index: Index, host: str = "127.0.0.1", port: int = 8000) -> Fas
         method: Annotated[Method, Field(description="retrieval method")] = "gnn_ret",
         k: Annotated[int, Field(ge=1, le=50, description="passages to return")] = 5,
         preset: Annotated[Preset, Field(description=PRESET_HELP)] = DEFAULT_PRESET,
+        where: Annotated[dict[str, str] | None, Field(description=WHERE_HELP)] = None,
     ) -> list[dict[str, Any]]:
         """Return the k best passages for a query, with scores and why each was retrieved."""
         from hopgraph.tools import make_retriever
 
         with lock, _as_tool_error():
-            hits = make_retriever(method, index, preset=preset).retrieve(query, k)
+            hits = make_retriever(method, index, preset=preset).retrieve(query, k, where)
             return [h.to_dict() for h in hits]
 
     @server.tool()

@@ -32,20 +32,46 @@ class Retriever(ABC):
     """Constructor options per preset (tools.registry.PRESETS): ``tuned`` is the constructor's
     defaults, ``paper`` the paper's settings; docs/methods.md gives every difference."""
 
+    where: Mapping[str, str] | None = None
+    """Fields every result must have (``make_retriever(..., where=...)``); see :meth:`retrieve`."""
+
     def __init__(self, index: Index) -> None:
         self.index = index
 
-    def retrieve(self, query: str, k: int = 5) -> list[Hit]:
-        """Return the ``k`` best chunks for ``query``, best first."""
+    def retrieve(self, query: str, k: int = 5, where: Mapping[str, str] | None = None) -> list[Hit]:
+        """Return the ``k`` best chunks for ``query``, best first.
+
+        ``where`` (with the retriever's own :attr:`where`): only chunks whose fields equal these
+        values, as text: ``doc_id``, ``title``, ``source``, ``section`` or any metadata field of
+        their document (Index.matching). The method ranks as it always does; its ranking is
+        searched deeper until ``k`` such chunks are found or every chunk is ranked (methods
+        that call an LLM rank once, four times deeper, to bound their calls).
+        """
         if not isinstance(query, str) or not query.strip():
             raise InputError("the query is empty", "ask a question or give some keywords")
         if isinstance(k, bool) or not isinstance(k, int) or k <= 0:
             raise InputError(f"k must be a positive whole number, got {k!r}")
-        return self._retrieve(query.strip(), k)
+        wanted = {**(self.where or {}), **(where or {})}
+        if not wanted:
+            return self._retrieve(query.strip(), k)
+        allowed = self.index.matching(wanted)
+        return self._retrieve_within(query.strip(), k, allowed) if allowed else []
 
     @abstractmethod
     def _retrieve(self, query: str, k: int) -> list[Hit]:
         """Rank chunks for a validated query."""
+
+    def _retrieve_within(self, query: str, k: int, allowed: set[str]) -> list[Hit]:
+        """Return the ``k`` best of the ``allowed`` chunks: the ranking, searched deeper."""
+        total = len(self.index.chunks)
+        depth = min(total, 4 * k)
+        while True:
+            hits = self._retrieve(query, depth)
+            kept = [h for h in hits if h.id in allowed]
+            exhausted = len(hits) < depth or depth >= total
+            if len(kept) >= k or exhausted or self.needs_llm:
+                return kept[:k]
+            depth = min(total, 4 * depth)
 
     def _hits(self, scored: Scored, step: str) -> list[Hit]:
         """Turn (chunk id, score) pairs into hits with this method's provenance."""

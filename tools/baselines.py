@@ -10,6 +10,9 @@ from .base import Retriever
 from .fusion import reciprocal_rank_fusion
 from .hits import Hit, Provenance
 
+MAX_WHERE_DOCS = 10_000
+"""Documents up to which a filtered dense search asks Chroma for them by id."""
+
 
 class BM25Retriever(Retriever):
     """Lexical retrieval with bm25s (Lucene BM25, English stemming and stop words)."""
@@ -37,14 +40,33 @@ class DenseRetriever(Retriever):
         vector = self.index.embed_query(query)
         return self._hits(self.index.vectors.query(vector, k), "embedding match")
 
-    def exact_top(self, query: str, k: int) -> list[Hit]:
+    def _retrieve_within(self, query: str, k: int, allowed: set[str]) -> list[Hit]:
+        """Search only the allowed chunks' documents, with Chroma's ``where`` on ``doc_id``."""
+        docs = {self.index.chunk(c).doc_id for c in allowed}
+        if len(docs) > MAX_WHERE_DOCS:  # a long $in list costs more than ranking deeper
+            return super()._retrieve_within(query, k, allowed)
+        # their other chunks (a section filter) may take places: fetch that many more
+        held = sum(1 for c in self.index.chunks.values() if c.doc_id in docs)
+        where = {"doc_id": {"$in": sorted(docs)}}
+        vector = self.index.embed_query(query)
+        scored = self.index.vectors.query(vector, min(held, k + held - len(allowed)), where)
+        return self._hits([p for p in scored if p[0] in allowed][:k], "embedding match")
+
+    def exact_top(self, query: str, k: int, allowed: set[str] | None = None) -> list[Hit]:
         """Return the first ``k`` hits by an exact scan of the in-memory embedding matrix.
 
         The ranking Chroma's index approximates, ties broken by id as there; for a handful of
         hits it costs less than a Chroma round trip (the no-harm guard asks for two per query).
+        ``allowed``: rank only these chunks.
         """
         similarity = self.index.query_similarities(query)
         ids = self.index.ids
+        if allowed is not None:
+            rows = self.index.rows
+            keep = np.zeros(len(similarity), dtype=bool)
+            keep[[rows[c] for c in allowed]] = True
+            similarity = np.where(keep, similarity, -np.inf)
+            k = min(k, len(allowed))
         if len(similarity) > 4 * k:  # a cheap shortlist first; ties at its edge stay in it
             cut = np.partition(similarity, -4 * k)[-4 * k]
             rows = np.flatnonzero(similarity >= cut)

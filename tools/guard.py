@@ -11,6 +11,8 @@ while dense retrieval cannot tell them apart either. ``keep=0`` switches it off 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from hopgraph.graph_store import Index
 
 from .base import Retriever
@@ -59,14 +61,21 @@ class Guarded(Retriever):
         self.keep, self.margin = keep, margin
         self._dense = DenseRetriever(index) if keep else None
 
-    def retrieve(self, query: str, k: int = 5) -> list[Hit]:
-        """Rank with the method, then put dense retrieval's top ``keep`` first."""
+    def retrieve(self, query: str, k: int = 5, where: Mapping[str, str] | None = None) -> list[Hit]:
+        """Rank with the method, then put dense retrieval's top ``keep`` first.
+
+        With ``where``, both rank only the chunks it allows (Retriever.retrieve).
+        """
         if not self.keep or self._dense is None:
-            return super().retrieve(query, k)
+            return super().retrieve(query, k, where)
         # Exactly k from the method: the anchors plus its hits without them always make k, and
         # asking for more changes methods whose ranking depends on k (hybrid's RRF of two top-k
         # lists: hotpotqa R@5 80.1 at k = 5, 77.7 for the first 5 of k = 7).
-        hits = super().retrieve(query, k)
-        top = self._dense.exact_top(query, min(self.keep, k))
+        hits = super().retrieve(query, k, where)
+        wanted = {**(self.where or {}), **(where or {})}
+        allowed = self.index.matching(wanted) if wanted else None
+        top = self._dense.exact_top(query, min(self.keep, k), allowed)
+        if not top:
+            return hits
         anchors = [h for h in top if top[0].score - h.score < self.margin or h is top[0]]
         return keep_top(anchors, hits, k, self.name)

@@ -17,6 +17,11 @@ class RetrieveInput(BaseModel):
 
     query: str = Field(min_length=1, description="the question or keywords to search for")
     k: int = Field(5, ge=1, le=50, description="how many passages to return")
+    where: dict[str, str] | None = Field(
+        None,
+        description="only passages whose fields equal these values: doc_id, title, source, "
+        "section or a document's own metadata field",
+    )
 
 
 def format_hits(hits: list[Hit]) -> str:
@@ -32,8 +37,8 @@ def format_hits(hits: list[Hit]) -> str:
 def as_tool(retriever: Retriever) -> BaseTool:
     """Wrap a retriever: the content is text for the model, the artifact is the list of hits."""
 
-    def run(query: str, k: int = 5) -> tuple[str, list[Hit]]:
-        hits = retriever.retrieve(query, k)
+    def run(query: str, k: int = 5, where: dict[str, str] | None = None) -> tuple[str, list[Hit]]:
+        hits = retriever.retrieve(query, k, where)
         return format_hits(hits), hits
 
     return StructuredTool.from_function(

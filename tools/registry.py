@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Literal, get_args
 
 from hopgraph.core.errors import UnknownMethodError
@@ -47,11 +47,16 @@ def check_preset(preset: str) -> Preset:
 
 
 def make_retriever(
-    name: str, index: Index, preset: str = DEFAULT_PRESET, **options: object
+    name: str,
+    index: Index,
+    preset: str = DEFAULT_PRESET,
+    where: Mapping[str, str] | None = None,
+    **options: object,
 ) -> Retriever:
     """Return the retriever registered as ``name`` over ``index``.
 
     ``preset`` picks the method's settings (its class's ``presets``); ``options`` override them.
+    ``where``: fields every result must have (Retriever.retrieve), the base's too.
     """
     try:
         cls = RETRIEVERS[name]
@@ -61,8 +66,10 @@ def make_retriever(
         ) from None
     chosen = {**cls.presets.get(check_preset(preset), {}), **options}
     if cls.needs_base:
-        chosen["bases"] = lambda base: make_retriever(base, index)
-    return cls(index, **chosen)
+        chosen["bases"] = lambda base: make_retriever(base, index, where=where)
+    retriever = cls(index, **chosen)
+    retriever.where = dict(where) if where else None
+    return retriever
 
 
 def parse_methods(text: str, choices: Sequence[str] | None = None) -> list[str]:

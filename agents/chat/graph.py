@@ -46,6 +46,7 @@ def respond(state: State, runtime: Runtime[Context]) -> dict:
         on_update=ctx.on_update,
         k=ctx.k,
         preset=ctx.preset,
+        where=ctx.where,
     )
     cited = "".join(f" [{n}] {c['title']}" for n, c in enumerate(result.citations, start=1))
     return {

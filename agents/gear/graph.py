@@ -103,7 +103,8 @@ def link_passages(state: State, runtime: Runtime[Context]) -> dict:
     """Link every memory triple to passages and fuse them with each round's ranking (Eqs. 8–10)."""
     ctx = runtime.context
     linked = [passage_link(ctx, " ".join(t)) for t in state.get("memory", [])]
-    fused = reciprocal_rank_fusion([*linked, *state["rounds"]], ctx.rrf_k)[: ctx.k]
+    fused = reciprocal_rank_fusion([*linked, *state["rounds"]], ctx.rrf_k)
+    fused = [(chunk_id, score) for chunk_id, score in fused if ctx.allows(chunk_id)][: ctx.k]
     evidence = [
         chunk_evidence(ctx.index, chunk_id, score, "gear passageLink + RRF")
         for chunk_id, score in fused

@@ -53,9 +53,12 @@ def retrieve(state: State, runtime: Runtime[Context]) -> dict:
     h_hat = h if not previous else recurrent_merge(h, np.asarray(previous), ctx.beta)
     n = len(state.get("trace", [])) + 1
     ids = ctx.index.passage_graph.ids
+    order = np.argsort(h_hat)
+    if ctx.where:
+        order = np.array([row for row in order if ctx.allows(ids[row])], dtype=np.int64)
     evidence = [
         chunk_evidence(ctx.index, ids[row], float(1.0 - h_hat[row]), f"rgnn_ret step {n}")
-        for row in np.argsort(h_hat)[: ctx.step_k]
+        for row in order[: ctx.step_k]
     ]
     titles = ", ".join(e["title"] for e in evidence)
     return {

@@ -114,7 +114,8 @@ def retrieve_context(state: State, runtime: Runtime[Context]) -> dict:
     pool: dict[str, float] = {}
     for topic in state["topics"]:
         for chunk_id in entity_chunks(ctx, topic["entity"]):
-            pool[chunk_id] = float(similarity[rows[chunk_id]])
+            if ctx.allows(chunk_id):
+                pool[chunk_id] = float(similarity[rows[chunk_id]])
     if pool:
         best = sorted(pool, key=lambda c: -pool[c])[: ctx.top_chunks]
         evidence = [chunk_evidence(ctx.index, c, pool[c], "tog2 topic entities") for c in best]
@@ -250,6 +251,7 @@ def prune_entities(state: State, runtime: Runtime[Context]) -> dict:
     found = [(chunk_id, score) for chunk_id, (score, _) in top]
     if ctx.topic_context:  # the entities the walk stands on, read again for this round's query
         found = _with_topic_chunks(ctx, state["topics"], similarity, found)
+    found = [(chunk_id, score) for chunk_id, score in found if ctx.allows(chunk_id)]
     new = [
         chunk_evidence(ctx.index, chunk_id, s, f"tog2 round {state['rounds']}")
         for chunk_id, s in found

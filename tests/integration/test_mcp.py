@@ -57,6 +57,10 @@ async def exercise(session: ClientSession) -> None:
     paper_hits = payload(await session.call_tool("retrieve", paper))
     assert len(paper_hits) == 2 and paper_hits[0]["provenance"][-1]["method"] == "gnn_ret"
     assert (await session.call_tool("retrieve", {"query": "x", "preset": "fast"})).isError
+    only_d6 = {"query": "Mountrail County seat", "k": 2, "where": {"doc_id": "d6"}}
+    assert [h["id"] for h in payload(await session.call_tool("retrieve", only_d6))] == ["d6"]
+    unknown = await session.call_tool("retrieve", {"query": "x", "where": {"colour": "red"}})
+    assert unknown.isError and "'colour'" in unknown.content[0].text
     # bad input is an MCP error, and the server keeps serving
     empty = await session.call_tool("retrieve", {"query": "   "})
     assert empty.isError and "the query is empty" in empty.content[0].text
