@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import TypedDict
 
 from hopgraph.graph_store import Index
+from hopgraph.prompts import passage
 from hopgraph.tools import Hit
 
 
@@ -50,12 +51,10 @@ def gather(left: list[Evidence] | None, right: list[Evidence] | None) -> list[Ev
 
 
 def numbered_passages(evidence: Sequence[Evidence]) -> str:
-    """Render passages for a prompt: "[1] Wikipedia Title: …" then the text, one per block."""
-    return "\n\n".join(
-        f"[{n}] Wikipedia Title: {e['title']}\n{e['text']}" for n, e in enumerate(evidence, 1)
-    )
+    """Render passages for a prompt: "[1] Document: …" then the text, one per block."""
+    return "\n\n".join(f"[{n}] {passage(e['title'], e['text'])}" for n, e in enumerate(evidence, 1))
 
 
 def titled_passages(evidence: Sequence[Evidence]) -> str:
-    """Render passages the way the papers' readers see them: "Wikipedia Title: …" then text."""
-    return "\n\n".join(f"Wikipedia Title: {e['title']}\n{e['text']}" for e in evidence)
+    """Render passages as the papers' readers see them: the title line, then the text."""
+    return "\n\n".join(passage(e["title"], e["text"]) for e in evidence)

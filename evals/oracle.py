@@ -49,7 +49,7 @@ from hopgraph.prompts import answer, chat, gear, rgnn_ret, tog2
 from .metrics import normalize_answer
 
 _REFERENCE = re.compile(r"#(\d+)")
-_PASSAGE_START = re.compile(r"\n(?=\[\d+\] |Wikipedia Title: |- )")
+_PASSAGE_START = re.compile(r"\n(?=\[\d+\] |Document: |- )")
 
 
 @dataclass

@@ -116,7 +116,7 @@ def never_enough(prompt: str) -> str:
     if "answer the next step question" in prompt:
         return "The snippets do not say."
     if "find facts that help answer" in prompt:  # GEAR and SyncGE
-        titles = re.findall(r"Wikipedia Title: (.+)", prompt)[:2]
+        titles = re.findall(r"Document: (.+)", prompt)[:2]
         return ", ".join(f'("{t}", "is mentioned in", "the documents")' for t in titles)
     if "Answerable: Yes" in prompt:
         return "Answerable: No\nWhy: the facts do not contain the answer."

@@ -2,7 +2,7 @@
 
 Adapted from GEAR's QA prompt (Appendix J.3, itself HippoRAG's and Query2doc's) and GNN-Ret's
 reader (§5.2: under six words), with numbered passages and a ``Cited:`` line so a user can check
-the answer against its evidence. Slots: ``passages`` (numbered, "[1] Wikipedia Title: …"),
+the answer against its evidence. Slots: ``passages`` (numbered, "[1] Document: …"),
 ``notes`` (what an agent learned on the way, or empty) and ``question``.
 """
 

@@ -48,7 +48,7 @@ Next step:"""
 )
 
 STEP_ANSWER = """Your goal is to answer the next step question. I will provide you some \
-wikipedia snippets, and you need to answer the next step question by considering the wikipedia \
+document snippets, and you need to answer the next step question by considering the document \
 snippets.
 
 Question:
@@ -61,7 +61,7 @@ Question:
 {subquestion}
 Intermediate answer:"""
 
-CRITIQUE = """You are a wikipedia QA expert. Your goal is to critique whether the intermediate \
+CRITIQUE = """You are a QA expert. Your goal is to critique whether the intermediate \
 answers are enough to generate the final answer to the question. First analyze if the \
 intermediate answers is enough to generate the final answer step by step logically. Then, if it \
 is enough, output 'Critique: yes'. If not, output 'Critique: no'.

@@ -9,7 +9,7 @@ QUESTION = "When did military instruction start at the place where Larry Alcala 
 
 def cite(prompt: str, title: str) -> str:
     """Return the number the reader prompt gave the passage titled ``title``."""
-    found = re.search(rf"\[(\d+)\] Wikipedia Title: {re.escape(title)}\n", prompt)
+    found = re.search(rf"\[(\d+)\] Document: {re.escape(title)}\n", prompt)
     return found.group(1) if found else "9"
 
 

@@ -26,6 +26,7 @@ from langchain_core.language_models import BaseChatModel
 
 from hopgraph.core.llm import Usage, add_usage, complete, no_usage
 from hopgraph.graph_store import Index
+from hopgraph.prompts import passage
 from hopgraph.prompts.gear import READ
 
 from .base import Bases
@@ -330,7 +331,7 @@ class SyncGERetriever(NaiveGERetriever):
 
     def initial_triples(self, query: str, base_hits: Sequence[Hit]) -> list[int]:
         """Read proximal triples from the base passages and link each to its nearest triple."""
-        docs = "\n\n".join(f"Wikipedia Title: {h.title}\n{h.text}" for h in base_hits)
+        docs = "\n\n".join(passage(h.title, h.text) for h in base_hits)
         self.last_reply, usage = complete(self.chat, READ.format(docs=docs, query=query))
         self.usage = add_usage(self.usage, usage)
         facts = read_facts(self.last_reply)

@@ -26,9 +26,9 @@ DECOMPOSITION = [
     ("Larry Alcala >> educated at", "University of Santo Tomas"),
     ("#1 >> military instruction start", "1936"),
 ]
-HOP1 = "Wikipedia Title: Larry Alcala\nLarry Alcala was educated at the University of Santo Tomas."
-HOP2 = "Wikipedia Title: University of Santo Tomas\nMilitary instruction started there in 1936."
-OTHER = "Wikipedia Title: Manila\nManila is the capital of the Philippines."
+HOP1 = "Document: Larry Alcala\nLarry Alcala was educated at the University of Santo Tomas."
+HOP2 = "Document: University of Santo Tomas\nMilitary instruction started there in 1936."
+OTHER = "Document: Manila\nManila is the capital of the Philippines."
 
 
 @pytest.fixture(scope="module")
@@ -59,7 +59,7 @@ def test_a_gold_passage_never_shown_yields_no_sub_answer():
 
 def test_a_hop_is_found_only_after_the_hops_it_refers_to():
     o = oracle()
-    only_year = "Wikipedia Title: UST\nMilitary instruction started there in 1936."
+    only_year = "Document: UST\nMilitary instruction started there in 1936."
     o.reply(gear.READ.format(docs=only_year, query=QUESTION))  # 1936, but not hop 1's answer
     assert o.found == [False, False]
     o.reply(gear.READ.format(docs=HOP1, query=QUESTION))  # now both, in order

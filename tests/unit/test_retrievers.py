@@ -137,7 +137,7 @@ def test_sync_ge_reads_facts_links_them_and_expands(index):
     sync = make_retriever("sync_ge", index, chat=model, base="bm25")
     hits = sync.retrieve("Where is the county seat of Van Hook Township?", 4)
     assert len(model.calls) == 1
-    assert "Wikipedia Title: Van Hook Township" in model.calls[0]
+    assert "Document: Van Hook Township" in model.calls[0]
     assert "Question: Where is the county seat of Van Hook Township?" in model.calls[0]
     linked = sync.initial_triples("q", [])
     assert "mountrail county" in index.knowledge_graph.triples[linked[0]].text
