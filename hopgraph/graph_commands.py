@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 import networkx as nx
@@ -14,7 +15,7 @@ from hopgraph.commands import index_dir, settings_from
 from hopgraph.core.errors import InputError
 from hopgraph.graph_store import Index
 from hopgraph.graph_store.build import build_graphs
-from hopgraph.graph_store.graph_build import GraphSettings
+from hopgraph.graph_store.graph_build import GraphSettings, sparse_reason
 from hopgraph.graph_store.passage_graph import EDGE_TYPES
 
 
@@ -53,6 +54,8 @@ def build(args: argparse.Namespace) -> None:
         f"extraction {timings['extract_seconds']:.1f}s, graphs {timings['graph_seconds']:.1f}s, "
         f"triple embedding {timings['triple_embed_seconds']:.1f}s"
     )
+    if reason := sparse_reason(counts):
+        print(f"warning: {reason}", file=sys.stderr)
 
 
 def _distribution(values: np.ndarray) -> dict[str, float]:

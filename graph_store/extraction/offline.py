@@ -7,6 +7,9 @@
 - **Keywords** (IIER §2.2): five per chunk, the chunk's rarest mentioned entities (tf·idf), then
   salient content words; never the chunk's own title. They depend on the whole corpus, so they
   are picked over it (extraction.readings, which also keeps the readings between writes).
+- **Documentation** (not Wikipedia): `inline code` spans (dotted paths too) and words joined by
+  underscores (html_theme) are entities, whatever their case; so are the headings above a chunk
+  (its ``section``), with a (page, "section", innermost heading) triple.
 - **Triples**: within a sentence, subject = the first entity (the page's entity when the sentence
   opens with a pronoun), object = each later entity or year, predicate = the content words between
   them. Pattern-based relation extraction over linked mentions: cruder than an LLM, but honest and
@@ -136,13 +139,22 @@ def find_mentions(sentence: str, titles: TitleIndex) -> tuple[list[str], list[Me
     # A span never crosses punctuation: "Ronald Howard, Mary Germaine" is two names.
     joined = [_joins(sentence[a.end() : b.start()], a.group()) for a, b in pairwise(found)]
     words = [w.replace("’", "'").lower() for w in raw]
+    code = _code_spans(sentence, found)
     mentions: list[Mention] = []
     i = 0
     while i < len(raw):
-        if _YEAR.fullmatch(raw[i]):
+        if i in code:  # `inline code` names one thing, whatever its case
+            end = code[i]
+            key = " ".join(words[i:end])
+            if len(key) > 1 and not key.isdigit():
+                mentions.append(Mention(key, i, end))
+            i = end
+        elif _YEAR.fullmatch(raw[i]):
             mentions.append(Mention(raw[i], i, i + 1, is_date=True))
             i += 1
         elif not raw[i][0].isupper():
+            if is_identifier(raw[i]):  # html_theme, sphinx.ext.autodoc: a name in code
+                mentions.append(Mention(words[i], i, i + 1))
             i += 1
         elif linked := titles.match(words, i):
             mentions.append(Mention(linked[0], i, linked[1]))
@@ -156,6 +168,44 @@ def find_mentions(sentence: str, titles: TitleIndex) -> tuple[list[str], list[Me
                 mentions.append(Mention(titles.aliases.get(key, key), i, end))
             i = end
     return words, mentions
+
+
+_CODE_SPAN = re.compile(r"``([^`]{1,80}?)``|`([^`]{1,80}?)`")
+MAX_CODE_WORDS = 6
+"""Inline code longer than this is a snippet, not a name."""
+
+
+def _code_spans(sentence: str, tokens: Sequence[re.Match[str]]) -> dict[int, int]:
+    """Return the inline code spans of a sentence as {first token: end token}.
+
+    ``name`` (reStructuredText) and `name` (Markdown); a link's target (`text <target>`_)
+    is left out. Only spans of at most :data:`MAX_CODE_WORDS` tokens that neither start nor end
+    with a space, in sentences with no ``''``: Wikipedia dumps quote ``like this'' (MuSiQue).
+    """
+    if "`" not in sentence or "''" in sentence:
+        return {}
+    starts = [t.start() for t in tokens]
+    out: dict[int, int] = {}
+    for found in _CODE_SPAN.finditer(sentence):
+        begin = found.start(1) if found.group(1) is not None else found.start(2)
+        body = found.group(1) if found.group(1) is not None else found.group(2)
+        if body != body.strip():
+            continue
+        stop = begin + (body.index("<") if "<" in body else len(body))
+        inside = [n for n, at in enumerate(starts) if begin <= at < stop]
+        if inside and len(inside) <= MAX_CODE_WORDS and inside[-1] - inside[0] + 1 == len(inside):
+            out[inside[0]] = inside[-1] + 1
+    return out
+
+
+def is_identifier(token: str) -> bool:
+    """Tell whether a lower-case token is a name in code: words joined by _ (html_theme).
+
+    Two parts with letters at least ("formula_1" is a dump's placeholder). Dotted paths count
+    only in inline code: outside it "diplomacy.for" is a missing space.
+    """
+    parts = [p for p in token.split("_") if any(ch.isalpha() for ch in p)]
+    return len(parts) >= 2
 
 
 def _span_key(words: list[str], start: int, end: int) -> str:
@@ -218,7 +268,10 @@ def read_triples(words: list[str], mentions: list[Mention], page: str) -> list[T
         between = [
             w
             for i, w in enumerate(words[subject_end : obj.start], start=subject_end)
-            if i not in inside and w not in STOPWORDS and not any(ch.isdigit() for ch in w)
+            if i not in inside
+            and w not in STOPWORDS
+            and not any(ch.isdigit() for ch in w)
+            and any(ch.isalpha() for ch in w)  # not "__" (a reStructuredText link's tail)
         ]
         predicate = " ".join(between[-MAX_PREDICATE_WORDS:]) or "related to"
         triples.append(Triple(subject, predicate, obj.key))
@@ -261,6 +314,13 @@ def read_chunk(chunk: Chunk, titles: TitleIndex) -> Reading:
         word_counts.update(content_words(words))
         if page or found:
             triples.extend(read_triples(words, mentions, page or found[0]))
+    # The headings above the chunk name what it is about, as its page's title does.
+    headings = [token_key(h) for h in chunk.section.split(" > ")] if chunk.section else []
+    headings = [h for h in headings if h and h != page]
+    entities.extend(headings)
+    entity_counts.update(headings)
+    if headings and page:
+        triples.append(Triple(page, "section", headings[-1]))
     return Reading(
         tuple(dict.fromkeys(entities)),
         tuple(dict.fromkeys(triples)),

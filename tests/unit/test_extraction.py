@@ -118,3 +118,37 @@ def test_vectorised_keywords_equal_a_pick_one_chunk_at_a_time(seed):
     for chunk, reading, extraction in zip(chunks, readings, got, strict=True):
         want = reference_keywords(chunk, reading, entity_df, word_df, len(chunks))
         assert extraction.keywords == want, chunk.id
+
+
+def test_documentation_code_names_and_headings_are_entities():
+    text = (
+        "Set ``html_theme`` in conf.py. The :mod:`sphinx.ext.autodoc` extension reads "
+        "autodoc_default_options and `Make Html`, see `the guide <usage/quickstart>`_."
+    )
+    docs = Chunk("d#1", "d", "Autodoc", text, 1, 3, section="Usage > Options")
+    titles = corpus_titles([docs])
+    reading = read_chunk(docs, titles)
+    assert {"html_theme", "sphinx.ext.autodoc", "autodoc_default_options", "make html"} <= set(
+        reading.entities
+    )
+    assert "the guide" in reading.entities and "usage quickstart" not in reading.entities
+    assert {"usage", "options"} <= set(reading.entities)  # the headings above the chunk
+    assert Triple("autodoc", "section", "options") in reading.triples
+    assert not {"conf.py", "3.5"} & set(reading.entities)  # dotted words outside code: no
+
+
+def test_wikipedia_quotes_and_placeholders_are_not_code():
+    text = "The ``Lucky Penny '' was a ship, and ``Gold Star'' too. See formula_1 below."
+    reading = read_chunk(chunk("w", "Ship", text), corpus_titles([chunk("w", "Ship", text)]))
+    assert "lucky penny" in reading.entities and "formula_1" not in reading.entities
+    assert not any("penny to" in e or "was" in e.split() for e in reading.entities)
+
+
+def test_a_sparse_graph_is_named():
+    from hopgraph.graph_store.graph_build import sparse_reason
+
+    dense = {"chunks": 10, "edges": {"entity": 40, "link": 5}, "triples_per_chunk": 2.0}
+    assert sparse_reason(dense) is None
+    sparse = dense | {"triples_per_chunk": 0.2}
+    assert "0.2 triples" in sparse_reason(sparse)
+    assert "--extractor llm" in sparse_reason(dense | {"edges": {"entity": 3, "link": 1}})
