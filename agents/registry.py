@@ -10,6 +10,7 @@ context.py with ``Context``).
 from __future__ import annotations
 
 import importlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -29,11 +30,13 @@ class AgentSpec:
     name: str
     step_setting: str
     """The context field that bounds its loop (what ``ask --max-steps`` sets)."""
+    needs_triple_vectors: bool = False
+    """Whether it searches the triples by embedding (GEAR's gist memory → passages)."""
 
 
 AGENTS: tuple[AgentSpec, ...] = (
     AgentSpec("rgnn_ret", "max_steps"),
-    AgentSpec("gear", "max_rounds"),
+    AgentSpec("gear", "max_rounds", needs_triple_vectors=True),
     AgentSpec("tog2", "depth"),
 )
 MULTI_STEP = tuple(a.name for a in AGENTS)
@@ -47,6 +50,16 @@ SERVED = ("chat", *MULTI_STEP)
 def step_settings() -> dict[str, str]:
     """Return each multi-step agent's loop-bound field."""
     return {a.name: a.step_setting for a in AGENTS}
+
+
+def needs_triple_vectors(methods: Sequence[str]) -> bool:
+    """Tell whether any of ``methods`` (agents or retrievers) searches triples by embedding."""
+    agents = {a.name: a.needs_triple_vectors for a in AGENTS}
+    return any(
+        agents[m] if m in agents else RETRIEVERS[m].needs_triple_vectors
+        for m in methods
+        if m in agents or m in RETRIEVERS
+    )
 
 
 def agent_methods() -> list[str]:

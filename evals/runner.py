@@ -60,13 +60,15 @@ def eval_index(
     show_progress: bool,
     expect_model: str | None = None,
     with_graphs: bool = False,
+    with_triple_vectors: bool = False,
 ) -> Index:
     """Open the index for a dataset, building it first if needed.
 
     Without ``index_dir`` the index is cached under ``$HOPGRAPH_CACHE`` by corpus content and
     settings, so a second eval reuses it. An existing ``index_dir`` is used as it is, checked
     against ``expect_model`` when the user named a model. ``with_graphs`` builds the graphs
-    (default settings) if the index has none.
+    (default settings) if the index has none, with triple embeddings only when
+    ``with_triple_vectors`` (a method searches them); graphs without them are rebuilt then.
     """
     corpus = data / "corpus.jsonl"
     if index_dir is None:
@@ -76,9 +78,12 @@ def eval_index(
     if not (index_dir / MANIFEST).exists():
         build_index(load_documents(corpus), index_dir, settings, show_progress=show_progress)
     index = Index.open(index_dir, model=expect_model)
-    if with_graphs and index.manifest.graph is None:
+    graph = index.manifest.graph
+    embedded = bool(graph and graph["settings"].get("embed_triples"))
+    if with_graphs and (graph is None or (with_triple_vectors and not embedded)):
         index.close()
-        build_graphs(index_dir, GraphSettings(), show_progress=show_progress)
+        settings = GraphSettings(embed_triples=with_triple_vectors)
+        build_graphs(index_dir, settings, show_progress=show_progress)
         index = Index.open(index_dir, model=expect_model)
     return index
 

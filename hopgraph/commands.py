@@ -229,7 +229,7 @@ def info(args: argparse.Namespace) -> None:
 
 def evaluate(args: argparse.Namespace) -> None:
     """Evaluate methods on a benchmark split and write the report."""
-    from hopgraph.agents.registry import MULTI_STEP, agent_methods
+    from hopgraph.agents.registry import MULTI_STEP, agent_methods, needs_triple_vectors
     from hopgraph.evals.answers import evaluate_answers, format_answer_table
     from hopgraph.evals.datasets import load_questions
     from hopgraph.evals.report import format_table, write_report
@@ -258,7 +258,9 @@ def evaluate(args: argparse.Namespace) -> None:
     named_model = args.model or named_setting("model")
     index_path = Path(args.index) if args.index else None
     graphs = any(m not in RETRIEVERS or RETRIEVERS[m].needs_graphs for m in methods)
-    with eval_index(data, settings, index_path, not args.quiet, named_model, graphs) as idx:
+    triples = needs_triple_vectors(methods)
+    opened = eval_index(data, settings, index_path, not args.quiet, named_model, graphs, triples)
+    with opened as idx:
         missing = check_gold_coverage(idx, questions)
         if missing:
             print(f"warning: {missing} gold passage ids are not in the index", flush=True)

@@ -43,7 +43,8 @@ def run_demo(directory: Path | None, method: str, k: int, show_progress: bool) -
 
     if RETRIEVERS.get(method, Retriever).needs_graphs and not _has_graphs(directory):
         print(f"building the sample's graphs for {method} …", flush=True)
-        build_graphs(directory, GraphSettings(), show_progress=show_progress)
+        settings = GraphSettings(embed_triples=RETRIEVERS[method].needs_triple_vectors)
+        build_graphs(directory, settings, show_progress=show_progress)
 
     with Index.open(directory) as index:
         retriever = make_retriever(method, index)

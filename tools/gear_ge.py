@@ -301,6 +301,7 @@ class SyncGERetriever(NaiveGERetriever):
 
     name = "sync_ge"
     needs_llm = True
+    needs_triple_vectors = True  # passageLink searches the triples (Eq. 10)
     description = (
         "LLM-guided graph expansion for multi-hop questions: an LLM reads the best-matching "
         "passages into the facts the question needs, and chains of stored facts linked to them "
