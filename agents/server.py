@@ -17,6 +17,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 
 from hopgraph.agents.registry import DEFAULT_METHOD, SERVED, agent_for
+from hopgraph.core.errors import HopgraphError
 from hopgraph.core.llm import required_chat
 from hopgraph.core.settings import default_index_dir
 from hopgraph.graph_store import Index
@@ -69,10 +70,15 @@ def serve(method: str) -> CompiledStateGraph:
     def run(state: dict, runtime: Runtime[ServerContext]) -> dict:
         ctx = runtime.context or ServerContext()
         extra = {"method": ctx.method} if method == "chat" else fixed
-        context = context_type.in_preset(
-            ctx.preset, index=_index(ctx.index), chat=_chat(), k=ctx.k, where=ctx.where, **extra
-        )
-        return inner.invoke(state, context=context)
+        try:
+            context = context_type.in_preset(
+                ctx.preset, index=_index(ctx.index), chat=_chat(), k=ctx.k, where=ctx.where, **extra
+            )
+            return inner.invoke(state, context=context)
+        except HopgraphError as err:
+            # The server shows the message of builtin errors only, "An internal error occurred"
+            # for any other: a user must read what to fix (no LLM, no index, a bad filter).
+            raise ValueError(str(err)) from err
 
     outer = StateGraph(
         builder.state_schema, context_schema=ServerContext, input_schema=builder.input_schema

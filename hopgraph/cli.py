@@ -70,11 +70,11 @@ def _source_options(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _index_option(parser: argparse.ArgumentParser) -> None:
+def _index_option(parser: argparse.ArgumentParser, default: str | None = None) -> None:
     parser.add_argument(
         "--index",
         metavar="DIR",
-        help="index directory (default: $HOPGRAPH_INDEX or ./hopgraph-index)",
+        help=f"index directory (default: {default or '$HOPGRAPH_INDEX or ./hopgraph-index'})",
     )
 
 
@@ -152,7 +152,11 @@ def _build_options(parser: argparse.ArgumentParser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     """Return the parser of every subcommand."""
+    from hopgraph.agents.registry import agent_methods
+    from hopgraph.tools import RETRIEVERS
+
     from . import ask_command, chat_command, commands, trace_command, train_command
+    from .demo import DEFAULT_DIR as DEMO_DIR
 
     parser = argparse.ArgumentParser(
         prog="hopgraph",
@@ -179,10 +183,12 @@ def build_parser() -> argparse.ArgumentParser:
         "offline graphs, then retrieve evidence for its 8 multi-hop questions, marking the "
         "gold passages.",
     )
-    _index_option(p)
+    _index_option(p, default=str(DEMO_DIR))
     p.add_argument(
         "--method",
         default="gnn_ret",
+        choices=list(RETRIEVERS),
+        metavar="METHOD",
         help="retrieval method (default gnn_ret; try hybrid to compare)",
     )
     p.add_argument("-k", type=_positive, default=4, help="passages per question (default 4)")
@@ -289,7 +295,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("question", metavar="QUESTION")
     _index_option(p)
-    p.add_argument("--method", default="gnn_ret", help="a retriever or an agent (default gnn_ret)")
+    p.add_argument(
+        "--method",
+        default="gnn_ret",
+        choices=agent_methods(),
+        metavar="METHOD",
+        help=f"a retriever or an agent: {', '.join(agent_methods())} (default gnn_ret)",
+    )
     p.add_argument("-k", type=_positive, default=8, help="passages to draw (default 8)")
     p.add_argument("--gold", metavar="IDS", help="comma-separated gold document ids to mark")
     _preset_option(p)
@@ -377,7 +389,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="DIR",
         help="where to write the report (default runs/eval-DATASET-SPLIT-TIME)",
     )
-    _index_option(p)
+    _index_option(p, default="the dataset's, built once and cached under $HOPGRAPH_CACHE")
     _build_options(p)
     _quiet_option(p)
     p.set_defaults(func=commands.evaluate)

@@ -54,3 +54,15 @@ class Hit:
                 for p in self.provenance
             ],
         }
+
+
+def in_rank_order(hits: list[Hit]) -> list[Hit]:
+    """Clamp scores so they never rise down the list (each hit's provenance keeps its own).
+
+    For methods whose order is not their score's (IIER's chains come in chain order, each hit
+    scored by its cosine to the question): a user reads the list top-down by score.
+    """
+    out: list[Hit] = []
+    for hit in hits:
+        out.append(hit.with_score(min(hit.score, out[-1].score)) if out else hit)
+    return out

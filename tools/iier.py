@@ -39,7 +39,7 @@ from hopgraph.prompts.iier import QUESTION_KEYWORDS
 
 from .base import Bases
 from .guard import KEEP, Guarded
-from .hits import Hit, Provenance
+from .hits import Hit, Provenance, in_rank_order
 from .iier_steps import Step, scaled_edges
 from .weights import available_weights
 
@@ -246,4 +246,4 @@ class IIERRetriever(Guarded):
                             Provenance(self.name, "base retrieval", len(hits) + 1, extra.score),
                         )
                     )
-        return hits
+        return in_rank_order(hits)

@@ -8,7 +8,7 @@ from langgraph.runtime import Runtime
 from hopgraph.agents.answering import answer_line, answer_with_citations
 from hopgraph.agents.evidence import evidence_of
 from hopgraph.graph_store import Index
-from hopgraph.tools import Hit
+from hopgraph.tools import RETRIEVERS, Hit
 
 from .context import Context
 from .state import InputState, State
@@ -33,7 +33,9 @@ def within_budget(hits: list[Hit], budget: int, index: Index) -> list[Hit]:
 def retrieve(state: State, runtime: Runtime[Context]) -> dict:
     """Retrieve the reader's passages with the configured method."""
     ctx = runtime.context
-    retriever = ctx.retriever(ctx.method)
+    # A retriever that calls an LLM (sync_ge) calls the run's, and its calls count in the run.
+    llm = RETRIEVERS[ctx.method].needs_llm
+    retriever = ctx.retriever(ctx.method, chat=ctx.chat) if llm else ctx.retriever(ctx.method)
     if ctx.token_budget:
         hits = within_budget(
             retriever.retrieve(state["question"], BUDGET_POOL), ctx.token_budget, ctx.index
@@ -42,11 +44,13 @@ def retrieve(state: State, runtime: Runtime[Context]) -> dict:
         hits = retriever.retrieve(state["question"], ctx.k)
     evidence = evidence_of(hits, ctx.method)
     titles = ", ".join(e["title"] for e in evidence)
-    return {
-        "evidence": evidence,
-        "gathered": evidence,
-        "steps": [f"retrieve ({ctx.method}): {len(evidence)} passages: {titles}"],
-    }
+    line = f"retrieve ({ctx.method}): {len(evidence)} passages: {titles}"
+    update = {"evidence": evidence, "gathered": evidence}
+    take_usage = getattr(retriever, "take_usage", None)
+    if take_usage is not None:
+        usage = take_usage()
+        return update | {"usage": usage, "steps": [f"{line} ({usage['calls']} LLM calls)"]}
+    return update | {"steps": [line]}
 
 
 def answer(state: State, runtime: Runtime[Context]) -> dict:

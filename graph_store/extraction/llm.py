@@ -21,7 +21,7 @@ from langchain_core.messages import HumanMessage
 from tqdm.auto import tqdm
 
 from hopgraph.core.errors import LLMReplyError
-from hopgraph.core.llm import Usage, no_usage, parse_with_repair
+from hopgraph.core.llm import Usage, invoke, no_usage, parse_with_repair
 from hopgraph.graph_store.documents import Chunk
 from hopgraph.prompts.extraction import GEAR_EXTRACTION, GNN_RET_LINKS, IIER_CHUNK_KEYWORDS
 
@@ -156,7 +156,7 @@ class LLMExtractor:
         if cached is not None:
             self._count(cached=1)
             return cached.text
-        message = self.chat.invoke([HumanMessage(prompt)])
+        message = invoke(self.chat, [HumanMessage(prompt)])
         usage: dict[str, Any] = getattr(message, "usage_metadata", None) or {}
         reply = CachedReply(
             str(message.content),

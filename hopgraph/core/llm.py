@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import TypedDict, TypeVar
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import HumanMessage
+from langchain_core.messages import BaseMessage, HumanMessage
 from pydantic import BaseModel, ConfigDict, Field
 
 from .errors import HopgraphError, LLMReplyError
@@ -124,7 +124,7 @@ def complete(chat: BaseChatModel, prompt: str) -> tuple[str, Usage]:
     Tokens are the server's counts (``usage_metadata``); a server that reports none counts 0.
     """
     started = time.perf_counter()
-    message = chat.invoke([HumanMessage(prompt)])
+    message = invoke(chat, [HumanMessage(prompt)])
     tokens = getattr(message, "usage_metadata", None) or {}
     usage = no_usage()
     usage.update(
@@ -134,6 +134,50 @@ def complete(chat: BaseChatModel, prompt: str) -> tuple[str, Usage]:
         seconds=time.perf_counter() - started,
     )
     return str(message.content), usage
+
+
+def invoke(chat: BaseChatModel, messages: list[BaseMessage]) -> BaseMessage:
+    """Call the model; a server that cannot be reached or refuses says where and how to fix it."""
+    import openai
+
+    try:
+        return chat.invoke(messages)
+    except openai.OpenAIError as err:
+        raise _server_error(chat, err) from err
+
+
+def _server_error(chat: BaseChatModel, err: Exception) -> HopgraphError:
+    """Turn an OpenAI client error into one that names the server, the model and the fix."""
+    import openai
+
+    url = getattr(chat, "openai_api_base", None) or "the OpenAI API"
+    model = getattr(chat, "model_name", None) or "?"
+    if isinstance(err, openai.APITimeoutError):
+        return HopgraphError(
+            f"the LLM server at {url} did not answer in time (model {model!r})",
+            "raise HOPGRAPH_LLM_TIMEOUT, or use a faster model",
+        )
+    if isinstance(err, openai.APIConnectionError):
+        return HopgraphError(
+            f"cannot reach the LLM server at {url} (model {model!r}): {err}",
+            "start the server, or set HOPGRAPH_LLM_BASE_URL to where it listens",
+        )
+    if isinstance(err, openai.AuthenticationError):
+        return HopgraphError(
+            f"the LLM server at {url} refused the API key", "set HOPGRAPH_LLM_API_KEY"
+        )
+    if isinstance(err, openai.NotFoundError):
+        return HopgraphError(
+            f"the LLM server at {url} has no model {model!r}: {err}",
+            "set HOPGRAPH_LLM_MODEL to a model the server serves",
+        )
+    status = getattr(err, "status_code", None)
+    return HopgraphError(
+        f"the LLM server at {url} failed (model {model!r}"
+        + (f", HTTP {status}" if status else "")
+        + f"): {err}",
+        "check the server's log; retries follow HOPGRAPH_LLM_MAX_RETRIES",
+    )
 
 
 def parse_with_repair(

@@ -1,5 +1,6 @@
 """`langgraph dev` over langgraph.json: threads, streamed runs and state over HTTP."""
 
+import json
 import os
 import shutil
 import socket
@@ -96,3 +97,17 @@ def test_agents_and_chat_over_the_langgraph_server(server):
     messages = client.threads.get_state(chat["thread_id"])["values"]["messages"]
     assert [m["type"] for m in messages] == ["human", "ai"]
     assert messages[-1]["content"] == "Manila — [1] Manila"
+    # hopgraph's errors reach the client with what to fix, not "An internal error occurred"
+    bad = client.threads.create()
+    try:
+        text = json.dumps(
+            client.runs.wait(
+                bad["thread_id"],
+                "gear",
+                input={"question": QUESTION},
+                context={"index": "/nonexistent/index"},
+            )
+        )
+    except Exception as err:  # however the client reports a failed run
+        text = str(err)
+    assert "no index at /nonexistent/index" in text, text

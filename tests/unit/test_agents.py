@@ -120,6 +120,18 @@ def test_single_step_methods_answer_with_citations(index):
         run_agent("nope", "q", index, chat)
 
 
+def test_a_retrievers_llm_calls_are_the_runs_and_count_in_its_usage(index):
+    def reply(prompt):
+        if "reading comprehension" in prompt:
+            return f"Answer: Stanley\nCited: [{cite(prompt, 'Mountrail County')}]"
+        return "(Mountrail County, seat, Stanley)"  # SyncGE's read of the base passages
+
+    chat = ScriptedChatModel(respond=reply)
+    result = run_agent("sync_ge", "What is the seat of Mountrail County?", index, chat, k=3)
+    assert len(chat.calls) == 2 and result.usage["calls"] == 2  # the read, then the reader
+    assert result.steps[0].endswith("(1 LLM calls)")
+
+
 def test_an_interrupted_run_resumes_without_repeating_finished_nodes(index):
     saver = InMemorySaver()
     # the model fails on its 4th call: the second round's next-step question

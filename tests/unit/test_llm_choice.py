@@ -170,3 +170,15 @@ def test_answer_report_counts_parse_failures_and_repairs():
     assert scores.parse_failure_rate == pytest.approx(40.0)  # 4 of 10 first replies
     assert scores.repair_rate == pytest.approx(25.0)  # 1 of those 4
     assert scores.title_f1 == pytest.approx(100 * (2 / 3 + 0) / 2)  # P 2/4, R 1; then 0
+
+
+def test_an_unreachable_llm_server_is_named_with_the_fix():
+    from hopgraph.core.errors import HopgraphError
+    from hopgraph.core.llm import LLMSettings, complete, make_chat_model
+
+    settings = LLMSettings(model="m", base_url="http://127.0.0.1:9/v1", max_retries=0, timeout=5)
+    with pytest.raises(
+        HopgraphError, match=r"cannot reach the LLM server at http://127\.0\.0\.1:9/v1"
+    ) as err:
+        complete(make_chat_model(settings), "hello")
+    assert "HOPGRAPH_LLM_BASE_URL" in str(err.value)

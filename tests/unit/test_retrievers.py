@@ -200,3 +200,12 @@ def test_dense_exact_top_is_the_dense_ranking_without_chroma(index):
             fast, slow = dense.exact_top(question, k), dense.retrieve(question, k)
             assert [h.id for h in fast] == [h.id for h in slow]
             assert [h.score for h in fast] == pytest.approx([h.score for h in slow], abs=1e-5)
+
+
+@pytest.mark.parametrize("preset", ["tuned", "paper"])
+@pytest.mark.parametrize("method", ["bm25", "dense", "hybrid", "gnn_ret", "naive_ge", "iier"])
+def test_scores_never_rise_down_the_list(docs_index, method, preset):
+    retriever = make_retriever(method, docs_index, preset=preset)
+    for query in ("Where was Larry Alcala educated?", "seat of Mountrail County", "Stanley"):
+        scores = [h.score for h in retriever.retrieve(query, 6)]
+        assert scores == sorted(scores, reverse=True), (method, preset, query, scores)
