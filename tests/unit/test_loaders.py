@@ -183,3 +183,20 @@ def test_a_single_document_file_and_jsonl_metadata(tmp_path, documents_folder):
     )
     [doc] = load_documents(path)
     assert doc.metadata == {"year": 2020, "lang": "en"}
+
+
+def test_index_of_a_mixed_folder_exits_0_and_names_what_it_skipped(
+    tmp_path, documents_folder, capsys
+):
+    from hopgraph.cli import main
+
+    index = tmp_path / "idx"
+    argv = ["index", str(documents_folder), "--index", str(index), "--model", "hashing", "-q"]
+    assert main(argv) == 0
+    out, err = capsys.readouterr()
+    assert "6 document(s), 2 skipped, 1 re-decoded" in out and "built" in out
+    assert "skipped blob.txt: binary file" in err and "skipped image.png" in err
+    assert "re-decoded latin.txt from cp1252" in err
+    single = ["index", str(documents_folder / "guide" / "install.md"), "--index"]
+    assert main([*single, str(tmp_path / "one"), "--model", "hashing", "-q"]) == 0
+    assert main([*argv[:3], str(index), "--model", "hashing", "-q"]) == 2  # no --force
