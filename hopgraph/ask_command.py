@@ -12,7 +12,7 @@ from typing import Any
 from hopgraph.graph_store import Index
 
 from .commands import where_option
-from .core.errors import HopgraphError, InputError
+from .core.errors import HopgraphError, InputError, LLMServerError
 from .core.llm import choose_chat, describe
 from .core.settings import cache_dir
 
@@ -52,6 +52,12 @@ def ask(args: argparse.Namespace) -> None:
                 args.method, args.question, index, chat,
                 saver=saver, thread_id=thread, on_update=on_update, **settings,
             )  # fmt: skip
+        except LLMServerError as err:  # the server failed mid-run: say how to resume
+            raise LLMServerError(
+                err.message,
+                f"{err.hint}; finished steps are saved: run the same command with --thread "
+                f"{thread} to resume from where it stopped",
+            ) from err
         except HopgraphError:
             raise
         except Exception as err:  # the LLM server or the network failed mid-run

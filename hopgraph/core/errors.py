@@ -32,5 +32,9 @@ class UnknownMethodError(HopgraphError):
     """A retrieval method name is not in the registry."""
 
 
+class LLMServerError(HopgraphError):
+    """The LLM server could not be reached, refused, or failed (after the client's retries)."""
+
+
 class LLMReplyError(HopgraphError):
     """An LLM's reply could not be read, even after one request to repair it."""

@@ -16,7 +16,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage
 from pydantic import BaseModel, ConfigDict, Field
 
-from .errors import HopgraphError, LLMReplyError
+from .errors import HopgraphError, LLMReplyError, LLMServerError
 from .settings import settings
 
 T = TypeVar("T")
@@ -146,33 +146,33 @@ def invoke(chat: BaseChatModel, messages: list[BaseMessage]) -> BaseMessage:
         raise _server_error(chat, err) from err
 
 
-def _server_error(chat: BaseChatModel, err: Exception) -> HopgraphError:
+def _server_error(chat: BaseChatModel, err: Exception) -> LLMServerError:
     """Turn an OpenAI client error into one that names the server, the model and the fix."""
     import openai
 
     url = getattr(chat, "openai_api_base", None) or "the OpenAI API"
     model = getattr(chat, "model_name", None) or "?"
     if isinstance(err, openai.APITimeoutError):
-        return HopgraphError(
+        return LLMServerError(
             f"the LLM server at {url} did not answer in time (model {model!r})",
             "raise HOPGRAPH_LLM_TIMEOUT, or use a faster model",
         )
     if isinstance(err, openai.APIConnectionError):
-        return HopgraphError(
+        return LLMServerError(
             f"cannot reach the LLM server at {url} (model {model!r}): {err}",
             "start the server, or set HOPGRAPH_LLM_BASE_URL to where it listens",
         )
     if isinstance(err, openai.AuthenticationError):
-        return HopgraphError(
+        return LLMServerError(
             f"the LLM server at {url} refused the API key", "set HOPGRAPH_LLM_API_KEY"
         )
     if isinstance(err, openai.NotFoundError):
-        return HopgraphError(
+        return LLMServerError(
             f"the LLM server at {url} has no model {model!r}: {err}",
             "set HOPGRAPH_LLM_MODEL to a model the server serves",
         )
     status = getattr(err, "status_code", None)
-    return HopgraphError(
+    return LLMServerError(
         f"the LLM server at {url} failed (model {model!r}"
         + (f", HTTP {status}" if status else "")
         + f"): {err}",
