@@ -70,6 +70,14 @@ def _source_options(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _document_write_options(p: argparse.ArgumentParser) -> None:
+    """Options of a write that reads documents into an existing index (add, sync)."""
+    _source_options(p)
+    _index_option(p)
+    _device_options(p)
+    _quiet_option(p)
+
+
 def _index_option(parser: argparse.ArgumentParser, default: str | None = None) -> None:
     parser.add_argument(
         "--index",
@@ -218,10 +226,7 @@ def build_parser() -> argparse.ArgumentParser:
         "built, are updated for what changed. Atomic: readers see the index before or after "
         f"the add, never in between. {SOURCE_HELP}",
     )
-    _source_options(p)
-    _index_option(p)
-    _device_options(p)
-    _quiet_option(p)
+    _document_write_options(p)
     p.set_defaults(func=commands.add)
 
     p = sub.add_parser(
@@ -234,13 +239,10 @@ def build_parser() -> argparse.ArgumentParser:
         "deleted and added again as two atomic writes; if a sync is stopped, run it again. "
         f"{SOURCE_HELP}",
     )
-    _source_options(p)
+    _document_write_options(p)
     p.add_argument(
         "--prune", action="store_true", help="delete indexed documents whose files are gone"
     )
-    _index_option(p)
-    _device_options(p)
-    _quiet_option(p)
     p.set_defaults(func=commands.sync)
 
     p = sub.add_parser(
