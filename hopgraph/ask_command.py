@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from hopgraph.graph_store import Index
+from hopgraph.graph_store.manifest import read_manifest
 
 from .commands import where_option
 from .core.errors import HopgraphError, InputError, LLMServerError
@@ -39,6 +40,9 @@ def ask(args: argparse.Namespace) -> None:
                 f"use it with --method {' or '.join(bounds)}",
             )
         settings[bounds[args.method]] = args.max_steps
+    if not args.question.strip():
+        raise InputError("the question is empty", "ask a question in words")
+    read_manifest(index_dir(args))  # a missing index is named before any LLM is looked for
     chat = choose_chat(args.llm)
     if chat is None:
         _evidence_only(args)

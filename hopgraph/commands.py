@@ -348,10 +348,15 @@ def explain(args: argparse.Namespace) -> None:
     from .explain import explain as find_evidence
     from .explain import render_page
 
+    out = Path(args.out)
+    if out.is_dir() or not out.parent.is_dir():  # checked before any work is done
+        raise InputError(
+            f"--out {out}: " + ("is a folder" if out.is_dir() else f"{out.parent} does not exist"),
+            "give a file path in an existing folder, e.g. --out evidence.html",
+        )
     gold = {g.strip() for g in (args.gold or "").split(",") if g.strip()}
     with Index.open(index_dir(args)) as idx:
         graph = find_evidence(idx, args.question, args.method, args.k, gold, args.preset)
-    out = Path(args.out)
     out.write_text(render_page(graph), encoding="utf-8")
     print(
         f"wrote {out}: {len(graph.passages)} passages, {len(graph.entities)} entities, "

@@ -8,7 +8,7 @@ import pytest
 from hopgraph.cli import main
 from tests.conftest import SHARED_DATA
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 # shared/data/README.md, "Reference floor": R@2 / R@5 / R@15
 FLOOR = {

@@ -15,7 +15,7 @@ from hopgraph.demo import sample_dir
 from hopgraph.graph_store import build_graphs, build_index, load_documents
 from hopgraph.graph_store.graph_build import GraphSettings
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
 QUESTIONS = [
     json.loads(line)["question"]
     for line in (sample_dir() / "questions.jsonl").read_text().splitlines()[:2]

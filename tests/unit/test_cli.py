@@ -92,6 +92,11 @@ def test_default_index_dir_from_environment(tmp_path, corpus_file, capsys, monke
         (["index", "{corpus}", "--index", "{tmp}/x", "--chroma-url", "ftp://h"], "http://"),
         (["eval", "--data", "{tmp}/nodata", "--index", "{idx}"], "no such dataset folder"),
         (["eval", "--data", "{tmp}", "--methods", "bm25,zzz"], "unknown method(s): zzz"),
+        (["ask", "  ", "--index", "{idx}", "--llm", "endpoint"], "the question is empty"),
+        (["ask", "q", "--index", "{tmp}/nowhere", "--llm", "endpoint"], "no index at"),
+        (["explain", "q", "--index", "{idx}", "--out", "{tmp}/no/x.html"], "does not exist"),
+        (["explain", "q", "--index", "{idx}", "--out", "{tmp}"], "is a folder"),
+        (["retrieve", "x", "--index", "{idx}", "--where", "colour=red"], "'colour'"),
         (
             ["eval", "--data", "{tmp}", "--index", "{idx}", "--model", "all-MiniLM-L6-v2"],
             "built with embedding model 'hashing', not 'all-MiniLM-L6-v2'",
