@@ -19,6 +19,7 @@ from pathlib import Path
 import orjson
 
 from hopgraph.core.errors import InputError
+from hopgraph.core.settings import settings
 
 from .documents import Document
 from .file_formats import DOCUMENT_SUFFIXES, SkipFile, check_fields, read_file, scalar
@@ -64,8 +65,13 @@ def load_corpus(
     include: Sequence[str] = (),
     exclude: Sequence[str] = (),
     strict: bool = False,
+    max_mb: float | None = None,
 ) -> Loaded:
-    """Load and check the documents of ``source`` (non-empty, unique ids); see the module doc."""
+    """Load and check the documents of ``source`` (non-empty, unique ids); see the module doc.
+
+    ``max_mb``: documents with more text are skipped and named (default: the
+    ``max_document_mb`` setting), or, ``strict``, refused.
+    """
     path = Path(source)
     if not path.exists():
         raise InputError(f"{path}: no such file or directory", "check the path to the documents")
@@ -88,8 +94,35 @@ def load_corpus(
             f"{path}: the corpus is empty{why}",
             "give at least one document with text",
         )
+    docs = _within_size(docs, report, strict, max_mb)
     check_unique_ids(docs, str(path))
     return Loaded(docs, report)
+
+
+def _within_size(
+    docs: list[Document], report: LoadReport, strict: bool, max_mb: float | None
+) -> list[Document]:
+    """Skip (or, strict, refuse) documents whose text is over the size limit, naming each."""
+    limit = settings().max_document_mb if max_mb is None else max_mb
+    kept = []
+    for doc in docs:
+        size = len(doc.text.encode("utf-8")) / 1e6
+        if size <= limit:
+            kept.append(doc)
+            continue
+        why = f"{size:.1f} MB of text, over the {limit:g} MB limit"
+        if strict:
+            raise InputError(
+                f"{doc.id}: {why}", "split it, or raise HOPGRAPH_MAX_DOCUMENT_MB (max_document_mb)"
+            )
+        report.skipped.append((doc.id, f"{why} (HOPGRAPH_MAX_DOCUMENT_MB)"))
+    report.documents = len(kept)
+    if docs and not kept:
+        raise InputError(
+            f"{report.source}: every document is over the {limit:g} MB limit",
+            "split them, or raise HOPGRAPH_MAX_DOCUMENT_MB",
+        )
+    return kept
 
 
 def load_documents(source: str | Path) -> list[Document]:

@@ -46,6 +46,9 @@ class Settings(BaseSettings):
     chunk_tokens: int = Field(200, ge=16, le=4096, description="chunk size of new indexes")
     batch_size: int = Field(32, ge=1, le=4096, description="passages per embedding batch")
     chroma_url: str | None = Field(None, description="Chroma server of new indexes")
+    max_document_mb: float = Field(
+        2.0, gt=0, description="documents with more text are skipped (about 2,000 chunks a MB)"
+    )
     device: Literal["auto", "cpu", "cuda", "mps"] = Field("auto", description="encoder device")
     embed_processes: int = Field(1, ge=1, description="CPU encoding processes")
     llm: Literal["auto", "endpoint", "local", "none"] = Field(

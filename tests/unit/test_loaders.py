@@ -200,3 +200,19 @@ def test_index_of_a_mixed_folder_exits_0_and_names_what_it_skipped(
     single = ["index", str(documents_folder / "guide" / "install.md"), "--index"]
     assert main([*single, str(tmp_path / "one"), "--model", "hashing", "-q"]) == 0
     assert main([*argv[:3], str(index), "--model", "hashing", "-q"]) == 2  # no --force
+
+
+def test_documents_over_the_size_limit_are_skipped_and_named(tmp_path, monkeypatch):
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "small.txt").write_text("A small note.", encoding="utf-8")
+    (folder / "huge.txt").write_text("word " * 300_000, encoding="utf-8")  # 1.5 MB
+    loaded = load_corpus(folder, max_mb=1.0)
+    assert [d.id for d in loaded.documents] == ["small.txt"]
+    [(name, why)] = loaded.report.skipped
+    assert name == "huge.txt" and "1.5 MB of text, over the 1 MB limit" in why
+    with pytest.raises(InputError, match=r"huge\.txt: 1\.5 MB"):
+        load_corpus(folder, max_mb=1.0, strict=True)
+    monkeypatch.setenv("HOPGRAPH_MAX_DOCUMENT_MB", "1")
+    assert len(load_corpus(folder).documents) == 1  # the setting is the default
+    assert len(load_corpus(folder, max_mb=2).documents) == 2
