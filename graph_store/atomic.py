@@ -1,6 +1,6 @@
 """The write lock of an index, and the undoing of a format-1 swap cut short.
 
-A writer holds an exclusive lock beside the index for its whole write
+A writer holds an exclusive lock (``.lock`` inside the index folder) for its whole write
 (hopgraph.graph_store.generations makes the write itself atomic). Indexes of format 1 were rewritten
 whole and swapped in with two renames; if a process died between them, the next open puts the
 previous index back.
@@ -17,19 +17,25 @@ from filelock import FileLock, Timeout
 
 from hopgraph.core.errors import IndexStateError
 
-
-def _sibling(directory: Path, kind: str, tag: str = "") -> Path:
-    return directory.parent / f".{directory.name}.{kind}{tag}"
+LOCK_FILE = ".lock"
 
 
 @contextlib.contextmanager
-def write_lock(directory: Path) -> Iterator[None]:
+def write_lock(directory: Path, create: bool = False) -> Iterator[None]:
     """Hold an exclusive lock on ``directory`` for the duration of a write (filelock).
 
-    The holder writes its PID into the lock file, so a second writer can say who holds it.
+    The lock file is ``.lock`` inside the index folder, which only a build (``create``) makes;
+    any other write to a folder that is not there is refused before anything is written. The
+    holder writes its PID into the lock file, so a second writer can say who holds it.
     """
-    directory.parent.mkdir(parents=True, exist_ok=True)
-    path = _sibling(directory, "lock")
+    if create:
+        directory.mkdir(parents=True, exist_ok=True)
+    elif not directory.is_dir():
+        raise IndexStateError(
+            f"no index at {directory}",
+            f"build one with `hopgraph index SOURCE --index {directory}`",
+        )
+    path = directory / LOCK_FILE
     lock = FileLock(path, timeout=0)  # never wait: a second writer is told at once
     try:
         lock.acquire()

@@ -95,7 +95,7 @@ def build_index(
     check_unique_ids(docs, "corpus")
     _refuse_foreign_directory(directory)
     started = time.perf_counter()
-    with write_lock(directory):
+    with write_lock(directory, create=True):
         old = _readable_manifest(directory)
         if (old is not None or (directory / MANIFEST).exists()) and not replace:
             held = f" ({old.counts['documents']} documents)" if old else ""

@@ -20,6 +20,7 @@ from types import TracebackType
 
 from hopgraph.core.errors import IndexStateError
 
+from .atomic import LOCK_FILE
 from .manifest import MANIFEST, Manifest, fsync_directory
 from .vdb_chroma import ChromaLocation, ChromaVectorStore, CollectionMissingError
 
@@ -201,6 +202,7 @@ def written_by_a_build(entry: Path) -> bool:
     """Tell whether a folder entry is one a write makes before its first commit."""
     name = entry.name
     return generation_of(name) is not None or name in {
+        LOCK_FILE,
         CHROMA_DIR,
         JOURNAL,
         f".{JOURNAL}.tmp",

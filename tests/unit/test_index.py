@@ -208,3 +208,15 @@ def test_delete_needs_no_embedding_model(tmp_path, monkeypatch):
     with Index.open(tmp_path / "idx") as idx:
         assert "d3" not in idx.doc_ids
         assert idx.manifest.embedder == {"name": "hashing", "dimension": 256}
+
+
+def test_lock_files_stay_inside_the_index_folder(tmp_path):
+    with pytest.raises(IndexStateError, match="no index at"):
+        delete_documents(tmp_path / "nowhere", ["d1"])
+    with pytest.raises(IndexStateError, match="no index at"):
+        add_documents(tmp_path / "nowhere", ALL[:1], show_progress=False)
+    assert list(tmp_path.iterdir()) == []  # nothing written for an index that is not there
+    build(tmp_path / "idx", ALL[:2])
+    delete_documents(tmp_path / "idx", ["d1"])
+    assert [p.name for p in tmp_path.iterdir()] == ["idx"]
+    assert (tmp_path / "idx" / ".lock").is_file()
