@@ -220,3 +220,16 @@ def test_lock_files_stay_inside_the_index_folder(tmp_path):
     delete_documents(tmp_path / "idx", ["d1"])
     assert [p.name for p in tmp_path.iterdir()] == ["idx"]
     assert (tmp_path / "idx" / ".lock").is_file()
+
+
+def test_force_replaces_only_what_hopgraph_wrote(tmp_path):
+    build(tmp_path / "idx")
+    (tmp_path / "idx" / "models").mkdir()
+    (tmp_path / "idx" / "models" / "gnn_ret.pt").write_bytes(b"weights")
+    (tmp_path / "idx" / "notes.txt").write_text("mine")
+    build(tmp_path / "idx", ALL[:2])  # replace=True
+    build(tmp_path / "idx", ALL[:3])  # a second write clears the first's folders
+    assert (tmp_path / "idx" / "models" / "gnn_ret.pt").read_bytes() == b"weights"
+    assert (tmp_path / "idx" / "notes.txt").read_text() == "mine"
+    with Index.open(tmp_path / "idx") as idx:
+        assert idx.doc_ids == {"d1", "d2", "d3"}
