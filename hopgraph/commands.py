@@ -335,12 +335,13 @@ def demo(args: argparse.Namespace) -> None:
 
 def mcp(args: argparse.Namespace) -> None:
     """Serve the index over MCP until the client disconnects or Ctrl-C."""
+    from .core.settings import settings
     from .mcp_server import serve
 
+    secret = settings().token
+    token = secret.get_secret_value() if secret else None
     with Index.open(index_dir(args)) as idx:
-        if args.http:
-            print(f"hopgraph MCP server on http://{args.http}/mcp (Ctrl-C stops)", flush=True)
-        serve(idx, args.http)
+        serve(idx, args.http, token)
 
 
 def explain(args: argparse.Namespace) -> None:

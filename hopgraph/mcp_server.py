@@ -8,6 +8,8 @@ with an error saying what to set, and the retrievers still work.
 
 from __future__ import annotations
 
+import hmac
+import ipaddress
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -110,12 +112,59 @@ def _as_tool_error() -> Iterator[None]:
         raise ToolError(f"{type(err).__name__}: {err}") from err
 
 
-def serve(index: Index, http: str | None) -> None:
-    """Serve over stdio, or over streamable HTTP at ``http`` ("HOST:PORT", path /mcp)."""
+def serve(index: Index, http: str | None, token: str | None = None) -> None:
+    """Serve over stdio, or over streamable HTTP at ``http`` ("HOST:PORT", path /mcp).
+
+    Over HTTP with a ``token``, every request must carry ``Authorization: Bearer TOKEN`` (else
+    401); without one the server binds only to a loopback address.
+    """
     if http is None:
         build_server(index).run("stdio")
         return
     host, _, port = http.rpartition(":")
     if not host or not port.isdigit():
         raise HopgraphError(f"--http wants HOST:PORT, got {http!r}", "e.g. --http 127.0.0.1:8765")
-    build_server(index, host, int(port)).run("streamable-http")
+    host = host.strip("[]")
+    if not token and not is_loopback(host):
+        raise HopgraphError(
+            f"--http {http} would serve the index beyond this machine with no authentication",
+            "set HOPGRAPH_TOKEN to a long random secret (clients then send "
+            "'Authorization: Bearer <token>'), or bind 127.0.0.1",
+        )
+    import uvicorn
+
+    guard = "bearer token required" if token else "no token: loopback only"
+    print(f"hopgraph MCP server on http://{http}/mcp ({guard}; Ctrl-C stops)", flush=True)
+    app = build_server(index, host, int(port)).streamable_http_app()
+    uvicorn.run(
+        BearerAuth(app, token) if token else app, host=host, port=int(port), log_level="warning"
+    )
+
+
+def is_loopback(host: str) -> bool:
+    """Tell whether ``host`` is only reachable from this machine (127.0.0.0/8, ::1, localhost)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False  # a name: it may resolve to any interface
+
+
+class BearerAuth:
+    """ASGI middleware: HTTP requests need ``Authorization: Bearer <token>``, else 401."""
+
+    def __init__(self, app: Any, token: str) -> None:
+        self.app, self.expected = app, f"Bearer {token}".encode()
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        """Answer 401 to an HTTP request without the token; pass everything else on."""
+        if scope["type"] == "http":
+            given = dict(scope.get("headers", [])).get(b"authorization", b"")
+            if not hmac.compare_digest(given, self.expected):
+                body = b'{"error": "unauthorized: send Authorization: Bearer <HOPGRAPH_TOKEN>"}'
+                headers = [(b"content-type", b"application/json"), (b"www-authenticate", b"Bearer")]
+                await send({"type": "http.response.start", "status": 401, "headers": headers})
+                await send({"type": "http.response.body", "body": body})
+                return
+        await self.app(scope, receive, send)

@@ -113,6 +113,7 @@ class NaiveGERetriever(Guarded):
     name = "naive_ge"
     needs_graphs = True
     needs_base = True
+    needs_triple_vectors = True  # the beam search scores triples by their vectors (Eq. 5)
     presets: ClassVar[Mapping[str, Mapping[str, Any]]] = {
         "paper": {"base_depth": None, "fusion": "rrf", "keep": 0}
     }
@@ -301,7 +302,6 @@ class SyncGERetriever(NaiveGERetriever):
 
     name = "sync_ge"
     needs_llm = True
-    needs_triple_vectors = True  # passageLink searches the triples (Eq. 10)
     description = (
         "LLM-guided graph expansion for multi-hop questions: an LLM reads the best-matching "
         "passages into the facts the question needs, and chains of stored facts linked to them "

@@ -62,6 +62,9 @@ class Settings(BaseSettings):
     llm_max_retries: int | None = Field(None, ge=0, description="retries with backoff")
     llm_max_concurrency: int | None = Field(None, ge=1, description="requests in flight")
     llm_gguf: Path | None = Field(None, description="GGUF file for --llm local")
+    token: SecretStr | None = Field(
+        None, description="bearer token the HTTP servers (MCP, LangGraph) ask clients for"
+    )
 
     @classmethod
     def settings_customise_sources(

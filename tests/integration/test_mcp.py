@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 
+import httpx
 import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
@@ -87,15 +88,17 @@ def test_mcp_over_stdio(index_dir, llm_env):
     asyncio.run(main())
 
 
-def test_mcp_over_streamable_http(index_dir, llm_env):
+def test_mcp_over_streamable_http_with_a_token(index_dir, llm_env):
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
+    env = {**llm_env, "HOPGRAPH_TOKEN": "s3cret-token"}
     server = subprocess.Popen(
         [sys.executable, "-m", "hopgraph.cli", "mcp", "--index", str(index_dir),
          "--http", f"127.0.0.1:{port}"],
-        env=llm_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
+    url = f"http://127.0.0.1:{port}/mcp"
     try:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
@@ -104,11 +107,16 @@ def test_mcp_over_streamable_http(index_dir, llm_env):
                     break
             assert server.poll() is None, server.stderr.read()
             time.sleep(0.2)
+        hello = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+        for headers in ({}, {"Authorization": "Bearer wrong"}):
+            refused = httpx.post(url, json=hello, headers=headers, timeout=10)
+            assert refused.status_code == 401 and "HOPGRAPH_TOKEN" in refused.text
 
         async def main():
-            url = f"http://127.0.0.1:{port}/mcp"
+            auth = httpx.AsyncClient(headers={"Authorization": "Bearer s3cret-token"})
             async with (
-                streamable_http_client(url) as (read, write, _),
+                auth,
+                streamable_http_client(url, http_client=auth) as (read, write, _),
                 ClientSession(read, write) as session,
             ):
                 await exercise(session)
@@ -117,3 +125,13 @@ def test_mcp_over_streamable_http(index_dir, llm_env):
     finally:
         server.terminate()
         server.wait(timeout=10)
+
+
+def test_mcp_refuses_to_listen_beyond_loopback_without_a_token(index_dir, llm_env):
+    done = subprocess.run(
+        [sys.executable, "-m", "hopgraph.cli", "mcp", "--index", str(index_dir),
+         "--http", "0.0.0.0:8799"],
+        env=llm_env, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert "no authentication" in done.stderr and "HOPGRAPH_TOKEN" in done.stderr

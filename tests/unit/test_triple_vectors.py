@@ -1,4 +1,4 @@
-"""Triple embeddings are built only for the methods that search triples (GEAR, SyncGE)."""
+"""Triple embeddings are built only for the methods that search triples (GEAR's)."""
 
 from hopgraph.agents.registry import needs_triple_vectors
 from hopgraph.core.settings import IndexSettings
@@ -6,9 +6,12 @@ from hopgraph.evals.runner import eval_index
 from tests.conftest import DOCS, write_jsonl
 
 
-def test_only_gear_and_sync_ge_need_triple_vectors():
+def test_only_gears_methods_need_triple_vectors():
     assert needs_triple_vectors(["gear"]) and needs_triple_vectors(["bm25", "sync_ge"])
-    assert not needs_triple_vectors(["gnn_ret", "iier", "naive_ge", "rgnn_ret", "tog2", "grag"])
+    assert needs_triple_vectors(["naive_ge"])
+    assert not needs_triple_vectors(
+        ["bm25", "dense", "gnn_ret", "iier", "rgnn_ret", "tog2", "grag"]
+    )
 
 
 def test_eval_builds_triple_vectors_when_a_method_first_needs_them(tmp_path):
