@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 from langgraph.graph import END, START, StateGraph
@@ -17,9 +18,9 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 
 from hopgraph.agents.registry import DEFAULT_METHOD, SERVED, agent_for
-from hopgraph.core.errors import HopgraphError
+from hopgraph.core.errors import HopgraphError, InputError
 from hopgraph.core.llm import required_chat
-from hopgraph.core.settings import default_index_dir
+from hopgraph.core.settings import default_index_dir, settings
 from hopgraph.graph_store import Index
 from hopgraph.tools import DEFAULT_PRESET
 
@@ -46,9 +47,27 @@ class ServerContext:
     )
 
 
+def allowed_index(directory: str) -> Path:
+    """Return ``directory`` resolved if the server may open it, else raise.
+
+    The allow-list is the ``serve_indexes`` setting, by default the one ``index`` setting the
+    server was started with: a client cannot make the server open any folder it names.
+    """
+    current = settings()
+    allowed = {p.resolve() for p in current.serve_indexes or [current.index]}
+    path = Path(directory).resolve()
+    if path not in allowed:
+        raise InputError(
+            f"context.index {directory} is not one this server serves "
+            f"({', '.join(sorted(map(str, allowed)))})",
+            "ask for a served index, or start the server with it in HOPGRAPH_SERVE_INDEXES",
+        )
+    return path
+
+
 @cache
 def _index(directory: str) -> Index:
-    return Index.open(directory)
+    return Index.open(allowed_index(directory))
 
 
 @cache

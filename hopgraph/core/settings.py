@@ -65,6 +65,9 @@ class Settings(BaseSettings):
     token: SecretStr | None = Field(
         None, description="bearer token the HTTP servers (MCP, LangGraph) ask clients for"
     )
+    serve_indexes: list[Path] = Field(
+        [], description="indexes the LangGraph server may open (default: the index setting)"
+    )
 
     @classmethod
     def settings_customise_sources(

@@ -1,0 +1,47 @@
+"""Authentication of the LangGraph server (``langgraph.json``'s ``auth``).
+
+With the ``token`` setting (``HOPGRAPH_TOKEN``), every request must carry
+``Authorization: Bearer <token>`` (else 401); without one, requests pass (``langgraph dev``
+listens on 127.0.0.1). A run whose ``context.index`` is not on the server's allow-list is refused
+with 403 before it starts (agents.server.allowed_index, which the run checks again).
+"""
+
+from __future__ import annotations
+
+import hmac
+from typing import Any
+
+from langgraph_sdk import Auth
+
+from hopgraph.core.errors import HopgraphError
+from hopgraph.core.settings import settings
+
+from .server import allowed_index
+
+auth = Auth()
+
+
+@auth.authenticate
+async def authenticate(authorization: str | None) -> Auth.types.MinimalUserDict:
+    """Check the bearer token when one is set."""
+    secret = settings().token
+    if secret is None:
+        return {"identity": "local"}
+    expected = f"Bearer {secret.get_secret_value()}"
+    if not authorization or not hmac.compare_digest(authorization, expected):
+        raise Auth.exceptions.HTTPException(
+            status_code=401, detail="unauthorized: send Authorization: Bearer <HOPGRAPH_TOKEN>"
+        )
+    return {"identity": "token"}
+
+
+@auth.on.threads.create_run
+async def only_served_indexes(ctx: Auth.types.AuthContext, value: dict[str, Any]) -> None:
+    """Refuse a run whose context names an index the server does not serve."""
+    context = (value.get("kwargs") or {}).get("context") or {}
+    index = context.get("index") if isinstance(context, dict) else None
+    if index is not None:
+        try:
+            allowed_index(str(index))
+        except HopgraphError as err:
+            raise Auth.exceptions.HTTPException(status_code=403, detail=str(err)) from err
