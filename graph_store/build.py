@@ -160,8 +160,9 @@ def add_documents(
                 "or give new ids",
             )
         records = read_documents(directory, old, existing)
-        new_chunks, chunks, embed_seconds = _add(
-            directory, old, existing, records, docs, show_progress
+        new_chunks, embeddings, embed_seconds = _embed_new(old, existing, docs, show_progress)
+        chunks = _add(
+            directory, old, existing, records, docs, new_chunks, embeddings, show_progress
         )
     return _write_report(
         directory,
@@ -173,17 +174,12 @@ def add_documents(
     )
 
 
-def _add(
-    directory: Path,
-    old: Manifest,
-    existing: list[Chunk],
-    records: list[DocumentRecord],
-    docs: Sequence[Document],
-    show_progress: bool,
-) -> tuple[list[Chunk], list[Chunk], float]:
-    """Commit ``docs`` (not in the index) as the next generation; only they are embedded.
+def _embed_new(
+    old: Manifest, existing: Sequence[Chunk], docs: Sequence[Document], show_progress: bool
+) -> tuple[list[Chunk], np.ndarray, float]:
+    """Chunk and embed ``docs`` for an index whose chunks are ``existing``.
 
-    Returns the new chunks, all chunks and the embedding time.
+    Returns their chunks, the chunks' vectors and the embedding time.
     """
     embedder = load_embedder(old.settings.model, old.settings.batch_size)
     new_chunks = chunk_documents(docs, old.settings, embedder)
@@ -192,11 +188,24 @@ def _add(
         raise InputError("a new chunk id collides with an existing one", "rename the documents")
     t0 = time.perf_counter()
     embeddings = embed_chunks(new_chunks, embedder, show_progress)
-    embed_seconds = time.perf_counter() - t0
+    return new_chunks, embeddings, time.perf_counter() - t0
+
+
+def _add(
+    directory: Path,
+    old: Manifest,
+    existing: list[Chunk],
+    records: list[DocumentRecord],
+    docs: Sequence[Document],
+    new_chunks: list[Chunk],
+    embeddings: np.ndarray,
+    show_progress: bool,
+) -> list[Chunk]:
+    """Commit ``docs`` (chunked and embedded) as the next generation; return all chunks."""
     chunks = sorted(existing + new_chunks, key=lambda c: c.id)
-    records = records + records_of(docs, new_chunks, now())
+    records = [*records, *records_of(docs, new_chunks, now())]
     _commit_change(directory, old, existing, chunks, records, show_progress, new_chunks, embeddings)
-    return new_chunks, chunks, embed_seconds
+    return chunks
 
 
 def delete_documents(directory: str | Path, doc_ids: Sequence[str]) -> WriteReport:
@@ -297,14 +306,20 @@ def sync_documents(
                 "this sync would replace every document of the index",
                 f"rebuild it instead: `hopgraph index SOURCE --index {directory} --force`",
             )
-        chunks, embed_seconds = existing, 0.0
+        kept = [c for c in existing if c.doc_id not in drop]
+        added = [*new, *changed]
+        # Embed first: a failure there (the model, a bad document) leaves the index untouched.
+        new_chunks, embeddings, embed_seconds = [], np.zeros((0, 0), np.float32), 0.0
+        if added:
+            new_chunks, embeddings, embed_seconds = _embed_new(old, kept, added, show_progress)
+        chunks = existing
         if drop:
             chunks, _ = _delete(directory, old, existing, drop)
             old = read_manifest(directory)
-        if new or changed:
+        if added:
             current = read_documents(directory, old, chunks)
-            _, chunks, embed_seconds = _add(
-                directory, old, chunks, current, [*new, *changed], show_progress
+            chunks = _add(
+                directory, old, chunks, current, added, new_chunks, embeddings, show_progress
             )
     return SyncReport(
         directory,

@@ -106,3 +106,21 @@ def test_unreadable_files_are_not_pruned_and_add_points_to_sync(tmp_path, folder
     argv = ["add", str(folder / "usage.rst"), "--index", str(index), "-q"]
     assert main(argv) == 2
     assert "hopgraph sync SOURCE" in capsys.readouterr().err
+
+
+def test_a_sync_that_fails_to_embed_changes_nothing(tmp_path, folder, monkeypatch):
+    index = tmp_path / "idx"
+    build(index, load_corpus(folder).documents)
+    before = results(index)
+    (folder / "notes.txt").write_text("Larry Alcala studied in Manila.", encoding="utf-8")
+
+    def broken(self, texts, progress=None):
+        raise RuntimeError("the encoder failed")
+
+    monkeypatch.setattr(HashingEmbedder, "embed", broken)
+    with pytest.raises(RuntimeError, match="encoder failed"):
+        sync_documents(index, load_corpus(folder).documents, scope=folder, show_progress=False)
+    monkeypatch.undo()
+    assert results(index) == before  # the changed document was not deleted first
+    with Index.open(index) as idx:
+        assert len(idx.documents) == len(FILES)
