@@ -2,7 +2,8 @@
 
 A server builds a run's context from JSON, so each graph here takes a JSON-friendly
 :class:`ServerContext` (the index directory, the method, k) and runs the agent's own graph as a
-subgraph with the real context: the index opened once per directory, the chat model from
+subgraph with the real context: the newest committed generation of the index (a LiveIndex per
+directory: a write committed while the server runs is seen by the next run), the chat model from
 ``HOPGRAPH_LLM_*``. Stream with ``subgraphs=True`` to see the agent's nodes as they run.
 """
 
@@ -21,7 +22,7 @@ from hopgraph.agents.registry import DEFAULT_METHOD, SERVED, agent_for
 from hopgraph.core.errors import HopgraphError, InputError
 from hopgraph.core.llm import required_chat
 from hopgraph.core.settings import default_index_dir, settings
-from hopgraph.graph_store import Index
+from hopgraph.graph_store import Index, LiveIndex
 from hopgraph.tools import DEFAULT_PRESET
 
 
@@ -66,8 +67,13 @@ def allowed_index(directory: str) -> Path:
 
 
 @cache
+def _live(directory: str) -> LiveIndex:
+    return LiveIndex(allowed_index(directory))
+
+
 def _index(directory: str) -> Index:
-    return Index.open(allowed_index(directory))
+    """Return the newest committed generation of a served index (a run uses it to its end)."""
+    return _live(directory).current()
 
 
 @cache

@@ -11,12 +11,14 @@ from .build import (
 )
 from .documents import Chunk, Document
 from .index import Index
+from .live import LiveIndex
 from .loaders import Loaded, LoadReport, load_corpus, load_documents
 
 __all__ = [
     "Chunk",
     "Document",
     "Index",
+    "LiveIndex",
     "LoadReport",
     "Loaded",
     "SyncReport",

@@ -340,8 +340,10 @@ def mcp(args: argparse.Namespace) -> None:
 
     secret = settings().token
     token = secret.get_secret_value() if secret else None
-    with Index.open(index_dir(args)) as idx:
-        serve(idx, args.http, token)
+    from hopgraph.graph_store.live import LiveIndex
+
+    with LiveIndex(index_dir(args)) as live:
+        serve(live, args.http, token)
 
 
 def explain(args: argparse.Namespace) -> None:

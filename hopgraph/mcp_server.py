@@ -20,7 +20,7 @@ from mcp.server.fastmcp.exceptions import ToolError
 from pydantic import Field
 
 from hopgraph.agents.registry import DEFAULT_METHOD, agent_methods
-from hopgraph.graph_store import Index
+from hopgraph.graph_store import LiveIndex
 from hopgraph.tools.registry import DEFAULT_PRESET, RETRIEVERS, Preset
 
 from .core.errors import HopgraphError
@@ -44,8 +44,12 @@ WHERE_HELP = (
 )
 
 
-def build_server(index: Index, host: str = "127.0.0.1", port: int = 8000) -> FastMCP:
-    """Return an MCP server exposing ``index``; the caller runs it and closes the index."""
+def build_server(live: LiveIndex, host: str = "127.0.0.1", port: int = 8000) -> FastMCP:
+    """Return an MCP server exposing ``live``; the caller runs it and closes the index.
+
+    Each request answers from the newest committed generation (LiveIndex.current): a write
+    committed while the server runs is seen by the next request, never half-way through one.
+    """
     server = FastMCP("hopgraph", instructions=INSTRUCTIONS, host=host, port=port)
     lock = threading.Lock()  # one request at a time touches the index and its caches
 
@@ -61,6 +65,7 @@ def build_server(index: Index, host: str = "127.0.0.1", port: int = 8000) -> Fas
         from hopgraph.tools import make_retriever
 
         with lock, _as_tool_error():
+            index = live.current()
             hits = make_retriever(method, index, preset=preset).retrieve(query, k, where)
             return [h.to_dict() for h in hits]
 
@@ -77,7 +82,7 @@ def build_server(index: Index, host: str = "127.0.0.1", port: int = 8000) -> Fas
 
         with lock, _as_tool_error():
             chat = required_chat()
-            result = run_agent(method, question, index, chat, preset=preset)
+            result = run_agent(method, question, live.current(), chat, preset=preset)
             return {
                 "answer": result.answer,
                 "citations": [{k: c[k] for k in ("id", "title", "text")} for c in result.citations],
@@ -88,9 +93,12 @@ def build_server(index: Index, host: str = "127.0.0.1", port: int = 8000) -> Fas
     @server.tool()
     def index_stats() -> dict[str, Any]:
         """Describe the index: counts, embedding model, whether graphs are built."""
+        with lock:
+            index = live.current()
         manifest = index.manifest
         return {
             "directory": str(index.directory),
+            "generation": manifest.generation,
             "counts": manifest.counts,
             "model": manifest.settings.model,
             "graphs": manifest.graph["counts"] if manifest.graph else None,
@@ -112,7 +120,7 @@ def _as_tool_error() -> Iterator[None]:
         raise ToolError(f"{type(err).__name__}: {err}") from err
 
 
-def serve(index: Index, http: str | None, token: str | None = None) -> None:
+def serve(index: LiveIndex, http: str | None, token: str | None = None) -> None:
     """Serve over stdio, or over streamable HTTP at ``http`` ("HOST:PORT", path /mcp).
 
     Over HTTP with a ``token``, every request must carry ``Authorization: Bearer TOKEN`` (else
