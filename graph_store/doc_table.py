@@ -78,7 +78,8 @@ def read_documents(
         return [DocumentRecord(**orjson.loads(x)) for x in path.read_bytes().split(b"\n") if x]
     except (OSError, ValueError, TypeError) as err:
         raise IndexStateError(
-            f"{path} is missing or damaged: {err}", "rebuild the index from its sources"
+            f"{path} is missing or damaged: {err}",
+            f"rebuild it from its sources: `hopgraph index SOURCE --index {directory} --force`",
         ) from err
 
 

@@ -27,7 +27,7 @@ from .extraction.table import EXTRACTIONS_FILE, ExtractionTable
 from .generations import passages_location
 from .kdb_bm25 import BM25Store
 from .knowledge_graph import KnowledgeGraph, StoredTriple
-from .manifest import Manifest, read_manifest
+from .manifest import Manifest, damaged_files, read_manifest, repair_hint
 from .passage_graph import PassageGraph
 from .vdb_chroma import ChromaLocation, ChromaVectorStore
 from .vector_table import VectorTable
@@ -36,11 +36,18 @@ from .vector_table import VectorTable
 def read_chunks(directory: Path, manifest: Manifest) -> list[Chunk]:
     """Read the chunk table of an index directory's committed generation."""
     path = manifest.path(directory, "chunks")
+    fix = f"rebuild it from its sources: `hopgraph index SOURCE --index {directory} --force`"
     try:
         lines = path.read_bytes().split(b"\n")
-        return [Chunk(**orjson.loads(line)) for line in lines if line]
+        chunks = [Chunk(**orjson.loads(line)) for line in lines if line]
     except (OSError, ValueError, TypeError) as err:
-        raise IndexStateError(f"{path} is missing or damaged: {err}", "rebuild the index") from err
+        raise IndexStateError(f"{path} is missing or damaged: {err}", fix) from err
+    expected = manifest.counts.get("chunks")
+    if expected is not None and len(chunks) != expected:
+        raise IndexStateError(
+            f"{path} is damaged: it holds {len(chunks)} chunks, the manifest says {expected}", fix
+        )
+    return chunks
 
 
 def write_chunks(path: Path, chunks: Sequence[Chunk]) -> None:
@@ -110,6 +117,11 @@ class Index:
                 f"{directory} was built with embedding model {built_with!r}, not {model!r}",
                 "drop --model to use the index's own model, or rebuild the index with the new one",
             )
+        damaged = damaged_files(directory, manifest)
+        if damaged:
+            path, what = damaged[0]
+            more = f" ({len(damaged) - 1} more: `hopgraph check` lists them)" if damaged[1:] else ""
+            raise IndexStateError(f"{path} {what}{more}", repair_hint(directory, manifest, path))
         return cls(directory, manifest, read_chunks(directory, manifest))
 
     @cached_property

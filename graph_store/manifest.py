@@ -21,6 +21,7 @@ from hopgraph.core.errors import IndexStateError
 from hopgraph.core.settings import IndexSettings
 
 MANIFEST = "manifest.json"
+_REBUILD = "rebuild it from its sources: `hopgraph index SOURCE --index {dir} --force`"
 FORMAT_VERSION = 2
 READABLE_FORMATS = (1, 2)
 """Format 1 (one folder per index, rewritten whole on every write) is read as generation 0;
@@ -54,6 +55,9 @@ class Manifest(BaseModel):
     vectors: list[str] = []
     """The segments of its chunk vectors (folders relative to the index; vector_table). Empty in
     an index written before them: its vectors are read from Chroma until its next write."""
+    sizes: dict[str, int] = {}
+    """The size of every file the generation is made of (Chroma's aside), by path relative to
+    the index: readers check them when they open it (a truncated, emptied or missing file)."""
     purge: dict[str, list[str]] = {}
     """What this generation removed from Chroma: ``passages`` and ``triples`` row ids and whole
     ``collections``. Removed only once the manifest is committed (readers of the previous
@@ -73,6 +77,40 @@ class Manifest(BaseModel):
             os.fsync(handle.fileno())
         os.replace(temporary, directory / MANIFEST)
         fsync_directory(directory)
+
+
+def part_files(directory: Path, manifest: Manifest) -> list[Path]:
+    """Return every file the manifest's generation is made of (Chroma's aside), sorted."""
+    roots = [*manifest.files.values(), *manifest.segments, *manifest.vectors]
+    found: set[Path] = set()
+    for root in map(directory.joinpath, roots):
+        if root.is_file():
+            found.add(root)
+        elif root.is_dir():
+            found.update(p for p in root.rglob("*") if p.is_file())
+    return sorted(found)
+
+
+def damaged_files(directory: Path, manifest: Manifest) -> list[tuple[str, str]]:
+    """Return (file, what is wrong) for each file whose size is not the one recorded."""
+    out = []
+    for name, size in manifest.sizes.items():
+        path = directory / name
+        try:
+            actual = path.stat().st_size
+        except OSError:
+            out.append((str(path), "is missing"))
+            continue
+        if actual != size:
+            out.append((str(path), f"is damaged: {actual} bytes, {size} when written"))
+    return out
+
+
+def repair_hint(directory: Path, manifest: Manifest, path: str | Path) -> str:
+    """Return the command that repairs a damaged file of the index."""
+    if manifest.graph and Path(path).is_relative_to(directory / manifest.files.get("graph", "")):
+        return f"rebuild the graphs: `hopgraph graph build --index {directory}`"
+    return _REBUILD.format(dir=directory)
 
 
 def fsync_directory(directory: Path) -> None:
@@ -116,7 +154,9 @@ def read_manifest(directory: Path) -> Manifest:
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as err:
-        raise IndexStateError(f"{path} is unreadable: {err}", "rebuild the index") from err
+        raise IndexStateError(
+            f"{path} is unreadable: {err}", _REBUILD.format(dir=directory)
+        ) from err
     found = raw.get("format_version") if isinstance(raw, dict) else None
     if found not in READABLE_FORMATS:
         made_by = (raw.get("versions") or {}).get("hopgraph", "?") if isinstance(raw, dict) else "?"
@@ -128,4 +168,4 @@ def read_manifest(directory: Path) -> Manifest:
     try:
         return Manifest.model_validate(raw)
     except ValidationError as err:
-        raise IndexStateError(f"{path} is damaged: {err}", "rebuild the index") from err
+        raise IndexStateError(f"{path} is damaged: {err}", _REBUILD.format(dir=directory)) from err

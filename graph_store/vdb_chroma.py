@@ -108,7 +108,8 @@ class ChromaVectorStore:
         except Exception as err:  # NotFoundError / ValueError depending on client type
             raise CollectionMissingError(
                 f"Chroma collection {self.location.describe()} is missing",
-                "the index is damaged or its server was reset: rebuild with `hopgraph index`",
+                "the index is damaged or its server was reset: rebuild it from its sources "
+                "(`hopgraph index SOURCE --index DIR --force`)",
             ) from err
 
     def upsert(

@@ -334,6 +334,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print them as JSON")
     p.set_defaults(func=commands.config_show)
 
+    p = sub.add_parser(
+        "check",
+        help="check that every file of an index is there, readable and in agreement",
+        description="Read every part of the index (manifest, chunk and document tables, "
+        "vectors, BM25, Chroma rows, graphs) and check that they agree (the same chunks "
+        "everywhere, the manifest's counts). Each problem names the file and the command that "
+        "repairs it; exits 2 if there is any.",
+    )
+    _index_option(p)
+    p.add_argument("--json", action="store_true", help="print the problems as JSON")
+    p.set_defaults(func=commands.check)
+
     p = sub.add_parser("info", help="show an index's manifest and the available methods")
     _index_option(p)
     p.add_argument("--json", action="store_true", help="print the manifest as JSON")
@@ -511,10 +523,32 @@ def _version() -> str:
     return f"hopgraph {__version__}"
 
 
+def _diagnose(args: argparse.Namespace | None) -> str | None:
+    """Say what `hopgraph check` finds wrong with the command's index, or ``None``."""
+    if args is None or not hasattr(args, "index"):
+        return None
+    from hopgraph.graph_store.check import check_index
+    from hopgraph.graph_store.manifest import MANIFEST
+
+    from .commands import index_dir
+
+    directory = index_dir(args)
+    if not (directory / MANIFEST).exists():
+        return None
+    try:
+        problems = check_index(directory)
+    except Exception:  # the check itself failed: show the original error's traceback
+        return None
+    if not problems:
+        return None
+    return f"{directory} is damaged:\n" + "\n".join(str(p) for p in problems)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit status (0 ok, 2 bad input or state, 130 interrupted)."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    args = None
     try:
         args = build_parser().parse_args(argv)  # help texts may read settings: inside the try
         # The run's flags over the settings file and HOPGRAPH_* (hopgraph.core.settings).
@@ -534,6 +568,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:  # e.g. `hopgraph retrieve ... | head`
         return 0
+    except Exception as err:
+        # A damaged index fails in its file's own library (zip, JSON, Chroma): say which file
+        # and how to repair it. Anything else is a bug, and its traceback is shown.
+        diagnosis = _diagnose(args)
+        if diagnosis is None:
+            raise
+        print(f"error: reading the index failed ({type(err).__name__}: {err})", file=sys.stderr)
+        print(diagnosis, file=sys.stderr)
+        return 2
     finally:
         configure()  # a caller that goes on in this process (tests, scripts) starts clean
 

@@ -192,6 +192,27 @@ def where_of(pairs: Sequence[str] | None) -> dict[str, str] | None:
     return where or None
 
 
+def check(args: argparse.Namespace) -> None:
+    """Check that every part of an index is there, readable and in agreement."""
+    from hopgraph.core.errors import IndexStateError
+    from hopgraph.graph_store.check import check_index
+
+    directory = index_dir(args)
+    problems = check_index(directory)
+    if args.json:
+        print(json.dumps([p.__dict__ for p in problems], indent=2))
+    if problems:
+        listed = "\n".join(str(p) for p in problems)
+        raise IndexStateError(f"{directory} is damaged ({len(problems)} problem(s)):\n{listed}")
+    if not args.json:
+        with Index.open(directory) as idx:
+            counts = idx.manifest.counts
+            print(
+                f"{directory}: sound (generation {idx.generation}, {counts['documents']} "
+                f"documents, {counts['chunks']} chunks): every part is readable and they agree"
+            )
+
+
 def config_show(args: argparse.Namespace) -> None:
     """Print the effective settings and where each came from."""
     from hopgraph.core.settings import describe_settings, settings_file

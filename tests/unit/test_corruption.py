@@ -1,0 +1,66 @@
+"""A damaged index: every file of a graph-built index truncated, deleted or with lines dropped.
+
+`retrieve`, `info` and `check` each exit 2 with a message that names the damaged file and the
+command that repairs it; no traceback reaches the user.
+"""
+
+import shutil
+
+import pytest
+
+from hopgraph.cli import main
+from hopgraph.graph_store.manifest import part_files, read_manifest
+from tests.unit.test_index import ALL, build
+
+
+@pytest.fixture(scope="module")
+def pristine(tmp_path_factory):
+    from hopgraph.graph_store import build_graphs
+    from hopgraph.graph_store.graph_build import GraphSettings
+
+    index = tmp_path_factory.mktemp("pristine") / "idx"
+    build(index, ALL)
+    build_graphs(index, GraphSettings(), show_progress=False)
+    return index
+
+
+def index_files(index):
+    parts = part_files(index, read_manifest(index))
+    return [p.relative_to(index).as_posix() for p in parts] + ["chroma/chroma.sqlite3"]
+
+
+def truncate(path):
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+
+
+def delete(path):
+    path.unlink()
+
+
+def drop_lines(path):
+    lines = path.read_bytes().splitlines(keepends=True)
+    path.write_bytes(b"".join(lines[: max(len(lines) - 2, 0)]) or b"\n")
+
+
+@pytest.mark.parametrize("damage", [truncate, delete, drop_lines], ids=lambda f: f.__name__)
+def test_every_damaged_file_is_named_with_its_fix(pristine, tmp_path, capsys, damage):
+    names = index_files(pristine)
+    assert len(names) > 15  # chunks, documents, BM25, vectors, both graphs, readings, Chroma
+    for name in names:
+        if damage is drop_lines and not name.endswith((".jsonl", ".json")):
+            continue
+        index = tmp_path / name.replace("/", "_") / "idx"
+        shutil.copytree(pristine, index)
+        damage(index / name)
+        for argv in (
+            ["retrieve", "Stanley", "--method", "gnn_ret"],
+            ["info"],
+            ["check"],
+        ):
+            code = main([*argv, "--index", str(index)])
+            err = capsys.readouterr().err
+            where = f"{damage.__name__} {name}: {argv[0]}"
+            assert code == 2, where
+            assert "Traceback" not in err, where
+            assert name.split("/")[-1] in err or "chroma" in err.lower(), (where, err)
+            assert "hopgraph index SOURCE" in err or "hopgraph graph build" in err, (where, err)
