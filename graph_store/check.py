@@ -24,7 +24,7 @@ from .generations import passages_location
 from .index import read_chunks
 from .kdb_bm25 import BM25Store
 from .knowledge_graph import KnowledgeGraph
-from .manifest import MANIFEST, Manifest, damaged_files, read_manifest, repair_hint
+from .manifest import MANIFEST, Manifest, crc32, damaged_files, read_manifest, repair_hint
 from .passage_graph import PassageGraph
 from .vdb_chroma import ChromaVectorStore
 from .vector_table import VectorTable
@@ -42,7 +42,8 @@ class Problem:
     fix: str
 
     def __str__(self) -> str:
-        return f"{self.where}: {self.what}\n  fix: {self.fix}"
+        joint = " " if self.what.startswith("is ") else ": "  # "x is missing", "x: KeyError"
+        return f"{self.where}{joint}{self.what}\n  fix: {self.fix}"
 
 
 def check_index(directory: str | Path) -> list[Problem]:
@@ -61,8 +62,15 @@ def check_index(directory: str | Path) -> list[Problem]:
     manifest = attempt(MANIFEST, REBUILD, lambda: read_manifest(directory))
     if manifest is None:
         return problems
-    for path, what in damaged_files(directory, manifest):
+    damaged = damaged_files(directory, manifest)
+    for path, what in damaged:
         problems.append(Problem(path, what, repair_hint(directory, manifest, path)))
+    seen = {path for path, _ in damaged}
+    for name, expected in manifest.checksums.items():
+        path = directory / name
+        if str(path) not in seen and crc32(path) != expected:
+            what = "is damaged: its CRC-32 is not the one recorded when it was written"
+            problems.append(Problem(str(path), what, repair_hint(directory, manifest, path)))
     chunks = attempt(
         str(manifest.path(directory, "chunks")), REBUILD, lambda: _chunks(directory, manifest)
     )

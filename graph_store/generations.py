@@ -21,7 +21,7 @@ from types import TracebackType
 from hopgraph.core.errors import IndexStateError
 
 from .atomic import LOCK_FILE
-from .manifest import MANIFEST, Manifest, fsync_directory, part_files
+from .manifest import MANIFEST, Manifest, fsync_directory, record_files
 from .vdb_chroma import ChromaLocation, ChromaVectorStore, CollectionMissingError
 
 log = logging.getLogger(__name__)
@@ -85,8 +85,7 @@ class Generation:
         """Write ``manifest`` as this generation, then purge what it removed and old folders."""
         manifest.generation = self.number
         fsync_tree(self.folder)
-        files = part_files(self.directory, manifest)
-        manifest.sizes = {p.relative_to(self.directory).as_posix(): p.stat().st_size for p in files}
+        record_files(self.directory, manifest, self.committed)
         manifest.write(self.directory)
         (self.directory / JOURNAL).unlink(missing_ok=True)
         purge(self.directory, manifest)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import zlib
 from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -58,6 +59,8 @@ class Manifest(BaseModel):
     sizes: dict[str, int] = {}
     """The size of every file the generation is made of (Chroma's aside), by path relative to
     the index: readers check them when they open it (a truncated, emptied or missing file)."""
+    checksums: dict[str, str] = {}
+    """Their CRC-32s (hex), which `hopgraph check` verifies: damage that keeps a file's size."""
     purge: dict[str, list[str]] = {}
     """What this generation removed from Chroma: ``passages`` and ``triples`` row ids and whole
     ``collections``. Removed only once the manifest is committed (readers of the previous
@@ -89,6 +92,31 @@ def part_files(directory: Path, manifest: Manifest) -> list[Path]:
         elif root.is_dir():
             found.update(p for p in root.rglob("*") if p.is_file())
     return sorted(found)
+
+
+def crc32(path: Path) -> str:
+    """Return a file's CRC-32 as hex, read in 1 MB blocks (zlib: gigabytes a second)."""
+    value = 0
+    with open(path, "rb") as handle:
+        while block := handle.read(1 << 20):
+            value = zlib.crc32(block, value)
+    return f"{value:08x}"
+
+
+def record_files(directory: Path, manifest: Manifest, previous: Manifest | None) -> None:
+    """Record the size and CRC-32 of every file of ``manifest``'s generation.
+
+    Files are never changed once written, so a file the previous manifest recorded with the
+    same size keeps its checksum: a write hashes only the files it wrote.
+    """
+    sizes, checksums = {}, {}
+    known = previous.checksums if previous else {}
+    for path in part_files(directory, manifest):
+        name = path.relative_to(directory).as_posix()
+        sizes[name] = path.stat().st_size
+        same = previous is not None and previous.sizes.get(name) == sizes[name]
+        checksums[name] = known[name] if same and name in known else crc32(path)
+    manifest.sizes, manifest.checksums = sizes, checksums
 
 
 def damaged_files(directory: Path, manifest: Manifest) -> list[tuple[str, str]]:

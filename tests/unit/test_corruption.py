@@ -64,3 +64,20 @@ def test_every_damaged_file_is_named_with_its_fix(pristine, tmp_path, capsys, da
             assert "Traceback" not in err, where
             assert name.split("/")[-1] in err or "chroma" in err.lower(), (where, err)
             assert "hopgraph index SOURCE" in err or "hopgraph graph build" in err, (where, err)
+
+
+def test_check_finds_damage_that_keeps_a_files_size(pristine, tmp_path, capsys):
+    index = tmp_path / "idx"
+    shutil.copytree(pristine, index)
+    manifest = read_manifest(index)
+    assert set(manifest.checksums) == set(manifest.sizes) and manifest.checksums
+    name = manifest.files["chunks"]
+    data = bytearray((index / name).read_bytes())
+    at = data.index(b"Stanley")
+    data[at : at + 7] = b"Stanlee"  # same size: the open-time check cannot see it
+    (index / name).write_bytes(bytes(data))
+    assert main(["check", "--index", str(index)]) == 2
+    err = capsys.readouterr().err
+    assert "chunks.jsonl is damaged: its CRC-32" in err and "hopgraph index SOURCE" in err
+    assert main(["check", "--index", str(pristine)]) == 0
+    assert "sound" in capsys.readouterr().out
