@@ -10,7 +10,7 @@ from typing import Any
 
 from langchain_core.messages import HumanMessage
 
-from hopgraph.graph_store import Index
+from hopgraph.graph_store import Index, LiveIndex
 
 from .core.errors import HopgraphError
 from .core.llm import choose_chat, describe
@@ -30,7 +30,7 @@ class ChatSession:
 
     def __init__(
         self,
-        index: Index,
+        live: LiveIndex,
         chat: Any,
         saver: Any,
         thread: str,
@@ -40,11 +40,16 @@ class ChatSession:
     ):
         from hopgraph.agents.chat.graph import builder
 
-        self.index, self.chat, self.k = index, chat, k
+        self.live, self.chat, self.k = live, chat, k
         self.graph = builder.compile(checkpointer=saver, name="hopgraph-chat")
         self.thread, self.method, self.preset = thread, method, preset
         self.sources: list[dict[str, Any]] = []
         self.trace_id: str | None = None
+
+    @property
+    def index(self) -> Index:
+        """Return the newest committed generation: a write while chatting is seen next turn."""
+        return self.live.current()
 
     def config(self) -> dict[str, Any]:
         """Return the LangGraph config of the current thread."""
@@ -149,8 +154,8 @@ def chat(args: argparse.Namespace) -> None:
     else:
         print(f"answers are written by {describe(model)}")
     store = args.checkpoints or cache_dir() / "chat.sqlite"
-    with Index.open(index_dir(args)) as index, checkpointer(store) as saver:
-        session = ChatSession(index, model, saver, args.thread or uuid.uuid4().hex[:12],
+    with LiveIndex(index_dir(args)) as live, checkpointer(store) as saver:
+        session = ChatSession(live, model, saver, args.thread or uuid.uuid4().hex[:12],
                               args.method, args.k, args.preset)  # fmt: skip
         earlier = session.history()
         resumed = f", resuming {earlier} messages" if earlier else ""

@@ -233,3 +233,19 @@ def test_force_replaces_only_what_hopgraph_wrote(tmp_path):
     assert (tmp_path / "idx" / "notes.txt").read_text() == "mine"
     with Index.open(tmp_path / "idx") as idx:
         assert idx.doc_ids == {"d1", "d2", "d3"}
+
+
+def test_chat_and_live_readers_see_the_next_commit(tmp_path, capsys):
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from hopgraph.chat_command import ChatSession
+    from hopgraph.graph_store import LiveIndex
+
+    build(tmp_path / "idx", ALL)
+    with LiveIndex(tmp_path / "idx") as live:
+        session = ChatSession(live, None, InMemorySaver(), "t", "bm25", 3)
+        session.ask("zebra quagga")
+        assert not any(s["doc_id"] == "z1" for s in session.sources)
+        add_documents(tmp_path / "idx", [Document("z1", "Zebra", "A zebra quagga.")], False)
+        session.ask("zebra quagga")
+        assert session.sources[0]["doc_id"] == "z1" and live.reopened == 1
