@@ -1,9 +1,10 @@
 """Authentication of the LangGraph server (``langgraph.json``'s ``auth``).
 
 With the ``token`` setting (``HOPGRAPH_TOKEN``), every request must carry
-``Authorization: Bearer <token>`` (else 401); without one, requests pass (``langgraph dev``
-listens on 127.0.0.1). A run whose ``context.index`` is not on the server's allow-list is refused
-with 403 before it starts (agents.server.allowed_index, which the run checks again).
+``Authorization: Bearer <token>`` (else 401); without one, only requests from this machine
+(loopback) are answered, wherever the server listens. A run whose ``context.index`` is not on
+the server's allow-list is refused with 403 before it starts (agents.server.allowed_index, which
+the run checks again).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 from langgraph_sdk import Auth
 
 from hopgraph.core.errors import HopgraphError
+from hopgraph.core.network import is_loopback
 from hopgraph.core.settings import settings
 
 from .server import allowed_index
@@ -22,10 +24,17 @@ auth = Auth()
 
 
 @auth.authenticate
-async def authenticate(authorization: str | None) -> Auth.types.MinimalUserDict:
-    """Check the bearer token when one is set."""
+async def authenticate(request: Any, authorization: str | None) -> Auth.types.MinimalUserDict:
+    """Check the bearer token when one is set; without one, serve this machine only."""
     secret = settings().token
     if secret is None:
+        client = getattr(request, "client", None)
+        if client is None or not is_loopback(client.host):
+            raise Auth.exceptions.HTTPException(
+                status_code=401,
+                detail="this server has no token, so it answers this machine only: start it "
+                "with HOPGRAPH_TOKEN set and send Authorization: Bearer <token>",
+            )
         return {"identity": "local"}
     expected = f"Bearer {secret.get_secret_value()}"
     if not authorization or not hmac.compare_digest(authorization, expected):

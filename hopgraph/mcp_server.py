@@ -9,7 +9,6 @@ with an error saying what to set, and the retrievers still work.
 from __future__ import annotations
 
 import hmac
-import ipaddress
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -20,6 +19,7 @@ from mcp.server.fastmcp.exceptions import ToolError
 from pydantic import Field
 
 from hopgraph.agents.registry import DEFAULT_METHOD, agent_methods
+from hopgraph.core.network import is_loopback
 from hopgraph.graph_store import LiveIndex
 from hopgraph.tools.registry import DEFAULT_PRESET, RETRIEVERS, Preset
 
@@ -147,16 +147,6 @@ def serve(index: LiveIndex, http: str | None, token: str | None = None) -> None:
     uvicorn.run(
         BearerAuth(app, token) if token else app, host=host, port=int(port), log_level="warning"
     )
-
-
-def is_loopback(host: str) -> bool:
-    """Tell whether ``host`` is only reachable from this machine (127.0.0.0/8, ::1, localhost)."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False  # a name: it may resolve to any interface
 
 
 class BearerAuth:
