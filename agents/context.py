@@ -34,7 +34,6 @@ class AgentContext:
         metadata={"description": "only passages whose fields equal these (Retriever.retrieve)"},
     )
     _retrievers: dict[tuple[str, str], Retriever] = field(default_factory=dict, repr=False)
-    _allowed: set[str] | None = field(default=None, repr=False)
 
     presets: ClassVar[Mapping[str, Mapping[str, Any]]] = {}
     """Settings per preset where they differ from the field defaults (which are ``tuned``)."""
@@ -63,8 +62,4 @@ class AgentContext:
 
     def allows(self, chunk_id: str) -> bool:
         """Tell whether a chunk may be evidence: every chunk, or those ``where`` matches."""
-        if self.where is None:
-            return True
-        if self._allowed is None:
-            self._allowed = self.index.matching(self.where)
-        return chunk_id in self._allowed
+        return self.where is None or chunk_id in self.index.matching(self.where)

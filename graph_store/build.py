@@ -224,14 +224,19 @@ def delete_documents(directory: str | Path, doc_ids: Sequence[str]) -> WriteRepo
                 f"{len(missing)} document id(s) are not in the index: {quote_ids(missing)}",
                 "`hopgraph docs --index DIR` lists the documents; ids are case-sensitive",
             )
-        chunks, removed = _delete(directory, old, existing, wanted)
+        records = read_documents(directory, old, existing)
+        chunks, removed = _delete(directory, old, existing, records, wanted)
     return _write_report(
         directory, chunks, added=0, removed=len(removed), started=started, embed_seconds=0.0
     )
 
 
 def _delete(
-    directory: Path, old: Manifest, existing: list[Chunk], wanted: set[str]
+    directory: Path,
+    old: Manifest,
+    existing: list[Chunk],
+    records: Sequence[DocumentRecord],
+    wanted: set[str],
 ) -> tuple[list[Chunk], list[str]]:
     """Commit the removal of the documents ``wanted``; return the chunks kept and removed ids."""
     removed = [c.id for c in existing if c.doc_id in wanted]
@@ -241,8 +246,8 @@ def _delete(
             "deleting these documents would leave the index empty",
             "remove the index directory instead",
         )
-    records = [r for r in read_documents(directory, old, existing) if r.id not in wanted]
-    _commit_change(directory, old, existing, chunks, records, False, removed=removed)
+    kept = [r for r in records if r.id not in wanted]
+    _commit_change(directory, old, existing, chunks, kept, False, removed=removed)
     return chunks, removed
 
 
@@ -314,10 +319,10 @@ def sync_documents(
             new_chunks, embeddings, embed_seconds = _embed_new(old, kept, added, show_progress)
         chunks = existing
         if drop:
-            chunks, _ = _delete(directory, old, existing, drop)
+            chunks, _ = _delete(directory, old, existing, list(records.values()), drop)
             old = read_manifest(directory)
         if added:
-            current = read_documents(directory, old, chunks)
+            current = [r for r in records.values() if r.id not in drop]  # what _delete kept
             chunks = _add(
                 directory, old, chunks, current, added, new_chunks, embeddings, show_progress
             )

@@ -24,13 +24,19 @@ from .generations import passages_location
 from .index import read_chunks
 from .kdb_bm25 import BM25Store
 from .knowledge_graph import KnowledgeGraph
-from .manifest import MANIFEST, Manifest, crc32, damaged_files, read_manifest, repair_hint
+from .manifest import (
+    MANIFEST,
+    Manifest,
+    crc32,
+    damaged_files,
+    graphs_hint,
+    read_manifest,
+    rebuild_hint,
+    repair_hint,
+)
 from .passage_graph import PassageGraph
 from .vdb_chroma import ChromaVectorStore
 from .vector_table import VectorTable
-
-REBUILD = "rebuild it from its sources: `hopgraph index SOURCE --index {dir} --force`"
-GRAPHS = "rebuild the graphs: `hopgraph graph build --index {dir}`"
 
 
 @dataclass(frozen=True)
@@ -46,118 +52,126 @@ class Problem:
         return f"{self.where}{joint}{self.what}\n  fix: {self.fix}"
 
 
-def check_index(directory: str | Path) -> list[Problem]:
-    """Return every problem found in the index at ``directory`` (empty: it is sound)."""
-    directory = Path(directory)
-    problems: list[Problem] = []
+class Findings:
+    """The problems found so far, and how to try one part: its failure becomes a problem."""
 
-    def attempt(where: str, fix: str, step: Callable[[], Any]) -> Any:
+    def __init__(self) -> None:
+        self.problems: list[Problem] = []
+
+    def attempt(self, where: str, fix: str, step: Callable[[], Any]) -> Any:
+        """Run ``step``; if it raises, record the problem with ``where`` and ``fix``."""
         try:
             return step()
         except Exception as err:  # a damaged file fails in its own library's way
             what = err.message if isinstance(err, HopgraphError) else f"{type(err).__name__}: {err}"
-            problems.append(Problem(where, what, fix.format(dir=directory)))
+            self.problems.append(Problem(where, what, fix))
             return None
 
-    manifest = attempt(MANIFEST, REBUILD, lambda: read_manifest(directory))
+
+def check_index(directory: str | Path) -> list[Problem]:
+    """Return every problem found in the index at ``directory`` (empty: it is sound)."""
+    directory = Path(directory)
+    found = Findings()
+    rebuild = rebuild_hint(directory)
+    manifest = found.attempt(MANIFEST, rebuild, lambda: read_manifest(directory))
     if manifest is None:
-        return problems
+        return found.problems
+    _check_files(directory, manifest, found)
+    where = str(manifest.path(directory, "chunks"))
+    chunks = found.attempt(where, rebuild, lambda: read_chunks(directory, manifest))
+    if chunks is None:  # read_chunks also checks the count against the manifest
+        return found.problems
+    _check_tables(directory, manifest, chunks, found)
+    ids = [c.id for c in chunks]
+    _check_stores(directory, manifest, ids, found)
+    if manifest.graph:
+        _check_graphs(directory, manifest, ids, found)
+    return found.problems
+
+
+def _check_files(directory: Path, manifest: Manifest, found: Findings) -> None:
+    """Check every file's recorded size, then the CRC-32 of those whose size is right."""
     damaged = damaged_files(directory, manifest)
     for path, what in damaged:
-        problems.append(Problem(path, what, repair_hint(directory, manifest, path)))
+        found.problems.append(Problem(path, what, repair_hint(directory, manifest, path)))
     seen = {path for path, _ in damaged}
     for name, expected in manifest.checksums.items():
         path = directory / name
         if str(path) not in seen and crc32(path) != expected:
             what = "is damaged: its CRC-32 is not the one recorded when it was written"
-            problems.append(Problem(str(path), what, repair_hint(directory, manifest, path)))
-    chunks = attempt(
-        str(manifest.path(directory, "chunks")), REBUILD, lambda: _chunks(directory, manifest)
-    )
-    if chunks is None:
-        return problems
-    ids = [c.id for c in chunks]
-    _check_tables(directory, manifest, chunks, attempt, problems)
-    _check_stores(directory, manifest, ids, attempt, problems)
-    if manifest.graph:
-        _check_graphs(directory, manifest, ids, attempt, problems)
-    return problems
-
-
-def _chunks(directory: Path, manifest: Manifest) -> list[Chunk]:
-    return read_chunks(directory, manifest)  # checks the count against the manifest
+            found.problems.append(Problem(str(path), what, repair_hint(directory, manifest, path)))
 
 
 def _check_tables(
-    directory: Path, manifest: Manifest, chunks: list[Chunk], attempt: Any, problems: list
+    directory: Path, manifest: Manifest, chunks: list[Chunk], found: Findings
 ) -> None:
     """Check that the documents are the chunks' and the vector table holds every chunk."""
-    where = str(directory / manifest.files.get("documents", "(documents)"))
-    records = attempt(where, REBUILD, lambda: read_documents(directory, manifest, chunks))
-    if records is not None and {r.id for r in records} != {c.doc_id for c in chunks}:
-        problems.append(
-            Problem(where, "its documents are not the chunks'", REBUILD.format(dir=directory))
-        )
+    rebuild = rebuild_hint(directory)
+
+    def documents() -> None:
+        records = read_documents(directory, manifest, chunks)
+        if {r.id for r in records} != {c.doc_id for c in chunks}:
+            raise ValueError("its documents are not the chunks'")
+
+    found.attempt(
+        str(directory / manifest.files.get("documents", "(documents)")), rebuild, documents
+    )
     if manifest.vectors:
         where = ", ".join(str(directory / p) for p in manifest.vectors)
-        attempt(
+        vectors = VectorTable.load  # read every chunk's row: a missing one is an error
+        found.attempt(
             where,
-            REBUILD,
-            lambda: VectorTable.load(directory, manifest.vectors).matrix([c.id for c in chunks]),
+            rebuild,
+            lambda: vectors(directory, manifest.vectors).matrix([c.id for c in chunks]),
         )
 
 
-def _check_stores(
-    directory: Path, manifest: Manifest, ids: list[str], attempt: Any, problems: list
-) -> None:
+def _check_stores(directory: Path, manifest: Manifest, ids: list[str], found: Findings) -> None:
     """Check that BM25's segments and Chroma's rows cover every chunk."""
     bm25 = manifest.path(directory, "bm25")
 
     def keyword_rows() -> None:
         store = BM25Store.load(bm25, directory, [_stub(i) for i in ids])
         covered = {i for segment in store.segments for i in segment.ids}
-        missing = [i for i in ids if i not in covered]
-        if missing:
-            raise ValueError(f"{len(missing)} chunks have no BM25 row (e.g. {missing[0]!r})")
+        _all_there(ids, covered, "BM25 row")
 
-    attempt(str(bm25), REBUILD, keyword_rows)
+    found.attempt(str(bm25), rebuild_hint(directory), keyword_rows)
     location = passages_location(directory, manifest)
 
     def vector_rows() -> None:
         store = ChromaVectorStore(location)
         try:
-            found: set[str] = set()
+            rows: set[str] = set()
             for start in range(0, len(ids), 5000):
-                found.update(store.collection.get(ids=ids[start : start + 5000], include=[])["ids"])
+                rows.update(store.collection.get(ids=ids[start : start + 5000], include=[])["ids"])
         finally:
             store.close()
-        missing = [i for i in ids if i not in found]
-        if missing:
-            raise ValueError(f"{len(missing)} chunks have no Chroma row (e.g. {missing[0]!r})")
+        _all_there(ids, rows, "Chroma row")
 
-    attempt(f"Chroma ({location.describe()})", REBUILD, vector_rows)
+    found.attempt(f"Chroma ({location.describe()})", rebuild_hint(directory), vector_rows)
 
 
-def _check_graphs(
-    directory: Path, manifest: Manifest, ids: list[str], attempt: Any, problems: list
-) -> None:
+def _all_there(ids: list[str], held: set[str], what: str) -> None:
+    missing = [i for i in ids if i not in held]
+    if missing:
+        raise ValueError(f"{len(missing)} chunks have no {what} (e.g. {missing[0]!r})")
+
+
+def _check_graphs(directory: Path, manifest: Manifest, ids: list[str], found: Findings) -> None:
     """Check that the graph's nodes are the chunks and the graph files load."""
     folder = manifest.path(directory, "graph")
+    fix = graphs_hint(directory)
 
     def passage_graph() -> None:
-        graph = PassageGraph.load(folder)
-        if list(graph.ids) != ids:
+        if list(PassageGraph.load(folder).ids) != ids:
             raise ValueError("its nodes are not the index's chunks")
 
-    attempt(str(folder), GRAPHS, passage_graph)
-    attempt(str(folder), GRAPHS, lambda: KnowledgeGraph.load(folder))
-    attempt(
-        str(folder / EXTRACTIONS_FILE),
-        GRAPHS,
-        lambda: ExtractionTable.load(folder / EXTRACTIONS_FILE),
-    )
+    found.attempt(str(folder), fix, passage_graph)
+    found.attempt(str(folder), fix, lambda: KnowledgeGraph.load(folder))
+    extractions = folder / EXTRACTIONS_FILE
+    found.attempt(str(extractions), fix, lambda: ExtractionTable.load(extractions))
     if manifest.graph["settings"].get("extractor") == "offline":
-        attempt(str(folder / READINGS_FILE), GRAPHS, lambda: ReadingTable.load(folder))
+        found.attempt(str(folder / READINGS_FILE), fix, lambda: ReadingTable.load(folder))
 
 
 def _stub(chunk_id: str) -> Chunk:

@@ -18,7 +18,7 @@ import orjson
 from hopgraph.core.errors import IndexStateError, InputError
 
 from .documents import Chunk, Document, Scalar
-from .manifest import Manifest
+from .manifest import Manifest, rebuild_hint
 
 DOCUMENTS_FILE = "documents.jsonl"
 
@@ -79,7 +79,7 @@ def read_documents(
     except (OSError, ValueError, TypeError) as err:
         raise IndexStateError(
             f"{path} is missing or damaged: {err}",
-            f"rebuild it from its sources: `hopgraph index SOURCE --index {directory} --force`",
+            rebuild_hint(directory),
         ) from err
 
 

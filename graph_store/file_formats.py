@@ -96,9 +96,9 @@ def read_markdown(path: Path, text: str) -> Parsed:
         metadata = front_matter(found.group(1), path)
         text = text[found.end() :]
     title = metadata.pop("title", None)
-    parsed = read_plain(path, text)
     if title is not None:
         return Parsed(str(title), text.strip(), metadata)
+    parsed = read_plain(path, text)
     return Parsed(parsed.title, parsed.text, metadata)
 
 

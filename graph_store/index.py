@@ -27,7 +27,7 @@ from .extraction.table import EXTRACTIONS_FILE, ExtractionTable
 from .generations import passages_location
 from .kdb_bm25 import BM25Store
 from .knowledge_graph import KnowledgeGraph, StoredTriple
-from .manifest import Manifest, damaged_files, read_manifest, repair_hint
+from .manifest import Manifest, damaged_files, read_manifest, rebuild_hint, repair_hint
 from .passage_graph import PassageGraph
 from .vdb_chroma import ChromaLocation, ChromaVectorStore
 from .vector_table import VectorTable
@@ -36,7 +36,7 @@ from .vector_table import VectorTable
 def read_chunks(directory: Path, manifest: Manifest) -> list[Chunk]:
     """Read the chunk table of an index directory's committed generation."""
     path = manifest.path(directory, "chunks")
-    fix = f"rebuild it from its sources: `hopgraph index SOURCE --index {directory} --force`"
+    fix = rebuild_hint(directory)
     try:
         lines = path.read_bytes().split(b"\n")
         chunks = [Chunk(**orjson.loads(line)) for line in lines if line]
@@ -104,6 +104,7 @@ class Index:
         self.keywords = BM25Store.load(manifest.path(directory, "bm25"), directory, chunks)
         self._query_vectors: dict[str, np.ndarray] = {}
         self._last_similarities: tuple[str, np.ndarray] | None = None
+        self._matching: dict[tuple[tuple[str, str], ...], frozenset[str]] = {}
 
     @classmethod
     def open(cls, directory: str | Path, model: str | None = None) -> Index:
@@ -259,9 +260,16 @@ class Index:
         """Return the index's documents: source, content hash, indexed at, chunks, metadata."""
         return read_documents(self.directory, self.manifest, list(self.chunks.values()))
 
-    def matching(self, where: Mapping[str, str]) -> set[str]:
-        """Return the ids of the chunks whose fields equal ``where``'s (doc_table.matching)."""
-        return matching(self.documents, self.chunks.values(), where)
+    def matching(self, where: Mapping[str, str]) -> frozenset[str]:
+        """Return the ids of the chunks whose fields equal ``where``'s (doc_table.matching).
+
+        Kept per filter: a generation's chunks never change, and a filtered request asks more
+        than once (a guarded method and its guard, an agent's every step).
+        """
+        key = tuple(sorted(where.items()))
+        if key not in self._matching:
+            self._matching[key] = frozenset(matching(self.documents, self.chunks.values(), where))
+        return self._matching[key]
 
     @property
     def doc_ids(self) -> set[str]:

@@ -22,7 +22,6 @@ from hopgraph.core.errors import IndexStateError
 from hopgraph.core.settings import IndexSettings
 
 MANIFEST = "manifest.json"
-_REBUILD = "rebuild it from its sources: `hopgraph index SOURCE --index {dir} --force`"
 FORMAT_VERSION = 2
 READABLE_FORMATS = (1, 2)
 """Format 1 (one folder per index, rewritten whole on every write) is read as generation 0;
@@ -134,11 +133,21 @@ def damaged_files(directory: Path, manifest: Manifest) -> list[tuple[str, str]]:
     return out
 
 
+def rebuild_hint(directory: Path) -> str:
+    """Return the repair of a damaged index: a build from its sources."""
+    return f"rebuild it from its sources: `hopgraph index SOURCE --index {directory} --force`"
+
+
+def graphs_hint(directory: Path) -> str:
+    """Return the repair of damaged graphs: a graph build."""
+    return f"rebuild the graphs: `hopgraph graph build --index {directory}`"
+
+
 def repair_hint(directory: Path, manifest: Manifest, path: str | Path) -> str:
     """Return the command that repairs a damaged file of the index."""
     if manifest.graph and Path(path).is_relative_to(directory / manifest.files.get("graph", "")):
-        return f"rebuild the graphs: `hopgraph graph build --index {directory}`"
-    return _REBUILD.format(dir=directory)
+        return graphs_hint(directory)
+    return rebuild_hint(directory)
 
 
 def fsync_directory(directory: Path) -> None:
@@ -182,9 +191,7 @@ def read_manifest(directory: Path) -> Manifest:
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as err:
-        raise IndexStateError(
-            f"{path} is unreadable: {err}", _REBUILD.format(dir=directory)
-        ) from err
+        raise IndexStateError(f"{path} is unreadable: {err}", rebuild_hint(directory)) from err
     found = raw.get("format_version") if isinstance(raw, dict) else None
     if found not in READABLE_FORMATS:
         made_by = (raw.get("versions") or {}).get("hopgraph", "?") if isinstance(raw, dict) else "?"
@@ -196,4 +203,4 @@ def read_manifest(directory: Path) -> Manifest:
     try:
         return Manifest.model_validate(raw)
     except ValidationError as err:
-        raise IndexStateError(f"{path} is damaged: {err}", _REBUILD.format(dir=directory)) from err
+        raise IndexStateError(f"{path} is damaged: {err}", rebuild_hint(directory)) from err

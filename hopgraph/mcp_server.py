@@ -120,14 +120,14 @@ def _as_tool_error() -> Iterator[None]:
         raise ToolError(f"{type(err).__name__}: {err}") from err
 
 
-def serve(index: LiveIndex, http: str | None, token: str | None = None) -> None:
+def serve(live: LiveIndex, http: str | None, token: str | None = None) -> None:
     """Serve over stdio, or over streamable HTTP at ``http`` ("HOST:PORT", path /mcp).
 
     Over HTTP with a ``token``, every request must carry ``Authorization: Bearer TOKEN`` (else
     401); without one the server binds only to a loopback address.
     """
     if http is None:
-        build_server(index).run("stdio")
+        build_server(live).run("stdio")
         return
     host, _, port = http.rpartition(":")
     if not host or not port.isdigit():
@@ -143,7 +143,7 @@ def serve(index: LiveIndex, http: str | None, token: str | None = None) -> None:
 
     guard = "bearer token required" if token else "no token: loopback only"
     print(f"hopgraph MCP server on http://{http}/mcp ({guard}; Ctrl-C stops)", flush=True)
-    app = build_server(index, host, int(port)).streamable_http_app()
+    app = build_server(live, host, int(port)).streamable_http_app()
     uvicorn.run(
         BearerAuth(app, token) if token else app, host=host, port=int(port), log_level="warning"
     )

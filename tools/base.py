@@ -54,17 +54,21 @@ class Retriever(ABC):
             raise InputError("the query is empty", "ask a question or give some keywords")
         if isinstance(k, bool) or not isinstance(k, int) or k <= 0:
             raise InputError(f"k must be a positive whole number, got {k!r}")
-        wanted = {**(self.where or {}), **(where or {})}
-        if not wanted:
+        allowed = self.allowed(where)
+        if allowed is None:
             return self._retrieve(query.strip(), k)
-        allowed = self.index.matching(wanted)
         return self._retrieve_within(query.strip(), k, allowed) if allowed else []
+
+    def allowed(self, where: Mapping[str, str] | None = None) -> frozenset[str] | None:
+        """Return the chunks ``where`` and the retriever's own filter allow (None: every one)."""
+        wanted = {**(self.where or {}), **(where or {})}
+        return self.index.matching(wanted) if wanted else None
 
     @abstractmethod
     def _retrieve(self, query: str, k: int) -> list[Hit]:
         """Rank chunks for a validated query."""
 
-    def _retrieve_within(self, query: str, k: int, allowed: set[str]) -> list[Hit]:
+    def _retrieve_within(self, query: str, k: int, allowed: frozenset[str]) -> list[Hit]:
         """Return the ``k`` best of the ``allowed`` chunks: the ranking, searched deeper."""
         total = len(self.index.chunks)
         depth = min(total, 4 * k)

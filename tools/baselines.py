@@ -40,7 +40,7 @@ class DenseRetriever(Retriever):
         vector = self.index.embed_query(query)
         return self._hits(self.index.vectors.query(vector, k), "embedding match")
 
-    def _retrieve_within(self, query: str, k: int, allowed: set[str]) -> list[Hit]:
+    def _retrieve_within(self, query: str, k: int, allowed: frozenset[str]) -> list[Hit]:
         """Search only the allowed chunks' documents, with Chroma's ``where`` on ``doc_id``."""
         docs = {self.index.chunk(c).doc_id for c in allowed}
         if len(docs) > MAX_WHERE_DOCS:  # a long $in list costs more than ranking deeper
@@ -52,7 +52,7 @@ class DenseRetriever(Retriever):
         scored = self.index.vectors.query(vector, min(held, k + held - len(allowed)), where)
         return self._hits([p for p in scored if p[0] in allowed][:k], "embedding match")
 
-    def exact_top(self, query: str, k: int, allowed: set[str] | None = None) -> list[Hit]:
+    def exact_top(self, query: str, k: int, allowed: frozenset[str] | None = None) -> list[Hit]:
         """Return the first ``k`` hits by an exact scan of the in-memory embedding matrix.
 
         The ranking Chroma's index approximates, ties broken by id as there; for a handful of

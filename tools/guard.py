@@ -72,9 +72,7 @@ class Guarded(Retriever):
         # asking for more changes methods whose ranking depends on k (hybrid's RRF of two top-k
         # lists: hotpotqa R@5 80.1 at k = 5, 77.7 for the first 5 of k = 7).
         hits = super().retrieve(query, k, where)
-        wanted = {**(self.where or {}), **(where or {})}
-        allowed = self.index.matching(wanted) if wanted else None
-        top = self._dense.exact_top(query, min(self.keep, k), allowed)
+        top = self._dense.exact_top(query, min(self.keep, k), self.allowed(where))
         if not top:
             return hits
         anchors = [h for h in top if top[0].score - h.score < self.margin or h is top[0]]
