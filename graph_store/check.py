@@ -18,7 +18,7 @@ from hopgraph.core.errors import HopgraphError
 
 from .doc_table import read_documents
 from .documents import Chunk
-from .extraction.readings import READINGS_FILE, ReadingTable
+from .extraction.reading_table import READINGS_FILE, ReadingTable
 from .extraction.table import EXTRACTIONS_FILE, ExtractionTable
 from .generations import passages_location
 from .index import read_chunks

@@ -3,13 +3,11 @@
 Every chunk's reading (extraction.offline.read_chunk) depends on the corpus only through the title
 index (the titles, and the words written in lower case), and its keywords on the corpus's document
 frequencies. So an add or delete re-reads only the new chunks and the chunks that may contain an
-alias or a word whose standing changed, then picks every chunk's keywords again from the stored
-counts: the result equals a fresh extraction of the final corpus
+alias or a word whose standing changed, then brings the keywords up to date from the stored
+counts (extraction.keywords): the result equals a fresh extraction of the final corpus
 (tests/unit/test_incremental_graphs.py).
 
-The readings are kept as ragged integer arrays over one vocabulary (extraction.table), so a write
-at a million chunks loads, re-picks and saves them in seconds, with vectorised arithmetic instead
-of a Python loop per chunk.
+The readings are kept as ragged integer arrays over one vocabulary (extraction.reading_table).
 """
 
 from __future__ import annotations
@@ -18,7 +16,6 @@ import os
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass
 from multiprocessing import get_all_start_methods, get_context
 from pathlib import Path
 
@@ -29,9 +26,9 @@ from tqdm.auto import tqdm
 from hopgraph.graph_store.documents import Chunk
 
 from .base import Extraction
+from .keywords import pick_keywords
 from .offline import (
     CONNECTORS,
-    Reading,
     TitleIndex,
     content_words,
     lower_case_words,
@@ -39,112 +36,8 @@ from .offline import (
     title_keys,
     token_key,
 )
-from .table import ExtractionTable, Ragged, Vocabulary, distinct, load_ragged, save_ragged
-
-READINGS_FILE = "offline-readings.npz"
-"""The arrays; the chunk ids, vocabulary, lower-case word counts and titles' keys go beside it as
-.json."""
-KEYWORDS_PER_CHUNK = 5
-ARRAYS = ("entities", "entity_tf", "word_tf", "capitals", "triples")
-
-
-@dataclass(frozen=True)
-class ReadingTable:
-    """The readings of chunks (rows in ``ids`` order), in ids of ``vocab``.
-
-    ``page``: each chunk's own page entity (-1: no title). ``entity_tf`` / ``word_tf``: rows of
-    (id, count) pairs. ``capitals``: the words a chunk writes with a capital. ``triples``: rows
-    of (subject, predicate, object).
-    """
-
-    ids: list[str]
-    vocab: Vocabulary
-    page: np.ndarray
-    entities: Ragged
-    entity_tf: Ragged
-    word_tf: Ragged
-    capitals: Ragged
-    triples: Ragged
-
-    @classmethod
-    def encode(
-        cls, chunks: Sequence[Chunk], readings: Sequence[Reading], vocab: Vocabulary
-    ) -> ReadingTable:
-        """Encode the readings of ``chunks`` into ids of ``vocab`` (which grows)."""
-
-        def ids(items: Sequence[str]) -> list[int]:
-            return [vocab.id(x) for x in items]
-
-        return cls(
-            [c.id for c in chunks],
-            vocab,
-            np.array([vocab.id(token_key(c.title)) if c.title else -1 for c in chunks], np.int64),
-            Ragged.from_lists([ids(r.entities) for r in readings]),
-            Ragged.from_lists(
-                [[(vocab.id(e), n) for e, n in r.entity_counts.items()] for r in readings], 2
-            ),
-            Ragged.from_lists(
-                [[(vocab.id(w), n) for w, n in r.word_counts.items()] for r in readings], 2
-            ),
-            Ragged.from_lists([ids(sorted(r.capitals)) for r in readings]),
-            Ragged.from_lists(
-                [[ids((t.subject, t.predicate, t.object)) for t in r.triples] for r in readings], 3
-            ),
-        )
-
-    def take(self, rows: np.ndarray) -> ReadingTable:
-        """Return the given rows, in that order."""
-        parts = {name: getattr(self, name).take(rows) for name in ARRAYS}
-        return ReadingTable([self.ids[i] for i in rows], self.vocab, self.page[rows], **parts)
-
-    @staticmethod
-    def concat(tables: Sequence[ReadingTable]) -> ReadingTable:
-        """Return the rows of every table in turn (they share the first one's vocabulary)."""
-        parts = {n: Ragged.concat([getattr(t, n) for t in tables]) for n in ARRAYS}
-        page = np.concatenate([t.page for t in tables])
-        ids = [i for t in tables for i in t.ids]
-        return ReadingTable(ids, tables[0].vocab, page, **parts)
-
-    def into(self, vocab: Vocabulary) -> ReadingTable:
-        """Return this table in ids of ``vocab`` (which grows), from its own vocabulary."""
-        new = np.array([vocab.id(s) for s in self.vocab.strings], dtype=np.int64)
-
-        def mapped(part: Ragged) -> Ragged:
-            if part.values.ndim == 2 and part.values.shape[1] == 2:  # (id, count): ids move
-                return Ragged(
-                    part.ptr, np.column_stack([new[part.values[:, 0]], part.values[:, 1]])
-                )
-            return Ragged(part.ptr, new[part.values])
-
-        parts = {name: mapped(getattr(self, name)) for name in ARRAYS}
-        page = np.where(self.page >= 0, new[np.maximum(self.page, 0)], -1)
-        return ReadingTable(self.ids, vocab, page, **parts)
-
-    def save(self, directory: Path, extra: dict) -> None:
-        """Write the arrays and, beside them, the ids, vocabulary and ``extra`` (JSON-ready)."""
-        parts = {name: getattr(self, name) for name in ARRAYS}
-        save_ragged(
-            directory / READINGS_FILE,
-            parts,
-            self.ids,
-            self.vocab,
-            {"page": self.page},
-            extra,
-        )
-
-    @classmethod
-    def load(cls, directory: Path) -> tuple[ReadingTable, dict] | None:
-        """Read what :meth:`save` wrote, and its ``extra``; ``None`` when absent."""
-        path = directory / READINGS_FILE
-        if not path.is_file() or not path.with_suffix(".json").is_file():
-            return None
-        parts, plain, ids, vocab, meta = load_ragged(path, ARRAYS, ["page"])
-        return cls(ids, vocab, plain["page"], **parts), meta
-
-
-def empty_table(vocab: Vocabulary | None = None) -> ReadingTable:
-    """Return a table of no chunks."""
-    return ReadingTable.encode([], [], Vocabulary() if vocab is None else vocab)
+from .reading_table import ReadingTable, empty_table
+from .table import ExtractionTable, Vocabulary, distinct
 
 
 class CorpusReadings:
@@ -187,10 +80,9 @@ class CorpusReadings:
         kept = np.array([i for i, cid in enumerate(self.table.ids) if cid not in redo], np.int64)
         table = ReadingTable.concat([self.table.take(kept), fresh])
         row = {cid: i for i, cid in enumerate(table.ids)}
-        self.table = table.take(np.array([row[c.id] for c in corpus], dtype=np.int64))
-        keywords = pick_keywords(self.table, max(len(corpus), 1))
-        t = self.table
-        return ExtractionTable(t.ids, t.vocab, t.entities, keywords, t.triples)
+        table = table.take(np.array([row[c.id] for c in corpus], dtype=np.int64))
+        self.table = t = pick_keywords(table, max(len(corpus), 1))
+        return ExtractionTable(t.ids, t.vocab, t.entities, t.keywords, t.triples)
 
     def save(self, directory: Path) -> None:
         """Write the readings, the lower-case word counts and the titles' keys."""
@@ -396,100 +288,6 @@ def _shift(counter: Counter[str], gone: Iterable[str], new: Iterable[str]) -> se
         elif was:
             del counter[x]
     return flipped
-
-
-def pick_keywords(table: ReadingTable, n: int) -> Ragged:
-    """Pick each chunk's most distinctive entities, then words, by tf·idf; never its own title.
-
-    idf = log((n + 1) / (df + 0.5)) over the ``n`` chunks; ties go to the name first in string
-    order. Up to :data:`KEYWORDS_PER_CHUNK` entities; words fill the rest, but none that is a
-    word of a chosen entity or of the page's title.
-    """
-    rows_n, rank = table.page.shape[0], table.vocab.order()
-
-    def scored(part: Ragged) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        rows, ids, tf = part.row_of_values(), part.values[:, 0], part.values[:, 1]
-        df = np.bincount(ids, minlength=len(table.vocab))  # one (id, count) per chunk and id
-        return rows, ids, tf * np.log((n + 1) / (df[ids] + 0.5))
-
-    rows, ids, score = scored(table.entity_tf)
-    own = ids == table.page[rows]
-    limit = np.full(rows_n, KEYWORDS_PER_CHUNK)
-    e_rows, e_ids = _top_per_row(rows[~own], ids[~own], score[~own], rank, limit)
-    need = limit - np.bincount(e_rows, minlength=rows_n)
-    rows, ids, score = scored(table.word_tf)
-    wanted = need[rows] > 0
-    wanted &= ~_taken(rows, ids, _taken_words(table, e_rows, e_ids, need), len(table.vocab))
-    w_rows, w_ids = _top_per_row(rows[wanted], ids[wanted], score[wanted], rank, need)
-    # entities first, then words, each in rank order (the selections come out ordered by row)
-    all_rows = np.concatenate([e_rows, w_rows])
-    order = np.argsort(all_rows, kind="stable")
-    ptr = np.zeros(rows_n + 1, dtype=np.int64)
-    np.cumsum(np.bincount(all_rows, minlength=rows_n), out=ptr[1:])
-    return Ragged(ptr, np.concatenate([e_ids, w_ids])[order])
-
-
-def _top_per_row(
-    rows: np.ndarray, ids: np.ndarray, score: np.ndarray, rank: np.ndarray, limit: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """Return the best ``limit[row]`` (row, id) pairs of each row, by score then name.
-
-    ``rows`` come sorted (a ragged table's order). Each pass takes every row's best remaining
-    pair: a handful of linear passes instead of sorting every candidate of the corpus.
-    """
-    if not len(rows):
-        return rows, ids
-    starts = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]])
-    lengths = np.diff(np.r_[starts, len(rows)])
-    wanted = limit[rows[starts]]
-    score, tie = score.astype(np.float64), rank[ids].astype(np.int64)
-    picked: list[np.ndarray] = []
-    for step in range(int(wanted.max(initial=0))):
-        best = np.maximum.reduceat(score, starts)
-        at_best = score == np.repeat(best, lengths)
-        key = np.where(at_best, tie, np.iinfo(np.int64).max)
-        first = np.minimum.reduceat(key, starts)  # the name first in order among equal scores
-        open_row = (best > -np.inf) & (step < wanted)
-        chosen = np.flatnonzero(at_best & (key == np.repeat(first, lengths)))
-        chosen = chosen[open_row[np.searchsorted(starts, chosen, side="right") - 1]]
-        picked.append(chosen)
-        score[chosen] = -np.inf
-    if not picked:
-        return rows[:0], ids[:0]
-    taken = np.concatenate(picked)
-    taken = taken[np.argsort(rows[taken], kind="stable")]  # by row, each row's in pick order
-    return rows[taken], ids[taken]
-
-
-def _taken(rows: np.ndarray, ids: np.ndarray, taken: np.ndarray, size: int) -> np.ndarray:
-    """Mask the (row, id) pairs whose code (row × ``size`` + id) is in ``taken``."""
-    out = np.zeros(len(rows), dtype=bool)
-    if not len(taken):
-        return out
-    in_names = np.zeros(size, dtype=bool)
-    in_names[taken % size] = True
-    maybe = np.flatnonzero(in_names[ids])  # only words of some chosen name need a lookup
-    codes, known = rows[maybe] * size + ids[maybe], np.sort(taken)
-    at = np.minimum(np.searchsorted(known, codes), len(known) - 1)
-    out[maybe] = known[at] == codes
-    return out
-
-
-def _taken_words(
-    table: ReadingTable, e_rows: np.ndarray, e_ids: np.ndarray, need: np.ndarray
-) -> np.ndarray:
-    """Return (row × vocabulary + word) codes of the words of chosen entities and of the page."""
-    page_rows = np.flatnonzero((table.page >= 0) & (need > 0))
-    mine = need[e_rows] > 0
-    rows = np.concatenate([e_rows[mine], page_rows])
-    names = np.concatenate([e_ids[mine], table.page[page_rows]])
-    unique, where = np.unique(names, return_inverse=True)
-    vocab = table.vocab
-    split = Ragged.from_lists(
-        [[vocab.ids[w] for w in vocab.strings[i].split() if w in vocab.ids] for i in unique]
-    )
-    words = split.take(where)
-    return np.repeat(rows, words.lengths()) * len(vocab) + words.values
 
 
 class OfflineExtractor:

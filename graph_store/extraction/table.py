@@ -7,6 +7,7 @@ graphs are built from them with sparse products instead of loops over chunks.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,12 +32,23 @@ def distinct(values: np.ndarray) -> np.ndarray:
 
 
 class Vocabulary:
-    """Strings ↔ ids; ids are never reused, so arrays written earlier stay valid."""
+    """Strings ↔ ids; ids are never reused, so arrays written earlier stay valid.
 
-    def __init__(self, strings: Iterable[str] = ()) -> None:
-        """Start from distinct ``strings`` (their ids are their places)."""
+    Two derived arrays are kept as the vocabulary grows, so a write at a million chunks works out
+    only its new strings': each id's rank in string order, and the ids of each string's words.
+    """
+
+    def __init__(
+        self,
+        strings: Iterable[str] = (),
+        rank: np.ndarray | None = None,
+        words: Ragged | None = None,
+    ) -> None:
+        """Start from distinct ``strings`` (their ids are their places) and any kept arrays."""
         self.strings: list[str] = list(strings)
         self.ids: dict[str, int] = {s: i for i, s in enumerate(self.strings)}
+        self._rank = np.zeros(0, dtype=np.int64) if rank is None else rank.astype(np.int64)
+        self._words = Ragged.from_lists([]) if words is None else words
 
     def id(self, text: str) -> int:
         """Return the id of ``text``, adding it when new."""
@@ -50,10 +62,44 @@ class Vocabulary:
         return len(self.strings)
 
     def order(self) -> np.ndarray:
-        """Return each id's rank in string order (a tie-breaker that sorts as Python does)."""
-        rank = np.empty(len(self.strings), dtype=np.int64)
-        rank[np.argsort(np.array(self.strings, dtype=str), kind="stable")] = np.arange(len(rank))
+        """Return each id's rank in string order (a tie-breaker that sorts as Python does).
+
+        Kept ranks are extended: the new strings are placed among the old by bisection, and an
+        old string moves down by the number placed before it.
+        """
+        known, strings = len(self._rank), self.strings
+        if known == len(strings):
+            return self._rank
+        new = sorted(range(known, len(strings)), key=strings.__getitem__)
+        by_rank = np.argsort(self._rank)
+        old_sorted = [strings[i] for i in by_rank.tolist()]
+        at = np.array([bisect_left(old_sorted, strings[i]) for i in new], dtype=np.int64)
+        rank = np.empty(len(strings), dtype=np.int64)
+        rank[:known] = self._rank + np.searchsorted(at, self._rank, side="right")
+        rank[new] = at + np.arange(len(new))
+        self._rank = rank
         return rank
+
+    def words(self) -> Ragged:
+        """Return, per id, the ids of its string's words (split on spaces), adding new words.
+
+        A word that is an id of its own is its own split, so the vocabulary stops growing.
+        """
+        lists: list[list[int]] = []
+        start = self._words.rows
+        while start + len(lists) < len(self.strings):
+            lists.append([self.id(w) for w in self.strings[start + len(lists)].split()])
+        if lists:
+            self._words = Ragged.concat([self._words, Ragged.from_lists(lists)])
+        return self._words
+
+    def kept_arrays(self) -> dict[str, np.ndarray]:
+        """Return the derived arrays worked out so far, to save beside the strings."""
+        return {
+            "vocab_rank": self._rank,
+            "vocab_words_ptr": self._words.ptr,
+            "vocab_words_values": self._words.values,
+        }
 
 
 @dataclass(frozen=True)
@@ -209,6 +255,15 @@ def load_ragged(
     """
     meta = orjson.loads(path.with_suffix(".json").read_bytes())
     with np.load(path) as data:
-        parts = {n: Ragged(data[f"{n}_ptr"], data[f"{n}_values"]) for n in names}
-        plain = {n: data[n] for n in arrays}
-    return parts, plain, meta.pop("ids"), Vocabulary(meta.pop("vocab")), meta
+        # a part or array the file lacks (written by an older hopgraph) is left out
+        parts = {
+            n: Ragged(data[f"{n}_ptr"], data[f"{n}_values"])
+            for n in names
+            if f"{n}_ptr" in data.files
+        }
+        plain = {n: data[n] for n in arrays if n in data.files}
+        kept = {}
+        if "vocab_rank" in data.files:  # saved with Vocabulary.kept_arrays
+            words = Ragged(data["vocab_words_ptr"], data["vocab_words_values"])
+            kept = {"rank": data["vocab_rank"], "words": words}
+    return parts, plain, meta.pop("ids"), Vocabulary(meta.pop("vocab"), **kept), meta

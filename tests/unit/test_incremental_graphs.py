@@ -11,7 +11,8 @@ from hopgraph.graph_store import Document, Index, add_documents, build_index, de
 from hopgraph.graph_store.build import build_graphs
 from hopgraph.graph_store.documents import Chunk
 from hopgraph.graph_store.extraction.offline import title_keys
-from hopgraph.graph_store.extraction.readings import READINGS_FILE, CorpusReadings, OfflineExtractor
+from hopgraph.graph_store.extraction.reading_table import READINGS_FILE
+from hopgraph.graph_store.extraction.readings import CorpusReadings, OfflineExtractor
 from hopgraph.graph_store.graph_build import GraphSettings
 from hopgraph.graph_store.passage_graph import nearest, update_nearest
 from hopgraph.graph_store.vdb_chroma import ChromaVectorStore

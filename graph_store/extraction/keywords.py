@@ -1,0 +1,242 @@
+"""Each chunk's keywords (IIER §2.2): its most distinctive entities, then words, by tf·idf.
+
+idf = log((n + 1) / (df + 0.5)) over the corpus's ``n`` chunks, so any write can change any
+chunk's keywords: n moves every score a little, and each word of the change moves its df. A
+write does not pick a million chunks' keywords again. It checks each kept chunk's previous picks
+against the new scores: still in strictly falling order, and nothing left out now beats the
+last pick (nor, for entities, fills a place left empty). Only the chunks that fail, and the
+chunks read anew, are picked again. The check is exact, with no margin: the result equals
+picking every chunk afresh (tests/unit/test_incremental_graphs.py, tests/unit/test_keywords.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .reading_table import UNPICKED, ReadingTable
+from .table import Ragged
+
+KEYWORDS_PER_CHUNK = 5
+BLOCK = 1 << 22
+"""Candidates checked against their chunk's names at once (bounds the check's memory)."""
+
+
+@dataclass(frozen=True)
+class Candidates:
+    """Every (row, id) pair of one kind (entities or words) with its score and name rank."""
+
+    rows: np.ndarray
+    ids: np.ndarray
+    score: np.ndarray
+    rank: np.ndarray
+
+    @classmethod
+    def scored(cls, part: Ragged, n: int, size: int, rank: np.ndarray) -> Candidates:
+        """Score the (id, count) pairs of ``part`` by tf·idf over ``n`` chunks."""
+        rows, ids, tf = part.row_of_values(), part.values[:, 0], part.values[:, 1]
+        df = np.bincount(ids, minlength=size)  # one (id, count) per chunk and id
+        score = (tf * np.log((n + 1) / (df[ids] + 0.5))).astype(np.float64)
+        return cls(rows, ids, score, rank[ids])
+
+    def where(self, mask: np.ndarray) -> Candidates:
+        """Return the pairs of ``mask``."""
+        return Candidates(self.rows[mask], self.ids[mask], self.score[mask], self.rank[mask])
+
+
+def pick_keywords(table: ReadingTable, n: int) -> ReadingTable:
+    """Return ``table`` with every row's keywords current for a corpus of ``n`` chunks.
+
+    Rows picked before are checked and kept when they still hold; the others are picked.
+    Up to :data:`KEYWORDS_PER_CHUNK` entities (never the chunk's own page), by score, ties to
+    the name first in string order; words fill the rest, but none that is a word of a chosen
+    entity or of the page's title.
+    """
+    size, rank = len(table.vocab), table.vocab.order()
+    entities = Candidates.scored(table.entity_tf, n, size, rank)
+    words = Candidates.scored(table.word_tf, n, size, rank)
+    todo = ~_still_picked(table, entities, words)
+    if not todo.any():
+        return table
+    keywords, counts = _pick(table, entities, words, todo)
+    if todo.all():
+        return table.picked(keywords, counts)
+    index = np.arange(table.rows)
+    index[todo] = table.rows + np.arange(int(todo.sum()))
+    merged = Ragged.concat([table.keywords, keywords.take(np.flatnonzero(todo))]).take(index)
+    return table.picked(merged, np.where(todo, counts, table.keyword_entities))
+
+
+def _pick(
+    table: ReadingTable, entities: Candidates, words: Candidates, todo: np.ndarray
+) -> tuple[Ragged, np.ndarray]:
+    """Pick the keywords of the ``todo`` rows; return them (other rows empty) and entity counts."""
+    rows_n = table.rows
+    limit = np.where(todo, KEYWORDS_PER_CHUNK, 0)
+    mine = todo[entities.rows] & (entities.ids != table.page[entities.rows])
+    e_rows, e_ids = _top_per_row(entities.where(mine), limit)
+    counts = np.bincount(e_rows, minlength=rows_n)
+    need = limit - counts
+    wanted = need[words.rows] > 0
+    at = np.flatnonzero(wanted)
+    names = _names(table, e_rows, e_ids, need)
+    wanted[at] = ~_is_word_of(words.rows[at], words.ids[at], names, table.vocab.words())
+    w_rows, w_ids = _top_per_row(words.where(wanted), need)
+    # entities first, then words, each in rank order (the selections come out ordered by row)
+    all_rows = np.concatenate([e_rows, w_rows])
+    order = np.argsort(all_rows, kind="stable")
+    ptr = np.zeros(rows_n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(all_rows, minlength=rows_n), out=ptr[1:])
+    return Ragged(ptr, np.concatenate([e_ids, w_ids])[order]), counts
+
+
+def _top_per_row(found: Candidates, limit: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Return the best ``limit[row]`` (row, id) pairs of each row, by score then name.
+
+    Rows come sorted (a ragged table's order). Each pass takes every row's best remaining
+    pair: a handful of linear passes instead of sorting every candidate of the corpus.
+    """
+    rows, ids = found.rows, found.ids
+    if not len(rows):
+        return rows, ids
+    starts = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]])
+    lengths = np.diff(np.r_[starts, len(rows)])
+    wanted = limit[rows[starts]]
+    score, tie = found.score.copy(), found.rank
+    picked: list[np.ndarray] = []
+    for step in range(int(wanted.max(initial=0))):
+        best = np.maximum.reduceat(score, starts)
+        at_best = score == np.repeat(best, lengths)
+        key = np.where(at_best, tie, np.iinfo(np.int64).max)
+        first = np.minimum.reduceat(key, starts)  # the name first in order among equal scores
+        open_row = (best > -np.inf) & (step < wanted)
+        chosen = np.flatnonzero(at_best & (key == np.repeat(first, lengths)))
+        chosen = chosen[open_row[np.searchsorted(starts, chosen, side="right") - 1]]
+        picked.append(chosen)
+        score[chosen] = -np.inf
+    if not picked:
+        return rows[:0], ids[:0]
+    taken = np.concatenate(picked)
+    taken = taken[np.argsort(rows[taken], kind="stable")]  # by row, each row's in pick order
+    return rows[taken], ids[taken]
+
+
+def _names(
+    table: ReadingTable, e_rows: np.ndarray, e_ids: np.ndarray, need: np.ndarray
+) -> np.ndarray:
+    """Return a rows × (entities + 1) array of each row's chosen entities and page (-1: none).
+
+    Only rows that still ``need`` words get names: their words may not be picked as words.
+    """
+    names = np.full((table.rows, KEYWORDS_PER_CHUNK + 1), -1, dtype=np.int64)
+    mine = need[e_rows] > 0
+    rows = e_rows[mine]
+    names[rows, _place_in_row(rows)] = e_ids[mine]
+    names[:, -1] = np.where(need > 0, table.page, -1)
+    return names
+
+
+def _place_in_row(rows: np.ndarray) -> np.ndarray:
+    """Return each item's place among the items of its row (``rows`` sorted)."""
+    if not len(rows):
+        return rows
+    starts = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]])
+    return np.arange(len(rows)) - np.repeat(starts, np.diff(np.r_[starts, len(rows)]))
+
+
+def _is_word_of(rows: np.ndarray, ids: np.ndarray, names: np.ndarray, split: Ragged) -> np.ndarray:
+    """Tell, for each (row, word), whether the word is a word of one of the row's ``names``.
+
+    ``split`` holds each vocabulary id's words. Checked in blocks, a few million at once.
+    """
+    out = np.zeros(len(rows), dtype=bool)
+    width = names.shape[1]
+    for start in range(0, len(rows), BLOCK // width):
+        part = slice(start, start + BLOCK // width)
+        mine = names[rows[part]].ravel()
+        owner = np.repeat(np.arange(len(mine) // width), width)[mine >= 0]
+        found = split.take(mine[mine >= 0])
+        owner = np.repeat(owner, found.lengths())
+        hit = found.values == ids[part][owner]
+        out[part] = np.bincount(owner[hit], minlength=len(mine) // width) > 0
+    return out
+
+
+def _still_picked(table: ReadingTable, entities: Candidates, words: Candidates) -> np.ndarray:
+    """Tell, per row, whether its previous keywords are still the ones it would pick now."""
+    e_picks, w_picks = _split_picks(table)
+    e_count = np.maximum(table.keyword_entities, 0)
+    limit = np.where(table.keyword_entities != UNPICKED, KEYWORDS_PER_CHUNK, 0)
+    own = entities.ids == table.page[entities.rows]
+    holds, beaten = _holds(entities.where(~own), e_picks, e_count, limit)
+    holds[entities.rows[~own][beaten]] = False
+    need = limit - e_count
+    w_holds, beaten = _holds(words, w_picks, table.keywords.lengths() - e_count, need)
+    holds &= w_holds
+    # a word that beats the last pick was rightly left out only if it is a word of a chosen
+    # name (the chosen entities are the same: the row's entity check passed)
+    beaten &= holds[words.rows]
+    rows, ids = words.rows[beaten], words.ids[beaten]
+    names = np.column_stack([e_picks, table.page])
+    holds[rows[~_is_word_of(rows, ids, names, table.vocab.words())]] = False
+    return holds & (limit > 0)
+
+
+def _split_picks(table: ReadingTable) -> tuple[np.ndarray, np.ndarray]:
+    """Return each row's picked entities and words as rows × :data:`KEYWORDS_PER_CHUNK` arrays."""
+    kw, count = table.keywords, table.keyword_entities
+    row = kw.row_of_values()
+    place = np.arange(len(kw.values)) - kw.ptr[:-1][row]
+    is_entity = place < count[row]
+    e_picks = _padded(row[is_entity], place[is_entity], kw.values[is_entity], table.rows)
+    w_place = (place - np.maximum(count, 0)[row])[~is_entity]
+    w_picks = _padded(row[~is_entity], w_place, kw.values[~is_entity], table.rows)
+    return e_picks, w_picks
+
+
+def _padded(rows: np.ndarray, places: np.ndarray, ids: np.ndarray, rows_n: int) -> np.ndarray:
+    """Return a rows × :data:`KEYWORDS_PER_CHUNK` array of picks (-1: none)."""
+    out = np.full((rows_n, KEYWORDS_PER_CHUNK), -1, dtype=np.int64)
+    out[rows, places] = ids
+    return out
+
+
+def _holds(
+    found: Candidates, picks: np.ndarray, count: np.ndarray, limit: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Check each row's ``count`` ordered ``picks`` against its candidates' new scores.
+
+    Returns the rows whose picks are all still candidates, in strictly falling order (score,
+    then name rank), and a mask of the candidates left out that now beat the row's last pick
+    (any left out, when the row picked fewer than its ``limit``).
+    """
+    rows_n, width = picks.shape
+    is_pick = np.zeros(len(found.rows), dtype=bool)
+    place = np.zeros(len(found.rows), dtype=np.int64)
+    for j in range(width):
+        hit = found.ids == picks[:, j][found.rows]
+        is_pick |= hit
+        place[hit] = j
+    score = np.full((rows_n, width), -np.inf)
+    rank = np.zeros((rows_n, width), dtype=np.int64)
+    score[found.rows[is_pick], place[is_pick]] = found.score[is_pick]
+    rank[found.rows[is_pick], place[is_pick]] = found.rank[is_pick]
+    holds = np.bincount(found.rows[is_pick], minlength=rows_n) == count
+    for j in range(width - 1):
+        beats = _beats(score[:, j], rank[:, j], score[:, j + 1], rank[:, j + 1])
+        holds &= (count <= j + 1) | beats
+    last = np.maximum(count - 1, 0)
+    bar = np.where(count >= limit, score[np.arange(rows_n), last], -np.inf)
+    bar_rank = rank[np.arange(rows_n), last]
+    at = found.rows
+    beaten = ~is_pick & (limit[at] > 0)
+    beaten &= _beats(found.score, found.rank, bar[at], bar_rank[at])
+    return holds, beaten
+
+
+def _beats(
+    score: np.ndarray, rank: np.ndarray, other: np.ndarray, other_rank: np.ndarray
+) -> np.ndarray:
+    """Tell where (score, name) comes before (other, its name): higher, or tied and first."""
+    return (score > other) | ((score == other) & (rank < other_rank))

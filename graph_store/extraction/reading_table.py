@@ -1,0 +1,143 @@
+"""The offline readings of a corpus's chunks as arrays (extraction.readings keeps them current).
+
+One row per chunk, every string an id of one vocabulary: a million chunks' readings load, change
+and save in seconds, with vectorised arithmetic instead of a Python loop per chunk.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from hopgraph.graph_store.documents import Chunk
+
+from .offline import Reading, token_key
+from .table import Ragged, Vocabulary, load_ragged, save_ragged
+
+READINGS_FILE = "offline-readings.npz"
+"""The arrays; the chunk ids, vocabulary, lower-case word counts and titles' keys go beside it as
+.json."""
+ARRAYS = ("entities", "entity_tf", "word_tf", "capitals", "triples", "keywords")
+PLAIN = ("page", "keyword_entities")
+UNPICKED = -1
+"""``keyword_entities`` of a row whose keywords are not picked yet (extraction.keywords)."""
+
+
+@dataclass(frozen=True)
+class ReadingTable:
+    """The readings of chunks (rows in ``ids`` order), in ids of ``vocab``.
+
+    ``page``: each chunk's own page entity (-1: no title). ``entity_tf`` / ``word_tf``: rows of
+    (id, count) pairs. ``capitals``: the words a chunk writes with a capital. ``triples``: rows
+    of (subject, predicate, object). ``keywords``: the keywords last picked (entities first),
+    ``keyword_entities`` how many of them are entities (:data:`UNPICKED`: none picked yet).
+    """
+
+    ids: list[str]
+    vocab: Vocabulary
+    page: np.ndarray
+    entities: Ragged
+    entity_tf: Ragged
+    word_tf: Ragged
+    capitals: Ragged
+    triples: Ragged
+    keywords: Ragged
+    keyword_entities: np.ndarray
+
+    @classmethod
+    def encode(
+        cls, chunks: Sequence[Chunk], readings: Sequence[Reading], vocab: Vocabulary
+    ) -> ReadingTable:
+        """Encode the readings of ``chunks`` into ids of ``vocab`` (which grows); none picked."""
+
+        def ids(items: Sequence[str]) -> list[int]:
+            return [vocab.id(x) for x in items]
+
+        return cls(
+            [c.id for c in chunks],
+            vocab,
+            np.array([vocab.id(token_key(c.title)) if c.title else -1 for c in chunks], np.int64),
+            Ragged.from_lists([ids(r.entities) for r in readings]),
+            Ragged.from_lists(
+                [[(vocab.id(e), n) for e, n in r.entity_counts.items()] for r in readings], 2
+            ),
+            Ragged.from_lists(
+                [[(vocab.id(w), n) for w, n in r.word_counts.items()] for r in readings], 2
+            ),
+            Ragged.from_lists([ids(sorted(r.capitals)) for r in readings]),
+            Ragged.from_lists(
+                [[ids((t.subject, t.predicate, t.object)) for t in r.triples] for r in readings], 3
+            ),
+            Ragged.from_lists([[] for _ in chunks]),
+            np.full(len(chunks), UNPICKED, dtype=np.int64),
+        )
+
+    @property
+    def rows(self) -> int:
+        """Return the number of chunks."""
+        return len(self.ids)
+
+    def take(self, rows: np.ndarray) -> ReadingTable:
+        """Return the given rows, in that order."""
+        parts = {name: getattr(self, name).take(rows) for name in ARRAYS}
+        plain = {name: getattr(self, name)[rows] for name in PLAIN}
+        return ReadingTable([self.ids[i] for i in rows], self.vocab, **plain, **parts)
+
+    @staticmethod
+    def concat(tables: Sequence[ReadingTable]) -> ReadingTable:
+        """Return the rows of every table in turn (they share the first one's vocabulary)."""
+        parts = {n: Ragged.concat([getattr(t, n) for t in tables]) for n in ARRAYS}
+        plain = {n: np.concatenate([getattr(t, n) for t in tables]) for n in PLAIN}
+        ids = [i for t in tables for i in t.ids]
+        return ReadingTable(ids, tables[0].vocab, **plain, **parts)
+
+    def picked(self, keywords: Ragged, entities: np.ndarray) -> ReadingTable:
+        """Return this table with ``keywords`` picked, ``entities`` of each row's entities."""
+        fields = {n: getattr(self, n) for n in (*ARRAYS, *PLAIN) if not n.startswith("keyword")}
+        return ReadingTable(
+            self.ids, self.vocab, keywords=keywords, keyword_entities=entities, **fields
+        )
+
+    def into(self, vocab: Vocabulary) -> ReadingTable:
+        """Return this table in ids of ``vocab`` (which grows), from its own vocabulary."""
+        new = np.array([vocab.id(s) for s in self.vocab.strings], dtype=np.int64)
+
+        def mapped(part: Ragged) -> Ragged:
+            if part.values.ndim == 2 and part.values.shape[1] == 2:  # (id, count): ids move
+                return Ragged(
+                    part.ptr, np.column_stack([new[part.values[:, 0]], part.values[:, 1]])
+                )
+            return Ragged(part.ptr, new[part.values])
+
+        parts = {name: mapped(getattr(self, name)) for name in ARRAYS}
+        page = np.where(self.page >= 0, new[np.maximum(self.page, 0)], -1)
+        return ReadingTable(self.ids, vocab, page, keyword_entities=self.keyword_entities, **parts)
+
+    def save(self, directory: Path, extra: dict) -> None:
+        """Write the arrays and, beside them, the ids, vocabulary and ``extra`` (JSON-ready)."""
+        parts = {name: getattr(self, name) for name in ARRAYS}
+        plain = {name: getattr(self, name) for name in PLAIN} | self.vocab.kept_arrays()
+        save_ragged(directory / READINGS_FILE, parts, self.ids, self.vocab, plain, extra)
+
+    @classmethod
+    def load(cls, directory: Path) -> tuple[ReadingTable, dict] | None:
+        """Read what :meth:`save` wrote, and its ``extra``; ``None`` when absent.
+
+        A state saved before keywords were kept reads as none picked.
+        """
+        path = directory / READINGS_FILE
+        if not path.is_file() or not path.with_suffix(".json").is_file():
+            return None
+        parts, plain, ids, vocab, meta = load_ragged(path, ARRAYS, PLAIN)
+        if "keywords" not in parts or "keyword_entities" not in plain:
+            parts["keywords"] = Ragged.from_lists([[] for _ in ids])
+            plain["keyword_entities"] = np.full(len(ids), UNPICKED, dtype=np.int64)
+        return cls(ids, vocab, **plain, **parts), meta
+
+
+def empty_table(vocab: Vocabulary | None = None) -> ReadingTable:
+    """Return a table of no chunks."""
+    return ReadingTable.encode([], [], Vocabulary() if vocab is None else vocab)
