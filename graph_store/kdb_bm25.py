@@ -7,7 +7,8 @@ Scores use the statistics of the live chunks of every segment together (N, each 
 frequency, the mean length), kept up to date by each write, so a segmented index scores exactly
 as one built from scratch (tests/unit/test_bm25.py checks it against bm25s). When more than
 :data:`MAX_SEGMENTS` segments pile up, or a quarter of their rows are dead, the next write merges
-them into one.
+them into one, from their stored term counts: only the write's own chunks are tokenized. A chunk
+deleted and added back under its id (a replaced document) counts by its newest row only.
 """
 
 from __future__ import annotations
@@ -69,6 +70,27 @@ class Segment:
         lengths = np.array([len(words) for words in tokens], dtype=np.float32)
         return cls([c.id for c in chunks], vocab, tf, lengths)
 
+    @classmethod
+    def merge(cls, parts: Sequence[tuple[Segment, np.ndarray]]) -> Segment:
+        """Return one segment of the rows of several (each with a mask of the rows to keep)."""
+        vocab: dict[str, int] = {}
+        ids: list[str] = []
+        rows, cols, data, lengths = [], [], [], []
+        for segment, keep in parts:
+            column = np.array([vocab.setdefault(t, len(vocab)) for t in segment.vocab], np.int64)
+            kept = np.flatnonzero(keep)
+            tf = segment.tf.tocsr()[kept].tocoo()
+            rows.append(tf.row + len(ids))
+            cols.append(column[tf.col])
+            data.append(tf.data)
+            lengths.append(segment.lengths[kept])
+            ids += [segment.ids[i] for i in kept.tolist()]
+        tf = sp.csc_matrix(
+            (np.concatenate(data), (np.concatenate(rows), np.concatenate(cols))),
+            shape=(len(ids), len(vocab)),
+        )
+        return cls(ids, vocab, tf, np.concatenate(lengths).astype(np.float32))
+
     def save(self, folder: Path) -> None:
         """Write the segment into ``folder``."""
         folder.mkdir(parents=True, exist_ok=True)
@@ -94,9 +116,23 @@ class Segment:
         return {terms[col]: int(counts[col]) for col in np.flatnonzero(counts)}
 
 
-def _positions(segment: Segment, position: dict[str, int]) -> np.ndarray:
-    """Each segment row's place in chunk order, -1 for a chunk deleted since."""
-    return np.array([position.get(i, -1) for i in segment.ids], dtype=np.int64)
+def _live_rows(
+    segments: Sequence[Segment], ids: Sequence[str], newer: Sequence[Chunk] = ()
+) -> list[np.ndarray]:
+    """Each segment row's place in chunk order (``ids``), -1 for a dead row.
+
+    A row is dead when its chunk was deleted since, or stored again in a later segment (a
+    replaced chunk, deleted and added back under its id): only its newest row counts.
+    ``newer``: chunks about to be stored in a segment after these.
+    """
+    unclaimed = {chunk_id: i for i, chunk_id in enumerate(ids)}
+    for chunk in newer:
+        unclaimed.pop(chunk.id, None)
+    newest_first = [
+        np.array([unclaimed.pop(i, -1) for i in segment.ids], dtype=np.int64)
+        for segment in reversed(segments)
+    ]
+    return newest_first[::-1]
 
 
 class BM25Store:
@@ -109,8 +145,7 @@ class BM25Store:
         self.paths = paths
         self.ids = ids
         self.stats = stats
-        position = {chunk_id: i for i, chunk_id in enumerate(ids)}
-        self.rows = [_positions(seg, position) for seg in segments]
+        self.rows = _live_rows(segments, ids)
 
     @classmethod
     def build(cls, chunks: Sequence[Chunk], root: Path | None = None, name: str = "") -> BM25Store:
@@ -137,12 +172,11 @@ class BM25Store:
         merged into one new segment instead.
         """
         ids = [c.id for c in chunks]
-        position = {chunk_id: i for i, chunk_id in enumerate(ids)}
-        after = [_positions(seg, position) for seg in self.segments]
+        after = _live_rows(self.segments, ids, added)
         rows = sum(len(seg.ids) for seg in self.segments) + len(added)
         dead = sum(int((r < 0).sum()) for r in after)
         if len(self.segments) + 1 > MAX_SEGMENTS or dead > MAX_DEAD_SHARE * rows:
-            return BM25Store.build(chunks, root, name)
+            return self._merged(after, added, ids, root, name)
         df = dict(self.stats["df"])
         total = self.stats["total_length"]
         for segment, was, now in zip(self.segments, self.rows, after, strict=True):
@@ -163,6 +197,27 @@ class BM25Store:
             segments.append(segment)
             paths.append(name)
         return BM25Store(segments, paths, ids, {"n": len(ids), "total_length": total, "df": df})
+
+    def _merged(
+        self, live: list[np.ndarray], added: Sequence[Chunk], ids: list[str], root: Path, name: str
+    ) -> BM25Store:
+        """Return the store as one segment: the live rows of every segment, then ``added``.
+
+        Rows keep their term counts, so nothing but ``added`` is tokenized: a merge at a million
+        chunks takes seconds, not the minute a rebuild from the text takes.
+        """
+        parts = [(seg, rows >= 0) for seg, rows in zip(self.segments, live, strict=True)]
+        if added:
+            parts.append((Segment.build(added), np.ones(len(added), dtype=bool)))
+        segment = Segment.merge(parts)
+        segment.save(root / name)
+        every = np.ones(len(segment.ids), dtype=bool)
+        stats = {
+            "n": len(ids),
+            "total_length": float(segment.lengths.sum()),
+            "df": segment.document_frequencies(every),
+        }
+        return BM25Store([segment], [name], ids, stats)
 
     def save(self, folder: Path) -> None:
         """Write which segments make the store (paths relative to the index) and its statistics."""

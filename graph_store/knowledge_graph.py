@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
+from typing import NamedTuple
 
 import networkx as nx
 import numpy as np
@@ -23,9 +23,11 @@ from .extraction import Triple
 from .extraction.table import ExtractionTable, distinct
 
 
-@dataclass(frozen=True, slots=True)
-class StoredTriple:
-    """A triple with its id and the chunk it was read from."""
+class StoredTriple(NamedTuple):
+    """A triple with its id and the chunk it was read from.
+
+    A named tuple, not a frozen dataclass: a write makes a million of them, 10x faster.
+    """
 
     id: str
     subject: str

@@ -37,7 +37,7 @@ from .offline import (
     token_key,
 )
 from .reading_table import ReadingTable, empty_table
-from .table import ExtractionTable, Vocabulary, distinct
+from .table import ExtractionTable, Ragged, Vocabulary, distinct
 
 
 class CorpusReadings:
@@ -76,10 +76,8 @@ class CorpusReadings:
         stale = self._may_contain(changed, corpus, gone)
         todo = [*stale, *added]
         fresh = read_table(todo, titles, self.table.vocab, show_progress)
-        redo = gone | {c.id for c in stale}
-        kept = np.array([i for i, cid in enumerate(self.table.ids) if cid not in redo], np.int64)
-        table = ReadingTable.concat([self.table.take(kept), fresh])
-        row = {cid: i for i, cid in enumerate(table.ids)}
+        table = ReadingTable.concat([self.table, fresh])
+        row = {cid: i for i, cid in enumerate(table.ids)}  # a chunk read anew: its new row
         table = table.take(np.array([row[c.id] for c in corpus], dtype=np.int64))
         self.table = t = pick_keywords(table, max(len(corpus), 1))
         return ExtractionTable(t.ids, t.vocab, t.entities, t.keywords, t.triples)
@@ -176,43 +174,41 @@ def _key_candidates(table: ReadingTable, keys: Sequence[str]) -> dict[int, list[
         need_rows += [k] * len(required)
         need_cols += required
 
-    # only the key words matter: keep the (row, id) pairs of those, a few of the corpus's millions
-    relevant = np.zeros(size, dtype=bool)
-    relevant[cap_cols + need_cols] = True
-    cap_at, cap_ids = _pairs_in(table.capitals.ptr, table.capitals.values, relevant)
-    tf_at, tf_ids = _pairs_in(table.word_tf.ptr, table.word_tf.values[:, 0], relevant)
-    touched = distinct(np.concatenate([cap_at, tf_at]))
-
-    def incidence(rows: np.ndarray, cols: np.ndarray) -> sp.csr_matrix:
-        ones = np.ones(len(rows), dtype=np.float32)
-        local = np.searchsorted(touched, rows)
-        matrix = sp.csr_matrix((ones, (local, cols)), shape=(len(touched), size))
-        matrix.data[:] = 1.0  # a word both counted and capitalised is written once
-        return matrix
+    # only the key words matter: a rows × key-words matrix, not rows × the whole vocabulary
+    column = np.full(size, -1, dtype=np.int64)
+    relevant = distinct(np.array(cap_cols + need_cols, dtype=np.int64))
+    column[relevant] = np.arange(len(relevant))
+    shape = (table.rows, len(relevant))
+    capitals = _incidence(table.capitals, column, shape)
+    written = capitals + _incidence(
+        Ragged(table.word_tf.ptr, table.word_tf.values[:, 0]), column, shape
+    )
+    written.data[:] = 1.0  # a word both counted and capitalised is written once
 
     def keys_matrix(rows: list[int], cols: list[int]) -> sp.csr_matrix:
         ones = np.ones(len(rows), dtype=np.float32)
-        return sp.csr_matrix((ones, (rows, cols)), shape=(len(keys), size))
+        return sp.csr_matrix((ones, (rows, column[cols])), shape=(len(keys), len(relevant)))
 
-    capitals = incidence(cap_at, cap_ids)
-    written = incidence(np.concatenate([cap_at, tf_at]), np.concatenate([cap_ids, tf_ids]))
     hits = (capitals @ keys_matrix(cap_rows, cap_cols).T).tocoo()
     holds = (written @ keys_matrix(need_rows, need_cols).T).tocsr()
     counts = np.asarray(holds[hits.row, hits.col]).ravel()
     keep = counts >= np.asarray(need)[hits.col]
     found: dict[int, list[str]] = {}
-    rows = touched[hits.row[keep]].tolist()
+    rows = hits.row[keep].tolist()
     for row, k in zip(rows, hits.col[keep].tolist(), strict=True):
         found.setdefault(row, []).append(keys[k])
     return found
 
 
-def _pairs_in(
-    ptr: np.ndarray, values: np.ndarray, wanted: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """Return (row, id) of the values of a ragged array whose id is ``wanted`` (a mask)."""
-    at = np.flatnonzero(wanted[values])
-    return np.searchsorted(ptr, at, side="right") - 1, values[at]
+def _incidence(part: Ragged, column: np.ndarray, shape: tuple[int, int]) -> sp.csr_matrix:
+    """Return the rows × key-words 0/1 matrix of a ragged array's values (``column``: -1 none).
+
+    Built as CSR directly: the ragged rows are already in order, so nothing is sorted.
+    """
+    at = np.flatnonzero(column[part.values] >= 0)
+    indptr = np.searchsorted(at, part.ptr).astype(np.int64)
+    data = np.ones(len(at), dtype=np.float32)
+    return sp.csr_matrix((data, column[part.values[at]], indptr), shape=shape)
 
 
 def _holds_any(chunk: Chunk, keys: Sequence[str]) -> bool:

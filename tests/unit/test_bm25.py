@@ -31,16 +31,34 @@ def test_scores_equal_bm25s(tmp_path):
     assert loaded.query("river stone", 3)[0][1] > 0
 
 
+def test_a_chunk_deleted_and_added_back_counts_once(tmp_path):
+    chunks = [random_chunk(random.Random(i), i) for i in range(20)]
+    store = BM25Store.build(chunks, tmp_path, "s0")
+    gone = chunks[3]
+    rest = [c for c in chunks if c.id != gone.id]
+    store = store.updated(rest, [], tmp_path, "s1")  # one dead row in 20: no merge
+    store = store.updated(chunks, [gone], tmp_path, "s2")
+    assert len(store.segments) == 2
+    store.save(tmp_path / "bm25")
+    loaded = BM25Store.load(tmp_path / "bm25", tmp_path, chunks)
+    for query in [*QUERIES, gone.text]:
+        np.testing.assert_allclose(loaded.scores(query), bm25s_scores(chunks, query), rtol=1e-5)
+
+
 @pytest.mark.parametrize("seed", range(8))
 def test_any_sequence_of_writes_scores_as_a_fresh_build(tmp_path, seed, monkeypatch):
     monkeypatch.setattr(kdb_bm25, "MAX_SEGMENTS", 3)  # merges happen along the way too
     rng = random.Random(seed)
     corpus = {c.id: c for c in (random_chunk(rng, i) for i in range(5))}
     store = BM25Store.build(sorted(corpus.values(), key=lambda c: c.id), tmp_path, "s0")
+    deleted: list[str] = []
     for step in range(1, 7):
         for gone in rng.sample(sorted(corpus), k=rng.randint(0, len(corpus) - 1)):
-            del corpus[gone]
+            deleted.append(corpus.pop(gone).id)
         added = [random_chunk(rng, 100 * step + j) for j in range(rng.randint(0, 4))]
+        if deleted and rng.random() < 0.7:  # a replaced chunk: back under its id, new text
+            back = deleted.pop(rng.randrange(len(deleted)))
+            added.append(Chunk(back, back, "Back", random_chunk(rng, step).text))
         corpus.update({c.id: c for c in added})
         chunks = sorted(corpus.values(), key=lambda c: c.id)
         store = store.updated(chunks, added, tmp_path, f"s{step}")
