@@ -212,21 +212,37 @@ def written_by_a_build(entry: Path) -> bool:
 
 
 def _referenced(manifest: Manifest) -> set[str]:
-    """Return the top-level names a manifest's files live under."""
+    """Return the paths (relative, as POSIX) a manifest's files live under."""
     paths = [manifest.path(Path(), part) for part in ("chunks", "bm25", "graph")]
     paths += [Path(name) for name in manifest.files.values()]
-    folders = [*manifest.segments, *manifest.vectors]
-    names = {p.parts[0] for p in [*paths, *map(Path, folders)]}
+    paths += [Path(p) for p in [*manifest.segments, *manifest.vectors]]
+    names = {p.as_posix() for p in paths}
     return names | ({manifest.chroma_dir} if manifest.chroma_dir else set())
 
 
 def _remove_unreferenced(directory: Path, keep: set[str]) -> None:
-    """Remove generation folders and format-1 files no kept manifest names."""
+    """Remove generation folders and format-1 files no kept manifest names.
+
+    A generation folder kept for a part of it (a BM25 or vector segment that later writes still
+    use) loses its other entries: its chunk table and graphs are a whole index's size.
+    """
+    tops = {name.split("/")[0] for name in keep}
+    children = {"/".join(name.split("/")[:2]) for name in keep}
     for entry in directory.iterdir():
         generated = generation_of(entry.name) is not None
         legacy = entry.name in LEGACY_PARTS or entry.name.startswith("chroma-")
-        if (generated or legacy) and entry.name not in keep and entry.name != MANIFEST:
-            if entry.is_dir():
-                shutil.rmtree(entry, ignore_errors=True)
-            else:
-                entry.unlink(missing_ok=True)
+        if not (generated or legacy) or entry.name == MANIFEST:
+            continue
+        if entry.name not in tops:
+            _remove(entry)
+        elif generated and entry.is_dir() and entry.name not in keep:
+            for child in entry.iterdir():
+                if f"{entry.name}/{child.name}" not in children:
+                    _remove(child)
+
+
+def _remove(entry: Path) -> None:
+    if entry.is_dir():
+        shutil.rmtree(entry, ignore_errors=True)
+    else:
+        entry.unlink(missing_ok=True)

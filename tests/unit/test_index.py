@@ -8,7 +8,9 @@ from hopgraph.core.settings import IndexSettings
 from hopgraph.graph_store import Document, Index, add_documents, build_index, delete_documents
 from hopgraph.graph_store import build as build_module
 from hopgraph.graph_store.embedding import HashingEmbedder
-from hopgraph.graph_store.manifest import FORMAT_VERSION, MANIFEST
+from hopgraph.graph_store.generations import folder_name
+from hopgraph.graph_store.index import read_chunks
+from hopgraph.graph_store.manifest import FORMAT_VERSION, MANIFEST, read_manifest
 from hopgraph.tools import make_retriever
 from tests.conftest import DOCS
 
@@ -249,3 +251,18 @@ def test_chat_and_live_readers_see_the_next_commit(tmp_path, capsys):
         add_documents(tmp_path / "idx", [Document("z1", "Zebra", "A zebra quagga.")], False)
         session.ask("zebra quagga")
         assert session.sources[0]["doc_id"] == "z1" and live.reopened == 1
+
+
+def test_a_generation_kept_for_its_segments_keeps_only_them(tmp_path):
+    directory = tmp_path / "idx"
+    docs = ALL
+    build_index(docs[:-2], directory, IndexSettings(model="hashing"), show_progress=False)
+    first = read_manifest(directory)
+    add_documents(directory, docs[-2:-1], show_progress=False)
+    add_documents(directory, docs[-1:], show_progress=False)
+    manifest = read_manifest(directory)
+    old = directory / folder_name(first.generation)
+    assert any(s.startswith(old.name) for s in manifest.segments)  # its BM25 segment is in use
+    assert sorted(p.name for p in old.iterdir()) == ["bm25-segment", "vectors"]
+    with Index.open(directory) as index:
+        assert len(index.chunks) == len(read_chunks(directory, manifest))
