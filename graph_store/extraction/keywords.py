@@ -25,12 +25,16 @@ BLOCK = 1 << 22
 
 @dataclass(frozen=True)
 class Candidates:
-    """Every (row, id) pair of one kind (entities or words) with its score and name rank."""
+    """Every (row, id) pair of one kind (entities or words) with its score and name rank.
+
+    ``at``: each pair's place among all the pairs of its kind (kept by :meth:`where`).
+    """
 
     rows: np.ndarray
     ids: np.ndarray
     score: np.ndarray
     rank: np.ndarray
+    at: np.ndarray
 
     @classmethod
     def scored(cls, part: Ragged, n: int, size: int, rank: np.ndarray) -> Candidates:
@@ -38,11 +42,12 @@ class Candidates:
         rows, ids, tf = part.row_of_values(), part.values[:, 0], part.values[:, 1]
         df = np.bincount(ids, minlength=size)  # one (id, count) per chunk and id
         score = (tf * np.log((n + 1) / (df[ids] + 0.5))).astype(np.float64)
-        return cls(rows, ids, score, rank[ids])
+        return cls(rows, ids, score, rank[ids], np.arange(len(ids)))
 
     def where(self, mask: np.ndarray) -> Candidates:
         """Return the pairs of ``mask``."""
-        return Candidates(self.rows[mask], self.ids[mask], self.score[mask], self.rank[mask])
+        fields = (self.rows, self.ids, self.score, self.rank, self.at)
+        return Candidates(*(field[mask] for field in fields))
 
 
 def pick_keywords(table: ReadingTable, n: int) -> ReadingTable:
@@ -59,52 +64,59 @@ def pick_keywords(table: ReadingTable, n: int) -> ReadingTable:
     todo = ~_still_picked(table, entities, words)
     if not todo.any():
         return table
-    keywords, counts = _pick(table, entities, words, todo)
+    places, counts = _pick(table, entities, words, todo)
     if todo.all():
-        return table.picked(keywords, counts)
+        return table.picked(places, counts)
     index = np.arange(table.rows)
     index[todo] = table.rows + np.arange(int(todo.sum()))
-    merged = Ragged.concat([table.keywords, keywords.take(np.flatnonzero(todo))]).take(index)
+    merged = Ragged.concat([table.keyword_at, places.take(np.flatnonzero(todo))]).take(index)
     return table.picked(merged, np.where(todo, counts, table.keyword_entities))
 
 
 def _pick(
     table: ReadingTable, entities: Candidates, words: Candidates, todo: np.ndarray
 ) -> tuple[Ragged, np.ndarray]:
-    """Pick the keywords of the ``todo`` rows; return them (other rows empty) and entity counts."""
+    """Pick the keywords of the ``todo`` rows.
+
+    Returns them as places in their rows' pairs (other rows empty), and each row's entity count.
+    """
     rows_n = table.rows
     limit = np.where(todo, KEYWORDS_PER_CHUNK, 0)
     mine = todo[entities.rows] & (entities.ids != table.page[entities.rows])
-    e_rows, e_ids = _top_per_row(entities.where(mine), limit)
-    counts = np.bincount(e_rows, minlength=rows_n)
+    chosen = _top_per_row(entities.where(mine), limit)
+    counts = np.bincount(chosen.rows, minlength=rows_n)
     need = limit - counts
     wanted = need[words.rows] > 0
     at = np.flatnonzero(wanted)
-    names = _names(table, e_rows, e_ids, need)
+    names = _names(table, chosen.rows, chosen.ids, need)
     wanted[at] = ~_is_word_of(words.rows[at], words.ids[at], names, table.vocab.words())
-    w_rows, w_ids = _top_per_row(words.where(wanted), need)
+    filled = _top_per_row(words.where(wanted), need)
+    places = [
+        chosen.at - table.entity_tf.ptr[chosen.rows],
+        filled.at - table.word_tf.ptr[filled.rows],
+    ]
     # entities first, then words, each in rank order (the selections come out ordered by row)
-    all_rows = np.concatenate([e_rows, w_rows])
+    all_rows = np.concatenate([chosen.rows, filled.rows])
     order = np.argsort(all_rows, kind="stable")
     ptr = np.zeros(rows_n + 1, dtype=np.int64)
     np.cumsum(np.bincount(all_rows, minlength=rows_n), out=ptr[1:])
-    return Ragged(ptr, np.concatenate([e_ids, w_ids])[order]), counts
+    return Ragged(ptr, np.concatenate(places)[order]), counts
 
 
-def _top_per_row(found: Candidates, limit: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Return the best ``limit[row]`` (row, id) pairs of each row, by score then name.
+def _top_per_row(found: Candidates, limit: np.ndarray) -> Candidates:
+    """Return the best ``limit[row]`` pairs of each row, by score then name, in that order.
 
     Rows come sorted (a ragged table's order). Each pass takes every row's best remaining
     pair: a handful of linear passes instead of sorting every candidate of the corpus.
     """
-    rows, ids = found.rows, found.ids
+    rows = found.rows
     if not len(rows):
-        return rows, ids
+        return found
     starts = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]])
     lengths = np.diff(np.r_[starts, len(rows)])
     wanted = limit[rows[starts]]
     score, tie = found.score.copy(), found.rank
-    picked: list[np.ndarray] = []
+    picked: list[np.ndarray] = [np.zeros(0, dtype=np.int64)]
     for step in range(int(wanted.max(initial=0))):
         best = np.maximum.reduceat(score, starts)
         at_best = score == np.repeat(best, lengths)
@@ -115,11 +127,8 @@ def _top_per_row(found: Candidates, limit: np.ndarray) -> tuple[np.ndarray, np.n
         chosen = chosen[open_row[np.searchsorted(starts, chosen, side="right") - 1]]
         picked.append(chosen)
         score[chosen] = -np.inf
-    if not picked:
-        return rows[:0], ids[:0]
     taken = np.concatenate(picked)
-    taken = taken[np.argsort(rows[taken], kind="stable")]  # by row, each row's in pick order
-    return rows[taken], ids[taken]
+    return found.where(taken[np.argsort(rows[taken], kind="stable")])  # by row, in pick order
 
 
 def _names(
@@ -169,66 +178,66 @@ def _still_picked(table: ReadingTable, entities: Candidates, words: Candidates) 
     e_count = np.maximum(table.keyword_entities, 0)
     limit = np.where(table.keyword_entities != UNPICKED, KEYWORDS_PER_CHUNK, 0)
     own = entities.ids == table.page[entities.rows]
-    holds, beaten = _holds(entities.where(~own), e_picks, e_count, limit)
-    holds[entities.rows[~own][beaten]] = False
+    holds, beaten = _holds(entities, e_picks, e_count, limit)
+    holds[entities.rows[beaten & ~own]] = False
     need = limit - e_count
-    w_holds, beaten = _holds(words, w_picks, table.keywords.lengths() - e_count, need)
+    w_holds, beaten = _holds(words, w_picks, table.keyword_at.lengths() - e_count, need)
     holds &= w_holds
     # a word that beats the last pick was rightly left out only if it is a word of a chosen
     # name (the chosen entities are the same: the row's entity check passed)
     beaten &= holds[words.rows]
     rows, ids = words.rows[beaten], words.ids[beaten]
-    names = np.column_stack([e_picks, table.page])
+    e_ids = np.where(e_picks >= 0, entities.ids[np.maximum(e_picks, 0)], -1)
+    names = np.column_stack([e_ids, table.page])
     holds[rows[~_is_word_of(rows, ids, names, table.vocab.words())]] = False
     return holds & (limit > 0)
 
 
 def _split_picks(table: ReadingTable) -> tuple[np.ndarray, np.ndarray]:
-    """Return each row's picked entities and words as rows × :data:`KEYWORDS_PER_CHUNK` arrays."""
-    kw, count = table.keywords, table.keyword_entities
-    row = kw.row_of_values()
-    place = np.arange(len(kw.values)) - kw.ptr[:-1][row]
+    """Return each row's picked entities and words as rows × :data:`KEYWORDS_PER_CHUNK` arrays.
+
+    Each pick is its pair's place among all the pairs of its kind; -1 where none.
+    """
+    at, count = table.keyword_at, table.keyword_entities
+    row = at.row_of_values()
+    place = np.arange(len(at.values)) - at.ptr[:-1][row]
     is_entity = place < count[row]
-    e_picks = _padded(row[is_entity], place[is_entity], kw.values[is_entity], table.rows)
-    w_place = (place - np.maximum(count, 0)[row])[~is_entity]
-    w_picks = _padded(row[~is_entity], w_place, kw.values[~is_entity], table.rows)
+    e, w = np.flatnonzero(is_entity), np.flatnonzero(~is_entity)
+    e_picks = _padded(row[e], place[e], table.entity_tf.ptr[row[e]] + at.values[e], table.rows)
+    w_place = place[w] - np.maximum(count, 0)[row[w]]
+    w_picks = _padded(row[w], w_place, table.word_tf.ptr[row[w]] + at.values[w], table.rows)
     return e_picks, w_picks
 
 
-def _padded(rows: np.ndarray, places: np.ndarray, ids: np.ndarray, rows_n: int) -> np.ndarray:
-    """Return a rows × :data:`KEYWORDS_PER_CHUNK` array of picks (-1: none)."""
+def _padded(rows: np.ndarray, places: np.ndarray, values: np.ndarray, rows_n: int) -> np.ndarray:
+    """Return a rows × :data:`KEYWORDS_PER_CHUNK` array of ``values`` (-1: none)."""
     out = np.full((rows_n, KEYWORDS_PER_CHUNK), -1, dtype=np.int64)
-    out[rows, places] = ids
+    out[rows, places] = values
     return out
 
 
 def _holds(
     found: Candidates, picks: np.ndarray, count: np.ndarray, limit: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Check each row's ``count`` ordered ``picks`` against its candidates' new scores.
+    """Check each row's ``count`` ordered ``picks`` (places in ``found``) against new scores.
 
-    Returns the rows whose picks are all still candidates, in strictly falling order (score,
-    then name rank), and a mask of the candidates left out that now beat the row's last pick
-    (any left out, when the row picked fewer than its ``limit``).
+    Returns the rows whose picks are in strictly falling order (score, then name rank), and a
+    mask of the candidates left out that now beat the row's last pick (any left out, when the
+    row picked fewer than its ``limit``).
     """
-    rows_n, width = picks.shape
-    is_pick = np.zeros(len(found.rows), dtype=bool)
-    place = np.zeros(len(found.rows), dtype=np.int64)
-    for j in range(width):
-        hit = found.ids == picks[:, j][found.rows]
-        is_pick |= hit
-        place[hit] = j
-    score = np.full((rows_n, width), -np.inf)
-    rank = np.zeros((rows_n, width), dtype=np.int64)
-    score[found.rows[is_pick], place[is_pick]] = found.score[is_pick]
-    rank[found.rows[is_pick], place[is_pick]] = found.rank[is_pick]
-    holds = np.bincount(found.rows[is_pick], minlength=rows_n) == count
-    for j in range(width - 1):
+    rows_n = picks.shape[0]
+    given = picks >= 0
+    score = np.where(given, found.score[np.maximum(picks, 0)], -np.inf)
+    rank = np.where(given, found.rank[np.maximum(picks, 0)], 0)
+    holds = np.ones(rows_n, dtype=bool)
+    for j in range(picks.shape[1] - 1):
         beats = _beats(score[:, j], rank[:, j], score[:, j + 1], rank[:, j + 1])
         holds &= (count <= j + 1) | beats
     last = np.maximum(count - 1, 0)
     bar = np.where(count >= limit, score[np.arange(rows_n), last], -np.inf)
     bar_rank = rank[np.arange(rows_n), last]
+    is_pick = np.zeros(len(found.rows), dtype=bool)
+    is_pick[picks[given]] = True
     at = found.rows
     beaten = ~is_pick & (limit[at] > 0)
     beaten &= _beats(found.score, found.rank, bar[at], bar_rank[at])

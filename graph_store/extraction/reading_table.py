@@ -20,7 +20,7 @@ from .table import Ragged, Vocabulary, load_ragged, save_ragged
 READINGS_FILE = "offline-readings.npz"
 """The arrays; the chunk ids, vocabulary, lower-case word counts and titles' keys go beside it as
 .json."""
-ARRAYS = ("entities", "entity_tf", "word_tf", "capitals", "triples", "keywords")
+ARRAYS = ("entities", "entity_tf", "word_tf", "capitals", "triples", "keyword_at")
 PLAIN = ("page", "keyword_entities")
 UNPICKED = -1
 """``keyword_entities`` of a row whose keywords are not picked yet (extraction.keywords)."""
@@ -32,8 +32,9 @@ class ReadingTable:
 
     ``page``: each chunk's own page entity (-1: no title). ``entity_tf`` / ``word_tf``: rows of
     (id, count) pairs. ``capitals``: the words a chunk writes with a capital. ``triples``: rows
-    of (subject, predicate, object). ``keywords``: the keywords last picked (entities first),
-    ``keyword_entities`` how many of them are entities (:data:`UNPICKED`: none picked yet).
+    of (subject, predicate, object). ``keyword_at``: the keywords last picked, entities first, as
+    places in the row's ``entity_tf`` / ``word_tf`` pairs; ``keyword_entities``: how many are
+    entities (:data:`UNPICKED`: none picked yet).
     """
 
     ids: list[str]
@@ -44,7 +45,7 @@ class ReadingTable:
     word_tf: Ragged
     capitals: Ragged
     triples: Ragged
-    keywords: Ragged
+    keyword_at: Ragged
     keyword_entities: np.ndarray
 
     @classmethod
@@ -94,12 +95,23 @@ class ReadingTable:
         ids = [i for t in tables for i in t.ids]
         return ReadingTable(ids, tables[0].vocab, **plain, **parts)
 
-    def picked(self, keywords: Ragged, entities: np.ndarray) -> ReadingTable:
-        """Return this table with ``keywords`` picked, ``entities`` of each row's entities."""
+    def picked(self, keyword_at: Ragged, entities: np.ndarray) -> ReadingTable:
+        """Return this table with keywords picked (``keyword_at``, ``entities`` of them)."""
         fields = {n: getattr(self, n) for n in (*ARRAYS, *PLAIN) if not n.startswith("keyword")}
         return ReadingTable(
-            self.ids, self.vocab, keywords=keywords, keyword_entities=entities, **fields
+            self.ids, self.vocab, keyword_at=keyword_at, keyword_entities=entities, **fields
         )
+
+    def keywords(self) -> Ragged:
+        """Return each row's keywords as ids, entities first."""
+        at, count = self.keyword_at, self.keyword_entities
+        row = at.row_of_values()
+        is_entity = _place(at, row) < count[row]
+        ids = np.empty(len(at.values), dtype=np.int64)
+        e, w = np.flatnonzero(is_entity), np.flatnonzero(~is_entity)
+        ids[e] = self.entity_tf.values[self.entity_tf.ptr[row[e]] + at.values[e], 0]
+        ids[w] = self.word_tf.values[self.word_tf.ptr[row[w]] + at.values[w], 0]
+        return Ragged(at.ptr, ids)
 
     def into(self, vocab: Vocabulary) -> ReadingTable:
         """Return this table in ids of ``vocab`` (which grows), from its own vocabulary."""
@@ -112,7 +124,8 @@ class ReadingTable:
                 )
             return Ragged(part.ptr, new[part.values])
 
-        parts = {name: mapped(getattr(self, name)) for name in ARRAYS}
+        parts = {name: mapped(getattr(self, name)) for name in ARRAYS if name != "keyword_at"}
+        parts["keyword_at"] = self.keyword_at  # places, not ids
         page = np.where(self.page >= 0, new[np.maximum(self.page, 0)], -1)
         return ReadingTable(self.ids, vocab, page, keyword_entities=self.keyword_entities, **parts)
 
@@ -132,10 +145,15 @@ class ReadingTable:
         if not path.is_file() or not path.with_suffix(".json").is_file():
             return None
         parts, plain, ids, vocab, meta = load_ragged(path, ARRAYS, PLAIN)
-        if "keywords" not in parts or "keyword_entities" not in plain:
-            parts["keywords"] = Ragged.from_lists([[] for _ in ids])
+        if "keyword_at" not in parts or "keyword_entities" not in plain:
+            parts["keyword_at"] = Ragged.from_lists([[] for _ in ids])
             plain["keyword_entities"] = np.full(len(ids), UNPICKED, dtype=np.int64)
         return cls(ids, vocab, **plain, **parts), meta
+
+
+def _place(part: Ragged, row: np.ndarray) -> np.ndarray:
+    """Return each value's place within its row (``row``: each value's row)."""
+    return np.arange(len(part.values)) - part.ptr[row]
 
 
 def empty_table(vocab: Vocabulary | None = None) -> ReadingTable:

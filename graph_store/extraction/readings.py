@@ -80,7 +80,7 @@ class CorpusReadings:
         row = {cid: i for i, cid in enumerate(table.ids)}  # a chunk read anew: its new row
         table = table.take(np.array([row[c.id] for c in corpus], dtype=np.int64))
         self.table = t = pick_keywords(table, max(len(corpus), 1))
-        return ExtractionTable(t.ids, t.vocab, t.entities, t.keywords, t.triples)
+        return ExtractionTable(t.ids, t.vocab, t.entities, t.keywords(), t.triples)
 
     def save(self, directory: Path) -> None:
         """Write the readings, the lower-case word counts and the titles' keys."""
