@@ -23,7 +23,7 @@ from hopgraph.core.settings import CONFIG_FILE, IndexSettings
 
 from .atomic import write_lock
 from .chunking import chunk_document
-from .doc_table import DOCUMENTS_FILE, DocumentRecord, read_documents, records_of, write_documents
+from .doc_table import DOCUMENTS_FILE, DocumentRecord, DocumentTable, records_of
 from .documents import Chunk, Document
 from .embedding import Embedder, embed_with_progress, load_embedder
 from .generations import (
@@ -118,7 +118,7 @@ def build_index(
                 vectors.upsert(chunks, embeddings, gen.number, _fields(records, chunks))
             finally:
                 vectors.close()
-            _write_tables(gen, manifest, chunks, records, chunks, embeddings)
+            _write_tables(gen, manifest, chunks, DocumentTable.of(records), chunks, embeddings)
             manifest.timings = {
                 "build_seconds": time.perf_counter() - started,
                 "embed_seconds": embed_seconds,
@@ -159,10 +159,10 @@ def add_documents(
                 "`hopgraph sync SOURCE` replaces changed documents and adds new ones; "
                 "or give new ids",
             )
-        records = read_documents(directory, old, existing)
+        documents = DocumentTable.read(directory, old, existing)
         new_chunks, embeddings, embed_seconds = _embed_new(old, existing, docs, show_progress)
         chunks = _add(
-            directory, old, existing, records, docs, new_chunks, embeddings, show_progress
+            directory, old, existing, documents, docs, new_chunks, embeddings, show_progress
         )
     return _write_report(
         directory,
@@ -195,7 +195,7 @@ def _add(
     directory: Path,
     old: Manifest,
     existing: list[Chunk],
-    records: list[DocumentRecord],
+    documents: DocumentTable,
     docs: Sequence[Document],
     new_chunks: list[Chunk],
     embeddings: np.ndarray,
@@ -203,8 +203,10 @@ def _add(
 ) -> list[Chunk]:
     """Commit ``docs`` (chunked and embedded) as the next generation; return all chunks."""
     chunks = sorted(existing + new_chunks, key=lambda c: c.id)
-    records = [*records, *records_of(docs, new_chunks, now())]
-    _commit_change(directory, old, existing, chunks, records, show_progress, new_chunks, embeddings)
+    documents = documents.with_records(records_of(docs, new_chunks, now()))
+    _commit_change(
+        directory, old, existing, chunks, documents, show_progress, new_chunks, embeddings
+    )
     return chunks
 
 
@@ -224,8 +226,8 @@ def delete_documents(directory: str | Path, doc_ids: Sequence[str]) -> WriteRepo
                 f"{len(missing)} document id(s) are not in the index: {quote_ids(missing)}",
                 "`hopgraph docs --index DIR` lists the documents; ids are case-sensitive",
             )
-        records = read_documents(directory, old, existing)
-        chunks, removed = _delete(directory, old, existing, records, wanted)
+        documents = DocumentTable.read(directory, old, existing)
+        chunks, removed = _delete(directory, old, existing, documents, wanted)
     return _write_report(
         directory, chunks, added=0, removed=len(removed), started=started, embed_seconds=0.0
     )
@@ -235,7 +237,7 @@ def _delete(
     directory: Path,
     old: Manifest,
     existing: list[Chunk],
-    records: Sequence[DocumentRecord],
+    documents: DocumentTable,
     wanted: set[str],
 ) -> tuple[list[Chunk], list[str]]:
     """Commit the removal of the documents ``wanted``; return the chunks kept and removed ids."""
@@ -246,7 +248,7 @@ def _delete(
             "deleting these documents would leave the index empty",
             "remove the index directory instead",
         )
-    kept = [r for r in records if r.id not in wanted]
+    kept = documents.without(wanted)
     _commit_change(directory, old, existing, chunks, kept, False, removed=removed)
     return chunks, removed
 
@@ -292,7 +294,8 @@ def sync_documents(
     with write_lock(directory):
         old = read_manifest(directory)
         existing = read_chunks(directory, old)
-        records = {r.id: r for r in read_documents(directory, old, existing)}
+        documents = DocumentTable.read(directory, old, existing)
+        records = {r.id: r for r in documents.records()}
         new = [d for d in docs if d.id not in records]
         changed = [d for d in docs if d.id in records and records[d.id].hash != d.content_hash()]
         wanted = {d.id for d in docs}
@@ -319,10 +322,10 @@ def sync_documents(
             new_chunks, embeddings, embed_seconds = _embed_new(old, kept, added, show_progress)
         chunks = existing
         if drop:
-            chunks, _ = _delete(directory, old, existing, list(records.values()), drop)
+            chunks, _ = _delete(directory, old, existing, documents, drop)
             old = read_manifest(directory)
         if added:
-            current = [r for r in records.values() if r.id not in drop]  # what _delete kept
+            current = documents.without(drop)  # what _delete kept
             chunks = _add(
                 directory, old, chunks, current, added, new_chunks, embeddings, show_progress
             )
@@ -391,7 +394,7 @@ def _commit_change(
     old: Manifest,
     before: list[Chunk],
     after: list[Chunk],
-    records: Sequence[DocumentRecord],
+    documents: DocumentTable,
     show_progress: bool,
     added: Sequence[Chunk] = (),
     embeddings: np.ndarray | None = None,
@@ -408,11 +411,12 @@ def _commit_change(
             assert embeddings is not None
             store = ChromaVectorStore(passages_location(directory, old))
             try:
-                store.upsert(added, embeddings, gen.number, _fields(records, added))
+                fields = _fields(documents.records(c.doc_id for c in added), added)
+                store.upsert(added, embeddings, gen.number, fields)
             finally:
                 store.close()
         manifest = _successor(old, after)
-        _write_tables(gen, manifest, after, records, added, embeddings, (old, before))
+        _write_tables(gen, manifest, after, documents, added, embeddings, (old, before))
         manifest.purge = {"passages": list(removed)}
         if old.graph:
             settings = GraphSettings.model_validate(old.graph["settings"])
@@ -447,7 +451,7 @@ def _write_tables(
     gen: Generation,
     manifest: Manifest,
     chunks: Sequence[Chunk],
-    records: Sequence[DocumentRecord],
+    documents: DocumentTable,
     added: Sequence[Chunk],
     embeddings: np.ndarray | None,
     previous: tuple[Manifest, Sequence[Chunk]] | None = None,
@@ -461,7 +465,7 @@ def _write_tables(
     """
     name = folder_name(gen.number)
     write_chunks(gen.folder / "chunks.jsonl", chunks)
-    write_documents(gen.folder / DOCUMENTS_FILE, records)
+    documents.write(gen.folder / DOCUMENTS_FILE)
     root, segment = gen.folder.parent, f"{name}/bm25-segment"
     manifest.vectors = _write_vectors(root, f"{name}/vectors", chunks, added, embeddings, previous)
     if previous is not None and previous[0].segments:

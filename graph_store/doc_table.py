@@ -8,6 +8,7 @@ chunks, with no source and no hash (its next sync then counts every document as 
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -55,32 +56,97 @@ def records_of(
     ]
 
 
+class DocumentTable:
+    """The records of an index's documents as the lines of its table, sorted by id.
+
+    Lines are parsed into records only when asked: a write at a million documents copies the
+    lines it does not change instead of decoding and encoding a million records again.
+    """
+
+    def __init__(self, ids: list[str], lines: list[bytes]) -> None:
+        self.ids = ids
+        self.lines = lines
+
+    @classmethod
+    def of(cls, records: Iterable[DocumentRecord]) -> DocumentTable:
+        """Return the table of ``records``."""
+        rows = sorted(records, key=lambda r: r.id)
+        return cls([r.id for r in rows], [orjson.dumps(r) for r in rows])
+
+    @classmethod
+    def read(cls, directory: Path, manifest: Manifest, chunks: Sequence[Chunk]) -> DocumentTable:
+        """Read the index's table (worked out from ``chunks`` when it has none)."""
+        name = manifest.files.get("documents")
+        if name is None:
+            counts = Counter(c.doc_id for c in chunks)
+            titles = {c.doc_id: c.title for c in chunks}
+            return cls.of(
+                DocumentRecord(d, titles[d], "", "", manifest.updated_at, n)
+                for d, n in counts.items()
+            )
+        path = directory / name
+        try:
+            lines = [line for line in path.read_bytes().split(b"\n") if line]
+            ids = [orjson.loads(line)["id"] for line in lines]
+        except (OSError, ValueError, TypeError, KeyError) as err:
+            raise IndexStateError(
+                f"{path} is missing or damaged: {err}", rebuild_hint(directory)
+            ) from err
+        if ids != sorted(ids):
+            raise IndexStateError(f"{path} is damaged: not sorted by id", rebuild_hint(directory))
+        return cls(ids, lines)
+
+    def records(self, ids: Iterable[str] | None = None) -> list[DocumentRecord]:
+        """Return every record, or those of ``ids`` (that are in the table)."""
+        if ids is None:
+            lines = self.lines
+        else:
+            place = {doc_id: i for i, doc_id in enumerate(self.ids)}
+            lines = [self.lines[place[i]] for i in sorted(set(ids)) if i in place]
+        try:
+            return [DocumentRecord(**orjson.loads(line)) for line in lines]
+        except (ValueError, TypeError) as err:
+            raise IndexStateError(f"the documents table is damaged: {err}") from err
+
+    def without(self, ids: Iterable[str]) -> DocumentTable:
+        """Return the table less the documents ``ids``."""
+        gone = set(ids)
+        kept = [i for i, doc_id in enumerate(self.ids) if doc_id not in gone]
+        return DocumentTable([self.ids[i] for i in kept], [self.lines[i] for i in kept])
+
+    def with_records(self, records: Iterable[DocumentRecord]) -> DocumentTable:
+        """Return the table with ``records`` (of documents not in it) merged in, by id."""
+        new = DocumentTable.of(records)
+        ids: list[str] = []
+        lines: list[bytes] = []
+        done = 0
+        for doc_id, line in zip(new.ids, new.lines, strict=True):
+            at = bisect_left(self.ids, doc_id)
+            ids += self.ids[done:at]
+            lines += self.lines[done:at]
+            ids.append(doc_id)
+            lines.append(line)
+            done = at
+        return DocumentTable(ids + self.ids[done:], lines + self.lines[done:])
+
+    def write(self, path: Path) -> None:
+        """Write the table, one JSON object per line."""
+        path.write_bytes(b"".join(line + b"\n" for line in self.lines))
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+
 def write_documents(path: Path, records: Iterable[DocumentRecord]) -> None:
-    """Write the table, sorted by id, one JSON object per line."""
-    rows = sorted(records, key=lambda r: r.id)
-    path.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in rows))
+    """Write the table of ``records``, sorted by id, one JSON object per line."""
+    DocumentTable.of(records).write(path)
 
 
 def read_documents(
     directory: Path, manifest: Manifest, chunks: Sequence[Chunk]
 ) -> list[DocumentRecord]:
     """Return the index's document records (worked out from ``chunks`` when it has no table)."""
-    name = manifest.files.get("documents")
-    if name is None:
-        counts = Counter(c.doc_id for c in chunks)
-        titles = {c.doc_id: c.title for c in chunks}
-        return [
-            DocumentRecord(d, titles[d], "", "", manifest.updated_at, n)
-            for d, n in sorted(counts.items())
-        ]
-    path = directory / name
-    try:
-        return [DocumentRecord(**orjson.loads(x)) for x in path.read_bytes().split(b"\n") if x]
-    except (OSError, ValueError, TypeError) as err:
-        raise IndexStateError(
-            f"{path} is missing or damaged: {err}",
-            rebuild_hint(directory),
-        ) from err
+    return DocumentTable.read(directory, manifest, chunks).records()
 
 
 BUILT_IN_FIELDS = ("doc_id", "title", "source", "section")
