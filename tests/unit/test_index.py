@@ -1,3 +1,4 @@
+import gc
 import json
 import os
 
@@ -266,3 +267,18 @@ def test_a_generation_kept_for_its_segments_keeps_only_them(tmp_path):
     assert sorted(p.name for p in old.iterdir()) == ["bm25-segment", "vectors"]
     with Index.open(directory) as index:
         assert len(index.chunks) == len(read_chunks(directory, manifest))
+
+
+def test_a_write_pauses_the_garbage_collector_and_restores_it(tmp_path, monkeypatch):
+    seen = []
+    original = build_module.chunk_documents
+
+    def spy(*args, **kwargs):
+        seen.append(gc.isenabled())
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(build_module, "chunk_documents", spy)
+    build_index(ALL[:2], tmp_path / "idx", IndexSettings(model="hashing"), show_progress=False)
+    add_documents(tmp_path / "idx", ALL[2:3], show_progress=False)
+    assert seen == [False, False]
+    assert gc.isenabled()
