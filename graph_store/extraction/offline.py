@@ -78,7 +78,13 @@ def title_keys(title: str) -> tuple[str, ...]:
 
 
 class TitleIndex:
-    """Aliases of the corpus's page titles → the page entity, for longest-match linking."""
+    """Aliases of the corpus's page titles → the page entity, for longest-match linking.
+
+    ``aliases`` holds every alias key of every title; the first title in string order claims a
+    key. One-word aliases the corpus uses in lower case, and stop words, link nowhere ("Love,
+    Honor and Behave" must not claim every "love"): :meth:`entity` leaves them out, so the
+    same claims serve however the lower-case words change (extraction.readings keeps them).
+    """
 
     def __init__(
         self,
@@ -86,30 +92,43 @@ class TitleIndex:
         common_words: frozenset[str] = frozenset(),
         keys: Mapping[str, Sequence[str]] | None = None,
     ) -> None:
-        """Index the titles' aliases; one-word aliases the corpus uses in lower case are skipped.
+        """Index the titles' aliases.
 
-        ("Love, Honor and Behave" must not claim every "love".) ``keys``: titles'
-        :func:`title_keys` already worked out (a write keeps them), the rest are worked out here.
+        ``keys``: titles' :func:`title_keys` already worked out, the rest are worked out here.
         """
-        self.aliases: dict[str, str] = {}
-        self.common_words = common_words
         known = keys or {}
+        aliases: dict[str, str] = {}
         for title in sorted(set(titles)):
-            entity, *aliases = known.get(title) or title_keys(title)
-            for key in aliases:
-                if self.indexes(key, common_words):
-                    self.aliases.setdefault(key, entity)
-        self.longest = max((len(k.split()) for k in self.aliases), default=0)
+            entity, *others = known.get(title) or title_keys(title)
+            for key in others:
+                aliases.setdefault(key, entity)
+        self.aliases = aliases
+        self.common_words = common_words
+        self.longest = max((len(k.split()) for k in aliases), default=0)
+
+    @classmethod
+    def claimed(
+        cls, aliases: dict[str, str], common_words: frozenset[str], longest: int
+    ) -> TitleIndex:
+        """Return the index of claims already worked out (``longest``: most words in a key)."""
+        index = cls.__new__(cls)
+        index.aliases, index.common_words, index.longest = aliases, common_words, longest
+        return index
 
     @staticmethod
     def indexes(key: str, common_words: Container[str]) -> bool:
         """Tell whether an alias key links: not a stop word, nor one word used in lower case."""
         return bool(key) and key not in STOPWORDS and (" " in key or key not in common_words)
 
+    def entity(self, key: str) -> str | None:
+        """Return the page entity an alias key links to, or ``None``."""
+        found = self.aliases.get(key)
+        return found if found is not None and self.indexes(key, self.common_words) else None
+
     def match(self, words: list[str], start: int) -> tuple[str, int] | None:
         """Return (entity, end) of the longest alias starting at ``words[start]``."""
         for end in range(min(len(words), start + self.longest), start, -1):
-            entity = self.aliases.get(" ".join(words[start:end]))
+            entity = self.entity(" ".join(words[start:end]))
             if entity is not None:
                 return entity, end
         return None
@@ -165,7 +184,8 @@ def find_mentions(sentence: str, titles: TitleIndex) -> tuple[list[str], list[Me
             # One capitalised word the corpus also writes in lower case ("District", "Film")
             # is a common word that opens a sentence or a heading, not a name.
             if key and not (" " not in key and key in titles.common_words):
-                mentions.append(Mention(titles.aliases.get(key, key), i, end))
+                linked_key = titles.entity(key)
+                mentions.append(Mention(key if linked_key is None else linked_key, i, end))
             i = end
     return words, mentions
 

@@ -49,16 +49,25 @@ class CorpusReadings:
         table: ReadingTable | None = None,
         lower: Counter[str] | None = None,
         alias_keys: dict[str, list[str]] | None = None,
+        claims: dict[str, str] | None = None,
     ) -> None:
         """Resume from a saved state of ``corpus``.
 
-        That is its readings, lower-case word counts and titles' keys (offline.title_keys: kept,
-        so a write does not work out a million titles' aliases again).
+        That is its readings, lower-case word counts, titles' keys (offline.title_keys) and
+        which title's entity claims each key (offline.TitleIndex): kept, so a write does not
+        work out a million titles' aliases again.
         """
         self.table = empty_table() if table is None else table
         self.lower: Counter[str] = lower or Counter()
         self.titles: Counter[str] = Counter(c.title for c in corpus if c.title)
         self.alias_keys: dict[str, Sequence[str]] = dict(alias_keys or {})
+        self.claims: dict[str, str] = {}
+        self.key_words: Counter[int] = Counter()  # claimed keys by their number of words
+        if claims is None:
+            self._reclaim({k for keys in self.alias_keys.values() for k in keys[1:]})
+        else:
+            self.claims = claims
+            self.key_words.update(k.count(" ") + 1 for k in claims)
 
     def update(
         self,
@@ -71,7 +80,8 @@ class CorpusReadings:
         # lower-case counts first: an alias that stays a common word never linked, nor will
         changed = self._shift_lower(removed, added)
         changed |= self._shift_titles(removed, added)
-        titles = TitleIndex(list(self.titles), frozenset(self.lower), self.alias_keys)
+        longest = max((n for n, count in self.key_words.items() if count), default=0)
+        titles = TitleIndex.claimed(self.claims, frozenset(self.lower), longest)
         gone = {c.id for c in removed} | {c.id for c in added}
         stale = self._may_contain(changed, corpus, gone)
         todo = [*stale, *added]
@@ -84,7 +94,8 @@ class CorpusReadings:
 
     def save(self, directory: Path) -> None:
         """Write the readings, the lower-case word counts and the titles' keys."""
-        self.table.save(directory, {"lower": self.lower, "alias_keys": self.alias_keys})
+        extra = {"lower": self.lower, "alias_keys": self.alias_keys, "claims": self.claims}
+        self.table.save(directory, extra)
 
     @classmethod
     def load(cls, directory: Path, corpus: Sequence[Chunk]) -> CorpusReadings | None:
@@ -93,7 +104,8 @@ class CorpusReadings:
         if found is None or set(found[0].ids) != {c.id for c in corpus}:
             return None  # none, written by an older hopgraph, or not this corpus's: start afresh
         table, extra = found
-        return cls(corpus, table, Counter(extra["lower"]), extra.get("alias_keys"))
+        lower, keys = Counter(extra["lower"]), extra.get("alias_keys")
+        return cls(corpus, table, lower, keys, extra.get("claims") if keys is not None else None)
 
     def _may_contain(self, keys: set[str], corpus: Sequence[Chunk], skip: set[str]) -> list[Chunk]:
         """Return the chunks of ``corpus`` (but ``skip``) that may contain one of ``keys``.
@@ -125,7 +137,8 @@ class CorpusReadings:
             self.titles, [c.title for c in removed if c.title], [c.title for c in added if c.title]
         )
         keys = {k for t in flipped for k in self._keys_of(t)[1:]}
-        self._keep_alias_keys(flipped)
+        filled = self._keep_alias_keys(flipped)
+        self._reclaim(keys | {k for t in filled for k in self.alias_keys[t][1:]})
         if not self.table.ids:
             return set()  # a first reading: no earlier reading to make stale
         return {k for k in keys if TitleIndex.indexes(k, self.lower)}
@@ -136,13 +149,37 @@ class CorpusReadings:
             self.alias_keys[title] = title_keys(title)
         return self.alias_keys[title]
 
-    def _keep_alias_keys(self, flipped: set[str]) -> None:
-        """Keep the alias keys of the corpus's titles: drop those gone, fill in those missing."""
+    def _keep_alias_keys(self, flipped: set[str]) -> set[str]:
+        """Keep the alias keys of the corpus's titles: drop those gone, fill in those missing.
+
+        Returns the titles filled in.
+        """
         for title in flipped - self.titles.keys():
             self.alias_keys.pop(title, None)
+        missing = set()
         if len(self.alias_keys) < len(self.titles):  # a state kept without them: fill in once
-            for title in self.titles.keys() - self.alias_keys.keys():
+            missing = self.titles.keys() - self.alias_keys.keys()
+            for title in missing:
                 self._keys_of(title)
+        return missing
+
+    def _reclaim(self, keys: set[str]) -> None:
+        """Give each of ``keys`` to the entity of the first title, in string order, having it.
+
+        One pass over the titles' kept keys: a write changes a few thousand keys, and working
+        out the whole index of a million titles again took seconds.
+        """
+        first: dict[str, str] = {}
+        for title, its_keys in self.alias_keys.items():
+            for key in its_keys[1:]:
+                if key in keys and (key not in first or title < first[key]):
+                    first[key] = title
+        for key in keys:
+            if self.claims.pop(key, None) is not None:
+                self.key_words[key.count(" ") + 1] -= 1
+            if key in first:
+                self.claims[key] = self.alias_keys[first[key]][0]
+                self.key_words[key.count(" ") + 1] += 1
 
     def _shift_lower(self, removed: Sequence[Chunk], added: Sequence[Chunk]) -> set[str]:
         """Count lower-case usage; return the words that became or stopped being common."""
