@@ -400,9 +400,12 @@ def _search_rows(
     """
     found: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
     block = _block_rows(len(vectors))
+    buffer = np.empty((min(block, len(rows)), len(vectors)), dtype=np.float32)
     for start in range(0, len(rows), block):
         part = rows[start : start + block]
-        scores = vectors[part] @ vectors.T  # numpy's product: 1.4x torch's here
+        # numpy's product (1.4x torch's here), into one buffer: a fresh 512 MB block per
+        # product cost a quarter of its time in page faults
+        scores = np.matmul(vectors[part], vectors.T, out=buffer[: len(part)])
         scores[np.arange(len(part)), part] = -np.inf
         top_scores, top = _top(scores, m)
         order = _best_first(top, top_scores)

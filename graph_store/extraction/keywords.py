@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .reading_table import UNPICKED, ReadingTable
-from .table import Ragged
+from .table import VALUES, Ragged
 
 KEYWORDS_PER_CHUNK = 5
 BLOCK = 1 << 22
@@ -100,7 +100,7 @@ def _pick(
     order = np.argsort(all_rows, kind="stable")
     ptr = np.zeros(rows_n + 1, dtype=np.int64)
     np.cumsum(np.bincount(all_rows, minlength=rows_n), out=ptr[1:])
-    return Ragged(ptr, np.concatenate(places)[order]), counts
+    return Ragged(ptr, np.concatenate(places)[order].astype(VALUES)), counts
 
 
 def _top_per_row(found: Candidates, limit: np.ndarray) -> Candidates:

@@ -15,7 +15,7 @@ import numpy as np
 from hopgraph.graph_store.documents import Chunk
 
 from .offline import Reading, token_key
-from .table import Ragged, Vocabulary, load_ragged, save_ragged
+from .table import VALUES, Ragged, Vocabulary, load_ragged, save_ragged
 
 READINGS_FILE = "offline-readings.npz"
 """The arrays; the chunk ids, vocabulary, lower-case word counts and titles' keys go beside it as
@@ -107,7 +107,7 @@ class ReadingTable:
         at, count = self.keyword_at, self.keyword_entities
         row = at.row_of_values()
         is_entity = _place(at, row) < count[row]
-        ids = np.empty(len(at.values), dtype=np.int64)
+        ids = np.empty(len(at.values), dtype=VALUES)
         e, w = np.flatnonzero(is_entity), np.flatnonzero(~is_entity)
         ids[e] = self.entity_tf.values[self.entity_tf.ptr[row[e]] + at.values[e], 0]
         ids[w] = self.word_tf.values[self.word_tf.ptr[row[w]] + at.values[w], 0]
@@ -115,7 +115,7 @@ class ReadingTable:
 
     def into(self, vocab: Vocabulary) -> ReadingTable:
         """Return this table in ids of ``vocab`` (which grows), from its own vocabulary."""
-        new = np.array([vocab.id(s) for s in self.vocab.strings], dtype=np.int64)
+        new = np.array([vocab.id(s) for s in self.vocab.strings], dtype=VALUES)
 
         def mapped(part: Ragged) -> Ragged:
             if part.values.ndim == 2 and part.values.shape[1] == 2:  # (id, count): ids move

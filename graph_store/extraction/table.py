@@ -18,6 +18,9 @@ import scipy.sparse as sp
 
 from .base import Extraction, Triple
 
+VALUES = np.int32
+"""The type of ragged values (ids of a vocabulary, counts, places): half the memory of int64,
+and a million chunks' readings load, copy and scan twice as fast."""
 EXTRACTIONS_FILE = "extractions.npz"
 """Where a graph folder keeps its chunks' extractions (the strings in a .json beside it)."""
 
@@ -117,7 +120,7 @@ class Ragged:
         np.cumsum(lengths, out=ptr[1:])
         flat = [v for x in lists for v in x]
         shape = (len(flat), width) if width else (len(flat),)
-        values = np.array(flat, dtype=np.int64).reshape(shape)
+        values = np.array(flat, dtype=VALUES).reshape(shape)
         return cls(ptr, values)
 
     @property
@@ -257,13 +260,13 @@ def load_ragged(
     with np.load(path) as data:
         # a part or array the file lacks (written by an older hopgraph) is left out
         parts = {
-            n: Ragged(data[f"{n}_ptr"], data[f"{n}_values"])
+            n: Ragged(data[f"{n}_ptr"], data[f"{n}_values"].astype(VALUES, copy=False))
             for n in names
             if f"{n}_ptr" in data.files
         }
         plain = {n: data[n] for n in arrays if n in data.files}
         kept = {}
         if "vocab_rank" in data.files:  # saved with Vocabulary.kept_arrays
-            words = Ragged(data["vocab_words_ptr"], data["vocab_words_values"])
+            words = Ragged(data["vocab_words_ptr"], data["vocab_words_values"].astype(VALUES))
             kept = {"rank": data["vocab_rank"], "words": words}
     return parts, plain, meta.pop("ids"), Vocabulary(meta.pop("vocab"), **kept), meta
