@@ -101,8 +101,13 @@ class DocumentTable:
         if ids is None:
             lines = self.lines
         else:
-            place = {doc_id: i for i, doc_id in enumerate(self.ids)}
-            lines = [self.lines[place[i]] for i in sorted(set(ids)) if i in place]
+            wanted = sorted(set(ids))
+            places = [bisect_left(self.ids, i) for i in wanted]
+            lines = [
+                self.lines[at]
+                for at, i in zip(places, wanted, strict=True)
+                if at < len(self.ids) and self.ids[at] == i
+            ]
         try:
             return [DocumentRecord(**orjson.loads(line)) for line in lines]
         except (ValueError, TypeError) as err:
@@ -131,7 +136,7 @@ class DocumentTable:
 
     def write(self, path: Path) -> None:
         """Write the table, one JSON object per line."""
-        path.write_bytes(b"".join(line + b"\n" for line in self.lines))
+        path.write_bytes(b"\n".join(self.lines) + b"\n" if self.lines else b"")
 
     def __len__(self) -> int:
         return len(self.ids)

@@ -116,18 +116,13 @@ class Segment:
         return {terms[col]: int(counts[col]) for col in np.flatnonzero(counts)}
 
 
-def _live_rows(
-    segments: Sequence[Segment], ids: Sequence[str], newer: Sequence[Chunk] = ()
-) -> list[np.ndarray]:
+def _live_rows(segments: Sequence[Segment], ids: Sequence[str]) -> list[np.ndarray]:
     """Each segment row's place in chunk order (``ids``), -1 for a dead row.
 
     A row is dead when its chunk was deleted since, or stored again in a later segment (a
     replaced chunk, deleted and added back under its id): only its newest row counts.
-    ``newer``: chunks about to be stored in a segment after these.
     """
     unclaimed = {chunk_id: i for i, chunk_id in enumerate(ids)}
-    for chunk in newer:
-        unclaimed.pop(chunk.id, None)
     newest_first = [
         np.array([unclaimed.pop(i, -1) for i in segment.ids], dtype=np.int64)
         for segment in reversed(segments)
@@ -139,13 +134,19 @@ class BM25Store:
     """Segments, the live chunks in chunk order (``ids``), and the corpus statistics."""
 
     def __init__(
-        self, segments: list[Segment], paths: list[str], ids: list[str], stats: dict
+        self,
+        segments: list[Segment],
+        paths: list[str],
+        ids: list[str],
+        stats: dict,
+        rows: list[np.ndarray] | None = None,
     ) -> None:
+        """Hold the store; ``rows``: :func:`_live_rows` of the segments, when worked out."""
         self.segments = segments
         self.paths = paths
         self.ids = ids
         self.stats = stats
-        self.rows = _live_rows(segments, ids)
+        self.rows = _live_rows(segments, ids) if rows is None else rows
 
     @classmethod
     def build(cls, chunks: Sequence[Chunk], root: Path | None = None, name: str = "") -> BM25Store:
@@ -172,11 +173,12 @@ class BM25Store:
         merged into one new segment instead.
         """
         ids = [c.id for c in chunks]
-        after = _live_rows(self.segments, ids, added)
-        rows = sum(len(seg.ids) for seg in self.segments) + len(added)
+        new = [Segment.build(added)] if added else []
+        rows = _live_rows([*self.segments, *new], ids)
+        after = rows[: len(self.segments)]
         dead = sum(int((r < 0).sum()) for r in after)
-        if len(self.segments) + 1 > MAX_SEGMENTS or dead > MAX_DEAD_SHARE * rows:
-            return self._merged(after, added, ids, root, name)
+        if len(self.segments) + 1 > MAX_SEGMENTS or dead > MAX_DEAD_SHARE * sum(map(len, rows)):
+            return self._merged(after, new, ids, root, name)
         df = dict(self.stats["df"])
         total = self.stats["total_length"]
         for segment, was, now in zip(self.segments, self.rows, after, strict=True):
@@ -187,28 +189,25 @@ class BM25Store:
                     df[term] -= count
                     if not df[term]:
                         del df[term]
-        segments, paths = list(self.segments), list(self.paths)
-        if added:
-            segment = Segment.build(added)
+        for segment in new:
             segment.save(root / name)
             total += float(segment.lengths.sum())
             for term, count in segment.document_frequencies(np.ones(len(added), bool)).items():
                 df[term] = df.get(term, 0) + count
-            segments.append(segment)
-            paths.append(name)
-        return BM25Store(segments, paths, ids, {"n": len(ids), "total_length": total, "df": df})
+        stats = {"n": len(ids), "total_length": total, "df": df}
+        paths = [*self.paths, *([name] if new else [])]
+        return BM25Store([*self.segments, *new], paths, ids, stats, rows)
 
     def _merged(
-        self, live: list[np.ndarray], added: Sequence[Chunk], ids: list[str], root: Path, name: str
+        self, live: list[np.ndarray], new: list[Segment], ids: list[str], root: Path, name: str
     ) -> BM25Store:
-        """Return the store as one segment: the live rows of every segment, then ``added``.
+        """Return the store as one segment: the live rows of every segment, then ``new``.
 
-        Rows keep their term counts, so nothing but ``added`` is tokenized: a merge at a million
-        chunks takes seconds, not the minute a rebuild from the text takes.
+        Rows keep their term counts, so nothing but the write's own chunks is tokenized: a merge
+        at a million chunks takes seconds, not the minute a rebuild from the text takes.
         """
         parts = [(seg, rows >= 0) for seg, rows in zip(self.segments, live, strict=True)]
-        if added:
-            parts.append((Segment.build(added), np.ones(len(added), dtype=bool)))
+        parts += [(seg, np.ones(len(seg.ids), dtype=bool)) for seg in new]
         segment = Segment.merge(parts)
         segment.save(root / name)
         every = np.ones(len(segment.ids), dtype=bool)

@@ -225,7 +225,8 @@ def link_edges(
     count = np.searchsorted(keys, entities, side="right") - first
     start = np.repeat(first - (np.cumsum(count) - count), count)
     sources, targets = np.repeat(rows, count), pages[start + np.arange(count.sum())]
-    documents = np.unique([c.doc_id for c in chunks], return_inverse=True)[1]
+    number: dict[str, int] = {}  # each document a number: only equality matters here
+    documents = np.array([number.setdefault(c.doc_id, len(number)) for c in chunks])
     across = documents[sources] != documents[targets]
     ones = np.ones(int(across.sum()), dtype=np.float32)
     matrix = sp.csr_matrix((ones, (sources[across], targets[across])), shape=(n, n))
