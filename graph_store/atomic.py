@@ -1,8 +1,8 @@
 """The write lock of an index, and the undoing of a format-1 swap cut short.
 
 A writer holds an exclusive lock (``.lock`` inside the index folder) for its whole write
-(hopgraph.graph_store.generations makes the write itself atomic), with the cyclic garbage
-collector paused. Indexes of format 1 were rewritten
+(hopgraph.graph_store.generations makes the write itself atomic); writes run with the cyclic
+garbage collector paused. Indexes of format 1 were rewritten
 whole and swapped in with two renames; if a process died between them, the next open puts the
 previous index back.
 """
@@ -49,8 +49,7 @@ def write_lock(directory: Path, create: bool = False) -> Iterator[None]:
         ) from err
     try:
         path.write_text(str(os.getpid()), encoding="utf-8")
-        with paused_gc():
-            yield
+        yield
     finally:
         lock.release()
 
@@ -62,6 +61,8 @@ def paused_gc() -> Iterator[None]:
     A write at a million chunks holds millions of objects and makes millions more (chunks,
     triples, records), none of them in reference cycles; the collector's full passes over them
     cost 6-10 s of an 80 s write and free nothing. Reference counting still frees everything.
+    Used as a decorator of a whole write, so its objects are freed before the collector runs
+    again (re-enabled inside the write, its first pass would walk them all).
     """
     was_enabled = gc.isenabled()
     gc.disable()

@@ -21,7 +21,7 @@ import numpy as np
 from hopgraph.core.errors import IndexStateError, InputError
 from hopgraph.core.settings import CONFIG_FILE, IndexSettings
 
-from .atomic import write_lock
+from .atomic import paused_gc, write_lock
 from .chunking import chunk_document
 from .doc_table import DOCUMENTS_FILE, DocumentRecord, DocumentTable, records_of
 from .documents import Chunk, Document
@@ -77,6 +77,7 @@ def embed_chunks(chunks: Sequence[Chunk], embedder: Embedder, show_progress: boo
     return embed_with_progress(embedder, [c.embed_text for c in chunks], show_progress)
 
 
+@paused_gc()
 def build_index(
     docs: Sequence[Document],
     directory: str | Path,
@@ -140,6 +141,7 @@ def build_index(
     )
 
 
+@paused_gc()
 def add_documents(
     directory: str | Path, docs: Sequence[Document], show_progress: bool = True
 ) -> WriteReport:
@@ -210,6 +212,7 @@ def _add(
     return chunks
 
 
+@paused_gc()
 def delete_documents(directory: str | Path, doc_ids: Sequence[str]) -> WriteReport:
     """Remove documents (all their chunks) from every store of the index."""
     directory = Path(directory)
@@ -270,6 +273,7 @@ class SyncReport:
     embed_seconds: float
 
 
+@paused_gc()
 def sync_documents(
     directory: str | Path,
     docs: Sequence[Document],
@@ -371,6 +375,7 @@ def _write_report(
     )
 
 
+@paused_gc()
 def build_graphs(
     directory: str | Path, settings: GraphSettings, show_progress: bool = True
 ) -> dict[str, Any]:
