@@ -38,8 +38,8 @@ def read_chunks(directory: Path, manifest: Manifest) -> list[Chunk]:
     path = manifest.path(directory, "chunks")
     fix = rebuild_hint(directory)
     try:
-        lines = path.read_bytes().split(b"\n")
-        chunks = [Chunk(**orjson.loads(line)) for line in lines if line]
+        with path.open("rb") as lines:  # line by line: no second copy of the whole table
+            chunks = [Chunk(**orjson.loads(line)) for line in lines if line != b"\n"]
     except (OSError, ValueError, TypeError) as err:
         raise IndexStateError(f"{path} is missing or damaged: {err}", fix) from err
     expected = manifest.counts.get("chunks")

@@ -105,6 +105,10 @@ class Vocabulary:
         }
 
 
+RUN_COPY_FROM = 64
+"""Rows per run, on average, from which :meth:`Ragged.take` copies runs instead of values."""
+
+
 @dataclass(frozen=True)
 class Ragged:
     """Per-row lists: row i is ``values[ptr[i]:ptr[i + 1]]`` (values may have a second axis)."""
@@ -141,12 +145,24 @@ class Ragged:
         return self.values[self.ptr[i] : self.ptr[i + 1]]
 
     def take(self, rows: np.ndarray) -> Ragged:
-        """Return the given rows, in that order."""
+        """Return the given rows, in that order.
+
+        Rows that follow one another are copied as one slice: a write keeps a million rows in
+        a few thousand runs, and copying runs is ten times faster than gathering each value.
+        """
+        rows = np.asarray(rows, dtype=np.int64)
         lengths = self.lengths()[rows]
         ptr = np.zeros(len(rows) + 1, dtype=np.int64)
         np.cumsum(lengths, out=ptr[1:])
-        at = np.repeat(self.ptr[rows] - ptr[:-1], lengths) + np.arange(ptr[-1])
-        return Ragged(ptr, self.values[at])
+        starts = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1] + 1]) if len(rows) else rows
+        if not len(rows) or len(starts) * RUN_COPY_FROM > len(rows):
+            at = np.repeat(self.ptr[rows] - ptr[:-1], lengths) + np.arange(ptr[-1])
+            return Ragged(ptr, self.values[at])
+        ends = np.r_[starts[1:], len(rows)]
+        first, last = self.ptr[rows[starts]], self.ptr[rows[ends - 1] + 1]
+        pieces = [self.values[a:b] for a, b in zip(first.tolist(), last.tolist(), strict=True)]
+        values = np.concatenate(pieces) if pieces else self.values[:0]
+        return Ragged(ptr, values)
 
     @staticmethod
     def concat(parts: Sequence[Ragged]) -> Ragged:
