@@ -16,6 +16,8 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Sequence
+from multiprocessing import get_all_start_methods, get_context
+from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any, Literal
 
@@ -129,6 +131,9 @@ def write_graphs(
     )
     extracted = time.perf_counter()
     save_extractions(target, extractions)
+    # Triples are embedded from the graph in this process; otherwise a forked child builds and
+    # saves it while this one builds the passage graph: two cores, each busy.
+    kg = _KnowledgeBuild([c.id for c in chunks], extractions, target, settings.embed_triples)
     passages = passages_location(directory, manifest)
     vectors = read_vectors(directory, manifest, chunks)
     neighbours = _neighbours(old_dir, chunks, vectors, settings)
@@ -136,9 +141,8 @@ def write_graphs(
     passage_graph = build_passage_graph(
         chunks, extractions, vectors, settings.passage_settings(), neighbours
     )
-    knowledge = build_knowledge_graph([c.id for c in chunks], extractions)
     passage_graph.save(target)
-    knowledge.save(target)
+    knowledge, kg_sizes = kg.result()
     built = time.perf_counter()
     embedded, gone = sync_triples(
         passages.triples(), knowledge, manifest, gen.number, settings.embed_triples, show_progress
@@ -147,7 +151,7 @@ def write_graphs(
     manifest.purge["triples"] = gone
     manifest.graph = {
         "settings": settings.model_dump(),
-        "counts": graph_counts(passage_graph, knowledge),
+        "counts": graph_counts(passage_graph, *kg_sizes),
         "timings": {
             "extract_seconds": extracted - started,
             "graph_seconds": built - extracted,
@@ -215,7 +219,7 @@ def _neighbours(
 
 def sync_triples(
     location: ChromaLocation,
-    knowledge: KnowledgeGraph,
+    knowledge: KnowledgeGraph | None,
     manifest: Manifest,
     generation: int,
     embed: bool,
@@ -223,12 +227,13 @@ def sync_triples(
 ) -> tuple[int, list[str]]:
     """Embed the graph's new triples (tagged ``generation``); return their count and gone ids.
 
-    Gone triples are not deleted here: the caller purges them once its write is committed.
+    ``knowledge`` is needed only to ``embed``. Gone triples are not deleted here: the caller
+    purges them once its write is committed.
     """
     store = _open_or_create(location)
     try:
         stored = set(store.collection.get(include=[])["ids"]) if store.count() else set()
-        wanted = {t.id: t for t in knowledge.triples} if embed else {}
+        wanted = {t.id: t for t in knowledge.triples} if embed and knowledge else {}
         new = [t for tid, t in wanted.items() if tid not in stored]
         if new:
             embedder = load_embedder(manifest.settings.model, manifest.settings.batch_size)
@@ -255,6 +260,60 @@ def sync_triples(
         store.close()
 
 
+class _KnowledgeBuild:
+    """The knowledge graph of a write, built and saved into ``target``.
+
+    In a forked child when the parent does not need it back (no triples to embed) and fork is
+    there; else here, at once. :meth:`result` returns the graph (``None`` from a child) and its
+    sizes (entities, triples); a child's failure is raised there, as the child's error.
+    """
+
+    def __init__(
+        self, chunk_ids: list[str], extractions: ExtractionTable, target: Path, needed: bool
+    ) -> None:
+        self._graph: KnowledgeGraph | None = None
+        self._child = None
+        if needed or "fork" not in get_all_start_methods():
+            self._graph = build_knowledge_graph(chunk_ids, extractions)
+            self._graph.save(target)
+            return
+        context = get_context("fork")
+        self._reply, sender = context.Pipe(duplex=False)
+        self._child = context.Process(
+            target=_build_and_save, args=(sender, chunk_ids, extractions, target), daemon=True
+        )
+        self._child.start()
+        sender.close()
+
+    def result(self) -> tuple[KnowledgeGraph | None, tuple[int, int]]:
+        """Wait for the graph; return it (``None`` when a child built it) and its sizes."""
+        if self._child is None:
+            assert self._graph is not None
+            return self._graph, (len(self._graph.entities), len(self._graph.triples))
+        try:
+            reply = self._reply.recv()
+        except EOFError:
+            reply = ("error", f"the process building it died (exit code {self._child.exitcode})")
+        self._child.join()
+        if reply[0] == "error":
+            raise IndexStateError(f"building the knowledge graph failed: {reply[1]}")
+        return None, reply[1]
+
+
+def _build_and_save(
+    sender: Connection, chunk_ids: list[str], extractions: ExtractionTable, target: Path
+) -> None:
+    """In a forked child: build and save the knowledge graph; send back its sizes or error."""
+    try:
+        graph = build_knowledge_graph(chunk_ids, extractions)
+        graph.save(target)
+        sender.send(("ok", (len(graph.entities), len(graph.triples))))
+    except Exception as err:  # the parent raises it, with its message
+        sender.send(("error", f"{type(err).__name__}: {err}"))
+    finally:
+        sender.close()
+
+
 def _open_or_create(location: ChromaLocation) -> ChromaVectorStore:
     try:
         return ChromaVectorStore(location)
@@ -262,17 +321,17 @@ def _open_or_create(location: ChromaLocation) -> ChromaVectorStore:
         return ChromaVectorStore(location, create=True)
 
 
-def graph_counts(passage_graph: PassageGraph, knowledge: KnowledgeGraph) -> dict[str, Any]:
-    """Count nodes and edges by type, and the knowledge graph's size."""
+def graph_counts(passage_graph: PassageGraph, entities: int, triples: int) -> dict[str, Any]:
+    """Count nodes and edges by type, and the knowledge graph's size (entities, triples)."""
     edges = {k: passage_graph.edge_count(k) for k in EDGE_TYPES}
     chunks = max(len(passage_graph.ids), 1)
     return {
         "chunks": len(passage_graph.ids),
         "edges": edges,
         "mean_degree": float(passage_graph.degrees().mean()) if passage_graph.ids else 0.0,
-        "entities": len(knowledge.entities),
-        "triples": len(knowledge.triples),
-        "triples_per_chunk": len(knowledge.triples) / chunks,
+        "entities": entities,
+        "triples": triples,
+        "triples_per_chunk": triples / chunks,
     }
 
 

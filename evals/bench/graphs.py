@@ -101,7 +101,7 @@ def measure(chunks: list[Chunk], vectors: np.ndarray, settings: GraphSettings) -
     timings["propagation_ms"] = (time.perf_counter() - started) * 1000
     return {
         "timings": timings,
-        "counts": graph_counts(graph, knowledge),
+        "counts": graph_counts(graph, len(knowledge.entities), len(knowledge.triples)),
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
     }
 

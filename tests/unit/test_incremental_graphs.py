@@ -6,8 +6,16 @@ import random
 import numpy as np
 import pytest
 
+from hopgraph.core.errors import IndexStateError
 from hopgraph.core.settings import IndexSettings
-from hopgraph.graph_store import Document, Index, add_documents, build_index, delete_documents
+from hopgraph.graph_store import (
+    Document,
+    Index,
+    add_documents,
+    build_index,
+    delete_documents,
+    graph_build,
+)
 from hopgraph.graph_store.build import build_graphs
 from hopgraph.graph_store.documents import Chunk
 from hopgraph.graph_store.extraction.offline import title_keys
@@ -185,12 +193,16 @@ def _state(path) -> dict:
 
 @pytest.mark.parametrize("seed", range(6))
 def test_any_sequence_of_writes_equals_a_fresh_build(tmp_path, seed):
-    """Property: adds and deletes in any order leave what a fresh build of the result has."""
+    """Property: adds and deletes in any order leave what a fresh build of the result has.
+
+    Odd seeds embed no triples, so a forked child builds the knowledge graph.
+    """
+    graphs = GRAPHS.model_copy(update={"embed_triples": seed % 2 == 0})
     rng = random.Random(seed)
     docs = {d.id: d for d in (_doc(rng, i) for i in range(6))}
     grown = tmp_path / "grown"
     build_index(list(docs.values()), grown, SETTINGS, show_progress=False)
-    build_graphs(grown, GRAPHS, show_progress=False)
+    build_graphs(grown, graphs, show_progress=False)
     next_id = 6
     for _ in range(4):
         if rng.random() < 0.5 and len(docs) > 2:
@@ -205,7 +217,7 @@ def test_any_sequence_of_writes_equals_a_fresh_build(tmp_path, seed):
             docs.update({d.id: d for d in new})
     fresh = tmp_path / "fresh"
     build_index(list(docs.values()), fresh, SETTINGS, show_progress=False)
-    build_graphs(fresh, GRAPHS, show_progress=False)
+    build_graphs(fresh, graphs, show_progress=False)
     grown_state, fresh_state = _state(grown), _state(fresh)
     assert grown_state == fresh_state
     assert any(grown_state["edges"].values()) and grown_state["triples"]
@@ -229,3 +241,17 @@ def test_reading_in_worker_processes_equals_reading_in_one(monkeypatch):
     )
     assert OfflineExtractor().extract(chunks) == alone
     assert spawned  # the workers did the reading
+
+
+def test_a_knowledge_graph_built_in_a_child_that_fails_fails_the_write(tmp_path, monkeypatch):
+    def broken(*args, **kwargs):
+        raise RuntimeError("boom")
+
+    path = tmp_path / "idx"
+    build_index([_doc(random.Random(1), i) for i in range(4)], path, SETTINGS, show_progress=False)
+    monkeypatch.setattr(graph_build, "build_knowledge_graph", broken)
+    settings = GRAPHS.model_copy(update={"embed_triples": False})
+    with pytest.raises(IndexStateError, match="knowledge graph failed: RuntimeError: boom"):
+        build_graphs(path, settings, show_progress=False)
+    with Index.open(path) as idx:
+        assert idx.manifest.graph is None  # nothing committed
