@@ -26,6 +26,7 @@ from .chunking import chunk_document
 from .doc_table import DOCUMENTS_FILE, DocumentRecord, DocumentTable, records_of
 from .documents import Chunk, Document
 from .embedding import Embedder, embed_with_progress, load_embedder
+from .forked import Forked
 from .generations import (
     CHROMA_DIR,
     Generation,
@@ -119,7 +120,8 @@ def build_index(
                 vectors.upsert(chunks, embeddings, gen.number, _fields(records, chunks))
             finally:
                 vectors.close()
-            _write_tables(gen, manifest, chunks, DocumentTable.of(records), chunks, embeddings)
+            documents = DocumentTable.of(records)
+            _write_tables(gen, manifest, chunks, documents, chunks, embeddings).result()
             manifest.timings = {
                 "build_seconds": time.perf_counter() - started,
                 "embed_seconds": embed_seconds,
@@ -421,13 +423,15 @@ def _commit_change(
             finally:
                 store.close()
         manifest = _successor(old, after)
-        _write_tables(gen, manifest, after, documents, added, embeddings, (old, before))
+        tables = _write_tables(gen, manifest, after, documents, added, embeddings, (old, before))
         manifest.purge = {"passages": list(removed)}
-        if old.graph:
-            settings = GraphSettings.model_validate(old.graph["settings"])
-            write_graphs(
-                gen, directory, old, manifest, before, after, settings, show_progress, fresh=False
-            )
+        with tables:
+            if old.graph:
+                settings = GraphSettings.model_validate(old.graph["settings"])
+                write_graphs(
+                    gen, directory, old, manifest, before, after, settings, show_progress, False
+                )
+            tables.result()
         gen.commit(manifest)
     return manifest
 
@@ -460,17 +464,17 @@ def _write_tables(
     added: Sequence[Chunk],
     embeddings: np.ndarray | None,
     previous: tuple[Manifest, Sequence[Chunk]] | None = None,
-) -> None:
+) -> Forked[None]:
     """Write the chunk and document tables, the vectors and BM25 into the generation's folder.
 
     ``added``: the write's new chunks (all of them for a build), ``embeddings`` their vectors.
     ``previous``: the last generation's manifest and chunks; BM25 and the vector table then get
     a segment of the added chunks only (when that generation has segments to keep). Points
-    ``manifest`` at what was written.
+    ``manifest`` at what was written. The two tables of a change are written by a forked child:
+    the commit waits for the result returned.
     """
     name = folder_name(gen.number)
-    write_chunks(gen.folder / "chunks.jsonl", chunks)
-    documents.write(gen.folder / DOCUMENTS_FILE)
+    tables = _write_chunk_and_document_tables(gen.folder, chunks, documents, previous is not None)
     root, segment = gen.folder.parent, f"{name}/bm25-segment"
     manifest.vectors = _write_vectors(root, f"{name}/vectors", chunks, added, embeddings, previous)
     if previous is not None and previous[0].segments:
@@ -488,6 +492,23 @@ def _write_tables(
         }
     )
     manifest.segments = list(store.paths)
+    return tables
+
+
+def _write_chunk_and_document_tables(
+    folder: Path, chunks: Sequence[Chunk], documents: DocumentTable, in_child: bool
+) -> Forked[None]:
+    """Write the chunk and document tables into ``folder``, in a forked child when ``in_child``.
+
+    A million chunks' table takes seconds to encode and write, and nothing waits for it but
+    the commit: a write's child writes it while the write updates its graphs.
+    """
+
+    def work() -> None:
+        write_chunks(folder / "chunks.jsonl", chunks)
+        documents.write(folder / DOCUMENTS_FILE)
+
+    return Forked("writing the chunk and document tables", work, in_child)
 
 
 def _write_vectors(

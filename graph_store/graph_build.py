@@ -16,8 +16,6 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Sequence
-from multiprocessing import get_all_start_methods, get_context
-from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any, Literal
 
@@ -31,6 +29,7 @@ from .embedding import embed_with_progress, load_embedder
 from .extraction import Extractor
 from .extraction.readings import CorpusReadings, OfflineExtractor
 from .extraction.table import EXTRACTIONS_FILE, ExtractionTable
+from .forked import Forked
 from .generations import Generation, folder_name, passages_location
 from .index import read_vectors
 from .knowledge_graph import KnowledgeGraph, build_knowledge_graph
@@ -133,16 +132,16 @@ def write_graphs(
     save_extractions(target, extractions)
     # Triples are embedded from the graph in this process; otherwise a forked child builds and
     # saves it while this one builds the passage graph: two cores, each busy.
-    kg = _KnowledgeBuild([c.id for c in chunks], extractions, target, settings.embed_triples)
-    passages = passages_location(directory, manifest)
-    vectors = read_vectors(directory, manifest, chunks)
-    neighbours = _neighbours(old_dir, chunks, vectors, settings)
-    neighbours.save(target / NEIGHBOURS_FILE)
-    passage_graph = build_passage_graph(
-        chunks, extractions, vectors, settings.passage_settings(), neighbours
-    )
-    passage_graph.save(target)
-    knowledge, kg_sizes = kg.result()
+    with _knowledge(chunks, extractions, target, keep=settings.embed_triples) as kg:
+        passages = passages_location(directory, manifest)
+        vectors = read_vectors(directory, manifest, chunks)
+        neighbours = _neighbours(old_dir, chunks, vectors, settings)
+        neighbours.save(target / NEIGHBOURS_FILE)
+        passage_graph = build_passage_graph(
+            chunks, extractions, vectors, settings.passage_settings(), neighbours
+        )
+        passage_graph.save(target)
+        knowledge, *kg_sizes = kg.result()
     built = time.perf_counter()
     embedded, gone = sync_triples(
         passages.triples(), knowledge, manifest, gen.number, settings.embed_triples, show_progress
@@ -260,58 +259,22 @@ def sync_triples(
         store.close()
 
 
-class _KnowledgeBuild:
-    """The knowledge graph of a write, built and saved into ``target``.
+def _knowledge(
+    chunks: Sequence[Chunk], extractions: ExtractionTable, target: Path, keep: bool
+) -> Forked[tuple[KnowledgeGraph | None, int, int]]:
+    """Build and save the knowledge graph; its result: the graph (when ``keep``) and its sizes.
 
-    In a forked child when the parent does not need it back (no triples to embed) and fork is
-    there; else here, at once. :meth:`result` returns the graph (``None`` from a child) and its
-    sizes (entities, triples); a child's failure is raised there, as the child's error.
+    When the write does not need it back (no triples to embed), a forked child does it while
+    this process searches neighbours and builds the passage graph.
     """
+    ids = [c.id for c in chunks]
 
-    def __init__(
-        self, chunk_ids: list[str], extractions: ExtractionTable, target: Path, needed: bool
-    ) -> None:
-        self._graph: KnowledgeGraph | None = None
-        self._child = None
-        if needed or "fork" not in get_all_start_methods():
-            self._graph = build_knowledge_graph(chunk_ids, extractions)
-            self._graph.save(target)
-            return
-        context = get_context("fork")
-        self._reply, sender = context.Pipe(duplex=False)
-        self._child = context.Process(
-            target=_build_and_save, args=(sender, chunk_ids, extractions, target), daemon=True
-        )
-        self._child.start()
-        sender.close()
-
-    def result(self) -> tuple[KnowledgeGraph | None, tuple[int, int]]:
-        """Wait for the graph; return it (``None`` when a child built it) and its sizes."""
-        if self._child is None:
-            assert self._graph is not None
-            return self._graph, (len(self._graph.entities), len(self._graph.triples))
-        try:
-            reply = self._reply.recv()
-        except EOFError:
-            reply = ("error", f"the process building it died (exit code {self._child.exitcode})")
-        self._child.join()
-        if reply[0] == "error":
-            raise IndexStateError(f"building the knowledge graph failed: {reply[1]}")
-        return None, reply[1]
-
-
-def _build_and_save(
-    sender: Connection, chunk_ids: list[str], extractions: ExtractionTable, target: Path
-) -> None:
-    """In a forked child: build and save the knowledge graph; send back its sizes or error."""
-    try:
-        graph = build_knowledge_graph(chunk_ids, extractions)
+    def work() -> tuple[KnowledgeGraph | None, int, int]:
+        graph = build_knowledge_graph(ids, extractions)
         graph.save(target)
-        sender.send(("ok", (len(graph.entities), len(graph.triples))))
-    except Exception as err:  # the parent raises it, with its message
-        sender.send(("error", f"{type(err).__name__}: {err}"))
-    finally:
-        sender.close()
+        return graph if keep else None, len(graph.entities), len(graph.triples)
+
+    return Forked("building the knowledge graph", work, in_child=not keep)
 
 
 def _open_or_create(location: ChromaLocation) -> ChromaVectorStore:

@@ -1,0 +1,77 @@
+"""Work run in a forked child while the parent goes on: two cores busy during a write.
+
+A write at a million chunks is mostly single-threaded Python and numpy; parts of it that only
+write files (the knowledge graph, the chunk and document tables, BM25) need nothing back but a
+few numbers, so a forked child does them while the parent works out the rest. The child inherits
+the data instead of receiving it. Where fork is not there, the work runs in place, at once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from multiprocessing import get_all_start_methods, get_context
+from multiprocessing.connection import Connection
+from typing import Any, Generic, TypeVar
+
+from hopgraph.core.errors import HopgraphError, IndexStateError
+
+T = TypeVar("T")
+
+
+class Forked(Generic[T]):
+    """``work()`` run in a forked child (or here, when ``in_child`` is false or fork is not there).
+
+    :meth:`result` waits for it and returns its (small, picklable) value; a failure in the child
+    is raised there: a hopgraph error as itself, anything else as an :class:`IndexStateError`
+    saying ``what`` failed.
+    """
+
+    def __init__(self, what: str, work: Callable[[], T], in_child: bool = True) -> None:
+        self.what = what
+        self._child = None
+        if not in_child or "fork" not in get_all_start_methods():
+            self._value = work()
+            return
+        context = get_context("fork")
+        self._reply, sender = context.Pipe(duplex=False)
+        self._child = context.Process(target=_run, args=(sender, work), daemon=True)
+        self._child.start()
+        sender.close()
+
+    def __enter__(self) -> Forked[T]:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        """Wait for the child if its result was not taken (a write failed): none outlives it."""
+        if self._child is not None and self._child.is_alive():
+            self._child.join()
+
+    def result(self) -> T:
+        """Wait for the work; return its value or raise its error."""
+        if self._child is None:
+            return self._value
+        try:
+            kind, payload = self._reply.recv()
+        except EOFError:
+            kind, payload = "failed", f"its process died (exit code {self._child.exitcode})"
+        finally:
+            self._reply.close()
+        self._child.join()
+        if kind == "ok":
+            return payload
+        if kind == "hopgraph":
+            error_type, message, hint = payload
+            raise error_type(message, hint)
+        raise IndexStateError(f"{self.what} failed: {payload}")
+
+
+def _run(sender: Connection, work: Callable[[], Any]) -> None:
+    """In the child: do the work, send back its value or its error."""
+    try:
+        sender.send(("ok", work()))
+    except HopgraphError as err:
+        sender.send(("hopgraph", (type(err), err.message, err.hint)))
+    except Exception as err:  # the parent raises it, with its message
+        sender.send(("failed", f"{type(err).__name__}: {err}"))
+    finally:
+        sender.close()
