@@ -121,7 +121,8 @@ def build_index(
             finally:
                 vectors.close()
             documents = DocumentTable.of(records)
-            _write_tables(gen, manifest, chunks, documents, chunks, embeddings).result()
+            tables = _write_tables(gen, manifest, chunks, documents, chunks, embeddings)
+            manifest.segments = tables.result()
             manifest.timings = {
                 "build_seconds": time.perf_counter() - started,
                 "embed_seconds": embed_seconds,
@@ -431,7 +432,7 @@ def _commit_change(
                 write_graphs(
                     gen, directory, old, manifest, before, after, settings, show_progress, False
                 )
-            tables.result()
+            manifest.segments = tables.result()
         gen.commit(manifest)
     return manifest
 
@@ -464,26 +465,34 @@ def _write_tables(
     added: Sequence[Chunk],
     embeddings: np.ndarray | None,
     previous: tuple[Manifest, Sequence[Chunk]] | None = None,
-) -> Forked[None]:
+) -> Forked[list[str]]:
     """Write the chunk and document tables, the vectors and BM25 into the generation's folder.
 
     ``added``: the write's new chunks (all of them for a build), ``embeddings`` their vectors.
     ``previous``: the last generation's manifest and chunks; BM25 and the vector table then get
     a segment of the added chunks only (when that generation has segments to keep). Points
-    ``manifest`` at what was written. The two tables of a change are written by a forked child:
-    the commit waits for the result returned.
+    ``manifest`` at what was written, but for its BM25 segments: the result returned gives
+    them. The vectors are written here (the graphs read them); for a change, a forked child
+    writes the rest while the write updates its graphs.
     """
     name = folder_name(gen.number)
-    tables = _write_chunk_and_document_tables(gen.folder, chunks, documents, previous is not None)
-    root, segment = gen.folder.parent, f"{name}/bm25-segment"
+    root = gen.folder.parent
+
+    def work() -> list[str]:
+        write_chunks(gen.folder / "chunks.jsonl", chunks)
+        documents.write(gen.folder / DOCUMENTS_FILE)
+        segment = f"{name}/bm25-segment"
+        if previous is not None and previous[0].segments:
+            old, before = previous
+            store = BM25Store.load(old.path(root, "bm25"), root, before)
+            store = store.updated(chunks, added, root, segment)
+        else:
+            store = BM25Store.build(chunks, root, segment)
+        store.save(gen.folder / "bm25")
+        return list(store.paths)
+
+    tables = Forked("writing the chunk and document tables and BM25", work, previous is not None)
     manifest.vectors = _write_vectors(root, f"{name}/vectors", chunks, added, embeddings, previous)
-    if previous is not None and previous[0].segments:
-        old, before = previous
-        store = BM25Store.load(old.path(root, "bm25"), root, before)
-        store = store.updated(chunks, added, root, segment)
-    else:
-        store = BM25Store.build(chunks, root, segment)
-    store.save(gen.folder / "bm25")
     manifest.files.update(
         {
             "chunks": f"{name}/chunks.jsonl",
@@ -491,24 +500,7 @@ def _write_tables(
             "documents": f"{name}/{DOCUMENTS_FILE}",
         }
     )
-    manifest.segments = list(store.paths)
     return tables
-
-
-def _write_chunk_and_document_tables(
-    folder: Path, chunks: Sequence[Chunk], documents: DocumentTable, in_child: bool
-) -> Forked[None]:
-    """Write the chunk and document tables into ``folder``, in a forked child when ``in_child``.
-
-    A million chunks' table takes seconds to encode and write, and nothing waits for it but
-    the commit: a write's child writes it while the write updates its graphs.
-    """
-
-    def work() -> None:
-        write_chunks(folder / "chunks.jsonl", chunks)
-        documents.write(folder / DOCUMENTS_FILE)
-
-    return Forked("writing the chunk and document tables", work, in_child)
 
 
 def _write_vectors(

@@ -106,6 +106,9 @@ def run_phase(phase: str, size: int, workdir: Path) -> dict:
     if phase == "delete":
         delete_documents(path, change["removed"])
         return {"delete_1000_s": time.perf_counter() - started, "delete_peak_gb": _peak_gb()}
+    if phase == "delete-added":  # undoes "add", so add and delete can be measured again
+        delete_documents(path, change["ids"])
+        return {"delete_added_1000_s": time.perf_counter() - started, "delete_peak_gb": _peak_gb()}
     return {"latency_ms": _latency(path, change["queries"])}
 
 
@@ -140,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, help="write the figures as JSON here")
     # a child process: one size (all its phases), or one phase of it in --workdir
     parser.add_argument("--one", type=int, help=argparse.SUPPRESS)
-    parser.add_argument("--phase", choices=PHASES, help=argparse.SUPPRESS)
+    parser.add_argument("--phase", choices=(*PHASES, "delete-added"), help=argparse.SUPPRESS)
     parser.add_argument("--workdir", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.phase:

@@ -22,9 +22,9 @@ from hopgraph.graph_store import (
     build_graphs,
     build_index,
     delete_documents,
+    forked,
     generations,
     graph_build,
-    kdb_bm25,
     manifest,
     vdb_chroma,
 )
@@ -54,6 +54,11 @@ def _after(owner: Any, name: str, when: Callable[..., bool] = lambda *a, **k: Tr
     setattr(owner, name, wrapper)
 
 
+def _on_tables(work: forked.Forked, *_: Any, **__: Any) -> bool:
+    """The tables are written (by this process or its child) once the write has the result."""
+    return work.what.startswith("writing the chunk and document tables")
+
+
 def _on_triples(store: vdb_chroma.ChromaVectorStore, *_: Any, **__: Any) -> bool:
     return store.location.collection.endswith("-triples")
 
@@ -69,7 +74,7 @@ def _die_at_next_purge(*_: Any, **__: Any) -> bool:
 
 STAGES: dict[str, Callable[[], None]] = {
     "rows": lambda: _after(vdb_chroma.ChromaVectorStore, "upsert"),
-    "tables": lambda: _after(kdb_bm25.BM25Store, "save"),
+    "tables": lambda: _after(forked.Forked, "result", _on_tables),
     "extraction": lambda: _after(graph_build, "save_extractions"),
     "triples": lambda: _after(vdb_chroma.ChromaVectorStore, "upsert_records", _on_triples),
     "commit": lambda: setattr(manifest.Manifest, "write", _die),
