@@ -142,11 +142,6 @@ class DocumentTable:
         return len(self.ids)
 
 
-def write_documents(path: Path, records: Iterable[DocumentRecord]) -> None:
-    """Write the table of ``records``, sorted by id, one JSON object per line."""
-    DocumentTable.of(records).write(path)
-
-
 def read_documents(
     directory: Path, manifest: Manifest, chunks: Sequence[Chunk]
 ) -> list[DocumentRecord]:

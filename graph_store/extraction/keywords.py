@@ -198,14 +198,11 @@ def _split_picks(table: ReadingTable) -> tuple[np.ndarray, np.ndarray]:
 
     Each pick is its pair's place among all the pairs of its kind; -1 where none.
     """
-    at, count = table.keyword_at, table.keyword_entities
-    row = at.row_of_values()
-    place = np.arange(len(at.values)) - at.ptr[:-1][row]
-    is_entity = place < count[row]
+    row, place, is_entity, pair = table.keyword_pairs()
     e, w = np.flatnonzero(is_entity), np.flatnonzero(~is_entity)
-    e_picks = _padded(row[e], place[e], table.entity_tf.ptr[row[e]] + at.values[e], table.rows)
-    w_place = place[w] - np.maximum(count, 0)[row[w]]
-    w_picks = _padded(row[w], w_place, table.word_tf.ptr[row[w]] + at.values[w], table.rows)
+    e_picks = _padded(row[e], place[e], pair[e], table.rows)
+    w_place = place[w] - np.maximum(table.keyword_entities, 0)[row[w]]
+    w_picks = _padded(row[w], w_place, pair[w], table.rows)
     return e_picks, w_picks
 
 

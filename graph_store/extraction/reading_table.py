@@ -102,16 +102,26 @@ class ReadingTable:
             self.ids, self.vocab, keyword_at=keyword_at, keyword_entities=entities, **fields
         )
 
-    def keywords(self) -> Ragged:
-        """Return each row's keywords as ids, entities first."""
+    def keyword_pairs(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Locate each kept keyword (one home for the split of ``keyword_at``).
+
+        Returns its row, its place in the row's keyword list, whether it is an entity, and its
+        pair's place among all the pairs of its kind (``entity_tf`` or ``word_tf``).
+        """
         at, count = self.keyword_at, self.keyword_entities
         row = at.row_of_values()
-        is_entity = _place(at, row) < count[row]
-        ids = np.empty(len(at.values), dtype=VALUES)
-        e, w = np.flatnonzero(is_entity), np.flatnonzero(~is_entity)
-        ids[e] = self.entity_tf.values[self.entity_tf.ptr[row[e]] + at.values[e], 0]
-        ids[w] = self.word_tf.values[self.word_tf.ptr[row[w]] + at.values[w], 0]
-        return Ragged(at.ptr, ids)
+        place = np.arange(len(at.values)) - at.ptr[row]
+        is_entity = place < count[row]
+        ptr = np.where(is_entity, self.entity_tf.ptr[row], self.word_tf.ptr[row])
+        return row, place, is_entity, ptr + at.values
+
+    def keywords(self) -> Ragged:
+        """Return each row's keywords as ids, entities first."""
+        _, _, is_entity, pair = self.keyword_pairs()
+        ids = np.empty(len(pair), dtype=VALUES)
+        ids[is_entity] = self.entity_tf.values[pair[is_entity], 0]
+        ids[~is_entity] = self.word_tf.values[pair[~is_entity], 0]
+        return Ragged(self.keyword_at.ptr, ids)
 
     def into(self, vocab: Vocabulary) -> ReadingTable:
         """Return this table in ids of ``vocab`` (which grows), from its own vocabulary."""
@@ -149,11 +159,6 @@ class ReadingTable:
             parts["keyword_at"] = Ragged.from_lists([[] for _ in ids])
             plain["keyword_entities"] = np.full(len(ids), UNPICKED, dtype=np.int64)
         return cls(ids, vocab, **plain, **parts), meta
-
-
-def _place(part: Ragged, row: np.ndarray) -> np.ndarray:
-    """Return each value's place within its row (``row``: each value's row)."""
-    return np.arange(len(part.values)) - part.ptr[row]
 
 
 def empty_table(vocab: Vocabulary | None = None) -> ReadingTable:
