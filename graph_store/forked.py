@@ -1,9 +1,10 @@
-"""Work run in a forked child while the parent goes on: two cores busy during a write.
+"""Work done beside a write while the write goes on: two cores busy during a write.
 
-A write at a million chunks is mostly single-threaded Python and numpy; parts of it that only
-write files (the knowledge graph, the chunk and document tables, BM25) need nothing back but a
-few numbers, so a forked child does them while the parent works out the rest. The child inherits
-the data instead of receiving it. Where fork is not there, the work runs in place, at once.
+A write at a million chunks is mostly single-threaded Python and numpy. Parts of it that only
+write files (the knowledge graph, the chunk and document tables, BM25) or give back a few arrays
+(the semantic neighbours) run in a forked child: it inherits the data instead of
+receiving it. Where fork is not there, the work runs in place, at once. (Not a thread: Chroma's
+writes hold the GIL, and numpy releases it only in its larger kernels.)
 """
 
 from __future__ import annotations

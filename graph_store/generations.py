@@ -4,9 +4,10 @@ A write never changes what the committed manifest points to. It adds files under
 ``gNNNNNN/`` and rows tagged with its number, and commits by replacing ``manifest.json``
 (:meth:`Manifest.write`). Whatever it removes (rows, a replaced collection) is listed in the
 new manifest's ``purge`` and removed only after the commit. So a write killed at any moment
-leaves the previous generation whole: the next write (under the lock) first deletes rows tagged
-after the committed generation, drops collections it had started, finishes the committed
-generation's purge and removes uncommitted folders (:func:`recover`).
+leaves the previous generation whole: the next write (under the lock) first drops collections it
+had started, deletes rows tagged after the committed generation (when an uncommitted folder shows
+a write was under way: a write makes its folder before it tags a row), removes uncommitted folders
+and finishes the committed generation's purge (:func:`recover`).
 """
 
 from __future__ import annotations
@@ -62,17 +63,21 @@ class Generation:
         self.number = (committed.generation if committed else 0) + 1
         self.folder = directory / folder_name(self.number)
         self.created: list[ChromaLocation] = []
+        self.committed_now = False
 
     def __enter__(self) -> Generation:
         self.directory.mkdir(parents=True, exist_ok=True)
         recover(self.directory, self.committed)
         self.folder.mkdir()
+        fsync_directory(self.directory)  # the folder marks the write before any row is tagged
         return self
 
     def __exit__(
         self, kind: type[BaseException] | None, err: BaseException | None, tb: TracebackType | None
     ) -> None:
-        if err is not None:
+        # Once the manifest names this generation, a failure after it (a purge) is not undone:
+        # the next write's recovery finishes the purge.
+        if err is not None and not self.committed_now:
             self.rollback()
 
     def create_collection(self, location: ChromaLocation) -> ChromaVectorStore:
@@ -87,6 +92,7 @@ class Generation:
         fsync_tree(self.folder)
         record_files(self.directory, manifest, self.committed)
         manifest.write(self.directory)
+        self.committed_now = True
         (self.directory / JOURNAL).unlink(missing_ok=True)
         purge(self.directory, manifest)
         if any(manifest.purge.values()):  # done: later readers need not skip those rows
@@ -99,10 +105,10 @@ class Generation:
     def rollback(self) -> None:
         """Undo an uncommitted write (best effort: the next write's recovery finishes it)."""
         try:
-            recover(self.directory, self.committed)
+            recover(self.directory, self.committed)  # removes the folder too
         except IndexStateError as err:  # e.g. the server went away: the next write recovers
+            # the folder stays: it tells the next write that rows may need removing
             log.warning("could not undo the failed write yet (%s); the next write will", err)
-        shutil.rmtree(self.folder, ignore_errors=True)
 
 
 def recover(directory: Path, committed: Manifest | None) -> None:
@@ -115,20 +121,26 @@ def recover(directory: Path, committed: Manifest | None) -> None:
                 drop_collection(ChromaLocation(each["collection"], _path(each), each["url"]))
         journal.unlink()
     done = committed.generation if committed else 0  # none: an unreadable index being replaced
-    for folder in directory.iterdir():
-        if folder.is_dir() and (generation_of(folder.name) or 0) > done:
-            shutil.rmtree(folder, ignore_errors=True)
-    if committed is None:
-        return
-    for location, _ in _stores(directory, committed):
-        if (store := _open(location)) is not None:
-            try:
-                store.delete(store.ids_after(done))
-                if committed.format_version == 1:
-                    store.tag_all(0)
-            finally:
-                store.close()
-    purge(directory, committed)
+    uncommitted = [
+        folder
+        for folder in directory.iterdir()
+        if folder.is_dir() and (generation_of(folder.name) or 0) > done
+    ]
+    # A write tags rows only after making its folder, so without one no rows need finding: at
+    # a million rows the search by tag takes seconds. The folders go last, once the rows have.
+    if committed is not None and (uncommitted or committed.format_version == 1):
+        for location, _ in _stores(directory, committed):
+            if (store := _open(location)) is not None:
+                try:
+                    store.delete(store.ids_after(done))
+                    if committed.format_version == 1:
+                        store.tag_all(0)
+                finally:
+                    store.close()
+    for folder in uncommitted:
+        shutil.rmtree(folder, ignore_errors=True)
+    if committed is not None:
+        purge(directory, committed)
 
 
 def purge(directory: Path, manifest: Manifest) -> None:

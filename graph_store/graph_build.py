@@ -125,6 +125,7 @@ def write_graphs(
         old_dir = previous.path(directory, "graph")
     target = gen.folder / GRAPH_DIR
     target.mkdir()
+    semantic = _semantic(directory, manifest, old_dir, chunks, settings, target)
     extractions, llm_stats = _extract(
         settings, directory, old_dir, before, chunks, target, show_progress
     )
@@ -132,13 +133,10 @@ def write_graphs(
     save_extractions(target, extractions)
     # Triples are embedded from the graph in this process; otherwise a forked child builds and
     # saves it while this one builds the passage graph: two cores, each busy.
-    with _knowledge(chunks, extractions, target, keep=settings.embed_triples) as kg:
+    with semantic, _knowledge(chunks, extractions, target, keep=settings.embed_triples) as kg:
         passages = passages_location(directory, manifest)
-        vectors = read_vectors(directory, manifest, chunks)
-        neighbours = _neighbours(old_dir, chunks, vectors, settings)
-        neighbours.save(target / NEIGHBOURS_FILE)
         passage_graph = build_passage_graph(
-            chunks, extractions, vectors, settings.passage_settings(), neighbours
+            chunks, extractions, semantic.result(), settings.passage_settings()
         )
         passage_graph.save(target)
         knowledge, *kg_sizes = kg.result()
@@ -199,6 +197,30 @@ def _extract(
     finally:
         if hasattr(extractor, "close"):
             extractor.close()
+
+
+def _semantic(
+    directory: Path,
+    manifest: Manifest,
+    old_dir: Path | None,
+    chunks: Sequence[Chunk],
+    settings: GraphSettings,
+    target: Path,
+) -> Forked[Neighbours]:
+    """Find and save each chunk's nearest chunks; the result: those lists.
+
+    They depend on the vectors only, so when the previous lists are brought up to date a
+    forked child does it while this process extracts. A fresh search is done here, first: its
+    vectors are freed before the extraction needs the memory.
+    """
+
+    def work() -> Neighbours:
+        vectors = read_vectors(directory, manifest, chunks)
+        found = _neighbours(old_dir, chunks, vectors, settings)
+        found.save(target / NEIGHBOURS_FILE)
+        return found
+
+    return Forked("finding the semantic neighbours", work, in_child=old_dir is not None)
 
 
 def _neighbours(

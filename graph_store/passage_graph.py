@@ -166,18 +166,18 @@ class PassageGraph:
 def build_passage_graph(
     chunks: Sequence[Chunk],
     extractions: ExtractionTable,
-    embeddings: np.ndarray,
+    semantic: np.ndarray | Neighbours,
     settings: PassageGraphSettings,
-    neighbours: Neighbours | None = None,
 ) -> PassageGraph:
-    """Build every edge type over ``chunks`` (extractions and embeddings in the same order).
+    """Build every edge type over ``chunks`` (extractions and ``semantic`` in the same order).
 
-    ``neighbours``: the chunks' nearest-neighbour lists when already known (kept between
-    writes); otherwise they are searched here.
+    ``semantic``: the chunks' embeddings, searched here for nearest neighbours, or their
+    nearest-neighbour lists when already known (kept between writes).
     """
     ids, vocabulary = [c.id for c in chunks], len(extractions.vocab)
-    if neighbours is None:
-        neighbours = nearest(embeddings, settings.semantic_k, settings.semantic_search)
+    neighbours = semantic
+    if not isinstance(neighbours, Neighbours):
+        neighbours = nearest(semantic, settings.semantic_k, settings.semantic_search)
     edges = {
         "structural": structural_edges(chunks),
         "entity": co_occurrence(extractions.entities.incidence(vocabulary), 1, settings.max_df),

@@ -2,16 +2,26 @@ import gc
 import json
 import os
 
+import numpy as np
 import pytest
 
 from hopgraph.core.errors import IndexStateError, InputError
 from hopgraph.core.settings import IndexSettings
-from hopgraph.graph_store import Document, Index, add_documents, build_index, delete_documents
+from hopgraph.graph_store import (
+    Document,
+    Index,
+    add_documents,
+    build_index,
+    delete_documents,
+    generations,
+)
 from hopgraph.graph_store import build as build_module
+from hopgraph.graph_store.documents import Chunk
 from hopgraph.graph_store.embedding import HashingEmbedder
-from hopgraph.graph_store.generations import folder_name
+from hopgraph.graph_store.generations import folder_name, passages_location
 from hopgraph.graph_store.index import read_chunks
 from hopgraph.graph_store.manifest import FORMAT_VERSION, MANIFEST, read_manifest
+from hopgraph.graph_store.vdb_chroma import ChromaVectorStore
 from hopgraph.tools import make_retriever
 from tests.conftest import DOCS
 
@@ -282,3 +292,86 @@ def test_a_write_pauses_the_garbage_collector_and_restores_it(tmp_path, monkeypa
     add_documents(tmp_path / "idx", ALL[2:3], show_progress=False)
     assert seen == [False, False]
     assert gc.isenabled()
+
+
+def _stray_row(directory, tag_folder=True):
+    """Leave what a write killed after tagging a row leaves: its folder and the row."""
+    manifest = read_manifest(directory)
+    number = manifest.generation + 1
+    if tag_folder:
+        (directory / folder_name(number)).mkdir()
+    store = ChromaVectorStore(passages_location(directory, manifest))
+    try:
+        stray = Chunk("stray#0", "stray", "Stray", "A stray row.", 0, 1)
+        store.upsert([stray], np.ones((1, HashingEmbedder().dimension), np.float32), number)
+        return store.count()
+    finally:
+        store.close()
+
+
+def test_rows_of_a_write_that_died_are_removed_by_the_next_write(tmp_path):
+    build(tmp_path / "idx", ALL[:4])
+    before = _stray_row(tmp_path / "idx")
+    add_documents(tmp_path / "idx", ALL[4:5], show_progress=False)
+    with Index.open(tmp_path / "idx") as idx:
+        assert "stray#0" not in idx.chunks
+        assert (
+            idx.vectors.count()
+            == len(idx.chunks)
+            == before - 1 + len([c for c in idx.chunks.values() if c.doc_id == ALL[4].id])
+        )
+
+
+def test_a_write_after_a_clean_commit_does_not_search_rows_by_tag(tmp_path, monkeypatch):
+    build(tmp_path / "idx", ALL[:4])
+
+    def scan(*_, **__):
+        raise AssertionError("no write was under way: nothing to search for")
+
+    monkeypatch.setattr(ChromaVectorStore, "ids_after", scan)
+    add_documents(tmp_path / "idx", ALL[4:], show_progress=False)
+    delete_documents(tmp_path / "idx", ["d1"])
+    with Index.open(tmp_path / "idx") as idx:
+        assert idx.vectors.count() == len(idx.chunks)
+
+
+def test_a_failure_after_the_commit_keeps_the_committed_write(tmp_path, monkeypatch):
+    build(tmp_path / "idx", ALL[:4])
+    built = read_manifest(tmp_path / "idx").generation
+    original = generations.purge
+
+    def fails_once_committed(directory, manifest):
+        if manifest.generation > built:  # the delete's own purge, after its commit
+            raise OSError("store gone")
+        original(directory, manifest)
+
+    monkeypatch.setattr(generations, "purge", fails_once_committed)
+    with pytest.raises(OSError):
+        delete_documents(tmp_path / "idx", ["d1"])
+    monkeypatch.undo()
+    with Index.open(tmp_path / "idx") as idx:  # the delete is committed
+        assert "d1" not in idx.doc_ids
+    add_documents(tmp_path / "idx", ALL[4:5], show_progress=False)  # finishes the purge
+    with Index.open(tmp_path / "idx") as idx:
+        assert idx.vectors.count() == len(idx.chunks)
+
+
+def test_a_rollback_that_cannot_reach_the_store_leaves_the_folder_for_the_next_write(
+    tmp_path, monkeypatch
+):
+    build(tmp_path / "idx", ALL[:4])
+    committed = read_manifest(tmp_path / "idx")
+    _stray_row(tmp_path / "idx", tag_folder=False)  # tagged by the write that fails below
+    gen = generations.Generation(tmp_path / "idx", committed)
+    gen.folder.mkdir()
+
+    def unreachable(*_):
+        raise IndexStateError("server gone")
+
+    monkeypatch.setattr(generations, "recover", unreachable)
+    gen.rollback()
+    monkeypatch.undo()
+    assert gen.folder.is_dir()
+    delete_documents(tmp_path / "idx", ["d1"])
+    with Index.open(tmp_path / "idx") as idx:
+        assert idx.vectors.count() == len(idx.chunks)
