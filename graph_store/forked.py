@@ -14,6 +14,8 @@ from multiprocessing import get_all_start_methods, get_context
 from multiprocessing.connection import Connection
 from typing import Any, Generic, TypeVar
 
+from threadpoolctl import threadpool_limits
+
 from hopgraph.core.errors import HopgraphError, IndexStateError
 
 T = TypeVar("T")
@@ -67,9 +69,15 @@ class Forked(Generic[T]):
 
 
 def _run(sender: Connection, work: Callable[[], Any]) -> None:
-    """In the child: do the work, send back its value or its error."""
+    """In the child: do the work, send back its value or its error.
+
+    One BLAS thread: the child shares the cores with the write, and a second thread of its
+    matrix products would only take turns with the parent.
+    """
     try:
-        sender.send(("ok", work()))
+        with threadpool_limits(1):
+            value = work()
+        sender.send(("ok", value))
     except HopgraphError as err:
         sender.send(("hopgraph", (type(err), err.message, err.hint)))
     except Exception as err:  # the parent raises it, with its message

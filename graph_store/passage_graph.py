@@ -192,13 +192,25 @@ def build_passage_graph(
 
 def structural_edges(chunks: Sequence[Chunk]) -> sp.csr_matrix:
     """Link chunk i and i+1 of the same document."""
-    where = {(c.doc_id, c.position): i for i, c in enumerate(chunks)}
-    pairs = [
-        (i, where[(c.doc_id, c.position + 1)])
-        for i, c in enumerate(chunks)
-        if (c.doc_id, c.position + 1) in where
-    ]
-    return _symmetric(pairs, np.ones(len(pairs), dtype=np.float32), len(chunks))
+    documents = document_numbers(chunks)
+    position = np.fromiter((c.position for c in chunks), dtype=np.int64, count=len(chunks))
+    order = np.lexsort((position, documents))  # each document's chunks, in place order
+    a, b = order[:-1], order[1:]
+    follows = (documents[a] == documents[b]) & (position[b] == position[a] + 1)
+    a, b = a[follows], b[follows]
+    ones = np.ones(2 * len(a), dtype=np.float32)
+    n = len(chunks)
+    return sp.csr_matrix((ones, (np.r_[a, b], np.r_[b, a])), shape=(n, n))
+
+
+def document_numbers(chunks: Sequence[Chunk]) -> np.ndarray:
+    """Return a number per chunk for its document (only equality matters)."""
+    number: dict[str, int] = {}
+    return np.fromiter(
+        (number.setdefault(c.doc_id, len(number)) for c in chunks),
+        dtype=np.int64,
+        count=len(chunks),
+    )
 
 
 def link_edges(
@@ -211,9 +223,9 @@ def link_edges(
     Titles are keyed as extractors key page entities, so every extractor's mentions meet them;
     a title shared by several documents (MuSiQue has such) is linked to in all of them.
     """
-    n, known = len(chunks), extractions.vocab.ids
-    # A title no chunk mentions is not in the vocabulary: nothing links there.
-    page = np.array([known.get(token_key(c.title), -1) if c.title else -1 for c in chunks])
+    n, known, page = len(chunks), extractions.vocab.ids, extractions.pages
+    if page is None:  # a title no chunk mentions is not in the vocabulary: nothing links there
+        page = np.array([known.get(token_key(c.title), -1) if c.title else -1 for c in chunks])
     titled = np.flatnonzero(page >= 0)
     pages = titled[np.argsort(page[titled], kind="stable")]  # rows grouped by their page
     keys = page[pages]
@@ -225,8 +237,7 @@ def link_edges(
     count = np.searchsorted(keys, entities, side="right") - first
     start = np.repeat(first - (np.cumsum(count) - count), count)
     sources, targets = np.repeat(rows, count), pages[start + np.arange(count.sum())]
-    number: dict[str, int] = {}  # each document a number: only equality matters here
-    documents = np.array([number.setdefault(c.doc_id, len(number)) for c in chunks])
+    documents = document_numbers(chunks)
     across = documents[sources] != documents[targets]
     ones = np.ones(int(across.sum()), dtype=np.float32)
     matrix = sp.csr_matrix((ones, (sources[across], targets[across])), shape=(n, n))
@@ -514,11 +525,3 @@ def others(found: np.ndarray, k: int) -> np.ndarray:
     keep = np.ones_like(own)
     keep[np.arange(n), drop] = False
     return keep
-
-
-def _symmetric(pairs: list[tuple[int, int]], weights: np.ndarray, n: int) -> sp.csr_matrix:
-    if not pairs:
-        return sp.csr_matrix((n, n), dtype=np.float32)
-    a, b = np.array(pairs).T
-    matrix = sp.csr_matrix((weights, (a, b)), shape=(n, n))
-    return matrix.maximum(matrix.T).tocsr().astype(np.float32)

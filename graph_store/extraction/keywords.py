@@ -41,7 +41,8 @@ class Candidates:
         """Score the (id, count) pairs of ``part`` by tf·idf over ``n`` chunks."""
         rows, ids, tf = part.row_of_values(), part.values[:, 0], part.values[:, 1]
         df = np.bincount(ids, minlength=size)  # one (id, count) per chunk and id
-        score = (tf * np.log((n + 1) / (df[ids] + 0.5))).astype(np.float64)
+        idf = np.log((n + 1) / (df + 0.5))  # per id, not per pair: the same values, fewer logs
+        score = tf * idf[ids]
         return cls(rows, ids, score, rank[ids], np.arange(len(ids)))
 
     def where(self, mask: np.ndarray) -> Candidates:

@@ -90,7 +90,7 @@ class CorpusReadings:
         row = {cid: i for i, cid in enumerate(table.ids)}  # a chunk read anew: its new row
         table = table.take(np.array([row[c.id] for c in corpus], dtype=np.int64))
         self.table = t = pick_keywords(table, max(len(corpus), 1))
-        return ExtractionTable(t.ids, t.vocab, t.entities, t.keywords(), t.triples)
+        return ExtractionTable(t.ids, t.vocab, t.entities, t.keywords(), t.triples, t.page)
 
     def save(self, directory: Path) -> None:
         """Write the readings, the lower-case word counts and the titles' keys."""
@@ -242,7 +242,8 @@ def _incidence(part: Ragged, column: np.ndarray, shape: tuple[int, int]) -> sp.c
 
     Built as CSR directly: the ragged rows are already in order, so nothing is sorted.
     """
-    at = np.flatnonzero(column[part.values] >= 0)
+    # a 0/1 lookup of tens of millions of values: bytes, not the int64 columns (7x faster)
+    at = np.flatnonzero((column >= 0)[part.values])
     indptr = np.searchsorted(at, part.ptr).astype(np.int64)
     data = np.ones(len(at), dtype=np.float32)
     return sp.csr_matrix((data, column[part.values[at]], indptr), shape=shape)

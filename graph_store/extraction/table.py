@@ -186,13 +186,18 @@ class Ragged:
 
 @dataclass(frozen=True)
 class ExtractionTable:
-    """Every chunk's entities, keywords and triples (subject, predicate, object ids), in order."""
+    """Every chunk's entities, keywords and triples (subject, predicate, object ids), in order.
+
+    ``pages``: each chunk's own page entity (its title's key; -1: no title), when the extractor
+    has it at hand; the passage graph works it out otherwise.
+    """
 
     ids: list[str]
     vocab: Vocabulary
     entities: Ragged
     keywords: Ragged
     triples: Ragged
+    pages: np.ndarray | None = None
 
     @classmethod
     def from_extractions(cls, extractions: Sequence[Extraction]) -> ExtractionTable:

@@ -164,3 +164,17 @@ def test_coverage_connects_gold_groups_within_hops():
     assert not covered(a, [[0], [3]], hops=2)
     assert covered(a, [[0], [3]], hops=3)
     assert covered(a, [[0], [2], [3]], hops=2)  # 0~2 and 2~3 chain the three
+
+
+def test_link_edges_from_the_readings_pages_equal_those_worked_out_from_titles():
+    from dataclasses import replace
+
+    from hopgraph.graph_store.extraction.readings import CorpusReadings
+    from tests.conftest import DOCS
+
+    chunks = [Chunk(d["id"], d["id"], d["title"], d["text"]) for d in DOCS]
+    table = CorpusReadings().update(chunks, [], chunks)
+    assert table.pages is not None and (table.pages >= 0).all()
+    given = link_edges(chunks, table)
+    worked_out = link_edges(chunks, replace(table, pages=None))
+    assert given.nnz > 0 and (given != worked_out).nnz == 0
