@@ -415,18 +415,20 @@ def _commit_change(
     to date from the previous generation's.
     """
     with Generation(directory, old) as gen:
-        if added:
-            assert embeddings is not None
-            store = ChromaVectorStore(passages_location(directory, old))
-            try:
-                fields = _fields(documents.records(c.doc_id for c in added), added)
-                store.upsert(added, embeddings, gen.number, fields)
-            finally:
-                store.close()
         manifest = _successor(old, after)
         tables = _write_tables(gen, manifest, after, documents, added, embeddings, (old, before))
         manifest.purge = {"passages": list(removed)}
         with tables:
+            # after the tables' child is forked: Chroma holds the GIL for seconds at a million
+            # rows, and the child writes meanwhile
+            if added:
+                assert embeddings is not None
+                store = ChromaVectorStore(passages_location(directory, old))
+                try:
+                    fields = _fields(documents.records(c.doc_id for c in added), added)
+                    store.upsert(added, embeddings, gen.number, fields)
+                finally:
+                    store.close()
             if old.graph:
                 settings = GraphSettings.model_validate(old.graph["settings"])
                 write_graphs(
