@@ -14,7 +14,7 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -122,7 +122,7 @@ def build_index(
                 vectors.close()
             documents = DocumentTable.of(records)
             tables = _write_tables(gen, manifest, chunks, documents, chunks, embeddings)
-            manifest.segments = tables.result()
+            manifest.segments, manifest.vectors = tables.result()
             manifest.timings = {
                 "build_seconds": time.perf_counter() - started,
                 "embed_seconds": embed_seconds,
@@ -434,7 +434,7 @@ def _commit_change(
                 write_graphs(
                     gen, directory, old, manifest, before, after, settings, show_progress, False
                 )
-            manifest.segments = tables.result()
+            manifest.segments, manifest.vectors = tables.result()
         gen.commit(manifest)
     return manifest
 
@@ -459,6 +459,13 @@ def _successor(old: Manifest, chunks: Sequence[Chunk]) -> Manifest:
     return manifest
 
 
+class Tables(NamedTuple):
+    """What a write's tables' work gives back: the BM25 and the vector segments to keep."""
+
+    bm25: list[str]
+    vectors: list[str]
+
+
 def _write_tables(
     gen: Generation,
     manifest: Manifest,
@@ -467,20 +474,22 @@ def _write_tables(
     added: Sequence[Chunk],
     embeddings: np.ndarray | None,
     previous: tuple[Manifest, Sequence[Chunk]] | None = None,
-) -> Forked[list[str]]:
+) -> Forked[Tables]:
     """Write the chunk and document tables, the vectors and BM25 into the generation's folder.
 
     ``added``: the write's new chunks (all of them for a build), ``embeddings`` their vectors.
     ``previous``: the last generation's manifest and chunks; BM25 and the vector table then get
-    a segment of the added chunks only (when that generation has segments to keep). Points
-    ``manifest`` at what was written, but for its BM25 segments: the result returned gives
-    them. The vectors are written here (the graphs read them); for a change, a forked child
-    writes the rest while the write updates its graphs.
+    a segment of the added chunks only (when that generation has segments to keep). The added
+    vectors are saved here, and ``manifest`` points at the segments the graphs read them from;
+    for a change, a forked child writes the rest (merging segments when there are too many)
+    while the write updates its graphs. Its result gives the segments to commit.
     """
     name = folder_name(gen.number)
     root = gen.folder.parent
+    vectors = _appended_vectors(root, f"{name}/vectors", chunks, added, embeddings, previous)
+    manifest.vectors = vectors.paths
 
-    def work() -> list[str]:
+    def work() -> Tables:
         write_chunks(gen.folder / "chunks.jsonl", chunks)
         documents.write(gen.folder / DOCUMENTS_FILE)
         segment = f"{name}/bm25-segment"
@@ -491,10 +500,10 @@ def _write_tables(
         else:
             store = BM25Store.build(chunks, root, segment)
         store.save(gen.folder / "bm25")
-        return list(store.paths)
+        merged = vectors.compacted([c.id for c in chunks], root, f"{name}/vectors-merged")
+        return Tables(list(store.paths), merged.paths)
 
     tables = Forked("writing the chunk and document tables and BM25", work, previous is not None)
-    manifest.vectors = _write_vectors(root, f"{name}/vectors", chunks, added, embeddings, previous)
     manifest.files.update(
         {
             "chunks": f"{name}/chunks.jsonl",
@@ -505,24 +514,24 @@ def _write_tables(
     return tables
 
 
-def _write_vectors(
+def _appended_vectors(
     root: Path,
     path: str,
     chunks: Sequence[Chunk],
     added: Sequence[Chunk],
     embeddings: np.ndarray | None,
     previous: tuple[Manifest, Sequence[Chunk]] | None,
-) -> list[str]:
-    """Save the added chunks' vectors as a segment of the vector table; return its segments."""
+) -> VectorTable:
+    """Save the added chunks' vectors as a segment of the vector table; return the table."""
     ids, new = [c.id for c in chunks], [c.id for c in added]
     vectors = embeddings if embeddings is not None else np.zeros((0, 0), dtype=np.float32)
     if previous is None:
-        return VectorTable.build(new, vectors, root, path).paths
+        return VectorTable.build(new, vectors, root, path)
     old = previous[0]
     if old.vectors:
-        return VectorTable.load(root, old.vectors).updated(ids, new, vectors, root, path).paths
+        return VectorTable.load(root, old.vectors).appended(new, vectors, root, path)
     # Written before the vector table: its vectors (the added ones upserted) come from Chroma once.
-    return VectorTable.build(ids, read_vectors(root, old, chunks), root, path).paths
+    return VectorTable.build(ids, read_vectors(root, old, chunks), root, path)
 
 
 def _manifest(

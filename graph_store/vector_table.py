@@ -118,15 +118,28 @@ class VectorTable:
         """Return the table after a write that leaves ``ids``, ``added`` among them.
 
         The added vectors become a new segment at ``root / path``; past :data:`MAX_SEGMENTS`
-        segments or with too many dead rows, the live rows are merged into one segment instead.
+        segments or with too many dead rows, the live rows are merged into one segment there.
         """
-        live = set(ids)
-        rows = sum(len(s.ids) for s in self.segments) + len(added)
-        dead = sum(1 for s in self.segments for i in s.ids if i not in live)
-        if len(self.segments) + bool(len(added)) > MAX_SEGMENTS or dead > MAX_DEAD_SHARE * rows:
-            merged = VectorTable([*self.segments, VectorSegment("", list(added), vectors)])
-            return VectorTable.build(ids, merged.matrix(ids), root, path)
+        return self.appended(added, vectors, root, path).compacted(ids, root, path)
+
+    def appended(
+        self, added: Sequence[str], vectors: np.ndarray, root: Path, path: str
+    ) -> VectorTable:
+        """Return this table with the ``added`` vectors saved as a new segment at ``path``."""
         if not len(added):
             return VectorTable(list(self.segments))
-        appended = VectorTable.build(added, vectors, root, path)
-        return VectorTable([*self.segments, *appended.segments])
+        return VectorTable(
+            [*self.segments, *VectorTable.build(added, vectors, root, path).segments]
+        )
+
+    def compacted(self, ids: Sequence[str], root: Path, path: str) -> VectorTable:
+        """Return this table, or its live rows (``ids``) merged into one segment at ``path``.
+
+        They are merged past :data:`MAX_SEGMENTS` segments or :data:`MAX_DEAD_SHARE` dead rows.
+        """
+        live = set(ids)
+        rows = sum(len(s.ids) for s in self.segments)
+        dead = sum(1 for s in self.segments for i in s.ids if i not in live)
+        if len(self.segments) <= MAX_SEGMENTS and dead <= MAX_DEAD_SHARE * rows:
+            return self
+        return VectorTable.build(ids, self.matrix(ids), root, path)

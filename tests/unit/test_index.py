@@ -375,3 +375,24 @@ def test_a_rollback_that_cannot_reach_the_store_leaves_the_folder_for_the_next_w
     delete_documents(tmp_path / "idx", ["d1"])
     with Index.open(tmp_path / "idx") as idx:
         assert idx.vectors.count() == len(idx.chunks)
+
+
+def test_a_write_that_merges_vector_segments_commits_the_merged_one(tmp_path, monkeypatch):
+    from hopgraph.graph_store import vector_table
+    from hopgraph.graph_store.index import read_vectors
+
+    directory = tmp_path / "idx"
+    build(directory, ALL[:4])
+    monkeypatch.setattr(vector_table, "MAX_SEGMENTS", 1)  # every add merges
+    add_documents(directory, ALL[4:], show_progress=False)
+    manifest = read_manifest(directory)
+    folder = folder_name(manifest.generation)
+    assert manifest.vectors == [f"{folder}/vectors-merged"]
+    assert not (directory / folder / "vectors").exists()  # the unmerged segment is gone
+    chunks = read_chunks(directory, manifest)
+    build(tmp_path / "fresh")
+    fresh = read_manifest(tmp_path / "fresh")
+    assert np.array_equal(
+        read_vectors(directory, manifest, chunks),
+        read_vectors(tmp_path / "fresh", fresh, chunks),
+    )
