@@ -1,10 +1,10 @@
 """Work done beside a write while the write goes on: two cores busy during a write.
 
 A write at a million chunks is mostly single-threaded Python and numpy. Parts of it that only
-write files (the knowledge graph, the chunk and document tables, BM25) or give back a few arrays
-(the semantic neighbours) run in a forked child: it inherits the data instead of
-receiving it. Where fork is not there, the work runs in place, at once. (Not a thread: Chroma's
-writes hold the GIL, and numpy releases it only in its larger kernels.)
+write files (the knowledge graph, the chunk and document tables, BM25, merged vector segments)
+or give back a few arrays (the semantic neighbours) run in a forked child: it inherits the data
+instead of receiving it. Where fork is not there, the work runs in place, at once. (Not in a
+thread: Chroma's writes hold the GIL, and numpy releases it only in its larger kernels.)
 """
 
 from __future__ import annotations
