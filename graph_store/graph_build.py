@@ -125,22 +125,23 @@ def write_graphs(
         old_dir = previous.path(directory, "graph")
     target = gen.folder / GRAPH_DIR
     target.mkdir()
-    semantic = _semantic(directory, manifest, old_dir, chunks, settings, target)
-    extractions, llm_stats = _extract(
-        settings, directory, old_dir, before, chunks, target, show_progress
-    )
-    extracted = time.perf_counter()
-    save_extractions(target, extractions)
-    # Triples are embedded from the graph in this process; otherwise a forked child builds and
-    # saves it while this one builds the passage graph: two cores, each busy.
-    with semantic, _knowledge(chunks, extractions, target, keep=settings.embed_triples) as kg:
-        passages = passages_location(directory, manifest)
-        passage_graph = build_passage_graph(
-            chunks, extractions, semantic.result(), settings.passage_settings()
+    # a failed write waits for the children (leaving ``with``) before its folder is removed
+    with _semantic(directory, manifest, old_dir, chunks, settings, target) as semantic:
+        extractions, llm_stats = _extract(
+            settings, directory, old_dir, before, chunks, target, show_progress
         )
-        passage_graph.save(target)
-        knowledge, *kg_sizes = kg.result()
+        extracted = time.perf_counter()
+        save_extractions(target, extractions)
+        # Triples are embedded from the graph in this process; otherwise a forked child builds
+        # and saves it while this one builds the passage graph: two cores, each busy.
+        with _knowledge(chunks, extractions, target, keep=settings.embed_triples) as kg:
+            passage_graph = build_passage_graph(
+                chunks, extractions, semantic.result(), settings.passage_settings()
+            )
+            passage_graph.save(target)
+            knowledge, *kg_sizes = kg.result()
     built = time.perf_counter()
+    passages = passages_location(directory, manifest)
     embedded, gone = sync_triples(
         passages.triples(), knowledge, manifest, gen.number, settings.embed_triples, show_progress
     )

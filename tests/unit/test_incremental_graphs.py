@@ -2,6 +2,7 @@
 
 import json
 import random
+import time
 
 import numpy as np
 import pytest
@@ -255,3 +256,31 @@ def test_a_knowledge_graph_built_in_a_child_that_fails_fails_the_write(tmp_path,
         build_graphs(path, settings, show_progress=False)
     with Index.open(path) as idx:
         assert idx.manifest.graph is None  # nothing committed
+
+
+def test_a_failed_write_waits_for_its_neighbours_child_and_rolls_back(tmp_path, monkeypatch):
+    import multiprocessing
+
+    path = tmp_path / "idx"
+    rng = random.Random(2)
+    build_index([_doc(rng, i) for i in range(6)], path, SETTINGS, show_progress=False)
+    build_graphs(path, GRAPHS, show_progress=False)
+    before = sorted(p.name for p in path.iterdir())
+    searched = []
+    real = graph_build._neighbours
+
+    def slow_search(*args, **kwargs):  # in the child: still at work when the extraction fails
+        time.sleep(0.5)
+        searched.append(1)  # (the child's own list: never seen here)
+        return real(*args, **kwargs)
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(graph_build, "_neighbours", slow_search)
+    monkeypatch.setattr(graph_build, "_extract", broken)
+    with pytest.raises(RuntimeError, match="boom"):
+        add_documents(path, [_doc(rng, 99)], show_progress=False)
+    assert not multiprocessing.active_children()  # joined before the rollback
+    assert not searched  # the search ran in a child, not here
+    assert sorted(p.name for p in path.iterdir()) == before  # its folder is gone
