@@ -13,6 +13,7 @@ prompt; only new triples are embedded. The result equals a fresh build of the fi
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from collections.abc import Sequence
@@ -126,7 +127,11 @@ def write_graphs(
     target = gen.folder / GRAPH_DIR
     target.mkdir()
     # a failed write waits for the children (leaving ``with``) before its folder is removed
-    with _semantic(directory, manifest, old_dir, chunks, settings, target) as semantic:
+    with contextlib.ExitStack() as children:
+        if old_dir is not None:  # a forked child brings the neighbour lists up to date meanwhile
+            semantic = children.enter_context(
+                _semantic(directory, manifest, old_dir, chunks, settings, target)
+            )
         extractions, llm_stats = _extract(
             settings, directory, old_dir, before, chunks, target, show_progress
         )
@@ -135,6 +140,8 @@ def write_graphs(
         # Triples are embedded from the graph in this process; otherwise a forked child builds
         # and saves it while this one builds the passage graph: two cores, each busy.
         with _knowledge(chunks, extractions, target, keep=settings.embed_triples) as kg:
+            if old_dir is None:  # a fresh search, here, while the knowledge graph is built
+                semantic = _semantic(directory, manifest, old_dir, chunks, settings, target)
             passage_graph = build_passage_graph(
                 chunks, extractions, semantic.result(), settings.passage_settings()
             )
@@ -211,8 +218,8 @@ def _semantic(
     """Find and save each chunk's nearest chunks; the result: those lists.
 
     They depend on the vectors only, so when the previous lists are brought up to date a
-    forked child does it while this process extracts. A fresh search is done here, first: its
-    vectors are freed before the extraction needs the memory.
+    forked child does it while this process extracts. A fresh search (its index takes
+    gigabytes at a million chunks) is done here, in place.
     """
 
     def work() -> Neighbours:
