@@ -7,6 +7,7 @@ import socket
 import subprocess
 import sys
 import time
+from datetime import timedelta
 
 import httpx
 import pytest
@@ -18,6 +19,9 @@ from hopgraph.evals.scripted_llm import ScriptedOpenAIServer
 from tests.agent_scripts import NOT_YET, QUESTION, gear_script
 
 pytestmark = pytest.mark.integration
+
+# A request that gets no reply fails the test instead of hanging it.
+REQUEST_TIMEOUT = timedelta(seconds=180)
 
 
 @pytest.fixture(scope="module")
@@ -82,7 +86,10 @@ def test_mcp_over_stdio(index_dir, llm_env):
     )
 
     async def main():
-        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        async with (
+            stdio_client(params) as (read, write),
+            ClientSession(read, write, read_timeout_seconds=REQUEST_TIMEOUT) as session,
+        ):
             await exercise(session)
 
     asyncio.run(main())
@@ -113,11 +120,18 @@ def test_mcp_over_streamable_http_with_a_token(index_dir, llm_env):
             assert refused.status_code == 401 and "HOPGRAPH_TOKEN" in refused.text
 
         async def main():
-            auth = httpx.AsyncClient(headers={"Authorization": "Bearer s3cret-token"})
+            # httpx's default 5 s timeout also bounds the streamed reply: a tool call
+            # slower than that (the first one loads the embedder) would drop the
+            # stream and leave the client waiting forever. MCP's own client allows
+            # 30 s to connect and 300 s to read; the session bounds each request.
+            auth = httpx.AsyncClient(
+                headers={"Authorization": "Bearer s3cret-token"},
+                timeout=httpx.Timeout(30, read=300),
+            )
             async with (
                 auth,
                 streamable_http_client(url, http_client=auth) as (read, write, _),
-                ClientSession(read, write) as session,
+                ClientSession(read, write, read_timeout_seconds=REQUEST_TIMEOUT) as session,
             ):
                 await exercise(session)
 
