@@ -32,6 +32,7 @@ import scipy.sparse as sp
 
 from hopgraph.core.errors import IndexStateError
 
+from .ann import ann_top_k
 from .documents import Chunk
 from .extraction.offline import token_key
 from .extraction.table import ExtractionTable, Ragged, Vocabulary, distinct
@@ -483,45 +484,3 @@ def exact_top_k(vectors: np.ndarray, k: int, block: int = 512) -> tuple[np.ndarr
         tops.append(top)
         scores_out.append(top_scores)
     return np.concatenate(tops), np.concatenate(scores_out)
-
-
-ANN_CONSTRUCTION = 50
-"""hnswlib's build breadth (ef_construction): 50 keeps recall@10 at 0.9925 on real vectors, and
-builds 43 % faster than 100 (0.9969):
-``python -m hopgraph.evals.bench.ann -k 10 --construction 100 50``."""
-
-
-def ann_top_k(
-    vectors: np.ndarray, k: int, ef: int = 64, construction: int = ANN_CONSTRUCTION
-) -> tuple[np.ndarray, np.ndarray]:
-    """Return each row's k nearest other rows and their cosines, from an HNSW index.
-
-    hnswlib (M 16, build breadth ``construction``, search breadth ``ef``) was the fastest of
-    faiss, usearch and hnswlib at the same recall (``python -m hopgraph.evals.bench.ann``).
-    """
-    import hnswlib
-
-    n, dim = vectors.shape
-    index = hnswlib.Index(space="ip", dim=dim)
-    index.init_index(max_elements=n, ef_construction=construction, M=16, random_seed=100)
-    index.add_items(vectors, np.arange(n))
-    index.set_ef(max(ef, k + 1))
-    found, distances = index.knn_query(vectors, k=k + 1)
-    found = found.astype(np.int64)
-    similarity = 1.0 - distances  # hnswlib's "ip" distance is 1 − inner product
-    keep = others(found, k)
-    return found[keep].reshape(n, k), similarity[keep].reshape(n, k).astype(np.float32)
-
-
-def others(found: np.ndarray, k: int) -> np.ndarray:
-    """Mask k of each row's k + 1 answers: all but the row itself, or but the last if absent.
-
-    An approximate search asks for k + 1 neighbours because a row usually finds itself first;
-    a row that does not (an exact duplicate ranked ahead) drops its farthest answer instead.
-    """
-    n = len(found)
-    own = found == np.arange(n)[:, None]
-    drop = np.where(own.any(axis=1), own.argmax(axis=1), k)
-    keep = np.ones_like(own)
-    keep[np.arange(n), drop] = False
-    return keep

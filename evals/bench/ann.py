@@ -24,7 +24,8 @@ import numpy as np
 from hopgraph.core.settings import cache_dir
 from hopgraph.evals.bench import save_json
 from hopgraph.graph_store import Index
-from hopgraph.graph_store.passage_graph import ANN_CONSTRUCTION, ann_top_k, exact_top_k, others
+from hopgraph.graph_store.ann import ANN_CONSTRUCTION, ann_top_k, others
+from hopgraph.graph_store.passage_graph import exact_top_k
 
 
 def real_vectors(size: int, noise: float, seed: int = 0) -> np.ndarray:

@@ -66,14 +66,21 @@ def synthetic_corpus(n: int, seed: int = 0, dimension: int = 384) -> tuple[list[
         chunks.append(
             Chunk(f"s{i:07d}", f"s{i:07d}", title, f"{title} is a place. " + " ".join(sentences))
         )
-    # Vectors around one topic per 100 chunks, so semantic neighbours exist as in real corpora.
+    return chunks, synthetic_vectors(n, seed, dimension)
+
+
+def synthetic_vectors(n: int, seed: int = 0, dimension: int = 384) -> np.ndarray:
+    """Return unit vectors around one random topic per 100 rows (topics in random order).
+
+    So semantic neighbours exist as in real corpora, and neighbours are not stored together.
+    """
     noise = np.random.default_rng(seed)
-    topics = noise.standard_normal((max(1, len(chunks) // 100), dimension)).astype(np.float32)
-    vectors = topics[noise.integers(0, len(topics), len(chunks))]
+    topics = noise.standard_normal((max(1, n // 100), dimension)).astype(np.float32)
+    vectors = topics[noise.integers(0, len(topics), n)]
     spread = 0.6 / np.sqrt(dimension) * 20
     vectors += spread * noise.standard_normal(vectors.shape).astype(np.float32)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-    return chunks, vectors
+    return vectors
 
 
 def measure(chunks: list[Chunk], vectors: np.ndarray, settings: GraphSettings) -> dict:

@@ -4,6 +4,7 @@ import scipy.sparse as sp
 
 from hopgraph.core.errors import IndexStateError
 from hopgraph.evals.coverage import covered
+from hopgraph.graph_store.ann import hnsw_index, locality_order, search_all
 from hopgraph.graph_store.documents import Chunk
 from hopgraph.graph_store.extraction import Extraction, Triple
 from hopgraph.graph_store.extraction.table import ExtractionTable
@@ -69,6 +70,23 @@ def test_ann_semantic_edges_match_exact_ones(monkeypatch):
     semantic_edges(v, k=5, min_sim=0.2)  # auto: 3,000 chunks reach the threshold
     semantic_edges(v[:2999], k=5, min_sim=0.2)
     assert built == [1]
+
+
+def test_asking_the_ann_index_in_locality_order_groups_alike_rows_and_changes_no_answer():
+    rng = np.random.default_rng(1)
+    topic = rng.integers(0, 20, 2000)
+    v = rng.standard_normal((20, 16))[topic] + 0.1 * rng.standard_normal((2000, 16))
+    v = (v / np.linalg.norm(v, axis=1, keepdims=True)).astype(np.float32)
+    order = locality_order(v, clusters=40, leaf=16)
+    assert sorted(order) == list(range(2000))
+    assert np.array_equal(locality_order(v, clusters=40, leaf=16), order)  # seeded
+    same_topic_next = np.mean(topic[order][1:] == topic[order][:-1])
+    assert same_topic_next > 0.8 and np.mean(topic[1:] == topic[:-1]) < 0.1
+    index = hnsw_index(v)
+    rows, scores = search_all(index, v, 5, 64)
+    ordered_rows, ordered_scores = search_all(index, v, 5, 64, order)
+    assert np.array_equal(rows, ordered_rows) and np.array_equal(scores, ordered_scores)
+    assert not (rows == np.arange(2000)[:, None]).any()
 
 
 def test_passage_graph_features_neighbours_and_round_trip(tmp_path):
