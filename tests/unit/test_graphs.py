@@ -1,10 +1,15 @@
+import ctypes
+import mmap
+import re
+from pathlib import Path
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
 
 from hopgraph.core.errors import IndexStateError
 from hopgraph.evals.coverage import covered
-from hopgraph.graph_store.ann import hnsw_index, locality_order, search_all
+from hopgraph.graph_store.ann import hnsw_index, huge_pages, locality_order, search_all
 from hopgraph.graph_store.documents import Chunk
 from hopgraph.graph_store.extraction import Extraction, Triple
 from hopgraph.graph_store.extraction.table import ExtractionTable
@@ -87,6 +92,32 @@ def test_asking_the_ann_index_in_locality_order_groups_alike_rows_and_changes_no
     ordered_rows, ordered_scores = search_all(index, v, 5, 64, order)
     assert np.array_equal(rows, ordered_rows) and np.array_equal(scores, ordered_scores)
     assert not (rows == np.arange(2000)[:, None]).any()
+
+
+def test_huge_pages_advises_the_large_mappings_made_inside_it():
+    if not Path("/proc/self/smaps").exists():
+        pytest.skip("no /proc/self/smaps: not Linux")
+    size = 16 * 2**20
+    anonymous = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS
+    with huge_pages(min_bytes=size):
+        advised = mmap.mmap(-1, size, flags=anonymous)
+    small = mmap.mmap(-1, size // 8, flags=anonymous)  # too small, and outside anyway
+    outside = mmap.mmap(-1, size, flags=anonymous)
+
+    def flags(buffer: mmap.mmap) -> list[str]:
+        handle = ctypes.c_char.from_buffer(buffer)
+        address = ctypes.addressof(handle)
+        del handle
+        for block in re.split(r"\n(?=[0-9a-f]+-[0-9a-f]+ )", Path("/proc/self/smaps").read_text()):
+            start, end = (int(x, 16) for x in block.split()[0].split("-"))
+            if start <= address < end:
+                return re.search(r"VmFlags:(.*)", block).group(1).split()
+        raise AssertionError("mapping not found")
+
+    assert "hg" in flags(advised)
+    assert "hg" not in flags(small) and "hg" not in flags(outside)
+    for buffer in (advised, small, outside):
+        buffer.close()
 
 
 def test_passage_graph_features_neighbours_and_round_trip(tmp_path):
