@@ -37,8 +37,6 @@ LOCALITY_CLUSTERS = 256
 LOCALITY_LEAF = 128
 """Rows per second-level cluster: neighbours' searches overlap most when alike rows are this
 close together in the asking order."""
-LOCALITY_FROM = 50_000
-"""Rows from which queries are ordered: below, the index fits in cache and order gains little."""
 
 
 def ann_top_k(
@@ -48,12 +46,11 @@ def ann_top_k(
 
     hnswlib (M 16, build breadth ``construction``, search breadth ``ef``) was the fastest of
     faiss, usearch and hnswlib at the same recall (``python -m hopgraph.evals.bench.ann``).
-    From :data:`LOCALITY_FROM` rows the queries run in :func:`locality_order`, which gives the
-    same answers faster (``python -m hopgraph.evals.bench.hnsw``).
+    The queries run in :func:`locality_order`, which gives the same answers faster
+    (``python -m hopgraph.evals.bench.hnsw``).
     """
     index = hnsw_index(vectors, construction)
-    order = locality_order(vectors) if len(vectors) >= LOCALITY_FROM else None
-    return search_all(index, vectors, k, ef, order)
+    return search_all(index, vectors, k, ef, locality_order(vectors))
 
 
 def hnsw_index(vectors: np.ndarray, construction: int = ANN_CONSTRUCTION) -> hnswlib.Index:
