@@ -64,7 +64,8 @@ class GraphSettings(BaseModel):
     semantic_k: int = Field(5, ge=0, description="semantic neighbours per chunk")
     semantic_min_sim: float = Field(0.5, ge=-1, le=1, description="least cosine for an edge")
     semantic_search: Literal["auto", "exact", "ann"] = Field(
-        "auto", description="exact all-pairs, or an HNSW index (auto: from 20,000 chunks on)"
+        "auto",
+        description="exact all-pairs, or an NN-descent kNN graph (auto: from 20,000 chunks on)",
     )
     embed_triples: bool = Field(True, description="embed triples so they can be searched by text")
     llm_prompts: tuple[Literal["gear", "iier", "gnn_ret"], ...] = Field(

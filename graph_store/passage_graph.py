@@ -322,9 +322,9 @@ def neighbour_edges(neighbours: Neighbours, k: int, min_sim: float) -> sp.csr_ma
 def nearest(embeddings: np.ndarray, m: int, search: str = "auto", block: int = 512) -> Neighbours:
     """Return each chunk's ``m`` nearest other chunks by cosine, best first.
 
-    ``search``: ``exact`` (blocked all-pairs products), ``ann`` (hnswlib's HNSW, recall@10
-    0.99 against exact on 100k real MiniLM vectors: ``python -m hopgraph.evals.bench.ann -k 10``)
-    or ``auto`` (ANN from :data:`ANN_FROM` chunks).
+    ``search``: ``exact`` (blocked all-pairs products), ``ann`` (faiss's NN-descent kNN graph,
+    recall@10 above 0.99 against exact on 100k real MiniLM vectors:
+    ``python -m hopgraph.evals.bench.ann -k 10``) or ``auto`` (ANN from :data:`ANN_FROM` chunks).
     """
     n = len(embeddings)
     out = _empty_neighbours(n, m)
