@@ -277,6 +277,8 @@ def co_occurrence(incidence: sp.csr_matrix, min_shared: int, max_df: int | None)
 ANN_FROM = 20_000
 """Semantic edges come from an approximate index from this many chunks on (``auto``): below it
 the exact all-pairs search takes seconds; above it, its quadratic cost dominates the build."""
+ANN_MIN = 1_000
+"""Fewest chunks searched approximately even when asked (``ann``): NN-descent needs 100."""
 
 
 SPARE_NEIGHBOURS = 5
@@ -325,6 +327,8 @@ def nearest(embeddings: np.ndarray, m: int, search: str = "auto", block: int = 5
     ``search``: ``exact`` (blocked all-pairs products), ``ann`` (faiss's NN-descent kNN graph,
     recall@10 above 0.99 against exact on 100k real MiniLM vectors:
     ``python -m hopgraph.evals.bench.ann -k 10``) or ``auto`` (ANN from :data:`ANN_FROM` chunks).
+    Below :data:`ANN_MIN` chunks ``ann`` searches exactly: faiss's NN-descent refuses fewer than
+    100 rows, and the exact answer takes milliseconds there.
     """
     n = len(embeddings)
     out = _empty_neighbours(n, m)
@@ -332,7 +336,7 @@ def nearest(embeddings: np.ndarray, m: int, search: str = "auto", block: int = 5
     if found <= 0:
         return out
     vectors = np.ascontiguousarray(embeddings, dtype=np.float32)
-    use_ann = search == "ann" or (search == "auto" and n >= ANN_FROM)
+    use_ann = n >= ANN_MIN and (search == "ann" or (search == "auto" and n >= ANN_FROM))
     top, scores = ann_top_k(vectors, found) if use_ann else exact_top_k(vectors, found, block)
     order = _best_first(top, scores)
     out.rows[:, :found] = np.take_along_axis(top, order, axis=1)

@@ -445,8 +445,8 @@ def _graph_options(parser: argparse.ArgumentParser) -> None:
         "--semantic-search",
         choices=["auto", "exact", "ann"],
         help="how semantic neighbours are found: exact all-pairs, ann (an NN-descent "
-        "k-nearest-neighbour graph, recall@10 about 0.99) or auto (default: ann from 20,000 "
-        "chunks on)",
+        "k-nearest-neighbour graph, recall@10 about 0.99; exact below 1,000 chunks) or auto "
+        "(default: ann from 20,000 chunks on)",
     )
     parser.add_argument(
         "--llm-prompts",

@@ -14,6 +14,7 @@ from hopgraph.graph_store.passage_graph import (
     PassageGraphSettings,
     build_passage_graph,
     link_edges,
+    nearest,
     semantic_edges,
     shared_item_edges,
     structural_edges,
@@ -70,6 +71,13 @@ def test_ann_semantic_edges_match_exact_ones(monkeypatch):
     semantic_edges(v, k=5, min_sim=0.2)  # auto: 3,000 chunks reach the threshold
     semantic_edges(v[:2999], k=5, min_sim=0.2)
     assert built == [1]
+
+
+def test_asking_for_ann_on_a_few_chunks_searches_exactly():
+    # faiss's NN-descent refuses fewer than 100 rows; a small index asked for ann still builds
+    v = np.random.default_rng(2).standard_normal((50, 8)).astype(np.float32)
+    v /= np.linalg.norm(v, axis=1, keepdims=True)
+    assert np.array_equal(nearest(v, 5, "ann").rows, nearest(v, 5, "exact").rows)
 
 
 def test_locality_order_groups_alike_rows_and_the_ann_lists_come_back_in_row_order():
