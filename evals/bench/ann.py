@@ -134,15 +134,17 @@ def others(found: np.ndarray, k: int) -> np.ndarray:
 def recall(found: np.ndarray, exact: np.ndarray, vectors: np.ndarray, rows: np.ndarray) -> float:
     """Return the share of ``rows``' top-k slots filled by a true top-k neighbour, ties counted.
 
-    ``found`` and ``exact`` hold the lists of ``rows``, in that order. A found neighbour counts
-    when its similarity reaches the row's exact k-th similarity, so a tie broken the other way
-    is not a miss.
+    ``found`` and ``exact`` hold the lists of ``rows``, in that order (-1 pads ``found``). A
+    found neighbour counts when its similarity reaches the row's exact k-th similarity, so a
+    tie broken the other way is not a miss.
     """
     hits = 0
     for start in range(0, len(rows), 4096):
         asked = vectors[rows[start : start + 4096]]
         kth = np.einsum("ij,ikj->ik", asked, vectors[exact[start : start + 4096]]).min(axis=1)
-        got = np.einsum("ij,ikj->ik", asked, vectors[found[start : start + 4096]])
+        listed = found[start : start + 4096]
+        got = np.einsum("ij,ikj->ik", asked, vectors[np.maximum(listed, 0)])
+        got[listed < 0] = -np.inf  # a short list's padding is a miss
         hits += int((got >= kth[:, None] - 1e-6).sum())
     return hits / exact.size
 

@@ -5,9 +5,10 @@ size in its own process, an index of that many synthetic one-chunk documents
 (hopgraph.evals.bench.graphs: texts that mention each other's titles, topic-clustered vectors), with
 the vectors given, so it times the stores and the graphs, not the encoder (queries use the hashing
 embedder). Per size: index build (Chroma, chunk table, BM25) and graph build (offline extraction,
-passage graph, knowledge graph; triples are not embedded); add and delete of 1,000 documents; dense
-and gnn_ret query latency, p50 and p95 over 200 queries; and the growth per doubling. Each phase
-runs in its own process and reports its own peak RSS.
+passage graph, knowledge graph; triples are not embedded) and the recall@10 of its semantic
+neighbour lists against exact search over 2,000 random chunks; add and delete of 1,000
+documents; dense and gnn_ret query latency, p50 and p95 over 200 queries; and the growth per
+doubling. Each phase runs in its own process and reports its own peak RSS.
 """
 
 from __future__ import annotations
@@ -26,12 +27,14 @@ import numpy as np
 
 from hopgraph.core.settings import IndexSettings
 from hopgraph.evals.bench import save_json
+from hopgraph.evals.bench.ann import exact_sample, recall
 from hopgraph.evals.bench.graphs import synthetic_corpus
 from hopgraph.evals.metrics import percentile
 from hopgraph.graph_store import Document, Index, add_documents, build_index, delete_documents
 from hopgraph.graph_store import build as build_module
 from hopgraph.graph_store.build import build_graphs
-from hopgraph.graph_store.graph_build import GraphSettings
+from hopgraph.graph_store.graph_build import NEIGHBOURS_FILE, GraphSettings
+from hopgraph.graph_store.passage_graph import Neighbours
 from hopgraph.tools import make_retriever
 
 DIMENSION = 256  # the hashing embedder's, which embeds the queries
@@ -59,7 +62,8 @@ def _child(phase: str) -> dict[str, float]:
     }
 
 
-PHASES = ("index", "graph", "add", "delete", "latency")
+PHASES = ("index", "graph", "recall", "add", "delete", "latency")
+RECALL_SAMPLE = 2000
 
 
 def run_one(size: int, workdir: Path) -> dict:
@@ -107,6 +111,8 @@ def run_phase(phase: str, size: int, workdir: Path) -> dict:
             "graph_timings": info["timings"],
             "graph_counts": info["counts"],
         }
+    if phase == "recall":
+        return {"semantic_recall_at_10": semantic_recall(path)}
     if phase == "add":
         _give(dict(zip(change["ids"], np.load(workdir / "change.npy"), strict=True)))
         docs = list(map(Document, change["ids"], change["titles"], change["texts"]))
@@ -123,6 +129,24 @@ def run_phase(phase: str, size: int, workdir: Path) -> dict:
         seconds = time.perf_counter() - started
         return {"delete_added_1000_s": seconds, "delete_peak_gb": _peak_gb()} | _child("delete")
     return {"latency_ms": _latency(path, change["queries"])}
+
+
+def semantic_recall(path: Path) -> float:
+    """Return the recall of the graph's semantic neighbour lists against exact search.
+
+    Over :data:`RECALL_SAMPLE` random chunks, ties counted (as ``hopgraph.evals.bench.ann``
+    counts them): what the approximate search gave up for its speed, at this size.
+    """
+    with Index.open(path) as idx:
+        vectors = np.ascontiguousarray(idx.embedding_matrix, dtype=np.float32)
+        ids = list(idx.chunks)
+        folder = idx.manifest.path(path, "graph")
+    if json.loads((folder / "nodes.json").read_text(encoding="utf-8")) != ids:
+        raise RuntimeError(f"{folder}: the graph's chunks are not the index's; build it again")
+    lists = Neighbours.load(folder / NEIGHBOURS_FILE).rows
+    k = lists.shape[1]
+    asked = np.sort(np.random.default_rng(3).choice(len(ids), RECALL_SAMPLE, replace=False))
+    return recall(lists[asked], exact_sample(vectors, asked, k), vectors, asked)
 
 
 def _give(vectors: dict[str, np.ndarray]) -> None:
@@ -189,7 +213,8 @@ def _print(row: dict, previous: dict | None) -> None:
     lat = row["latency_ms"]
     print(
         f"{row['size']:>9,} passages: index {row['index_s']:.0f} s, graphs {row['graph_s']:.0f} s "
-        f"(peak {row['graph_peak_gb']:.2f} GB){growth}; add 1,000 {row['add_1000_s']:.1f} s, "
+        f"(peak {row['graph_peak_gb']:.2f} GB){growth}, semantic recall@10 "
+        f"{row['semantic_recall_at_10']:.3f}; add 1,000 {row['add_1000_s']:.1f} s, "
         f"delete 1,000 {row['delete_1000_s']:.1f} s; p95 dense {lat['dense']['p95']:.1f} ms, "
         f"gnn_ret {lat['gnn_ret']['p95']:.1f} ms; peak {row['peak_gb']:.2f} GB"
     )

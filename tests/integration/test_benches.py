@@ -22,4 +22,5 @@ def test_the_scale_benchmark_runs_every_phase(tmp_path):
     [row] = json.loads(out.read_text(encoding="utf-8"))
     assert row["size"] == 2000 and row["graph_counts"]["chunks"] == 2000
     assert row["add_1000_s"] > 0 and row["delete_1000_s"] > 0
+    assert row["semantic_recall_at_10"] == 1.0  # 2,000 chunks: the exact search
     assert set(row["latency_ms"]) == {"dense", "gnn_ret"}
