@@ -65,17 +65,6 @@ def make_vectors(kind: str, size: int, noise: float) -> np.ndarray:
     return np.ascontiguousarray(real_vectors(size, noise))
 
 
-def exact_sample(vectors: np.ndarray, rows: np.ndarray, k: int) -> np.ndarray:
-    """Return the exact top-k of ``rows`` only (the row itself excluded)."""
-    found = []
-    for start in range(0, len(rows), 256):
-        part = rows[start : start + 256]
-        scores = vectors[part] @ vectors.T
-        scores[np.arange(len(part)), part] = -np.inf
-        found.append(np.argsort(-scores, axis=1)[:, :k])
-    return np.concatenate(found)
-
-
 def with_faiss(vectors: np.ndarray, k: int, ef: int) -> np.ndarray:
     """Return each row's k neighbours from faiss's HNSW (M 32, efConstruction 80)."""
     import faiss
@@ -260,7 +249,7 @@ def main(argv: list[str] | None = None) -> None:
         # the exact answer after the children: they start with less of the parent's memory
         if args.sample and args.sample < args.size:
             asked = np.sort(np.random.default_rng(3).choice(args.size, args.sample, replace=False))
-            exact = exact_sample(vectors, asked, args.k)
+            exact = exact_top_k(vectors, args.k, 256, asked)[0]
         else:
             asked = np.arange(args.size)
             measured = measure("exact", 0, args.k, workdir)

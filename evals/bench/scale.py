@@ -27,14 +27,14 @@ import numpy as np
 
 from hopgraph.core.settings import IndexSettings
 from hopgraph.evals.bench import save_json
-from hopgraph.evals.bench.ann import exact_sample, recall
+from hopgraph.evals.bench.ann import recall
 from hopgraph.evals.bench.graphs import synthetic_corpus
 from hopgraph.evals.metrics import percentile
 from hopgraph.graph_store import Document, Index, add_documents, build_index, delete_documents
 from hopgraph.graph_store import build as build_module
 from hopgraph.graph_store.build import build_graphs
 from hopgraph.graph_store.graph_build import NEIGHBOURS_FILE, GraphSettings
-from hopgraph.graph_store.passage_graph import Neighbours
+from hopgraph.graph_store.passage_graph import Neighbours, exact_top_k
 from hopgraph.tools import make_retriever
 
 DIMENSION = 256  # the hashing embedder's, which embeds the queries
@@ -146,7 +146,7 @@ def semantic_recall(path: Path) -> float:
     lists = Neighbours.load(folder / NEIGHBOURS_FILE).rows
     k = lists.shape[1]
     asked = np.sort(np.random.default_rng(3).choice(len(ids), RECALL_SAMPLE, replace=False))
-    return recall(lists[asked], exact_sample(vectors, asked, k), vectors, asked)
+    return recall(lists[asked], exact_top_k(vectors, k, 256, asked)[0], vectors, asked)
 
 
 def _give(vectors: dict[str, np.ndarray]) -> None:
