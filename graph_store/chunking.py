@@ -1,13 +1,14 @@
 """Split documents into chunks of about ``chunk_tokens`` tokens along their structure.
 
-A document within the budget is one chunk, as written. A longer one is read as blocks:
-Markdown-style headings (``#``; the loaders turn other formats' headings into these), code
-(fenced, or indented), lists and tables, kept whole with their newlines, and paragraphs, whose
-hard-wrapped lines are joined and which are split into sentences. It is cut into
+A document within the budget is one chunk, as written. A longer one is read as CommonMark
+blocks (:mod:`.markdown`; the loaders turn other formats into Markdown): headings, code
+(fenced, or indented), lists, tables, quotes, kept whole with their newlines, and paragraphs,
+whose hard-wrapped lines are joined and which are split into sentences. It is cut into
 ``n = ceil(tokens / chunk_tokens)`` chunks of balanced size (a 210-token passage becomes two of
-~105, not 200 + 10) between blocks or sentences, and at a heading once the current chunk is half
-full. A chunk ends mid-sentence (at a word) or mid-block (at a line) only when that sentence or
-block alone is over the budget. Each chunk records the headings above it (``section``).
+~105, not 200 + 10) between blocks or sentences, and at every heading, so that a chunk lies in
+one section (a short document with several sections becomes several chunks). A chunk ends
+mid-sentence (at a word) or mid-block (at a line) only when that sentence or block alone is
+over the budget. Each chunk records the headings above its text (``section``).
 """
 
 from __future__ import annotations
@@ -18,16 +19,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from .documents import Chunk, Document, chunk_id
+from .markdown import parse_blocks
 
 TokenCounter = Callable[[str], int]
 
 # A sentence ends at . ! ? (optionally followed by quotes/brackets) and white space, or at a
 # newline; abbreviations occasionally split early, which only costs a slightly shorter chunk.
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[.!?][\"')\]])\s+|\n+")
-_HEADING = re.compile(r"^(#{1,6})\s+(\S.{0,150})$")
-"""A Markdown heading; a longer "# ..." line is text (a table flattened into one line)."""
-_FENCE = re.compile(r"^\s*(```|~~~)")
-_LIST_ITEM = re.compile(r"^\s*(?:[-*+•]|\d{1,3}[.)])\s+")
+_HEADING_HINT = re.compile(r"^ {0,3}(?:#|=+[ \t]*$|-+[ \t]*$)", re.MULTILINE)
+"""Where no line looks like this, the text has no heading and needs no parse."""
 PARAGRAPH, LINE, SENTENCE = "\n\n", "\n", " "
 """What joins a unit to the one before it: a new block, a line of a block, a sentence."""
 
@@ -49,15 +49,16 @@ class Unit:
 
 
 def chunk_document(doc: Document, chunk_tokens: int, count: TokenCounter) -> list[Chunk]:
-    """Return the chunks of ``doc``; a document within the budget is one chunk with the doc's id."""
+    """Return the chunks of ``doc``; a document in one piece is one chunk with the doc's id."""
     total = count(doc.text)
-    if total <= chunk_tokens:
-        opening = _HEADING.match(doc.text.lstrip().partition("\n")[0].strip())
-        section = opening.group(2).strip() if opening else ""
-        return [Chunk(id=doc.id, doc_id=doc.id, title=doc.title, text=doc.text, section=section)]
+    if total <= chunk_tokens and not _HEADING_HINT.search(doc.text):  # no parse: most passages
+        return [Chunk(id=doc.id, doc_id=doc.id, title=doc.title, text=doc.text)]
     target = math.ceil(total / math.ceil(total / chunk_tokens))
     pieces = _pack(_units(doc.text, chunk_tokens, count), target, chunk_tokens)
     n = len(pieces)
+    if n == 1:  # within the budget and one section: as written
+        section = _section(pieces[0])
+        return [Chunk(id=doc.id, doc_id=doc.id, title=doc.title, text=doc.text, section=section)]
     return [
         Chunk(
             id=chunk_id(doc.id, i, n),
@@ -66,79 +67,32 @@ def chunk_document(doc: Document, chunk_tokens: int, count: TokenCounter) -> lis
             text=_join(units),
             position=i,
             n_chunks=n,
-            section=units[0].section,
+            section=_section(units),
         )
         for i, units in enumerate(pieces)
     ]
-
-
-def blocks(text: str) -> list[tuple[str, str]]:
-    """Return the text's blocks as (kind, text): heading, lines (kept as written) or paragraph.
-
-    Code (fenced or indented), lists and tables are "lines"; a paragraph's lines are joined.
-    """
-    out: list[tuple[str, str]] = []
-    group: list[str] = []
-
-    def flush() -> None:
-        if group:
-            out.append(_group(group))
-            group.clear()
-
-    lines = text.splitlines()
-    i = 0
-    while i < len(lines):
-        line = lines[i]
-        if _FENCE.match(line):
-            flush()
-            end = next((j for j in range(i + 1, len(lines)) if _FENCE.match(lines[j])), None)
-            stop = len(lines) - 1 if end is None else end
-            out.append(("lines", "\n".join(lines[i : stop + 1])))
-            i = stop + 1
-            continue
-        if _HEADING.match(line.strip()):
-            flush()
-            out.append(("heading", line.strip()))
-        elif not line.strip():
-            flush()
-        else:
-            group.append(line.rstrip())
-        i += 1
-    flush()
-    return out
-
-
-def _group(lines: list[str]) -> tuple[str, str]:
-    """Classify a run of non-blank lines: kept as lines (code, list, table) or a paragraph."""
-    indented = all(line.startswith(("    ", "\t")) for line in lines)
-    listed = any(_LIST_ITEM.match(line) for line in lines)
-    table = lines[0].lstrip().startswith("|")
-    if indented or listed or table:
-        return "lines", "\n".join(lines)
-    return "paragraph", " ".join(line.strip() for line in lines)
 
 
 def _units(text: str, limit: int, count: TokenCounter) -> list[Unit]:
     """Return the text's units in order, each with the heading path it falls under."""
     units: list[Unit] = []
     path: list[tuple[int, str]] = []
-    for kind, body in blocks(text):
-        section = " > ".join(h for _, h in path)
-        if kind == "heading":
-            found = _HEADING.match(body)
-            assert found is not None
-            level = len(found.group(1))
-            path = [*(p for p in path if p[0] < level), (level, found.group(2).strip())]
-            section = " > ".join(h for _, h in path)
-            units.append(Unit(body, count(body), PARAGRAPH, section, heading=True))
-        elif kind == "lines":
-            units += _block_units(body, limit, count, section)
+    for block in parse_blocks(text):
+        if block.kind == "heading":
+            path = [*(p for p in path if p[0] < block.level), (block.level, block.title)]
+            section = _path(path)
+            units.append(Unit(block.text, count(block.text), PARAGRAPH, section, heading=True))
+        elif block.kind == "lines":
+            units += _block_units(block.text, limit, count, _path(path))
         else:
-            sentences = split_sentences(body)
-            for j, sentence in enumerate(sentences):
+            for j, sentence in enumerate(split_sentences(block.text)):
                 glue = PARAGRAPH if j == 0 else SENTENCE
-                units += _sized(sentence, glue, limit, count, section, SENTENCE)
+                units += _sized(sentence, glue, limit, count, _path(path), SENTENCE)
     return units
+
+
+def _path(path: list[tuple[int, str]]) -> str:
+    return " > ".join(title for _, title in path if title)
 
 
 def _block_units(body: str, limit: int, count: TokenCounter, section: str) -> list[Unit]:
@@ -182,14 +136,15 @@ def _split_long(sentence: str, limit: int, count: TokenCounter) -> list[tuple[st
 def _pack(units: list[Unit], target: int, limit: int) -> list[list[Unit]]:
     """Greedily group units up to ``target`` tokens, never past ``limit``.
 
-    A heading opens a new chunk once the current one holds half the target, and never ends one.
+    A heading always opens a new chunk (so that a chunk lies in one section: a section filter
+    or a whole-section hit finds it), except after headings alone, and never ends one.
     """
     pieces: list[list[Unit]] = []
     current: list[Unit] = []
     size = 0
     for unit in units:
         full = size + unit.tokens > limit or size >= target
-        if current and (full or (unit.heading and size >= target / 2)):
+        if current and (full or (unit.heading and not all(u.heading for u in current))):
             carried = []
             while len(current) > 1 and current[-1].heading:  # headings go with what follows
                 carried.insert(0, current.pop())
@@ -200,6 +155,11 @@ def _pack(units: list[Unit], target: int, limit: int) -> list[list[Unit]]:
     if current:
         pieces.append(current)
     return pieces
+
+
+def _section(units: list[Unit]) -> str:
+    """Return the section of a chunk: that of its first text, below any headings it opens with."""
+    return next((u.section for u in units if not u.heading), units[-1].section)
 
 
 def _join(units: list[Unit]) -> str:

@@ -1,7 +1,8 @@
 """Read one file of a user's documents into a title, a text and metadata, by the file's kind.
 
-Markdown keeps its headings (and its front matter becomes metadata); reStructuredText's section
-titles become Markdown-style ``#`` headings, so the chunker sees one syntax; HTML gives its text
+Every kind becomes Markdown-style text, so the chunker reads one syntax. Markdown stays as
+written (its front matter becomes metadata); reStructuredText is parsed by docutils with
+Sphinx's markup and rendered as Markdown (:mod:`.rst`); HTML gives its text
 and headings, no markup (BeautifulSoup); PDF its pages' text (pypdf). Bytes are read as UTF-8,
 else as charset-normalizer's best guess, which is reported. A file that is binary or cannot be
 decoded raises :class:`SkipFile` with the reason: the loader skips it with a warning (or, when
@@ -16,6 +17,8 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from .markdown import parse_blocks, split_front_matter
 
 Scalar = str | int | float | bool
 """What a metadata value may be: what Chroma stores and ``--where key=value`` compares."""
@@ -50,6 +53,8 @@ class Parsed:
     metadata: dict[str, Scalar] = field(default_factory=dict)
     encoding: str | None = None
     """The encoding it was decoded from when that was not UTF-8."""
+    warnings: tuple[str, ...] = ()
+    """What could not be read of it (an include that is missing), each naming the place."""
 
 
 def decode(data: bytes) -> tuple[str, str | None]:
@@ -78,23 +83,22 @@ def _title_from_stem(path: Path) -> str:
 
 
 def read_plain(path: Path, text: str) -> Parsed:
-    """Plain text: a leading ``# Heading`` line is the title, else the file name."""
-    first, _, rest = text.strip().partition("\n")
-    if first.startswith("#") and rest.strip():
-        return Parsed(first.lstrip("#").strip(), rest.strip())
-    return Parsed(_title_from_stem(path), text.strip())
-
-
-_FRONT_MATTER = re.compile(r"\A---[ \t]*\n(.*?)\n---[ \t]*(?:\n|\Z)", re.DOTALL)
+    """Plain text or Markdown: a leading level-1 heading is the title, else the file name."""
+    body = text.strip()
+    first = next(iter(parse_blocks(body)), None)
+    if first and first.kind == "heading" and first.level == 1 and body.startswith(first.text):
+        rest = body[len(first.text) :].strip()
+        if rest:
+            return Parsed(first.title, rest)
+    return Parsed(_title_from_stem(path), body)
 
 
 def read_markdown(path: Path, text: str) -> Parsed:
     """Markdown: YAML front matter → metadata (``title`` → the title), then as plain text."""
     metadata: dict[str, Scalar] = {}
-    found = _FRONT_MATTER.match(text)
-    if found:
-        metadata = front_matter(found.group(1), path)
-        text = text[found.end() :]
+    block, text = split_front_matter(text)
+    if block is not None:
+        metadata = front_matter(block, path)
     title = metadata.pop("title", None)
     if title is not None:
         return Parsed(str(title), text.strip(), metadata)
@@ -133,51 +137,12 @@ def scalar(value: object) -> Scalar:
     return json.dumps(value, default=str, ensure_ascii=False)
 
 
-_RST_ADORNMENT = re.compile(r"^([=\-`:'\"~^_*+#<>.])\1{2,}\s*$")
-
-
 def read_rst(path: Path, text: str) -> Parsed:
-    """reStructuredText: section titles (underlined, maybe overlined) become ``#`` headings.
+    """reStructuredText, parsed by docutils with Sphinx's markup (:mod:`.rst`)."""
+    from .rst import parse_rst
 
-    Levels follow the order in which adornment styles first appear, as docutils assigns them;
-    the first title is the document's title.
-    """
-    lines = text.strip().splitlines()
-    out: list[str] = []
-    styles: list[tuple[str, bool]] = []
-    title = ""
-    i = 0
-    while i < len(lines):
-        over = _RST_ADORNMENT.match(lines[i])
-        if over and i + 2 < len(lines) and _is_underline(lines[i + 2], lines[i + 1], over[1]):
-            style, heading, i = (over[1], True), lines[i + 1].strip(), i + 3
-        elif (
-            i + 1 < len(lines)
-            and lines[i].strip()
-            and not lines[i].startswith(" ")
-            and _is_underline(lines[i + 1], lines[i], None)
-        ):
-            style, heading, i = (lines[i + 1].strip()[0], False), lines[i].strip(), i + 2
-        else:
-            out.append(lines[i])
-            i += 1
-            continue
-        if style not in styles:
-            styles.append(style)
-        if not title:
-            title = heading
-            continue
-        out += ["", "#" * min(styles.index(style) + 1, 6) + " " + heading, ""]
-    return Parsed(title or _title_from_stem(path), "\n".join(out).strip())
-
-
-def _is_underline(line: str, above: str, char: str | None) -> bool:
-    found = _RST_ADORNMENT.match(line)
-    return (
-        bool(found)
-        and (char is None or found[1] == char)
-        and len(line.rstrip()) >= len(above.strip())
-    )
+    parsed = parse_rst(text, path)
+    return Parsed(parsed.title or _title_from_stem(path), parsed.text, warnings=parsed.warnings)
 
 
 _LIST_GAP = re.compile(r"^(- .*)\n\n(?=- )", re.MULTILINE)
@@ -264,4 +229,4 @@ def read_file(path: Path, data: bytes) -> Parsed:
     parsed = TEXT_READERS[suffix](path, text)
     if not parsed.text.strip():
         raise SkipFile("it holds no text")
-    return Parsed(parsed.title, parsed.text, parsed.metadata, encoding)
+    return Parsed(parsed.title, parsed.text, parsed.metadata, encoding, parsed.warnings)

@@ -38,6 +38,8 @@ class LoadReport:
     documents: int = 0
     skipped: list[tuple[str, str]] = field(default_factory=list)
     redecoded: list[tuple[str, str]] = field(default_factory=list)
+    warnings: list[tuple[str, str]] = field(default_factory=list)
+    """(file, what of it could not be read): an include that is missing, say."""
 
     def summary(self) -> list[str]:
         """Return the summary lines: counts, then each skipped and re-decoded file."""
@@ -49,6 +51,7 @@ class LoadReport:
         if len(self.skipped) > SHOWN_SKIPS:
             lines.append(f"  ... and {len(self.skipped) - SHOWN_SKIPS} more skipped")
         lines += [f"  re-decoded {name} from {enc} (not UTF-8)" for name, enc in self.redecoded]
+        lines += [f"  {name}: {why}" for name, why in self.warnings]
         return lines
 
 
@@ -83,7 +86,7 @@ def load_corpus(
         docs = _load_folder(path, include, exclude, strict, report)
     else:
         try:
-            docs = _load_file(path, path.name, report)
+            docs = _load_file(path, path.name, report, strict)
         except SkipFile as err:
             raise InputError(f"{path}: {err}") from err
         report.files = 1
@@ -130,7 +133,7 @@ def load_documents(source: str | Path) -> list[Document]:
     return load_corpus(source, strict=True).documents
 
 
-def _load_file(path: Path, doc_id: str, report: LoadReport) -> list[Document]:
+def _load_file(path: Path, doc_id: str, report: LoadReport, strict: bool = False) -> list[Document]:
     """Read one file: a JSONL file's records (InputError on a bad line), or one document."""
     if path.suffix.lower() in JSONL_SUFFIXES:
         return load_jsonl(path)
@@ -141,6 +144,11 @@ def _load_file(path: Path, doc_id: str, report: LoadReport) -> list[Document]:
             "give a JSONL file of {id, title, text}, a document file, or a folder of them",
         )
     parsed = read_file(path, _read_bytes(path))
+    if parsed.warnings and strict:
+        raise InputError(
+            f"{path}: {parsed.warnings[0]}", "fix the include, or drop --strict to index without it"
+        )
+    report.warnings += [(doc_id, why) for why in parsed.warnings]
     if parsed.encoding:
         report.redecoded.append((doc_id, parsed.encoding))
     return [Document(doc_id, parsed.title, parsed.text, str(path.resolve()), parsed.metadata)]
@@ -156,7 +164,7 @@ def _load_folder(
             report.skipped.append((name, f"not a supported kind ({file.suffix or 'no suffix'})"))
             continue
         try:
-            docs += _load_file(file, name, report)
+            docs += _load_file(file, name, report, strict)
             report.files += 1
         except (InputError, SkipFile) as err:
             why = err.message.removeprefix(f"{file}: ") if isinstance(err, InputError) else str(err)

@@ -141,7 +141,7 @@ def test_a_folder_of_documents_loads_every_kind_and_reports_the_rest(documents_f
     assert md.source == str((documents_folder / "guide" / "install.md").resolve())
     rst = docs["usage.rst"]
     assert (rst.title, rst.text.splitlines()[0]) == ("Usage", "Intro text.")
-    assert "## Queries" in rst.text and "    hopgraph ask" in rst.text
+    assert "# Queries" in rst.text and "```\nhopgraph ask\n```" in rst.text
     html = docs["page.html"]
     assert html.title == "Page"
     assert "## Part" in html.text and "Some bold text." in html.text

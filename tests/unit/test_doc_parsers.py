@@ -1,0 +1,217 @@
+"""Documentation files through real parsers: docutils (with Sphinx's markup) and markdown-it."""
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from hopgraph.core.errors import InputError
+from hopgraph.graph_store.chunking import chunk_document
+from hopgraph.graph_store.loaders import load_corpus
+
+API_RST = """\
+:orphan:
+
+.. _api:
+
+API Reference
+=============
+
+.. module:: flaskish
+
+This part covers the ``Application`` object, :func:`~flaskish.helpers.url_for`,
+:ref:`the tutorial <tutorial>` and |project|.
+
+.. |project| replace:: Flaskish
+
+Sessions
+--------
+
+If you change a mutable value you have to mark it::
+
+    # so mark it as modified yourself
+    session.modified = True
+
+    ## not a heading either
+    def f():
+        return 1
+
+.. code-block:: python
+   :caption: app.py
+   :emphasize-lines: 2
+
+   # configure the app
+   app = Flaskish(__name__)
+
+.. py:function:: url_for(endpoint, **values)
+
+   Build a URL for the endpoint.
+
+   .. versionadded:: 2.0
+      The ``_scheme`` argument.
+
+.. include:: parts/part.rst
+
+.. include:: missing.rst
+
+.. literalinclude:: parts/code.py
+   :lines: 2-3
+
+Using ``async`` and ``await``
+-----------------------------
+
+#. First item of the list
+#. Second item of the list
+
+.. note:: Notes are kept.
+
+.. this is a comment
+   over two lines
+
+Signals
+~~~~~~~
+
+Signals are sent when :data:`request_started` fires.
+"""
+
+PART_RST = """\
+Included Part
+-------------
+
+Text from the included file, with a :class:`Thing`.
+"""
+
+CODE_BLOCKS = [
+    "# so mark it as modified yourself\nsession.modified = True\n\n"
+    "## not a heading either\ndef f():\n    return 1",
+    "# configure the app\napp = Flaskish(__name__)",
+    "line two\nline three",
+]
+HEADING_PATHS = {
+    "",
+    "Sessions",
+    "Included Part",
+    "Using async and await",
+    "Using async and await > Signals",
+}
+
+
+@pytest.fixture
+def rst_folder(tmp_path: Path) -> Path:
+    (tmp_path / "parts").mkdir()
+    (tmp_path / "api.rst").write_text(API_RST)
+    (tmp_path / "parts" / "part.rst").write_text(PART_RST)
+    (tmp_path / "parts" / "code.py").write_text("line one\nline two\nline three\nline four\n")
+    return tmp_path
+
+
+def words(text: str) -> int:
+    return len(text.split())
+
+
+def test_rst_sections_are_real_heading_paths_and_code_survives(rst_folder: Path):
+    loaded = load_corpus(rst_folder / "api.rst")
+    [doc] = loaded.documents
+    assert doc.title == "API Reference"
+    for size in (20, 40, 400):
+        chunks = chunk_document(doc, size, words)
+        assert {c.section for c in chunks} <= HEADING_PATHS
+        assert {c.section for c in chunks} == HEADING_PATHS  # a chunk lies in one section
+    text = doc.text
+    for code in CODE_BLOCKS:
+        assert f"\n{code}\n```" in text
+    assert "the tutorial" in text and "`url_for`" in text and "Flaskish" in text
+    assert "Text from the included file, with a `Thing`." in text
+    assert ":func:" not in text and ":caption:" not in text and "comment" not in text
+    assert "1. First item of the list\n2. Second item of the list" in text
+    assert "Added in version 2.0. The `_scheme` argument." in text
+    assert "`url_for(endpoint, **values)`" in text
+    assert "Note: Notes are kept." in text
+    [(name, warning)] = loaded.report.warnings
+    assert name == "api.rst" and "missing.rst" in warning and "line" in warning
+
+
+def test_the_section_of_every_chunk_in_a_long_file(rst_folder: Path):
+    [doc] = load_corpus(rst_folder / "api.rst").documents
+    chunks = chunk_document(doc, 20, words)
+
+    def section_of(words: str) -> str:
+        return next(c.section for c in chunks if words in c.text)
+
+    assert section_of("session.modified") == "Sessions"  # under it, though "# ..." lines follow
+    assert section_of("Text from the included file") == "Included Part"
+    assert section_of("Signals are sent").startswith("Using async and await")
+
+
+def test_a_missing_include_stops_a_strict_load_naming_it(rst_folder: Path):
+    with pytest.raises(InputError, match=r"missing\.rst"):
+        load_corpus(rst_folder, strict=True)
+
+
+def test_circular_includes_are_refused_and_named(tmp_path: Path):
+    (tmp_path / "a.rst").write_text("A\n=\n\nText a.\n\n.. include:: b.rst\n")
+    (tmp_path / "b.inc").write_text("")
+    (tmp_path / "b.rst").write_text("B text.\n\n.. include:: a.rst\n")
+    loaded = load_corpus(tmp_path / "a.rst")
+    assert loaded.documents[0].text == "Text a.\n\nB text."
+    assert any("circular inclusion" in w for _, w in loaded.report.warnings)
+
+
+def test_unknown_directives_keep_their_content_and_options_stay_out(tmp_path: Path):
+    (tmp_path / "x.rst").write_text(
+        textwrap.dedent("""\
+        Title
+        =====
+
+        .. tabs::
+           :sync: yes
+
+           .. tab:: Linux
+
+              Run the installer.
+
+        .. toctree::
+           :maxdepth: 2
+
+           install
+        """)
+    )
+    [doc] = load_corpus(tmp_path / "x.rst").documents
+    assert doc.text == "Linux\n\nRun the installer."
+
+
+MARKDOWN = """\
+---
+title: Guide
+tags: [a, b]
+---
+
+Intro.
+
+## Using `async` and **await**
+
+```python
+# a comment, not a heading
+x = 1
+```
+
+    # indented code, not a heading
+
+### Deeper [link](https://example.org)
+
+Text under it.
+"""
+
+
+def test_markdown_sections_are_plain_text_and_code_stays(tmp_path: Path):
+    (tmp_path / "guide.md").write_text(MARKDOWN)
+    [doc] = load_corpus(tmp_path / "guide.md").documents
+    assert (doc.title, doc.metadata) == ("Guide", {"tags": "a, b"})
+    chunks = chunk_document(doc, 12, words)
+    assert {c.section for c in chunks} <= {
+        "",
+        "Using async and await",
+        "Using async and await > Deeper link",
+    }
+    assert chunks[-1].section == "Using async and await > Deeper link"
+    assert any("```python\n# a comment, not a heading\nx = 1\n```" in c.text for c in chunks)
