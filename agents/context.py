@@ -6,14 +6,18 @@ checkpoints them, so a resumed run is given them again.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Self
 
 from langchain_core.language_models import BaseChatModel
 
 from hopgraph.graph_store import Index
-from hopgraph.tools import DEFAULT_PRESET, Retriever, check_preset, make_retriever
+from hopgraph.graph_store.filters import Where
+from hopgraph.tools import DEFAULT_PRESET, Hit, Retriever, check_preset, make_retriever
+from hopgraph.tools.expand import EXPAND_HELP, Expansion, expand_hits
+
+from .evidence import Evidence
 
 
 @dataclass(kw_only=True)
@@ -29,17 +33,26 @@ class AgentContext:
         default=DEFAULT_PRESET,
         metadata={"description": "tuned (our best on dev) or paper (as the papers have it)"},
     )
-    where: Mapping[str, str] | None = field(
+    where: Where | None = field(
         default=None,
-        metadata={"description": "only passages whose fields equal these (Retriever.retrieve)"},
+        metadata={
+            "description": "only passages that pass this filter, e.g. "
+            '{"section": {"$has": "Signals"}} (hopgraph.graph_store.filters)'
+        },
+    )
+    expand: str | None = field(
+        default=None,
+        metadata={"description": "what the reader is shown of each passage: " + EXPAND_HELP},
     )
     _retrievers: dict[tuple[str, str], Retriever] = field(default_factory=dict, repr=False)
+    _expansion: Expansion | None = field(default=None, init=False, repr=False)
 
     presets: ClassVar[Mapping[str, Mapping[str, Any]]] = {}
     """Settings per preset where they differ from the field defaults (which are ``tuned``)."""
 
     def __post_init__(self) -> None:
         check_preset(self.preset)
+        self._expansion = Expansion.parse(self.expand) if self.expand else None
 
     @classmethod
     def preset_settings(cls, preset: str) -> dict[str, Any]:
@@ -59,6 +72,29 @@ class AgentContext:
                 name, self.index, preset=self.preset, where=self.where, **options
             )
         return self._retrievers[key]
+
+    def reading(self, evidence: Sequence[Evidence]) -> list[Evidence]:
+        """Return the passages the reader is shown: ``evidence``, widened when ``expand`` is set.
+
+        A widened passage keeps its best chunk's id and step (tools.expand), so citations and
+        the gathered evidence still name chunks.
+        """
+        if self._expansion is None:
+            return list(evidence)
+        found_by = {e["id"]: e["found_by"] for e in evidence}
+        hits = [Hit(e["id"], e["score"], e["title"], e["text"], e["doc_id"]) for e in evidence]
+        wide = expand_hits(self.index, hits, self._expansion)
+        return [
+            Evidence(
+                id=h.id,
+                doc_id=h.doc_id,
+                title=h.title,
+                text=h.text,
+                score=h.score,
+                found_by=found_by[h.id],
+            )
+            for h in wide
+        ]
 
     def allows(self, chunk_id: str) -> bool:
         """Tell whether a chunk may be evidence: every chunk, or those ``where`` matches."""

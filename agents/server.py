@@ -23,7 +23,9 @@ from hopgraph.core.errors import HopgraphError, InputError
 from hopgraph.core.llm import required_chat
 from hopgraph.core.settings import default_index_dir, settings
 from hopgraph.graph_store import Index, LiveIndex
+from hopgraph.graph_store.filters import JSON_HELP, WhereValue
 from hopgraph.tools import DEFAULT_PRESET
+from hopgraph.tools.expand import EXPAND_HELP
 
 
 @dataclass(kw_only=True)
@@ -42,9 +44,13 @@ class ServerContext:
         default=DEFAULT_PRESET,
         metadata={"description": "tuned (our best on dev) or paper (as the papers have it)"},
     )
-    where: dict[str, str] | None = field(
+    where: dict[str, WhereValue] | None = field(
         default=None,
-        metadata={"description": "only passages whose fields equal these (e.g. source, lang)"},
+        metadata={"description": JSON_HELP},
+    )
+    expand: str | None = field(
+        default=None,
+        metadata={"description": "what the reader is shown of each passage: " + EXPAND_HELP},
     )
 
 
@@ -97,7 +103,13 @@ def serve(method: str) -> CompiledStateGraph:
         extra = {"method": ctx.method} if method == "chat" else fixed
         try:
             context = context_type.in_preset(
-                ctx.preset, index=_index(ctx.index), chat=_chat(), k=ctx.k, where=ctx.where, **extra
+                ctx.preset,
+                index=_index(ctx.index),
+                chat=_chat(),
+                k=ctx.k,
+                where=ctx.where,
+                expand=ctx.expand,
+                **extra,
             )
             return inner.invoke(state, context=context)
         except HopgraphError as err:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -19,6 +19,7 @@ import orjson
 from hopgraph.core.errors import IndexStateError, InputError
 
 from .documents import Chunk, Document, Scalar
+from .filters import Where, conditions
 from .manifest import Manifest, rebuild_hint
 
 DOCUMENTS_FILE = "documents.jsonl"
@@ -158,30 +159,26 @@ def as_text(value: Scalar) -> str:
     return str(value).lower() if isinstance(value, bool) else str(value)
 
 
-def matching(
-    records: Sequence[DocumentRecord], chunks: Iterable[Chunk], where: Mapping[str, str]
-) -> set[str]:
-    """Return the ids of the chunks whose fields equal every ``where`` value (as text).
+def matching(records: Sequence[DocumentRecord], chunks: Iterable[Chunk], where: Where) -> set[str]:
+    """Return the ids of the chunks that pass every condition of ``where`` (graph_store.filters).
 
     The fields are the built-in ones (:data:`BUILT_IN_FIELDS`) and the document's metadata. A
     key no document has is an error that lists the keys there are.
     """
+    tests = conditions(where)
     known = set(BUILT_IN_FIELDS).union(*(r.metadata.keys() for r in records))
-    unknown = sorted(set(where) - known)
+    unknown = sorted({c.field for c in tests} - known)
     if unknown:
         raise InputError(
             f"no document has the field(s) {', '.join(map(repr, unknown))}",
             f"filter on one of: {', '.join(sorted(known))}",
         )
-    by_id = {r.id: r for r in records}
-    doc_wanted = {k: v for k, v in where.items() if k != "section"}
-    docs = {
-        d
-        for d, r in by_id.items()
-        if all(_field(r, key) == value for key, value in doc_wanted.items())
+    doc_tests = [c for c in tests if c.field != "section"]
+    docs = {r.id for r in records if all(c.holds(_field(r, c.field)) for c in doc_tests)}
+    section_tests = [c for c in tests if c.field == "section"]
+    return {
+        c.id for c in chunks if c.doc_id in docs and all(t.holds(c.section) for t in section_tests)
     }
-    section = where.get("section")
-    return {c.id for c in chunks if c.doc_id in docs and (section is None or c.section == section)}
 
 
 def _field(record: DocumentRecord, key: str) -> str | None:

@@ -7,7 +7,7 @@ nothing is recomputed, and the embedding model is loaded only when a query needs
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from functools import cached_property
 from pathlib import Path
 from types import TracebackType
@@ -24,6 +24,7 @@ from .embedding import Embedder, load_embedder
 from .entity_linker import EntityLinker
 from .extraction import Extraction
 from .extraction.table import EXTRACTIONS_FILE, ExtractionTable
+from .filters import Where, conditions
 from .generations import passages_location
 from .kdb_bm25 import BM25Store
 from .knowledge_graph import KnowledgeGraph, StoredTriple
@@ -105,7 +106,7 @@ class Index:
         self.keywords = BM25Store.load(manifest.path(directory, "bm25"), directory, chunks)
         self._query_vectors: dict[str, np.ndarray] = {}
         self._last_similarities: tuple[str, np.ndarray] | None = None
-        self._matching: dict[tuple[tuple[str, str], ...], frozenset[str]] = {}
+        self._matching: dict[bytes, frozenset[str]] = {}
 
     @classmethod
     def open(cls, directory: str | Path, model: str | None = None) -> Index:
@@ -261,16 +262,27 @@ class Index:
         """Return the index's documents: source, content hash, indexed at, chunks, metadata."""
         return read_documents(self.directory, self.manifest, list(self.chunks.values()))
 
-    def matching(self, where: Mapping[str, str]) -> frozenset[str]:
-        """Return the ids of the chunks whose fields equal ``where``'s (doc_table.matching).
+    def matching(self, where: Where) -> frozenset[str]:
+        """Return the ids of the chunks that pass the filter ``where`` (doc_table.matching).
 
         Kept per filter: a generation's chunks never change, and a filtered request asks more
         than once (a guarded method and its guard, an agent's every step).
         """
-        key = tuple(sorted(where.items()))
+        conditions(where)  # a malformed filter is named before it is used as a key
+        key = orjson.dumps(dict(where), option=orjson.OPT_SORT_KEYS)
         if key not in self._matching:
             self._matching[key] = frozenset(matching(self.documents, self.chunks.values(), where))
         return self._matching[key]
+
+    @cached_property
+    def document_chunks(self) -> dict[str, list[Chunk]]:
+        """Return each document's chunks in their order (by ``position``)."""
+        out: dict[str, list[Chunk]] = {}
+        for chunk in self.chunks.values():
+            out.setdefault(chunk.doc_id, []).append(chunk)
+        for chunks in out.values():
+            chunks.sort(key=lambda c: c.position)
+        return out
 
     @property
     def doc_ids(self) -> set[str]:

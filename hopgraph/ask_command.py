@@ -10,9 +10,11 @@ from pathlib import Path
 from typing import Any
 
 from hopgraph.graph_store import Index
+from hopgraph.graph_store.filters import Where
 from hopgraph.graph_store.manifest import read_manifest
+from hopgraph.tools.expand import Expansion, expand_hits
 
-from .commands import where_option
+from .commands import expand_option, where_option
 from .core.errors import HopgraphError, InputError, LLMServerError
 from .core.llm import choose_chat, describe
 from .core.settings import cache_dir
@@ -29,7 +31,12 @@ def ask(args: argparse.Namespace) -> None:
 
     from .commands import index_dir, where_of
 
-    settings: dict[str, Any] = {"k": args.k, "preset": args.preset, "where": where_of(args.where)}
+    settings: dict[str, Any] = {
+        "k": args.k,
+        "preset": args.preset,
+        "where": where_of(args.where),
+        "expand": _checked_expand(args.expand),
+    }
     if args.max_steps is not None:
         from hopgraph.agents.registry import step_settings
 
@@ -83,7 +90,8 @@ def evidence_alone(
     question: str,
     k: int,
     preset: str,
-    where: dict[str, str] | None = None,
+    where: Where | None = None,
+    expand: str | None = None,
 ) -> tuple[str, list[dict[str, Any]]]:
     """Answer with no LLM: the retriever that ran and the passages it ranks first.
 
@@ -93,7 +101,16 @@ def evidence_alone(
 
     method = method if method in RETRIEVERS else "gnn_ret"
     hits = make_retriever(method, index, preset=preset).retrieve(question, k, where)
+    if expand:
+        hits = expand_hits(index, hits, Expansion.parse(expand))
     return method, [h.to_dict() for h in hits]
+
+
+def _checked_expand(expand: str | None) -> str | None:
+    """Return ``--expand`` once it parses (a typo is named before any model is loaded)."""
+    if expand:
+        Expansion.parse(expand)
+    return expand
 
 
 def _evidence_only(args: argparse.Namespace) -> None:
@@ -102,7 +119,13 @@ def _evidence_only(args: argparse.Namespace) -> None:
 
     with Index.open(index_dir(args)) as index:
         method, hits = evidence_alone(
-            index, args.method, args.question, args.k, args.preset, where_of(args.where)
+            index,
+            args.method,
+            args.question,
+            args.k,
+            args.preset,
+            where_of(args.where),
+            args.expand,
         )
     why = "no LLM is configured (--llm none, or auto with no HOPGRAPH_LLM_* set)"
     if args.json:
@@ -196,6 +219,7 @@ def add_parser(
         "rounds, tog2 depth 3)",
     )
     where_option(p)
+    expand_option(p)
     p.add_argument("--stream", action="store_true", help="print each step as it finishes")
     p.add_argument("--thread", metavar="ID", help="thread id: resume an unfinished run")
     p.add_argument(

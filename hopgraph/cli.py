@@ -279,6 +279,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-k", type=_positive, default=5, help="how many passages (default 5)")
     _preset_option(p)
     commands.where_option(p)
+    commands.expand_option(p)
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.set_defaults(func=commands.retrieve)
 

@@ -24,8 +24,10 @@ from hopgraph.graph_store import (
     sync_documents,
 )
 from hopgraph.graph_store.build import WriteReport
+from hopgraph.graph_store.filters import WhereValue, parse_cli
 from hopgraph.graph_store.loaders import quote_ids
 from hopgraph.tools import RETRIEVERS, make_retriever, parse_methods
+from hopgraph.tools.expand import EXPAND_HELP, Expansion, expand_hits
 
 from .formatting import format_hits
 
@@ -161,9 +163,13 @@ def delete(args: argparse.Namespace) -> None:
 
 def retrieve(args: argparse.Namespace) -> None:
     """Print the top-k passages for a query."""
+    where = where_of(args.where)
+    expansion = Expansion.parse(args.expand) if args.expand else None
     with Index.open(index_dir(args)) as idx:
         retriever = make_retriever(args.method, idx, preset=args.preset)
-        hits = retriever.retrieve(args.query, args.k, where_of(args.where))
+        hits = retriever.retrieve(args.query, args.k, where)
+        if expansion is not None:
+            hits = expand_hits(idx, hits, expansion)
     if args.json:
         print(json.dumps([h.to_dict() for h in hits], indent=2, ensure_ascii=False))
     else:
@@ -171,25 +177,26 @@ def retrieve(args: argparse.Namespace) -> None:
 
 
 def where_option(parser: argparse.ArgumentParser) -> None:
-    """Add ``--where KEY=VALUE`` (repeatable) to a command that retrieves."""
+    """Add ``--where FILTER`` (repeatable) to a command that retrieves."""
     parser.add_argument(
         "--where",
         action="append",
-        metavar="KEY=VALUE",
-        help="only passages whose field equals VALUE (repeatable, all must hold): doc_id, "
-        "title, source, section, or a document's metadata (JSONL keys, front matter)",
+        metavar="FILTER",
+        help="only passages that pass FILTER (repeatable, all must hold): KEY=VALUE, "
+        "KEY!=VALUE, 'KEY in A|B|C', KEY*=TEXT (contains), KEY^=TEXT (starts with), "
+        "KEY~=ITEM (section~=Signals: a heading at any level; tags~=pip: a list entry). KEY: "
+        "doc_id, title, source, section or a document's metadata (JSONL keys, front matter)",
     )
 
 
-def where_of(pairs: Sequence[str] | None) -> dict[str, str] | None:
-    """Parse ``--where key=value`` options into a filter (``None`` when there are none)."""
-    where: dict[str, str] = {}
-    for pair in pairs or ():
-        key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
-            raise InputError(f"--where {pair!r} is not key=value", "e.g. --where lang=en")
-        where[key.strip()] = value.strip()
-    return where or None
+def expand_option(parser: argparse.ArgumentParser) -> None:
+    """Add ``--expand section|neighbours[:N]`` to a command that shows passages."""
+    parser.add_argument("--expand", metavar="section|neighbours[:N]", help=EXPAND_HELP)
+
+
+def where_of(options: Sequence[str] | None) -> dict[str, WhereValue] | None:
+    """Parse ``--where`` options into a filter (``None`` when there are none)."""
+    return parse_cli(options)
 
 
 def check(args: argparse.Namespace) -> None:

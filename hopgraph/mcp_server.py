@@ -21,6 +21,8 @@ from pydantic import Field
 from hopgraph.agents.registry import DEFAULT_METHOD, agent_methods
 from hopgraph.core.network import is_loopback
 from hopgraph.graph_store import LiveIndex
+from hopgraph.graph_store.filters import JSON_HELP, WhereValue
+from hopgraph.tools.expand import EXPAND_HELP
 from hopgraph.tools.registry import DEFAULT_PRESET, RETRIEVERS, Preset
 
 from .core.errors import HopgraphError
@@ -35,12 +37,6 @@ INSTRUCTIONS = (
     "hopgraph retrieves evidence for multi-hop questions from one indexed corpus. Use "
     "`retrieve` for passages (gnn_ret follows links between passages; hybrid is plain search) "
     "and `ask` for an answer with cited passages (several LLM calls)."
-)
-
-
-WHERE_HELP = (
-    'only passages whose fields equal these values, e.g. {"source": "/docs/a.md"}: '
-    "doc_id, title, source, section or a document's own metadata field"
 )
 
 
@@ -59,14 +55,19 @@ def build_server(live: LiveIndex, host: str = "127.0.0.1", port: int = 8000) -> 
         method: Annotated[Method, Field(description="retrieval method")] = "gnn_ret",
         k: Annotated[int, Field(ge=1, le=50, description="passages to return")] = 5,
         preset: Annotated[Preset, Field(description=PRESET_HELP)] = DEFAULT_PRESET,
-        where: Annotated[dict[str, str] | None, Field(description=WHERE_HELP)] = None,
+        where: Annotated[dict[str, WhereValue] | None, Field(description=JSON_HELP)] = None,
+        expand: Annotated[str | None, Field(description=EXPAND_HELP)] = None,
     ) -> list[dict[str, Any]]:
         """Return the k best passages for a query, with scores and why each was retrieved."""
         from hopgraph.tools import make_retriever
+        from hopgraph.tools.expand import Expansion, expand_hits
 
         with lock, _as_tool_error():
+            expansion = Expansion.parse(expand) if expand else None
             index = live.current()
             hits = make_retriever(method, index, preset=preset).retrieve(query, k, where)
+            if expansion is not None:
+                hits = expand_hits(index, hits, expansion)
             return [h.to_dict() for h in hits]
 
     @server.tool()

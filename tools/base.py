@@ -9,6 +9,7 @@ from typing import Any, ClassVar
 from hopgraph.core.errors import InputError
 from hopgraph.graph_store import Index
 from hopgraph.graph_store.base import Scored
+from hopgraph.graph_store.filters import Where
 
 from .hits import Hit, Provenance
 
@@ -35,18 +36,19 @@ class Retriever(ABC):
     """Constructor options per preset (tools.registry.PRESETS): ``tuned`` is the constructor's
     defaults, ``paper`` the paper's settings; docs/methods.md gives every difference."""
 
-    where: Mapping[str, str] | None = None
-    """Fields every result must have (``make_retriever(..., where=...)``); see :meth:`retrieve`."""
+    where: Where | None = None
+    """A filter each result must pass (``make_retriever(..., where=...)``); see :meth:`retrieve`."""
 
     def __init__(self, index: Index) -> None:
         self.index = index
 
-    def retrieve(self, query: str, k: int = 5, where: Mapping[str, str] | None = None) -> list[Hit]:
+    def retrieve(self, query: str, k: int = 5, where: Where | None = None) -> list[Hit]:
         """Return the ``k`` best chunks for ``query``, best first.
 
-        ``where`` (with the retriever's own :attr:`where`): only chunks whose fields equal these
-        values, as text: ``doc_id``, ``title``, ``source``, ``section`` or any metadata field of
-        their document (Index.matching). The method ranks as it always does; its ranking is
+        ``where`` (with the retriever's own :attr:`where`): only chunks that pass this filter on
+        ``doc_id``, ``title``, ``source``, ``section`` or any metadata field of their document
+        (:mod:`hopgraph.graph_store.filters`: equal, not equal, one of, contains, starts with,
+        has a part). The method ranks as it always does; its ranking is
         searched deeper until ``k`` such chunks are found or every chunk is ranked (methods
         that call an LLM rank once, four times deeper, to bound their calls).
         """
@@ -59,7 +61,7 @@ class Retriever(ABC):
             return self._retrieve(query.strip(), k)
         return self._retrieve_within(query.strip(), k, allowed) if allowed else []
 
-    def allowed(self, where: Mapping[str, str] | None = None) -> frozenset[str] | None:
+    def allowed(self, where: Where | None = None) -> frozenset[str] | None:
         """Return the chunks ``where`` and the retriever's own filter allow (None: every one)."""
         wanted = {**(self.where or {}), **(where or {})}
         return self.index.matching(wanted) if wanted else None

@@ -11,9 +11,8 @@ while dense retrieval cannot tell them apart either. ``keep=0`` switches it off 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 from hopgraph.graph_store import Index
+from hopgraph.graph_store.filters import Where
 
 from .base import Retriever
 from .baselines import DenseRetriever
@@ -61,7 +60,7 @@ class Guarded(Retriever):
         self.keep, self.margin = keep, margin
         self._dense = DenseRetriever(index) if keep else None
 
-    def retrieve(self, query: str, k: int = 5, where: Mapping[str, str] | None = None) -> list[Hit]:
+    def retrieve(self, query: str, k: int = 5, where: Where | None = None) -> list[Hit]:
         """Rank with the method, then put dense retrieval's top ``keep`` first.
 
         With ``where``, both rank only the chunks it allows (Retriever.retrieve).

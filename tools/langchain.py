@@ -6,8 +6,10 @@ from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel, Field
 
 from hopgraph.graph_store import Index
+from hopgraph.graph_store.filters import JSON_HELP, Where, WhereValue
 
 from .base import Retriever
+from .expand import EXPAND_HELP, Expansion, expand_hits
 from .hits import Hit
 from .registry import RETRIEVERS, make_retriever
 
@@ -17,11 +19,8 @@ class RetrieveInput(BaseModel):
 
     query: str = Field(min_length=1, description="the question or keywords to search for")
     k: int = Field(5, ge=1, le=50, description="how many passages to return")
-    where: dict[str, str] | None = Field(
-        None,
-        description="only passages whose fields equal these values: doc_id, title, source, "
-        "section or a document's own metadata field",
-    )
+    where: dict[str, WhereValue] | None = Field(None, description=JSON_HELP)
+    expand: str | None = Field(None, description=EXPAND_HELP)
 
 
 def format_hits(hits: list[Hit]) -> str:
@@ -37,8 +36,13 @@ def format_hits(hits: list[Hit]) -> str:
 def as_tool(retriever: Retriever) -> BaseTool:
     """Wrap a retriever: the content is text for the model, the artifact is the list of hits."""
 
-    def run(query: str, k: int = 5, where: dict[str, str] | None = None) -> tuple[str, list[Hit]]:
+    def run(
+        query: str, k: int = 5, where: Where | None = None, expand: str | None = None
+    ) -> tuple[str, list[Hit]]:
+        expansion = Expansion.parse(expand) if expand else None
         hits = retriever.retrieve(query, k, where)
+        if expansion is not None:
+            hits = expand_hits(retriever.index, hits, expansion)
         return format_hits(hits), hits
 
     return StructuredTool.from_function(

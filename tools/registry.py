@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Literal, get_args
 
 from hopgraph.core.errors import UnknownMethodError
 from hopgraph.graph_store import Index
+from hopgraph.graph_store.filters import Where
 
 from .base import Retriever
 from .baselines import BM25Retriever, DenseRetriever, HybridRetriever
@@ -50,13 +51,13 @@ def make_retriever(
     name: str,
     index: Index,
     preset: str = DEFAULT_PRESET,
-    where: Mapping[str, str] | None = None,
+    where: Where | None = None,
     **options: object,
 ) -> Retriever:
     """Return the retriever registered as ``name`` over ``index``.
 
     ``preset`` picks the method's settings (its class's ``presets``); ``options`` override them.
-    ``where``: fields every result must have (Retriever.retrieve), the base's too.
+    ``where``: a filter every result must pass (Retriever.retrieve), the base's too.
     """
     try:
         cls = RETRIEVERS[name]

@@ -136,7 +136,7 @@ def answer(state: State, runtime: Runtime[Context]) -> dict:
     """Answer from the fused passages, with the gist memory as notes, citing the passages."""
     notes = render_triples(state.get("memory", []))
     text, cited, usage = answer_with_citations(
-        runtime.context.chat, state["question"], state["evidence"], notes
+        runtime.context.chat, state["question"], runtime.context.reading(state["evidence"]), notes
     )
     bound = "" if state["answerable"] else f" (round bound {runtime.context.max_rounds} reached)"
     return {

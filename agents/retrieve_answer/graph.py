@@ -56,7 +56,7 @@ def retrieve(state: State, runtime: Runtime[Context]) -> dict:
 def answer(state: State, runtime: Runtime[Context]) -> dict:
     """Answer from the retrieved passages, citing the ones used."""
     text, cited, usage = answer_with_citations(
-        runtime.context.chat, state["question"], state["evidence"]
+        runtime.context.chat, state["question"], runtime.context.reading(state["evidence"])
     )
     cites = ", ".join(c["title"] for c in cited) or "nothing"
     return {

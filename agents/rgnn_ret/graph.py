@@ -102,7 +102,7 @@ def answer(state: State, runtime: Runtime[Context]) -> dict:
     passages = state["gathered"][:FINAL_PASSAGES]
     notes = "\n".join(trace_text(state["question"], state["trace"]).splitlines()[1:])
     text, cited, usage = answer_with_citations(
-        runtime.context.chat, state["question"], passages, notes
+        runtime.context.chat, state["question"], runtime.context.reading(passages), notes
     )
     bound = "" if state["enough"] else f" (step bound {runtime.context.max_steps} reached)"
     return {

@@ -359,7 +359,7 @@ def answer(state: State, runtime: Runtime[Context]) -> dict:
         + ([f"Clues: {state['clues']}"] if state.get("clues") else [])
     )
     text, cited, usage = answer_with_citations(
-        runtime.context.chat, state["question"], state["evidence"], notes
+        runtime.context.chat, state["question"], runtime.context.reading(state["evidence"]), notes
     )
     ended = (
         "" if state.get("sufficient") or not state.get("topics")

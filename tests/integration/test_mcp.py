@@ -149,3 +149,41 @@ def test_mcp_refuses_to_listen_beyond_loopback_without_a_token(index_dir, llm_en
     )  # fmt: skip
     assert done.returncode == 2
     assert "no authentication" in done.stderr and "HOPGRAPH_TOKEN" in done.stderr
+
+
+def test_mcp_section_filters_and_expand_on_documentation(tmp_path):
+    from hopgraph.graph_store import build_index, load_documents
+    from tests.docs_fixture import write_docs
+    from tests.unit.test_index import HASHING
+
+    settings = HASHING.model_copy(update={"chunk_tokens": 16})
+    index = tmp_path / "idx"
+    build_index(load_documents(write_docs(tmp_path / "docs")), index, settings, show_progress=False)
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "hopgraph.cli", "mcp", "--index", str(index)],
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+    )
+
+    async def main():
+        async with (
+            stdio_client(params) as (read, write),
+            ClientSession(read, write, read_timeout_seconds=REQUEST_TIMEOUT) as session,
+        ):
+            await session.initialize()
+            query = {"query": "signal receiver connect", "method": "bm25", "k": 5}
+            under = {"section": {"$has": "signals"}, "doc_id": "api.rst"}
+            hits = payload(await session.call_tool("retrieve", {**query, "where": under}))
+            assert hits and all(h["doc_id"] == "api.rst" for h in hits)
+            wide = {**query, "where": under, "expand": "section"}
+            widened = payload(await session.call_tool("retrieve", wide))
+            steps = [h["provenance"][-1] for h in widened]
+            assert all(s["method"] == "expand" and s["step"] == "section" for s in steps)
+            via = [cid for s in steps for cid in s["via"]]
+            assert len(via) == len(set(via)) and len(via) >= len(hits)
+            bad = await session.call_tool("retrieve", {**query, "where": {"section": {"$re": "x"}}})
+            assert bad.isError and "$has" in bad.content[0].text
+            bad = await session.call_tool("retrieve", {**query, "expand": "chapter"})
+            assert bad.isError and "neighbours" in bad.content[0].text
+
+    asyncio.run(main())

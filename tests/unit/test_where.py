@@ -70,7 +70,7 @@ def test_cli_retrieve_where(index_dir, capsys):
     assert main([*argv, "--where", "region=ph", "--where", "year=2020"]) == 0
     assert {h["doc_id"] for h in json.loads(capsys.readouterr().out)} <= {"d1", "d2", "d3"}
     assert main([*argv, "--where", "region"]) == 2
-    assert "not key=value" in capsys.readouterr().err
+    assert "not a filter" in capsys.readouterr().err
 
 
 def test_agent_context_filters_its_retrievers_and_evidence(index_dir):
@@ -85,3 +85,94 @@ def test_agent_context_filters_its_retrievers_and_evidence(index_dir):
         hits = ctx.retriever("gnn_ret").retrieve(QUERY, 3)
         assert {REGION[h.doc_id] for h in hits} == {"nd"}
         assert ctx.allows("d5") and not ctx.allows("d1")
+
+
+@pytest.fixture(scope="module")
+def docs_index(tmp_path_factory):
+    from tests.docs_fixture import write_docs
+
+    root = tmp_path_factory.mktemp("docs")
+    docs = write_docs(root / "docs")
+    settings = HASHING.model_copy(update={"chunk_tokens": 40})
+    build_index(load_documents(docs), root / "idx", settings, show_progress=False)
+    return root / "idx"
+
+
+def retrieve_json(index, capsys, *options) -> list[dict]:
+    argv = ["retrieve", "signal receiver", "--index", str(index), "--method", "bm25", "--json"]
+    assert main([*argv, "-k", "10", *options]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_cli_section_filter_matches_a_heading_at_any_level(docs_index, capsys):
+    with Index.open(docs_index) as idx:
+        under = {c.id for c in idx.chunks.values() if "Signals" in c.section.split(" > ")}
+        assert {idx.chunks[c].section for c in under} == {
+            "Signals",
+            "Signals > Sending Signals",
+            "Signals > Receiving Signals",
+        }
+    hits = retrieve_json(docs_index, capsys, "--where", "section~=signals")
+    assert {h["id"] for h in hits} <= under and hits
+    assert {h["id"] for h in retrieve_json(docs_index, capsys, "--where", "section~Signals")} == {
+        h["id"] for h in hits
+    }
+    contains = retrieve_json(docs_index, capsys, "--where", "section*=signals")
+    assert any(h["doc_id"] == "deploying/index.md" for h in contains)  # "Signals in production"
+    prefix = retrieve_json(docs_index, capsys, "--where", "doc_id^=deploying/")
+    assert {h["doc_id"] for h in prefix} == {"deploying/index.md"}
+    not_api = retrieve_json(docs_index, capsys, "--where", "doc_id!=api.rst")
+    assert {h["doc_id"] for h in not_api} == {"deploying/index.md"}
+    one_of = retrieve_json(docs_index, capsys, "--where", "title in Deploying|Nothing")
+    assert {h["doc_id"] for h in one_of} == {"deploying/index.md"}
+    listed = retrieve_json(docs_index, capsys, "--where", "tags~=ops")
+    assert {h["doc_id"] for h in listed} == {"deploying/index.md"}
+
+
+@pytest.mark.parametrize(
+    "bad", ["section", "=x", "section~=a", "doc_id in |", "tags!=a --where tags!=b"]
+)
+def test_cli_malformed_filters_show_the_syntax(docs_index, capsys, bad):
+    argv = ["retrieve", "x", "--index", str(docs_index), "--method", "bm25"]
+    options = [part for opt in bad.split(" --where ") for part in ("--where", opt)]
+    if bad == "section~=a":  # well formed: it matches nothing and says so
+        assert main([*argv, *options]) == 0
+        assert "no passages matched" in capsys.readouterr().out
+        return
+    assert main([*argv, *options]) == 2
+    err = capsys.readouterr().err
+    assert ("key=value" in err and "$has" in err) or "a second '!=' test on 'tags'" in err
+
+
+@pytest.mark.parametrize(
+    "where",
+    [
+        {"section": {"$regex": "x"}},
+        {"section": {"$in": []}},
+        {"section": {}},
+        {"section": ["a"]},
+        {"title": {"$eq": {"a": 1}}},
+    ],
+)
+def test_json_malformed_filters_name_the_problem(docs_index, where):
+    with Index.open(docs_index) as idx:
+        with pytest.raises(InputError, match="malformed filter") as err:
+            make_retriever("bm25", idx).retrieve("signal", 3, where)
+        assert "$prefix" in err.value.hint
+
+
+def test_json_operators_on_the_retriever_and_agent_context(docs_index):
+    from langchain_core.language_models.fake_chat_models import FakeListChatModel
+
+    from hopgraph.agents.context import AgentContext
+
+    with Index.open(docs_index) as idx:
+        bm25 = make_retriever("bm25", idx)
+        where = {"section": {"$has": "Receiving Signals"}, "doc_id": {"$in": ["api.rst"]}}
+        [hit] = bm25.retrieve("signal receiver", 5, where)
+        assert idx.chunks[hit.id].section == "Signals > Receiving Signals"
+        ctx = AgentContext(
+            index=idx, chat=FakeListChatModel(responses=["x"]), where={"tags": {"$has": "ops"}}
+        )
+        hits = ctx.retriever("hybrid").retrieve("signal receiver", 3)
+        assert hits and {h.doc_id for h in hits} == {"deploying/index.md"}
