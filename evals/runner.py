@@ -13,7 +13,7 @@ from tqdm.auto import tqdm
 from hopgraph.core.errors import InputError
 from hopgraph.core.settings import IndexSettings, cache_dir
 from hopgraph.graph_store import Index, build_index, load_documents
-from hopgraph.graph_store.build import build_graphs
+from hopgraph.graph_store.build import build_graphs, embed_triple_vectors
 from hopgraph.graph_store.graph_build import GraphSettings
 from hopgraph.graph_store.manifest import MANIFEST
 from hopgraph.tools import DEFAULT_PRESET, Hit, Retriever, make_retriever
@@ -67,8 +67,8 @@ def eval_index(
     Without ``index_dir`` the index is cached under ``$HOPGRAPH_CACHE`` by corpus content and
     settings, so a second eval reuses it. An existing ``index_dir`` is used as it is, checked
     against ``expect_model`` when the user named a model. ``with_graphs`` builds the graphs
-    (default settings) if the index has none, with triple embeddings only when
-    ``with_triple_vectors`` (a method searches them); graphs without them are rebuilt then.
+    (default settings) if the index has none; ``with_triple_vectors`` embeds their triples
+    when they are not there (a method searches them; build.embed_triple_vectors).
     """
     corpus = data / "corpus.jsonl"
     if index_dir is None:
@@ -78,13 +78,12 @@ def eval_index(
     if not (index_dir / MANIFEST).exists():
         build_index(load_documents(corpus), index_dir, settings, show_progress=show_progress)
     index = Index.open(index_dir, model=expect_model)
-    graph = index.manifest.graph
-    embedded = bool(graph and graph["settings"].get("embed_triples"))
-    if with_graphs and (graph is None or (with_triple_vectors and not embedded)):
+    if with_graphs and index.manifest.graph is None:
         index.close()
-        settings = GraphSettings(embed_triples=with_triple_vectors)
-        build_graphs(index_dir, settings, show_progress=show_progress)
+        build_graphs(index_dir, GraphSettings(), show_progress=show_progress)
         index = Index.open(index_dir, model=expect_model)
+    if with_triple_vectors and index.manifest.graph is not None:
+        index.adopt(embed_triple_vectors(index_dir, show_progress=show_progress))
     return index
 
 

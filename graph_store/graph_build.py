@@ -67,7 +67,10 @@ class GraphSettings(BaseModel):
         "auto",
         description="exact all-pairs, or an NN-descent kNN graph (auto: from 20,000 chunks on)",
     )
-    embed_triples: bool = Field(True, description="embed triples so they can be searched by text")
+    embed_triples: bool = Field(
+        False,
+        description="embed triples now (else at the first use of a method that searches them)",
+    )
     llm_prompts: tuple[Literal["gear", "iier", "gnn_ret"], ...] = Field(
         ("gear", "iier"),
         min_length=1,

@@ -205,11 +205,21 @@ class Index:
             return np.zeros((0, dims), dtype=np.float32)
         return np.stack([found[t.id] for t in triples]).astype(np.float32)
 
+    def adopt(self, manifest: Manifest) -> None:
+        """Take a newer generation that only added triple vectors (build.embed_triple_vectors)."""
+        if manifest.files != self.manifest.files or manifest.counts != self.manifest.counts:
+            raise IndexStateError(
+                f"{self.directory} changed while it was open",
+                "open it again to read the newest generation",
+            )
+        self.manifest, self.generation = manifest, manifest.generation
+        self.__dict__.pop("triple_matrix", None)
+
     def _require_triple_vectors(self) -> None:
         if not (self.manifest.graph or {}).get("settings", {}).get("embed_triples"):
             raise IndexStateError(
-                f"{self.directory} has no triple embeddings",
-                f"build the graphs with them: `hopgraph graph build --index {self.directory}`",
+                f"{self.directory} has no triple vectors",
+                f"add them: `hopgraph graph triples --index {self.directory}`",
             )
 
     def similarities(self, vector: np.ndarray) -> np.ndarray:

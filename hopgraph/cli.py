@@ -456,9 +456,10 @@ def _graph_options(parser: argparse.ArgumentParser) -> None:
         "(keywords), gnn_ret (entity links); default gear,iier",
     )
     parser.add_argument(
-        "--no-triple-embeddings",
+        "--triples",
         action="store_true",
-        help="skip embedding triples (they cannot then be searched by text)",
+        help="embed the triples now (only the GEAR methods search them; without this, the first "
+        "of them to run embeds them once, and later writes keep them current)",
     )
 
 
@@ -478,13 +479,23 @@ def _graph_parser(sub: argparse._SubParsersAction) -> None:
         help="extract and build both graphs (atomic)",
         description="Extract entities, keywords and triples from every chunk "
         "(offline by default; --extractor llm uses the configured LLM and a "
-        "disk cache), build both graphs and embed the triples.",
+        "disk cache) and build both graphs; --triples embeds the triples too.",
     )
     _index_option(b)
     _graph_options(b)
     _device_options(b)
     _quiet_option(b)
     b.set_defaults(func=graph_commands.build)
+    t = actions.add_parser(
+        "triples",
+        help="embed the knowledge graph's triples (for the GEAR methods) as one write",
+        description="Embed the triples of the index's knowledge graph, so that the GEAR "
+        "methods (sync_ge, gear) can search them; the first of them to run does this by "
+        "itself. Later writes keep them current. Nothing to do when they are there.",
+    )
+    _index_option(t)
+    _quiet_option(t)
+    t.set_defaults(func=graph_commands.triples)
     s = actions.add_parser("stats", help="counts by node and edge type, degree distributions")
     _index_option(s)
     s.add_argument("--json", action="store_true", help="print JSON")

@@ -14,8 +14,9 @@ from pydantic import ValidationError
 from hopgraph.commands import index_dir, settings_from
 from hopgraph.core.errors import InputError
 from hopgraph.graph_store import Index
-from hopgraph.graph_store.build import build_graphs
+from hopgraph.graph_store.build import build_graphs, embed_triple_vectors
 from hopgraph.graph_store.graph_build import GraphSettings, sparse_reason
+from hopgraph.graph_store.manifest import read_manifest
 from hopgraph.graph_store.passage_graph import EDGE_TYPES
 
 
@@ -28,7 +29,7 @@ def graph_settings(args: argparse.Namespace) -> GraphSettings:
         "semantic_k": args.semantic_k,
         "semantic_min_sim": args.semantic_min_sim,
         "semantic_search": args.semantic_search,
-        "embed_triples": False if args.no_triple_embeddings else None,
+        "embed_triples": True if args.triples else None,
         "llm_prompts": _prompt_list(args.llm_prompts),
     }
     try:
@@ -56,6 +57,21 @@ def build(args: argparse.Namespace) -> None:
     )
     if reason := sparse_reason(counts):
         print(f"warning: {reason}", file=sys.stderr)
+
+
+def triples(args: argparse.Namespace) -> None:
+    """Embed the knowledge graph's triples (one write; nothing when they are there)."""
+    before = read_manifest(index_dir(args)).graph
+    manifest = embed_triple_vectors(index_dir(args), show_progress=not args.quiet)
+    assert manifest.graph is not None
+    if before is not None and before["settings"].get("embed_triples"):
+        print(f"{index_dir(args)}: the triples are embedded already")
+        return
+    seconds = manifest.graph["timings"]["triple_embed_seconds"]
+    print(
+        f"embedded {manifest.graph['triples_embedded']} triples of {index_dir(args)} in "
+        f"{seconds:.1f}s (generation {manifest.generation})"
+    )
 
 
 def _distribution(values: np.ndarray) -> dict[str, float]:

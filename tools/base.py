@@ -27,8 +27,8 @@ class Retriever(ABC):
     needs_weights: ClassVar[bool] = False
     """Whether the method needs trained weights (`hopgraph train`) to run at all."""
     needs_triple_vectors: ClassVar[bool] = False
-    """Whether the method searches the knowledge graph's triples by embedding (built with the
-    graphs unless ``embed_triples`` is off: the demo and eval build them only when needed)."""
+    """Whether the method searches the knowledge graph's triples by embedding: the registry
+    embeds them at the method's first use when ``graph build`` left them out (the default)."""
     needs_base: ClassVar[bool] = False
     """Whether the method reranks or expands another retriever's results: its constructor then
     takes ``bases`` (:data:`Bases`), which the registry gives it."""

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from typing import Literal, get_args
 
 from hopgraph.core.errors import UnknownMethodError
 from hopgraph.graph_store import Index
+from hopgraph.graph_store.build import embed_triple_vectors
 from hopgraph.graph_store.filters import Where
 
 from .base import Retriever
@@ -66,11 +68,28 @@ def make_retriever(
             f"unknown method {name!r}", f"choose one of: {', '.join(RETRIEVERS)}"
         ) from None
     chosen = {**cls.presets.get(check_preset(preset), {}), **options}
+    if cls.needs_triple_vectors:
+        ensure_triple_vectors(index)
     if cls.needs_base:
         chosen["bases"] = lambda base: make_retriever(base, index, where=where)
     retriever = cls(index, **chosen)
     retriever.where = dict(where) if where else None
     return retriever
+
+
+def ensure_triple_vectors(index: Index) -> None:
+    """Embed the index's triples at their first use (one new generation) and adopt it."""
+    graph = index.manifest.graph
+    if graph is None or graph["settings"].get("embed_triples"):
+        return  # without graphs, the method names what to build when it opens them
+    count = graph.get("counts", {}).get("triples", "the")
+    print(
+        f"embedding {count} triples of {index.directory} (first use by a method that searches "
+        "them; kept and updated by later writes)",
+        file=sys.stderr,
+        flush=True,
+    )
+    index.adopt(embed_triple_vectors(index.directory, show_progress=sys.stderr.isatty()))
 
 
 def parse_methods(text: str, choices: Sequence[str] | None = None) -> list[str]:

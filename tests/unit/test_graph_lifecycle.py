@@ -20,7 +20,7 @@ from hopgraph.graph_store.vdb_chroma import ChromaVectorStore
 from tests.conftest import DOCS
 
 ALL = [Document(d["id"], d["title"], d["text"]) for d in DOCS]
-SETTINGS = GraphSettings(semantic_min_sim=0.1)
+SETTINGS = GraphSettings(semantic_min_sim=0.1, embed_triples=True)
 
 
 def make(path, docs):
@@ -74,7 +74,7 @@ def test_failed_graph_build_leaves_the_index_intact(tmp_path, monkeypatch):
 
     monkeypatch.setattr(graph_build, "build_knowledge_graph", boom)
     with pytest.raises(RuntimeError):
-        build_graphs(tmp_path / "idx", GraphSettings(semantic_k=2), show_progress=False)
+        build_graphs(tmp_path / "idx", GraphSettings(semantic_k=2, embed_triples=True), False)
     with pytest.raises(RuntimeError):  # add/delete update the graphs in the same write
         delete_documents(tmp_path / "idx", ["d2"])
     assert sorted(os.listdir(tmp_path / "idx")) == listing

@@ -1,6 +1,9 @@
 """Triple embeddings are built only for the methods that search triples (GEAR's)."""
 
+import pytest
+
 from hopgraph.agents.registry import needs_triple_vectors
+from hopgraph.core.errors import IndexStateError
 from hopgraph.core.settings import IndexSettings
 from hopgraph.evals.runner import eval_index
 from tests.conftest import DOCS, write_jsonl
@@ -25,3 +28,33 @@ def test_eval_builds_triple_vectors_when_a_method_first_needs_them(tmp_path):
     with eval_index(tmp_path / "data", settings, where, False, None, True, True) as idx:
         assert idx.manifest.graph["settings"]["embed_triples"] is True
         assert len(idx.triple_matrix) == len(idx.knowledge_graph.triples) > 0
+
+
+def test_graph_build_leaves_triples_out_until_a_gear_method_first_runs(tmp_path, capsys):
+    from hopgraph.cli import main
+    from hopgraph.graph_store import Document, Index, add_documents, build_graphs, build_index
+    from hopgraph.graph_store.atomic import write_lock
+    from hopgraph.graph_store.graph_build import GraphSettings
+    from hopgraph.tools import make_retriever
+
+    path = tmp_path / "idx"
+    docs = [Document(d["id"], d["title"], d["text"]) for d in DOCS]
+    build_index(docs[:5], path, IndexSettings(model="hashing"), show_progress=False)
+    info = build_graphs(path, GraphSettings(), show_progress=False)
+    assert info["settings"]["embed_triples"] is False and info["triples_embedded"] == 0
+    with Index.open(path) as idx:
+        with write_lock(path):  # another write holds the index: the reader says what to run
+            with pytest.raises(IndexStateError, match="no triple vectors yet") as err:
+                make_retriever("naive_ge", idx)
+            assert "hopgraph graph triples" in err.value.hint
+        generation = idx.generation
+        hits = make_retriever("naive_ge", idx).retrieve("Where was Larry Alcala educated?", 3)
+        assert hits and idx.generation == generation + 1  # embedded once, as a write
+        assert len(idx.triple_matrix) == len(idx.knowledge_graph.triples) > 0
+    assert "embedding" in capsys.readouterr().err
+    add_documents(path, docs[5:], show_progress=False)  # a write keeps them current
+    with Index.open(path) as idx:
+        assert idx.manifest.graph["settings"]["embed_triples"] is True
+        assert len(idx.triple_matrix) == len(idx.knowledge_graph.triples)
+    assert main(["graph", "triples", "--index", str(path), "--quiet"]) == 0
+    assert "embedded already" in capsys.readouterr().out
