@@ -1,4 +1,9 @@
-"""Benchmark questions in the shared format: ``{id, question, answers, gold_ids, hops, type?}``."""
+"""Benchmark questions in the shared format: ``{id, question, answers, gold_ids, hops, type?}``.
+
+A documentation set (evals/docsets) holds a ``docs/`` folder instead of ``corpus.jsonl``, and
+its questions name ``gold_sections``: ``[[doc id, section path], ...]``; they are scored by
+section (a hit counts for the section of its chunk), not by document.
+"""
 
 from __future__ import annotations
 
@@ -21,6 +26,31 @@ class Question:
     type: str | None = None
     decomposition: tuple[tuple[str, str], ...] = ()
     """Gold (sub-question, answer) steps, where the dataset has them (MuSiQue)."""
+    gold_sections: tuple[str, ...] = ()
+    """Gold sections as :func:`section_key` gives them (documentation sets); empty otherwise."""
+
+    @property
+    def gold_units(self) -> tuple[str, ...]:
+        """Return what a ranking is scored against: the gold sections, else the documents."""
+        return self.gold_sections or self.gold_ids
+
+
+def section_key(doc_id: str, section: str) -> str:
+    """Return the unit a documentation question is scored by: a document's section."""
+    return f"{doc_id}#{section}"
+
+
+def corpus_of(data: Path) -> Path:
+    """Return a dataset folder's corpus: ``corpus.jsonl``, or a documentation folder ``docs/``."""
+    jsonl, docs = data / "corpus.jsonl", data / "docs"
+    if jsonl.is_file():
+        return jsonl
+    if docs.is_dir():
+        return docs
+    raise InputError(
+        f"{data}: no corpus.jsonl and no docs/ folder",
+        "a dataset folder holds corpus.jsonl (passages) or docs/ (a documentation set)",
+    )
 
 
 def questions_path(data: Path, split: str) -> Path:
@@ -31,8 +61,7 @@ def questions_path(data: Path, split: str) -> Path:
     if not path.is_file():
         found = sorted(p.stem for p in data.glob("*.jsonl") if p.stem != "corpus")
         raise InputError(f"{path}: no such split", f"splits here: {', '.join(found) or 'none'}")
-    if not (data / "corpus.jsonl").is_file():
-        raise InputError(f"{data}: no corpus.jsonl", "a dataset folder holds corpus.jsonl")
+    corpus_of(data)
     return path
 
 
@@ -66,8 +95,12 @@ def _parse(line: str, where: str) -> Question:
                 (str(step["question"]), str(step["answer"]))
                 for step in raw.get("decomposition") or []
             ),
+            gold_sections=tuple(
+                section_key(str(doc), str(section))
+                for doc, section in raw.get("gold_sections") or []
+            ),
         )
-    except (json.JSONDecodeError, KeyError, TypeError) as err:
+    except (json.JSONDecodeError, KeyError, TypeError, ValueError) as err:
         raise InputError(
             f"{where}: malformed question ({err!r})", "fix or remove that line"
         ) from err

@@ -18,7 +18,7 @@ from hopgraph.graph_store.graph_build import GraphSettings
 from hopgraph.graph_store.manifest import MANIFEST
 from hopgraph.tools import DEFAULT_PRESET, Hit, Retriever, make_retriever
 
-from .datasets import Question
+from .datasets import Question, corpus_of, section_key
 from .metrics import all_at_k, percentile, recall_at_k, reciprocal_rank
 
 KS = (2, 5, 10, 15)
@@ -70,9 +70,9 @@ def eval_index(
     (default settings) if the index has none; ``with_triple_vectors`` embeds their triples
     when they are not there (a method searches them; build.embed_triple_vectors).
     """
-    corpus = data / "corpus.jsonl"
+    corpus = corpus_of(data)
     if index_dir is None:
-        digest = hashlib.sha1(corpus.read_bytes())
+        digest = _digest(corpus)
         digest.update(f"{settings.model}|{settings.chunk_tokens}|{settings.chroma_url}".encode())
         index_dir = cache_dir() / "eval-indexes" / f"{data.name}-{digest.hexdigest()[:12]}"
     if not (index_dir / MANIFEST).exists():
@@ -87,15 +87,34 @@ def eval_index(
     return index
 
 
-def ranked_documents(retriever: Retriever, query: str, k: int) -> tuple[list[str], list[Hit]]:
+def _digest(corpus: Path) -> hashlib._Hash:
+    """Hash a corpus file, or every file of a documentation folder (names and bytes)."""
+    if corpus.is_file():
+        return hashlib.sha1(corpus.read_bytes())
+    digest = hashlib.sha1()
+    for file in sorted(p for p in corpus.rglob("*") if p.is_file()):
+        digest.update(file.relative_to(corpus).as_posix().encode())
+        digest.update(file.read_bytes())
+    return digest
+
+
+def ranked_documents(
+    retriever: Retriever, query: str, k: int, by_section: bool = False
+) -> tuple[list[str], list[Hit]]:
     """Return the first ``k`` distinct document ids (chunks collapse to their document).
 
-    Asks for exactly ``k`` first, and for more only when chunks of one document fill places.
+    ``by_section``: distinct sections (datasets.section_key) instead of documents. Asks for
+    exactly ``k`` first, and for more only when chunks of one unit fill places.
     """
+    chunks = retriever.index.chunks
+
+    def unit(hit: Hit) -> str:
+        return section_key(hit.doc_id, chunks[hit.id].section) if by_section else hit.doc_id
+
     fetch = k
     while True:
         hits = retriever.retrieve(query, fetch)
-        docs = list(dict.fromkeys(h.doc_id for h in hits))
+        docs = list(dict.fromkeys(unit(h) for h in hits))
         if len(docs) >= k or len(hits) < fetch:
             return docs[:k], hits
         fetch *= 2
@@ -109,11 +128,11 @@ def score_question(
         method=method,
         id=q.id,
         question=q.question,
-        gold_ids=list(q.gold_ids),
+        gold_ids=list(q.gold_units),
         ranked_ids=ranked,
-        recall={k: recall_at_k(ranked, q.gold_ids, k) for k in ks},
-        all={k: all_at_k(ranked, q.gold_ids, k) for k in ks},
-        rr=reciprocal_rank(ranked, q.gold_ids),
+        recall={k: recall_at_k(ranked, q.gold_units, k) for k in ks},
+        all={k: all_at_k(ranked, q.gold_units, k) for k in ks},
+        rr=reciprocal_rank(ranked, q.gold_units),
         latency_ms=seconds * 1000,
         hits=[{"id": h.id, "doc_id": h.doc_id, "score": h.score} for h in hits[: max(ks)]],
     )
@@ -133,7 +152,7 @@ def evaluate(
     rows = []
     for q in tqdm(questions, desc=f"eval {retriever.name}", unit="q", disable=not show_progress):
         started = time.perf_counter()
-        ranked, hits = ranked_documents(retriever, q.question, max(ks))
+        ranked, hits = ranked_documents(retriever, q.question, max(ks), bool(q.gold_sections))
         rows.append(
             score_question(retriever.name, q, ranked, hits, time.perf_counter() - started, ks)
         )
@@ -156,9 +175,9 @@ def aggregate(method: str, rows: Sequence[QuestionResult], ks: Sequence[int]) ->
 
 
 def check_gold_coverage(index: Index, questions: Sequence[Question]) -> int:
-    """Return how many gold ids are missing from the index; all missing is an error."""
-    docs = index.doc_ids
-    gold = {g for q in questions for g in q.gold_ids}
+    """Return how many gold ids (or sections) are missing from the index; all is an error."""
+    docs = index.doc_ids | {section_key(c.doc_id, c.section) for c in index.chunks.values()}
+    gold = {g for q in questions for g in q.gold_units}
     missing = len(gold - docs)
     if missing == len(gold):
         raise InputError(

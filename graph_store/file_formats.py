@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .markdown import parse_blocks, split_front_matter
+from .markdown import outside_code, parse_blocks, split_front_matter
 
 Scalar = str | int | float | bool
 """What a metadata value may be: what Chroma stores and ``--where key=value`` compares."""
@@ -93,10 +93,26 @@ def read_plain(path: Path, text: str) -> Parsed:
     return Parsed(_title_from_stem(path), body)
 
 
+_MYST_TARGET = re.compile(r"^ {0,3}\([^()\s]+\)=[ \t]*$")
+"""A MyST label line, ``(label)=``: a link target (Sphinx's Markdown), no text of its own."""
+_MYST_ROLE = re.compile(r"\{[\w][\w:.+-]*\}(?=`)")
+"""A MyST role's name, ``{func}`` in ``{func}`name```: the page shows the code span alone."""
+
+
+def _myst_to_markdown(line: str) -> str | None:
+    """Return a line without MyST's markup: None for a label line, roles without their names."""
+    return None if _MYST_TARGET.match(line) else _MYST_ROLE.sub("", line)
+
+
 def read_markdown(path: Path, text: str) -> Parsed:
-    """Markdown: YAML front matter → metadata (``title`` → the title), then as plain text."""
+    """Markdown: YAML front matter → metadata (``title`` → the title), then as plain text.
+
+    MyST label lines (``(label)=``) are dropped (they mark a heading as a link target), and
+    outside code blocks a role's name before its code span (``{func}`name``` reads ```name```).
+    """
     metadata: dict[str, Scalar] = {}
     block, text = split_front_matter(text)
+    text = outside_code(text, _myst_to_markdown)
     if block is not None:
         metadata = front_matter(block, path)
     title = metadata.pop("title", None)

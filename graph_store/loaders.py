@@ -25,6 +25,8 @@ from .documents import Document
 from .file_formats import DOCUMENT_SUFFIXES, SkipFile, check_fields, read_file, scalar
 
 JSONL_SUFFIXES = (".jsonl", ".ndjson", ".json")
+NOT_A_DOCUMENT = "not a supported kind"
+"""Why a file of another kind (an image, an archive) is skipped."""
 SHOWN_SKIPS = 20
 """Skipped files named one per line in a summary; the rest are counted."""
 
@@ -161,7 +163,7 @@ def _load_folder(
     docs: list[Document] = []
     for file, name in _files(folder, include, exclude):
         if file.suffix.lower() not in (*DOCUMENT_SUFFIXES, *JSONL_SUFFIXES):
-            report.skipped.append((name, f"not a supported kind ({file.suffix or 'no suffix'})"))
+            report.skipped.append((name, f"{NOT_A_DOCUMENT} ({file.suffix or 'no suffix'})"))
             continue
         try:
             docs += _load_file(file, name, report, strict)

@@ -8,6 +8,7 @@ byte for byte the file's); a heading also carries its plain text (inline markup 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from typing import Literal
@@ -73,6 +74,17 @@ def parse_blocks(text: str) -> list[Block]:
         elif token.type != "front_matter" and source.strip():
             out.append(Block("lines", source))
     return out
+
+
+def outside_code(text: str, change: Callable[[str], str | None]) -> str:
+    """Return ``text`` with ``change`` applied to each line outside code blocks (None: drop it)."""
+    text, lines = _lines(text)
+    code: set[int] = set()
+    for token in _parser().parse(text):
+        if token.type in ("fence", "code_block") and token.map:
+            code.update(range(*token.map))
+    changed = (line if i in code else change(line) for i, line in enumerate(lines))
+    return "\n".join(line for line in changed if line is not None)
 
 
 def _is_pipe_rows(source: str) -> bool:

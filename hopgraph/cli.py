@@ -243,6 +243,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--prune", action="store_true", help="delete indexed documents whose files are gone"
     )
+    p.add_argument(
+        "--watch",
+        action="store_true",
+        help="after syncing, watch SOURCE (a folder) and sync again after every batch of "
+        "changes, one line per batch, until Ctrl-C (which waits for a write under way)",
+    )
+    p.add_argument(
+        "--debounce",
+        type=_positive,
+        default=1600,
+        metavar="MS",
+        help="with --watch: changes within MS milliseconds of each other are one batch "
+        "(default 1600)",
+    )
     p.set_defaults(func=commands.sync)
 
     p = sub.add_parser(

@@ -23,9 +23,9 @@ from hopgraph.graph_store import (
     load_corpus,
     sync_documents,
 )
-from hopgraph.graph_store.build import WriteReport
+from hopgraph.graph_store.build import SyncReport, WriteReport
 from hopgraph.graph_store.filters import WhereValue, parse_cli
-from hopgraph.graph_store.loaders import quote_ids
+from hopgraph.graph_store.loaders import NOT_A_DOCUMENT, quote_ids
 from hopgraph.tools import RETRIEVERS, make_retriever, parse_methods
 from hopgraph.tools.expand import EXPAND_HELP, Expansion, expand_hits
 
@@ -66,10 +66,20 @@ def _report(action: str, report: WriteReport) -> None:
     )
 
 
-def load(args: argparse.Namespace) -> Loaded:
-    """Load SOURCE with the command's --include / --exclude / --strict; print the summary."""
+def load(args: argparse.Namespace, verbose: bool = True) -> Loaded:
+    """Load SOURCE with the command's --include / --exclude / --strict; print the summary.
+
+    Not ``verbose`` (each batch of a watched folder): only the documents that could not be read
+    and the warnings, not the summary nor the files of other kinds.
+    """
     loaded = load_corpus(args.source, args.include or (), args.exclude or (), args.strict)
-    lines = loaded.report.summary()
+    report = loaded.report
+    if not verbose:
+        for name, why in [*report.skipped, *report.warnings]:
+            if not why.startswith(NOT_A_DOCUMENT):
+                print(f"warning: {name}: {why}", file=sys.stderr)
+        return loaded
+    lines = report.summary()
     print(lines[0])
     for line in lines[1:]:
         print(f"warning: {line.strip()}", file=sys.stderr)
@@ -93,7 +103,17 @@ def add(args: argparse.Namespace) -> None:
 
 def sync(args: argparse.Namespace) -> None:
     """Make an index match a folder (or file): add new, replace changed, prune removed."""
-    loaded = load(args)
+    if args.watch:
+        from .watch_command import watch
+
+        watch(args, sync_once, index_dir(args))
+    else:
+        sync_once(args, True)
+
+
+def sync_once(args: argparse.Namespace, verbose: bool = True) -> SyncReport:
+    """Sync once and return the report; ``verbose``: print its summary and the ids touched."""
+    loaded = load(args, verbose)
     root = Path(args.source)
     unread = frozenset(
         str((root / name).resolve() if root.is_dir() else root.resolve())
@@ -105,8 +125,10 @@ def sync(args: argparse.Namespace) -> None:
         scope=root,
         prune=args.prune,
         keep_sources=unread,
-        show_progress=not args.quiet,
+        show_progress=not args.quiet and verbose,
     )
+    if not verbose:
+        return report
     print(
         f"synced {report.directory}: {len(report.added)} added, {len(report.changed)} changed, "
         f"{len(report.removed)} removed, {report.unchanged} unchanged; {report.documents} "
@@ -124,6 +146,7 @@ def sync(args: argparse.Namespace) -> None:
             f"({quote_ids(report.missing)}); kept: --prune deletes them",
             file=sys.stderr,
         )
+    return report
 
 
 def docs(args: argparse.Namespace) -> None:

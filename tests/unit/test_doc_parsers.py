@@ -215,3 +215,15 @@ def test_markdown_sections_are_plain_text_and_code_stays(tmp_path: Path):
     }
     assert chunks[-1].section == "Using async and await > Deeper link"
     assert any("```python\n# a comment, not a heading\nx = 1\n```" in c.text for c in chunks)
+
+
+def test_myst_labels_and_role_names_are_dropped_outside_code(tmp_path: Path):
+    (tmp_path / "p.md").write_text(
+        "(label)=\n# Page\n\nThe {mod}`contextvars` module.\n\n"
+        "```md\nWrite {func}`x` like this.\n(kept)=\n```\n"
+    )
+    [doc] = load_corpus(tmp_path / "p.md").documents
+    assert doc.title == "Page"
+    assert (
+        doc.text == "The `contextvars` module.\n\n```md\nWrite {func}`x` like this.\n(kept)=\n```"
+    )
