@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -12,7 +13,7 @@ from tqdm.auto import tqdm
 
 from hopgraph.core.errors import InputError
 from hopgraph.core.settings import IndexSettings, cache_dir
-from hopgraph.graph_store import Index, build_index, load_documents
+from hopgraph.graph_store import Document, Index, build_index, load_corpus, load_documents
 from hopgraph.graph_store.build import build_graphs, embed_triple_vectors
 from hopgraph.graph_store.graph_build import GraphSettings
 from hopgraph.graph_store.manifest import MANIFEST
@@ -76,7 +77,7 @@ def eval_index(
         digest.update(f"{settings.model}|{settings.chunk_tokens}|{settings.chroma_url}".encode())
         index_dir = cache_dir() / "eval-indexes" / f"{data.name}-{digest.hexdigest()[:12]}"
     if not (index_dir / MANIFEST).exists():
-        build_index(load_documents(corpus), index_dir, settings, show_progress=show_progress)
+        build_index(_documents(corpus), index_dir, settings, show_progress=show_progress)
     index = Index.open(index_dir, model=expect_model)
     if with_graphs and index.manifest.graph is None:
         index.close()
@@ -85,6 +86,20 @@ def eval_index(
     if with_triple_vectors and index.manifest.graph is not None:
         index.adopt(embed_triple_vectors(index_dir, show_progress=show_progress))
     return index
+
+
+def _documents(corpus: Path) -> list[Document]:
+    """Load a corpus file strictly, or a documentation folder as `hopgraph index` does.
+
+    A documentation folder's files that hold no text (a page of directives only) are skipped
+    and, like its missing includes, named on stderr.
+    """
+    if corpus.is_file():
+        return load_documents(corpus)
+    loaded = load_corpus(corpus)
+    for line in loaded.report.summary()[1:]:
+        print(f"warning: {line.strip()}", file=sys.stderr)
+    return loaded.documents
 
 
 def _digest(corpus: Path) -> hashlib._Hash:

@@ -262,7 +262,9 @@ def _register_builtin() -> None:
     directives.register_directive("include", Include)
     for name in DESCRIPTIONS:
         directives.register_directive(name, Description)
-    for name in ("pep", "rfc"):  # Sphinx's take a title: :pep:`Docstrings <257#what>`
+    # Sphinx's take a title: :pep:`Docstrings <257#what>`. The default role (`x`) too: Sphinx
+    # projects set it to a cross-reference role, whose `Title <target>` shows the title.
+    for name in ("pep", "rfc", "title-reference"):
         roles.register_local_role(name, sphinx_role)
 
 
@@ -271,7 +273,11 @@ _ROLE_NAME = re.compile(r"(?<![\w`]):([\w][\w:.+-]*):`")
 
 
 def register_unknown(text: str) -> None:
-    """Register a stand-in for every role and directive ``text`` names that docutils lacks."""
+    """Register a stand-in for every role and directive ``text`` names that docutils lacks.
+
+    Also the default role (`x`, no name), which docutils forgets after every document.
+    """
+    roles.register_local_role("", sphinx_role)
     for name in set(_DIRECTIVE_NAME.findall(text)):
         if _known_directive(name):
             continue

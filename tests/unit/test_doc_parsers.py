@@ -227,3 +227,12 @@ def test_myst_labels_and_role_names_are_dropped_outside_code(tmp_path: Path):
     assert (
         doc.text == "The `contextvars` module.\n\n```md\nWrite {func}`x` like this.\n(kept)=\n```"
     )
+
+
+def test_the_default_role_shows_a_cross_reference_title(tmp_path: Path):
+    (tmp_path / "a.rst").write_text(
+        "Page\n====\n\nRemove `SchemaOpts <marshmallow.SchemaOpts>` args\n"
+        "-------------------------------------------------\n\nSee `plain` and :pep:`8`.\n"
+    )
+    [doc] = load_corpus(tmp_path / "a.rst").documents
+    assert doc.text == "# Remove SchemaOpts args\n\nSee plain and PEP 8."
