@@ -31,7 +31,7 @@ _SETTINGS = {
     "halt_level": 5,
     "warning_stream": io.StringIO(),
     "file_insertion_enabled": True,
-    "raw_enabled": True,
+    "raw_enabled": False,  # raw output is never shown, so its :file: is never read
     "doctitle_xform": False,  # as Sphinx: the title is found below (a field list may precede it)
     "sectsubtitle_xform": False,
     "syntax_highlight": "none",

@@ -236,3 +236,16 @@ def test_the_default_role_shows_a_cross_reference_title(tmp_path: Path):
     )
     [doc] = load_corpus(tmp_path / "a.rst").documents
     assert doc.text == "# Remove SchemaOpts args\n\nSee plain and PEP 8."
+
+
+def test_index_strict_with_a_missing_include_writes_nothing(rst_folder: Path, capsys):
+    from hopgraph.cli import main
+
+    index = rst_folder.parent / "strict-idx"
+    argv = ["index", str(rst_folder), "--index", str(index), "--model", "hashing", "--strict"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "missing.rst" in err and "drop --strict" in err
+    assert not index.exists()
+    assert main(argv[:-1]) == 0  # without --strict: indexed, the include named as a warning
+    assert "missing.rst" in capsys.readouterr().err
