@@ -56,7 +56,7 @@ def test_graphs_on_a_server_are_built_atomically(tmp_path, chroma_server, sample
     url, _ = chroma_server
     path = tmp_path / "served"
     build_index(sample_docs[:40], path, IndexSettings(chroma_url=url), show_progress=False)
-    build_graphs(path, GraphSettings(), show_progress=False)
+    build_graphs(path, GraphSettings(embed_triples=True), show_progress=False)
     with Index.open(path) as idx:
         assert idx.search_triples("Who played Susan Walker?", 2)
         triples = len(idx.knowledge_graph.triples)
@@ -73,7 +73,7 @@ def test_graphs_on_a_server_are_built_atomically(tmp_path, chroma_server, sample
     graph_build.build_knowledge_graph = boom
     try:
         with pytest.raises(RuntimeError):
-            build_graphs(path, GraphSettings(semantic_k=2), show_progress=False)
+            build_graphs(path, GraphSettings(semantic_k=2, embed_triples=True), False)
     finally:
         graph_build.build_knowledge_graph = original
     assert {c.name for c in client.list_collections()} == names  # live collections untouched
