@@ -25,7 +25,7 @@ from hopgraph.core.settings import CONFIG_FILE, IndexSettings
 from .atomic import paused_gc, write_lock
 from .chunking import chunk_document
 from .doc_table import DOCUMENTS_FILE, DocumentRecord, DocumentTable, records_of
-from .documents import Chunk, Document
+from .documents import Chunk, Document, row_id
 from .embedding import Embedder, embed_with_progress, load_embedder
 from .forked import Forked
 from .generations import (
@@ -293,9 +293,9 @@ def sync_documents(
     embeds nothing. Documents whose source lies in ``scope`` (the folder or file ``docs`` came
     from) and that are not in ``docs`` are missing: deleted when ``prune``, else kept and
     reported; those from ``keep_sources`` (files that exist but could not be read this time)
-    are neither. Removals and replacements are committed first, then
-    the additions: a chunk id stays one row in Chroma, so a changed document is deleted and added
-    again in two generations; if the sync is stopped between them, the next sync adds it back.
+    are neither. The whole change is one generation: a changed document's chunks that keep
+    their ids get new Chroma rows (the old ones stay for the previous generation's readers until
+    the commit purges them), the others are removed, the new ones added.
     """
     directory = Path(directory)
     check_unique_ids(docs, "documents to sync")
@@ -318,11 +318,6 @@ def sync_documents(
         )
         gone = missing if prune else []
         drop = {*(d.id for d in changed), *gone}
-        if drop and drop == records.keys() and (new or changed):
-            raise InputError(
-                "this sync would replace every document of the index",
-                f"rebuild it instead: `hopgraph index SOURCE --index {directory} --force`",
-            )
         kept = [c for c in existing if c.doc_id not in drop]
         added = [*new, *changed]
         # Embed first: a failure there (the model, a bad document) leaves the index untouched.
@@ -330,14 +325,10 @@ def sync_documents(
         if added:
             new_chunks, embeddings, embed_seconds = _embed_new(old, kept, added, show_progress)
         chunks = existing
-        if drop:
-            chunks, _ = _delete(directory, old, existing, documents, drop)
-            old = read_manifest(directory)
-        if added:
-            current = documents.without(drop)  # what _delete kept
-            chunks = _add(
-                directory, old, chunks, current, added, new_chunks, embeddings, show_progress
-            )
+        if drop or added:
+            chunks = sorted(kept + new_chunks, key=lambda c: c.id)
+            change = (drop, added, new_chunks, embeddings)
+            _replace(directory, old, existing, chunks, documents, change, show_progress)
     return SyncReport(
         directory,
         added=[d.id for d in new],
@@ -349,6 +340,43 @@ def sync_documents(
         chunks=len(chunks),
         seconds=time.perf_counter() - started,
         embed_seconds=embed_seconds,
+    )
+
+
+def _replace(
+    directory: Path,
+    old: Manifest,
+    existing: list[Chunk],
+    chunks: list[Chunk],
+    documents: DocumentTable,
+    change: tuple[set[str], Sequence[Document], list[Chunk], np.ndarray],
+    show_progress: bool,
+) -> None:
+    """Commit a sync as one generation.
+
+    ``change``: the documents to drop, the documents to add, their chunks and their vectors.
+    A changed document's chunk that keeps its id gets a new row (_commit_change's
+    ``replaced``); the rest of the dropped chunks are purged after the commit.
+    """
+    drop, added, new_chunks, embeddings = change
+    if not chunks:
+        raise InputError(
+            "this sync would leave the index empty", "remove the index directory instead"
+        )
+    new_ids = {c.id for c in new_chunks}
+    dropped = [c.id for c in existing if c.doc_id in drop]
+    records = records_of(added, new_chunks, now())
+    _commit_change(
+        directory,
+        old,
+        existing,
+        chunks,
+        documents.without(drop).with_records(records),
+        show_progress,
+        new_chunks,
+        embeddings,
+        removed=[i for i in dropped if i not in new_ids],
+        replaced=[i for i in dropped if i in new_ids],
     )
 
 
@@ -453,17 +481,23 @@ def _commit_change(
     added: Sequence[Chunk] = (),
     embeddings: np.ndarray | None = None,
     removed: Sequence[str] = (),
+    replaced: Sequence[str] = (),
 ) -> Manifest:
     """Commit a change of passages as the next generation: rows, tables and graphs.
 
     Added rows go into the live collection tagged with the new generation; removed ones are
-    listed for purging after the commit. The graphs, when the index has them, are brought up
-    to date from the previous generation's.
+    listed for purging after the commit. ``replaced``: added chunks whose ids ``before`` had
+    (a changed document's): their new rows get new ids (Manifest.rows), so that the previous
+    generation's readers, and a rollback, keep the old rows, purged after the commit. The
+    graphs, when the index has them, are brought up to date from the previous generation's.
     """
     with Generation(directory, old) as gen:
         manifest = _successor(old, after)
         tables = _write_tables(gen, manifest, after, documents, added, embeddings, (old, before))
-        manifest.purge = {"passages": list(removed)}
+        gone = {*removed, *replaced}
+        manifest.rows = {c: r for c, r in old.rows.items() if c not in gone}
+        manifest.rows.update({c: row_id(c, gen.number) for c in replaced})
+        manifest.purge = {"passages": [old.row_of(c) for c in (*removed, *replaced)]}
         with tables:
             # after the tables' child is forked: Chroma holds the GIL for seconds at a million
             # rows, and the child writes meanwhile
@@ -472,13 +506,22 @@ def _commit_change(
                 store = ChromaVectorStore(passages_location(directory, old))
                 try:
                     fields = _fields(documents.records(c.doc_id for c in added), added)
-                    store.upsert(added, embeddings, gen.number, fields)
+                    store.upsert(added, embeddings, gen.number, fields, manifest.rows)
                 finally:
                     store.close()
             if old.graph:
                 settings = GraphSettings.model_validate(old.graph["settings"])
                 write_graphs(
-                    gen, directory, old, manifest, before, after, settings, show_progress, False
+                    gen,
+                    directory,
+                    old,
+                    manifest,
+                    before,
+                    after,
+                    settings,
+                    show_progress,
+                    False,
+                    frozenset(replaced),
                 )
             manifest.segments, manifest.vectors = tables.result()
         gen.commit(manifest)

@@ -17,7 +17,7 @@ from typing import Any
 from hopgraph.core.errors import HopgraphError
 
 from .doc_table import read_documents
-from .documents import Chunk
+from .documents import Chunk, chunk_of_row
 from .extraction.reading_table import READINGS_FILE, ReadingTable
 from .extraction.table import EXTRACTIONS_FILE, ExtractionTable
 from .generations import passages_location
@@ -139,14 +139,16 @@ def _check_stores(directory: Path, manifest: Manifest, ids: list[str], found: Fi
     location = passages_location(directory, manifest)
 
     def vector_rows() -> None:
+        wanted = [manifest.row_of(i) for i in ids]  # a replaced chunk's row has its own id
         store = ChromaVectorStore(location)
         try:
             rows: set[str] = set()
-            for start in range(0, len(ids), 5000):
-                rows.update(store.collection.get(ids=ids[start : start + 5000], include=[])["ids"])
+            for start in range(0, len(wanted), 5000):
+                batch = wanted[start : start + 5000]
+                rows.update(store.collection.get(ids=batch, include=[])["ids"])
         finally:
             store.close()
-        _all_there(ids, rows, "Chroma row")
+        _all_there(ids, {chunk_of_row(r) for r in rows}, "Chroma row")
 
     found.attempt(f"Chroma ({location.describe()})", rebuild_hint(directory), vector_rows)
 

@@ -53,6 +53,20 @@ class Chunk:
         return f"{self.title}\n{self.text}" if self.title else self.text
 
 
+ROW_SEPARATOR = "\x1f"
+"""Between a replaced chunk's id and the generation of its Chroma row (no chunk id holds it)."""
+
+
+def row_id(chunk_id: str, generation: int) -> str:
+    """Return the Chroma row id a write of ``generation`` stores a replaced chunk under."""
+    return f"{chunk_id}{ROW_SEPARATOR}g{generation}"
+
+
+def chunk_of_row(row: str) -> str:
+    """Return the chunk id a Chroma row id stands for."""
+    return row.partition(ROW_SEPARATOR)[0]
+
+
 def chunk_id(doc_id: str, position: int, n_chunks: int) -> str:
     """Return the stable id of a chunk: the document id itself when the document is one chunk."""
     return doc_id if n_chunks == 1 else f"{doc_id}#{position}"

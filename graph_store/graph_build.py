@@ -117,11 +117,13 @@ def write_graphs(
     settings: GraphSettings,
     show_progress: bool,
     fresh: bool,
+    replaced: frozenset[str] = frozenset(),
 ) -> None:
     """Write both graphs of ``chunks`` (``manifest``'s) into ``gen``'s folder; sync the triples.
 
     ``before`` is the previous generation's chunk list; its graphs are updated unless ``fresh``
-    or they were built with other settings. Sets ``manifest.graph``, its graph file and the
+    or they were built with other settings. ``replaced``: ids in both lists whose text
+    changed (read again, searched again). Sets ``manifest.graph``, its graph file and the
     triples to purge.
     """
     started = time.perf_counter()
@@ -134,10 +136,10 @@ def write_graphs(
     with contextlib.ExitStack() as children:
         if old_dir is not None:  # a forked child brings the neighbour lists up to date meanwhile
             semantic = children.enter_context(
-                _semantic(directory, manifest, old_dir, chunks, settings, target)
+                _semantic(directory, manifest, old_dir, chunks, settings, target, replaced)
             )
         extractions, llm_stats = _extract(
-            settings, directory, old_dir, before, chunks, target, show_progress
+            settings, directory, old_dir, (before, replaced), chunks, target, show_progress
         )
         extracted = time.perf_counter()
         save_extractions(target, extractions)
@@ -145,7 +147,7 @@ def write_graphs(
         # and saves it while this one builds the passage graph: two cores, each busy.
         with _knowledge(chunks, extractions, target, keep=settings.embed_triples) as kg:
             if old_dir is None:  # a fresh search, here, while the knowledge graph is built
-                semantic = _semantic(directory, manifest, old_dir, chunks, settings, target)
+                semantic = _semantic(directory, manifest, None, chunks, settings, target)
             passage_graph = build_passage_graph(
                 chunks, extractions, semantic.result(), settings.passage_settings()
             )
@@ -182,21 +184,23 @@ def _extract(
     settings: GraphSettings,
     directory: Path,
     old_dir: Path | None,
-    before: Sequence[Chunk],
+    previous: tuple[Sequence[Chunk], frozenset[str]],
     chunks: Sequence[Chunk],
     target: Path,
     show_progress: bool,
 ) -> tuple[ExtractionTable, dict[str, int] | None]:
     """Extract every chunk (offline: from the previous readings; LLM: from its cache).
 
+    ``previous``: the last generation's chunks and the ids replaced since (read again).
     Returns the extractions and the LLM's request counts (``None`` offline).
     """
     if settings.extractor == "offline":
+        before, replaced = previous
         state = CorpusReadings.load(old_dir, before) if old_dir else None
         if state is None:
             state, before = CorpusReadings(), []
-        kept = {c.id for c in chunks}
-        known = {c.id for c in before}
+        kept = {c.id for c in chunks} - replaced
+        known = {c.id for c in before} - replaced
         removed = [c for c in before if c.id not in kept]
         added = [c for c in chunks if c.id not in known]
         extractions = state.update(chunks, removed, added, show_progress)
@@ -218,6 +222,7 @@ def _semantic(
     chunks: Sequence[Chunk],
     settings: GraphSettings,
     target: Path,
+    replaced: frozenset[str] = frozenset(),
 ) -> Forked[Neighbours]:
     """Find and save each chunk's nearest chunks; the result: those lists.
 
@@ -228,7 +233,7 @@ def _semantic(
 
     def work() -> Neighbours:
         vectors = read_vectors(directory, manifest, chunks)
-        found = _neighbours(old_dir, chunks, vectors, settings)
+        found = _neighbours(old_dir, chunks, vectors, settings, replaced)
         found.save(target / NEIGHBOURS_FILE)
         return found
 
@@ -236,15 +241,22 @@ def _semantic(
 
 
 def _neighbours(
-    old_dir: Path | None, chunks: Sequence[Chunk], vectors: np.ndarray, settings: GraphSettings
+    old_dir: Path | None,
+    chunks: Sequence[Chunk],
+    vectors: np.ndarray,
+    settings: GraphSettings,
+    replaced: frozenset[str] = frozenset(),
 ) -> Neighbours:
-    """Each chunk's nearest chunks: the previous lists brought up to date, or a new search."""
+    """Each chunk's nearest chunks: the previous lists brought up to date, or a new search.
+
+    A ``replaced`` chunk is a new one under an old id: its old row counts as removed.
+    """
     wanted = settings.semantic_k + SPARE_NEIGHBOURS
     if old_dir is not None and (old_dir / NEIGHBOURS_FILE).is_file():
         old = Neighbours.load(old_dir / NEIGHBOURS_FILE)
         old_ids = json.loads((old_dir / "nodes.json").read_text(encoding="utf-8"))
         if old.rows.shape == (len(old_ids), wanted):
-            row = {c.id: i for i, c in enumerate(chunks)}
+            row = {c.id: i for i, c in enumerate(chunks) if c.id not in replaced}
             old_to_new = np.array([row.get(i, -1) for i in old_ids], dtype=np.int64)
             return update_nearest(old, old_to_new, vectors, settings.semantic_k)
     return nearest(vectors, wanted, settings.semantic_search)

@@ -7,7 +7,7 @@ nothing is recomputed, and the embedding model is loaded only when a query needs
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import cached_property
 from pathlib import Path
 from types import TracebackType
@@ -73,22 +73,26 @@ def read_vectors(directory: Path, manifest: Manifest, chunks: Sequence[Chunk]) -
     """Return the chunks' stored vectors in chunk order: from the vector table, else Chroma."""
     if manifest.vectors:
         return VectorTable.load(directory, manifest.vectors).matrix([c.id for c in chunks])
-    return chunk_embeddings(passages_location(directory, manifest), chunks)
+    location = passages_location(directory, manifest)
+    return chunk_embeddings(location, chunks, manifest.rows)
 
 
-def chunk_embeddings(location: ChromaLocation, chunks: Sequence[Chunk]) -> np.ndarray:
+def chunk_embeddings(
+    location: ChromaLocation, chunks: Sequence[Chunk], rows: Mapping[str, str] | None = None
+) -> np.ndarray:
     """Read the chunks' stored embeddings from Chroma, in chunk order (nothing is re-embedded).
 
-    Rows of other generations (a write in progress) are left out by id.
+    Rows of other generations (a write in progress) are left out by id; ``rows``: chunks
+    stored under another row id (Manifest.rows).
     """
-    found = stored_vectors(location)
-    missing = [c.id for c in chunks if c.id not in found]
+    found, rows = stored_vectors(location), rows or {}
+    missing = [c.id for c in chunks if rows.get(c.id, c.id) not in found]
     if missing:
         raise IndexStateError(
             f"{len(missing)} chunks have no stored vector (e.g. {missing[0]!r})",
             "the index is damaged: rebuild it with `hopgraph index`",
         )
-    return np.stack([found[c.id] for c in chunks]).astype(np.float32)
+    return np.stack([found[rows.get(c.id, c.id)] for c in chunks]).astype(np.float32)
 
 
 class Index:
@@ -101,7 +105,7 @@ class Index:
         # Rows a write in progress adds, or this generation removed, are not visible here.
         self.generation = manifest.generation
         self.vectors = ChromaVectorStore(
-            passages_location(directory, manifest), visible=self.chunks
+            passages_location(directory, manifest), visible=self.chunks, rows=manifest.rows
         )
         self.keywords = BM25Store.load(manifest.path(directory, "bm25"), directory, chunks)
         self._query_vectors: dict[str, np.ndarray] = {}

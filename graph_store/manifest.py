@@ -60,10 +60,18 @@ class Manifest(BaseModel):
     the index: readers check them when they open it (a truncated, emptied or missing file)."""
     checksums: dict[str, str] = {}
     """Their CRC-32s (hex), which `hopgraph check` verifies: damage that keeps a file's size."""
+    rows: dict[str, str] = {}
+    """Chunks whose Chroma row has another id: ``chunk id -> row id``. A chunk replaced under its
+    id (a changed document in ``sync``) gets a new row, ``ID\x1fgN`` (documents.row_id), so that
+    the previous generation's readers keep the old one until it is purged."""
     purge: dict[str, list[str]] = {}
     """What this generation removed from Chroma: ``passages`` and ``triples`` row ids and whole
     ``collections``. Removed only once the manifest is committed (readers of the previous
     generation keep them until then), and removed again by the next write if a crash intervened."""
+
+    def row_of(self, chunk_id: str) -> str:
+        """Return the id of the Chroma row that holds ``chunk_id``'s vector."""
+        return self.rows.get(chunk_id, chunk_id)
 
     def path(self, directory: Path, part: str) -> Path:
         """Return where ``part`` (chunks, bm25, graph) of this generation lives."""

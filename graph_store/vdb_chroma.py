@@ -19,7 +19,7 @@ from chromadb.config import Settings
 from hopgraph.core.errors import IndexStateError
 
 from .base import Scored
-from .documents import Chunk, Scalar
+from .documents import Chunk, Scalar, chunk_of_row
 
 log = logging.getLogger(__name__)
 
@@ -75,11 +75,12 @@ GENERATION = "generation"
 
 
 class ChromaVectorStore:
-    """A Chroma collection of chunk embeddings; ids are chunk ids.
+    """A Chroma collection of chunk embeddings; a row's id is its chunk's (or ``rows``').
 
     ``visible``: the ids a reader may see (its generation's chunks or triples); rows a write in
     progress added, or rows its generation removed and not yet purged, are skipped. ``None``
-    sees every row (a writer).
+    sees every row (a writer). ``rows``: the reader's chunks stored under another row id
+    (Manifest.rows): only that row is theirs, and results name the chunk.
     """
 
     def __init__(
@@ -87,9 +88,11 @@ class ChromaVectorStore:
         location: ChromaLocation,
         create: bool = False,
         visible: Container[str] | None = None,
+        rows: Mapping[str, str] | None = None,
     ) -> None:
         self.location = location
         self.visible = visible
+        self.rows = rows or {}
         self.client = connect(location)
         try:
             self.collection = self._collection(create)
@@ -118,15 +121,17 @@ class ChromaVectorStore:
         embeddings: np.ndarray,
         generation: int,
         fields: Mapping[str, Mapping[str, Scalar]] | None = None,
+        rows: Mapping[str, str] | None = None,
     ) -> None:
         """Upsert chunks with their embeddings, tagged with the write's ``generation``.
 
         ``fields``: per document id, metadata every chunk of it carries (its source and the
-        user's fields), which Chroma's ``where`` clauses can filter on.
+        user's fields), which Chroma's ``where`` clauses can filter on. ``rows``: chunks
+        stored under another row id (Manifest.rows).
         """
-        fields = fields or {}
+        fields, rows = fields or {}, rows or {}
         self.upsert_records(
-            [c.id for c in chunks],
+            [rows.get(c.id, c.id) for c in chunks],
             embeddings,
             [c.text for c in chunks],
             [
@@ -183,15 +188,22 @@ class ChromaVectorStore:
             )
             ids, distances = result["ids"][0], result["distances"][0]
             scored = [
-                (i, 1.0 - float(d))
+                (chunk_of_row(i), 1.0 - float(d))
                 for i, d in zip(ids, distances, strict=True)
-                if self.visible is None or i in self.visible
+                if self._sees(i)
             ]
             if len(scored) >= k or fetch >= total:
                 break
             fetch = min(total, 2 * fetch + k)
         # HNSW returns equal distances in arbitrary order; ties broken by id keep runs repeatable.
         return sorted(scored, key=lambda pair: (-round(pair[1], 6), pair[0]))[:k]
+
+    def _sees(self, row: str) -> bool:
+        """Tell whether a row is one of the reader's: its chunk's, under the reader's row id."""
+        if self.visible is None:
+            return True
+        chunk = chunk_of_row(row)
+        return chunk in self.visible and self.rows.get(chunk, chunk) == row
 
     def ids_after(self, generation: int) -> list[str]:
         """Return the ids of rows added by writes after ``generation`` (uncommitted ones)."""

@@ -235,8 +235,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Compare the documents of SOURCE with the index by content hash: new "
         "documents are added, changed ones replaced, unchanged ones left alone (nothing is "
         "embedded for them). With --prune, indexed documents whose file lies under SOURCE but "
-        "is gone are deleted; without it they are kept and named. A changed document is "
-        "deleted and added again as two atomic writes; if a sync is stopped, run it again. "
+        "is gone are deleted; without it they are kept and named. The whole sync is one "
+        "atomic write (a stopped sync changes nothing). --watch keeps syncing as files change. "
         f"{SOURCE_HELP}",
     )
     _document_write_options(p)

@@ -1,8 +1,8 @@
 """Run one write to an index and SIGKILL this process at a chosen stage (fault injection).
 
 ``python -m tests.integration.fault_writer OP INDEX STAGE CHROMA_URL PAYLOAD`` where OP is
-index, add, delete or graph; STAGE one of :data:`STAGES` or ``none``; CHROMA_URL ``-`` for
-embedded; PAYLOAD a JSON list of documents (index, add) or of document ids (delete).
+index, add, sync, delete or graph; STAGE one of :data:`STAGES` or ``none``; CHROMA_URL ``-`` for
+embedded; PAYLOAD a JSON list of documents (index, add, sync) or of document ids (delete).
 """
 
 from __future__ import annotations
@@ -26,11 +26,12 @@ from hopgraph.graph_store import (
     generations,
     graph_build,
     manifest,
+    sync_documents,
     vdb_chroma,
 )
 from hopgraph.graph_store.graph_build import GraphSettings
 
-GRAPHS = GraphSettings(semantic_min_sim=0.1, max_df=4)
+GRAPHS = GraphSettings(semantic_min_sim=0.1, max_df=4, embed_triples=True)  # the "triples" stage
 
 
 def settings(url: str) -> IndexSettings:
@@ -84,12 +85,14 @@ STAGES: dict[str, Callable[[], None]] = {
 
 def run(op: str, directory: Path, url: str, payload: list) -> None:
     """Do the write."""
-    if op in {"index", "add"}:
+    if op in {"index", "add", "sync"}:
         docs = [Document(**d) for d in payload]
     if op == "index":
         build_index(docs, directory, settings(url), show_progress=False, replace=True)
     elif op == "add":
         add_documents(directory, docs, show_progress=False)
+    elif op == "sync":
+        sync_documents(directory, docs, show_progress=False)
     elif op == "delete":
         delete_documents(directory, payload)
     elif op == "graph":

@@ -13,6 +13,7 @@ from dataclasses import asdict
 import pytest
 
 from hopgraph.graph_store import Document, Index
+from hopgraph.graph_store.documents import chunk_of_row
 from hopgraph.graph_store.vdb_chroma import ChromaVectorStore
 from hopgraph.tools import make_retriever
 from tests.conftest import DOCS, ranking
@@ -22,9 +23,15 @@ pytestmark = pytest.mark.integration
 
 BASE = [Document(d["id"], d["title"], d["text"]) for d in DOCS[:4]]
 NEW = [Document(d["id"], d["title"], d["text"]) for d in DOCS[4:]]
+# d2 changed (its chunks replaced under their ids, one more of them), d5 new
+CHANGED = [
+    Document("d2", BASE[1].title, BASE[1].text + " Its campus in Manila has a museum of arts."),
+    NEW[0],
+]
 WRITES = {
     "index": (BASE[1:] + NEW, ("rows", "tables", "commit", "purge")),
     "add": (NEW, ("rows", "tables", "extraction", "triples", "commit", "purge")),
+    "sync": (CHANGED, ("rows", "tables", "extraction", "commit", "purge")),
     "delete": (["d1", "d3"], ("tables", "extraction", "commit", "purge")),
     "graph": ([], ("extraction", "commit", "purge")),
 }
@@ -56,11 +63,11 @@ def answers(path):
 
 
 def stored_rows(path):
-    """Every passage row in Chroma, committed or not."""
+    """The chunk of every passage row in Chroma, committed or not."""
     with Index.open(path) as idx:
         store = ChromaVectorStore(idx.vectors.location)
         try:
-            return sorted(store.collection.get(include=[])["ids"])
+            return sorted(chunk_of_row(r) for r in store.collection.get(include=[])["ids"])
         finally:
             store.close()
 

@@ -124,3 +124,71 @@ def test_a_sync_that_fails_to_embed_changes_nothing(tmp_path, folder, monkeypatc
     assert results(index) == before  # the changed document was not deleted first
     with Index.open(index) as idx:
         assert len(idx.documents) == len(FILES)
+
+
+def test_a_changed_document_is_replaced_in_one_generation(tmp_path, folder):
+    from hopgraph.tools import make_retriever
+
+    grown, fresh = tmp_path / "grown", tmp_path / "fresh"
+    build(grown, load_corpus(folder).documents)
+    build_graphs(grown, GraphSettings(), show_progress=False)
+    reader = Index.open(grown)  # a reader of the generation before the sync
+    first = reader.generation
+    (folder / "notes.txt").write_text("Larry Alcala studied in Stanley, Manila.", "utf-8")
+    (folder / "new.md").write_text("# New\n\nA new page about Manila.", encoding="utf-8")
+    docs = load_corpus(folder).documents
+    sync_documents(grown, docs, scope=folder, show_progress=False)
+    try:
+        with Index.open(grown) as now:
+            assert now.generation == first + 1  # delete and add as one write
+        # the old reader never scores its chunk by the new text's vector
+        old_hits = make_retriever("dense", reader).retrieve("Stanley Manila", 6)
+        assert "notes.txt" not in {h.id for h in old_hits}
+    finally:
+        reader.close()
+    build(fresh, docs)
+    build_graphs(fresh, GraphSettings(), show_progress=False)
+    assert results(grown) == results(fresh)
+    with Index.open(grown) as a, Index.open(fresh) as b:
+        assert a.passage_graph.ids == b.passage_graph.ids
+        assert a.embedding_matrix.tolist() == b.embedding_matrix.tolist()
+        knowledge = sorted(t.text for t in a.knowledge_graph.triples)
+        assert knowledge == sorted(t.text for t in b.knowledge_graph.triples)
+
+
+def test_a_sync_that_fails_after_adding_rows_leaves_the_old_ones(tmp_path, folder, monkeypatch):
+    from hopgraph.graph_store import build as build_module
+    from hopgraph.graph_store.vdb_chroma import ChromaVectorStore
+
+    index = tmp_path / "idx"
+    build(index, load_corpus(folder).documents)
+    build_graphs(index, GraphSettings(), show_progress=False)
+    before = results(index)
+
+    def stored(path):
+        with Index.open(path) as idx:
+            store = ChromaVectorStore(idx.vectors.location)
+            try:
+                ids, vectors, texts, metadatas = next(store.records(batch=1000))
+                rows = zip(ids, vectors.tolist(), texts, metadatas, strict=True)
+                return sorted(rows, key=lambda row: row[0])
+            finally:
+                store.close()
+
+    rows = stored(index)
+    (folder / "notes.txt").write_text("Larry Alcala studied in Manila.", encoding="utf-8")
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("the graphs failed")
+
+    monkeypatch.setattr(build_module, "write_graphs", broken)
+    with pytest.raises(RuntimeError, match="graphs failed"):
+        sync_documents(index, load_corpus(folder).documents, scope=folder, show_progress=False)
+    monkeypatch.undo()
+    assert results(index) == before
+    assert stored(index) == rows  # the new row rolled back, the old one never touched
+    report = sync_documents(index, load_corpus(folder).documents, scope=folder, show_progress=False)
+    assert report.changed == ["notes.txt"]
+    with Index.open(index) as idx:
+        assert idx.manifest.rows == {"notes.txt": f"notes.txt\x1fg{idx.generation}"}
+        assert {r[0] for r in stored(index)} == {idx.manifest.row_of(c) for c in idx.chunks}
