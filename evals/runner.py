@@ -14,9 +14,10 @@ from tqdm.auto import tqdm
 from hopgraph.core.errors import InputError
 from hopgraph.core.settings import IndexSettings, cache_dir
 from hopgraph.graph_store import Document, Index, build_index, load_corpus, load_documents
-from hopgraph.graph_store.build import build_graphs, embed_triple_vectors
+from hopgraph.graph_store.build import build_graphs
 from hopgraph.graph_store.graph_build import GraphSettings
 from hopgraph.graph_store.manifest import MANIFEST
+from hopgraph.graph_store.triple_vectors import embed_triple_vectors
 from hopgraph.tools import DEFAULT_PRESET, Hit, Retriever, make_retriever
 
 from .datasets import Question, corpus_of, section_key
@@ -69,7 +70,7 @@ def eval_index(
     settings, so a second eval reuses it. An existing ``index_dir`` is used as it is, checked
     against ``expect_model`` when the user named a model. ``with_graphs`` builds the graphs
     (default settings) if the index has none; ``with_triple_vectors`` embeds their triples
-    when they are not there (a method searches them; build.embed_triple_vectors).
+    when they are not there (a method searches them; triple_vectors.embed_triple_vectors).
     """
     corpus = corpus_of(data)
     if index_dir is None:

@@ -9,7 +9,6 @@ moment leaves the previous generation as it was, and the next write cleans up af
 
 from __future__ import annotations
 
-import contextlib
 import time
 import uuid
 from collections.abc import Sequence
@@ -36,10 +35,9 @@ from .generations import (
     passages_location,
     written_by_a_build,
 )
-from .graph_build import GraphSettings, sync_triples, write_graphs
+from .graph_build import GraphSettings, write_graphs
 from .index import read_chunks, read_vectors, write_chunks
 from .kdb_bm25 import BM25Store
-from .knowledge_graph import KnowledgeGraph
 from .loaders import check_unique_ids, quote_ids
 from .manifest import FORMAT_VERSION, MANIFEST, Manifest, now, package_versions, read_manifest
 from .vdb_chroma import ChromaLocation, ChromaVectorStore
@@ -425,50 +423,6 @@ def build_graphs(
             gen.commit(manifest)
     assert manifest.graph is not None
     return manifest.graph
-
-
-def embed_triple_vectors(directory: str | Path, show_progress: bool = True) -> Manifest:
-    """Embed the knowledge graph's triples as the next generation; return its manifest.
-
-    ``graph build`` leaves them out unless asked (``--triples``): only the GEAR methods search
-    them. The first of those to run calls this, under the write lock; later writes keep them
-    current (their graph settings say so). Does nothing when they are there already.
-    """
-    directory = Path(directory)
-    with contextlib.ExitStack() as held:
-        try:
-            held.enter_context(write_lock(directory))
-        except IndexStateError as err:
-            raise IndexStateError(
-                f"{directory} has no triple vectors yet, and they cannot be added now: "
-                f"{err.message}",
-                f"when that write ends, run `hopgraph graph triples --index {directory}`",
-            ) from err
-        return _embed_triples(directory, show_progress)
-
-
-def _embed_triples(directory: Path, show_progress: bool) -> Manifest:
-    old = read_manifest(directory)
-    if old.graph is None:
-        raise IndexStateError(
-            f"{directory} has no graphs yet",
-            f"build them with `hopgraph graph build --index {directory}`",
-        )
-    if old.graph["settings"].get("embed_triples"):
-        return old
-    started = time.perf_counter()
-    knowledge = KnowledgeGraph.load(old.path(directory, "graph"))
-    with Generation(directory, old) as gen:
-        manifest = old.model_copy(deep=True)  # the same files: only the triples are added
-        manifest.updated_at, manifest.purge = now(), {}
-        location = passages_location(directory, old).triples()
-        embedded, _ = sync_triples(location, knowledge, manifest, gen.number, True, show_progress)
-        assert manifest.graph is not None
-        manifest.graph["settings"]["embed_triples"] = True
-        manifest.graph["triples_embedded"] = embedded
-        manifest.graph["timings"]["triple_embed_seconds"] = time.perf_counter() - started
-        gen.commit(manifest)
-    return manifest
 
 
 def _commit_change(

@@ -210,7 +210,7 @@ class Index:
         return np.stack([found[t.id] for t in triples]).astype(np.float32)
 
     def adopt(self, manifest: Manifest) -> None:
-        """Take a newer generation that only added triple vectors (build.embed_triple_vectors)."""
+        """Take a newer generation that only added triple vectors (graph_store.triple_vectors)."""
         if manifest.files != self.manifest.files or manifest.counts != self.manifest.counts:
             raise IndexStateError(
                 f"{self.directory} changed while it was open",

@@ -8,8 +8,8 @@ from typing import Literal, get_args
 
 from hopgraph.core.errors import UnknownMethodError
 from hopgraph.graph_store import Index
-from hopgraph.graph_store.build import embed_triple_vectors
 from hopgraph.graph_store.filters import Where
+from hopgraph.graph_store.triple_vectors import embed_triple_vectors
 
 from .base import Retriever
 from .baselines import BM25Retriever, DenseRetriever, HybridRetriever
