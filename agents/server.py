@@ -65,8 +65,8 @@ def allowed_index(directory: str) -> Path:
     path = Path(directory).resolve()
     if path not in allowed:
         raise InputError(
-            f"context.index {directory} is not one this server serves "
-            f"({', '.join(sorted(map(str, allowed)))})",
+            f"context.index {directory} is not one this server serves (it serves "
+            f"{', '.join(sorted(p.name for p in allowed))}: names, not paths)",
             "ask for a served index, or start the server with it in HOPGRAPH_SERVE_INDEXES",
         )
     return path

@@ -9,13 +9,12 @@ the run checks again).
 
 from __future__ import annotations
 
-import hmac
 from typing import Any
 
 from langgraph_sdk import Auth
 
 from hopgraph.core.errors import HopgraphError
-from hopgraph.core.network import is_loopback
+from hopgraph.core.network import bearer_matches, is_loopback
 from hopgraph.core.settings import settings
 
 from .server import allowed_index
@@ -36,8 +35,7 @@ async def authenticate(request: Any, authorization: str | None) -> Auth.types.Mi
                 "with HOPGRAPH_TOKEN set and send Authorization: Bearer <token>",
             )
         return {"identity": "local"}
-    expected = f"Bearer {secret.get_secret_value()}"
-    if not authorization or not hmac.compare_digest(authorization, expected):
+    if not bearer_matches(authorization, secret.get_secret_value()):
         raise Auth.exceptions.HTTPException(
             status_code=401, detail="unauthorized: send Authorization: Bearer <HOPGRAPH_TOKEN>"
         )

@@ -25,6 +25,7 @@ class LiveIndex:
         """Open ``directory`` (checked against ``model`` when given, as Index.open does)."""
         self.directory, self.model = Path(directory), model
         self._lock = threading.Lock()
+        read_manifest(self.directory)  # a missing index or manifest: the error every command gives
         self._stamp = self._manifest_stamp()
         self._index = Index.open(self.directory, model)
         self.reopened = 0

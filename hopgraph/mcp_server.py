@@ -8,7 +8,6 @@ with an error saying what to set, and the retrievers still work.
 
 from __future__ import annotations
 
-import hmac
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -19,7 +18,7 @@ from mcp.server.fastmcp.exceptions import ToolError
 from pydantic import Field
 
 from hopgraph.agents.registry import DEFAULT_METHOD, agent_methods
-from hopgraph.core.network import is_loopback
+from hopgraph.core.network import bearer_matches, is_loopback
 from hopgraph.graph_store import LiveIndex
 from hopgraph.graph_store.filters import JSON_HELP, WhereValue
 from hopgraph.tools.expand import EXPAND_HELP
@@ -98,7 +97,7 @@ def build_server(live: LiveIndex, host: str = "127.0.0.1", port: int = 8000) -> 
             index = live.current()
         manifest = index.manifest
         return {
-            "directory": str(index.directory),
+            "index": index.directory.name,  # its name, not where it lies on the server
             "generation": manifest.generation,
             "counts": manifest.counts,
             "model": manifest.settings.model,
@@ -131,8 +130,11 @@ def serve(live: LiveIndex, http: str | None, token: str | None = None) -> None:
         build_server(live).run("stdio")
         return
     host, _, port = http.rpartition(":")
-    if not host or not port.isdigit():
-        raise HopgraphError(f"--http wants HOST:PORT, got {http!r}", "e.g. --http 127.0.0.1:8765")
+    if not host or not port.isdigit() or not 1 <= int(port) <= 65535:
+        raise HopgraphError(
+            f"--http wants HOST:PORT with a port from 1 to 65535, got {http!r}",
+            "e.g. --http 127.0.0.1:8765",
+        )
     host = host.strip("[]")
     if not token and not is_loopback(host):
         raise HopgraphError(
@@ -154,13 +156,13 @@ class BearerAuth:
     """ASGI middleware: HTTP requests need ``Authorization: Bearer <token>``, else 401."""
 
     def __init__(self, app: Any, token: str) -> None:
-        self.app, self.expected = app, f"Bearer {token}".encode()
+        self.app, self.token = app, token
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
         """Answer 401 to an HTTP request without the token; pass everything else on."""
         if scope["type"] == "http":
             given = dict(scope.get("headers", [])).get(b"authorization", b"")
-            if not hmac.compare_digest(given, self.expected):
+            if not bearer_matches(given, self.token):
                 body = b'{"error": "unauthorized: send Authorization: Bearer <HOPGRAPH_TOKEN>"}'
                 headers = [(b"content-type", b"application/json"), (b"www-authenticate", b"Bearer")]
                 await send({"type": "http.response.start", "status": 401, "headers": headers})

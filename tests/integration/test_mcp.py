@@ -73,6 +73,7 @@ async def exercise(session: ClientSession) -> None:
     assert (await session.call_tool("retrieve", {"query": "x", "method": "nope"})).isError
     stats = payload(await session.call_tool("index_stats", {}))
     assert stats["counts"]["documents"] == 6 and stats["graphs"]["chunks"] == 6
+    assert stats["index"] and "/" not in json.dumps(stats)  # its name, no server path
     answer = payload(await session.call_tool("ask", {"question": QUESTION}))
     assert answer["answer"] == "1936" and answer["citations"][0]["id"] == "d2"
     assert answer["usage"]["calls"] == 8
@@ -125,7 +126,7 @@ def test_mcp_over_streamable_http_with_a_token(index_dir, llm_env):
             # stream and leave the client waiting forever. MCP's own client allows
             # 30 s to connect and 300 s to read; the session bounds each request.
             auth = httpx.AsyncClient(
-                headers={"Authorization": "Bearer s3cret-token"},
+                headers={"Authorization": "bearer s3cret-token"},  # any case of the scheme
                 timeout=httpx.Timeout(30, read=300),
             )
             async with (

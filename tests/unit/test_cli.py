@@ -97,6 +97,11 @@ def test_default_index_dir_from_environment(tmp_path, corpus_file, capsys, monke
         (["explain", "q", "--index", "{idx}", "--out", "{tmp}/no/x.html"], "does not exist"),
         (["explain", "q", "--index", "{idx}", "--out", "{tmp}"], "is a folder"),
         (["retrieve", "x", "--index", "{idx}", "--where", "colour=red"], "'colour'"),
+        (["mcp", "--index", "{tmp}/nowhere"], "no index at"),
+        (["mcp", "--index", "{tmp}"], "not a hopgraph index"),
+        (["chat", "--index", "{tmp}/nowhere", "--llm", "none"], "no index at"),
+        (["mcp", "--index", "{idx}", "--http", "127.0.0.1:99999"], "port from 1 to 65535"),
+        (["mcp", "--index", "{idx}", "--http", "127.0.0.1:0"], "port from 1 to 65535"),
         (
             ["eval", "--data", "{tmp}", "--index", "{idx}", "--model", "all-MiniLM-L6-v2"],
             "built with embedding model 'hashing', not 'all-MiniLM-L6-v2'",
