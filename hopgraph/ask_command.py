@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import textwrap
 import uuid
 from pathlib import Path
@@ -55,7 +56,10 @@ def ask(args: argparse.Namespace) -> None:
         _evidence_only(args)
         return
     thread = args.thread or uuid.uuid4().hex[:12]
-    on_update = _print_update if args.stream and not args.json else None
+    # Steps as they happen: asked for (--stream), or on a terminal unless --quiet; a run of
+    # minutes with nothing on the screen looks hung.
+    live = args.stream or (sys.stdout.isatty() and not args.quiet)
+    on_update = _print_update if live and not args.json else None
     store = args.checkpoints or default_checkpoints()
     with Index.open(index_dir(args)) as index, checkpointer(store) as saver:
         try:
@@ -80,7 +84,7 @@ def ask(args: argparse.Namespace) -> None:
     if args.json:
         print(json.dumps(result.__dict__ | {"llm": describe(chat)}, indent=2, ensure_ascii=False))
         return
-    _print_result(result, show_steps=not args.stream)
+    _print_result(result, show_steps=on_update is None)
     print(f"answered by {describe(chat)}")
 
 
@@ -150,10 +154,12 @@ def _print_result(result: Any, show_steps: bool) -> None:
         for line in result.steps:
             print(f"  {line}")
     print(f"\nanswer: {result.answer}")
-    print("cited:" if result.citations else "cited: nothing")
-    for n, passage in enumerate(result.citations, start=1):
-        snippet = textwrap.shorten(passage["text"], 160, placeholder=" …")
-        print(f"  [{n}] {passage['title']} ({passage['id']}): {snippet}")
+    if result.citations:
+        print("cited:")
+        _print_passages(result.citations)
+    else:  # the reader cited nothing: what it was shown is still the evidence
+        print("cited: nothing; the evidence the reader was shown:")
+        _print_passages(result.evidence)
     usage = result.usage
     print(
         f"LLM: {usage['calls']} calls, {usage['prompt_tokens']} prompt + "
@@ -168,6 +174,12 @@ def _print_result(result: Any, show_steps: bool) -> None:
             f"warning: {usage['fallbacks']} of the model's replies could not be read even after "
             "a repair request; the steps marked FALLBACK say what was used instead"
         )
+
+
+def _print_passages(passages: list[Any]) -> None:
+    for n, passage in enumerate(passages, start=1):
+        snippet = textwrap.shorten(passage["text"], 160, placeholder=" …")
+        print(f"  [{n}] {passage['title']} ({passage['id']}): {snippet}")
 
 
 def method_option(parser: argparse.ArgumentParser) -> None:
@@ -220,7 +232,15 @@ def add_parser(
     )
     where_option(p)
     expand_option(p)
-    p.add_argument("--stream", action="store_true", help="print each step as it finishes")
+    p.add_argument(
+        "--stream",
+        action="store_true",
+        help="print each step as it finishes (the default on a terminal; piped output gets "
+        "the steps with the answer)",
+    )
+    p.add_argument(
+        "-q", "--quiet", action="store_true", help="on a terminal, no step lines while it runs"
+    )
     p.add_argument("--thread", metavar="ID", help="thread id: resume an unfinished run")
     p.add_argument(
         "--checkpoints",

@@ -106,3 +106,14 @@ def test_tog2_end_to_end_and_its_depth(index_dir, tmp_path, monkeypatch, capsys)
     out = capsys.readouterr().out
     assert "[answer] answer (depth 1 reached): 1936" in out
     assert "LLM: 3 calls" in out and len(server.requests) == 3
+
+
+def test_an_answer_that_cites_nothing_still_shows_its_evidence(
+    index_dir, tmp_path, monkeypatch, capsys
+):
+    with serve(lambda prompt: "Answer: 1936", monkeypatch):  # no "Cited:" line
+        assert ask(index_dir, tmp_path, "--method", "gnn_ret", "-k", "3") == 0
+    out = capsys.readouterr().out
+    assert "answer: 1936" in out and "cited: nothing; the evidence the reader was shown:" in out
+    shown = out.split("the evidence the reader was shown:")[1]
+    assert "[1] " in shown and "[3] " in shown and "(d2)" in shown

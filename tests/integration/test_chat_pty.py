@@ -106,3 +106,21 @@ def test_chat_without_an_llm_gives_evidence_only(real_docs_index_dir, tmp_path):
     assert "Larry Alcala (d1)" in out
     term.type("/quit")
     assert term.close() == 0
+
+
+def test_ask_on_a_terminal_shows_each_step_before_the_answer(real_docs_index_dir, tmp_path):
+    from tests.agent_scripts import NOT_YET, gear_script
+
+    script = gear_script([NOT_YET, "Answerable: Yes\nAnswer: 1936"])
+    with ScriptedOpenAIServer(lambda prompt, n: (200, script(prompt))) as server:
+        env = {**os.environ, "HF_HUB_OFFLINE": "1", "HOPGRAPH_CACHE": str(tmp_path / "cache"),
+               "HOPGRAPH_LLM_MODEL": "scripted", "HOPGRAPH_LLM_BASE_URL": server.url}  # fmt: skip
+        args = [sys.executable, "-m", "hopgraph.cli", "ask", QUESTION, "--method", "gear",
+                "--index", str(real_docs_index_dir),
+                "--checkpoints", str(tmp_path / "runs.sqlite")]  # fmt: skip
+        term = Terminal(args, env)
+        out = term.expect("answered by")
+        assert term.close() == 0
+    first_step = re.search(r"^\[\w+\] ", out, re.MULTILINE)
+    assert first_step and first_step.start() < out.index("answer: 1936")
+    assert "steps:" not in out  # shown as they happened, not again at the end
