@@ -9,6 +9,7 @@ the run checks again).
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from langgraph_sdk import Auth
@@ -49,6 +50,8 @@ async def only_served_indexes(ctx: Auth.types.AuthContext, value: dict[str, Any]
     index = context.get("index") if isinstance(context, dict) else None
     if index is not None:
         try:
-            allowed_index(str(index))
+            # resolving a path asks the file system: not on the event loop (langgraph dev's
+            # blocking-call guard turned a relative path into an HTTP 500)
+            await asyncio.to_thread(allowed_index, str(index))
         except HopgraphError as err:
             raise Auth.exceptions.HTTPException(status_code=403, detail=str(err)) from err

@@ -109,3 +109,10 @@ def test_agents_and_chat_over_the_langgraph_server(server):
         f"{server}/threads/{bad['thread_id']}/runs/wait", json=run, headers=AUTH, timeout=30
     )
     assert refused.status_code == 403 and "not one this server serves" in refused.text
+    assert "/" not in refused.json()["detail"].split("(it serves")[1]  # names, not paths
+    # a relative path is resolved (off the event loop) and refused the same way, not a 500
+    run["context"] = {"index": "some/relative/index"}
+    relative = httpx.post(
+        f"{server}/threads/{bad['thread_id']}/runs/wait", json=run, headers=AUTH, timeout=30
+    )
+    assert relative.status_code == 403, relative.text
