@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TypedDict
+from typing import Any
+
+from typing_extensions import TypedDict  # pydantic reads it on Python < 3.12 (server schemas)
 
 from hopgraph.graph_store import Index
+from hopgraph.graph_store.filters import Where
 from hopgraph.prompts import passage
-from hopgraph.tools import Hit
+from hopgraph.tools import RETRIEVERS, Hit, make_retriever
+from hopgraph.tools.expand import Expansion, expand_hits
 
 
 class Evidence(TypedDict):
@@ -58,3 +62,23 @@ def numbered_passages(evidence: Sequence[Evidence]) -> str:
 def titled_passages(evidence: Sequence[Evidence]) -> str:
     """Render passages as the papers' readers see them: the title line, then the text."""
     return "\n\n".join(passage(e["title"], e["text"]) for e in evidence)
+
+
+def evidence_alone(
+    index: Index,
+    method: str,
+    question: str,
+    k: int,
+    preset: str,
+    where: Where | None = None,
+    expand: str | None = None,
+) -> tuple[str, list[dict[str, Any]]]:
+    """Answer with no LLM: the retriever that ran and the passages it ranks first.
+
+    An agent's method retrieves with gnn_ret, the retriever the agents build on.
+    """
+    method = method if method in RETRIEVERS else "gnn_ret"
+    hits = make_retriever(method, index, preset=preset).retrieve(question, k, where)
+    if expand:
+        hits = expand_hits(index, hits, Expansion.parse(expand))
+    return method, [h.to_dict() for h in hits]

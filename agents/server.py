@@ -9,18 +9,21 @@ directory: a write committed while the server runs is seen by the next run), the
 
 from __future__ import annotations
 
+import textwrap
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import Any
 
+from langchain_core.messages import AIMessage
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 
+from hopgraph.agents.evidence import Evidence, evidence_alone
 from hopgraph.agents.registry import DEFAULT_METHOD, SERVED, agent_for
 from hopgraph.core.errors import HopgraphError, InputError
-from hopgraph.core.llm import required_chat
+from hopgraph.core.llm import choose_chat, required_chat
 from hopgraph.core.settings import default_index_dir, settings
 from hopgraph.graph_store import Index, LiveIndex
 from hopgraph.graph_store.filters import JSON_HELP, WhereValue
@@ -87,6 +90,26 @@ def _chat() -> Any:
     return required_chat()
 
 
+def _evidence_turn(state: dict, index: Index, ctx: ServerContext) -> dict:
+    """Answer a chat turn with no LLM as the CLI does: the evidence passages, labelled."""
+    question = str(state["messages"][-1].content).strip()
+    method, hits = evidence_alone(
+        index, ctx.method, question, ctx.k, ctx.preset, ctx.where, ctx.expand
+    )
+    lines = [f"evidence passages ({method}; no LLM, so no written answer):"]
+    lines += [
+        f"[{n}] {h['title']} ({h['id']}): {textwrap.shorten(h['text'], 160, placeholder=' …')}"
+        for n, h in enumerate(hits, start=1)
+    ]
+    sources = [
+        Evidence(id=h["id"], doc_id=h["doc_id"], title=h["title"], text=h["text"],
+                 score=h["score"], found_by=method)
+        for h in hits
+    ]  # fmt: skip
+    steps = [f"retrieve ({method}): {len(hits)} passages; no LLM is configured"]
+    return {"messages": [AIMessage("\n".join(lines))], "sources": sources, "steps": steps}
+
+
 def serve(method: str) -> CompiledStateGraph:
     """Wrap an agent (or the chat graph) in a graph whose context is :class:`ServerContext`."""
     if method == "chat":
@@ -102,6 +125,8 @@ def serve(method: str) -> CompiledStateGraph:
         ctx = runtime.context or ServerContext()
         extra = {"method": ctx.method} if method == "chat" else fixed
         try:
+            if method == "chat" and choose_chat() is None:
+                return _evidence_turn(state, _index(ctx.index), ctx)
             context = context_type.in_preset(
                 ctx.preset,
                 index=_index(ctx.index),

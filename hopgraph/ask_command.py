@@ -10,10 +10,10 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from hopgraph.agents.evidence import evidence_alone
 from hopgraph.graph_store import Index
-from hopgraph.graph_store.filters import Where
 from hopgraph.graph_store.manifest import read_manifest
-from hopgraph.tools.expand import Expansion, expand_hits
+from hopgraph.tools.expand import Expansion
 
 from .commands import expand_option, where_option
 from .core.errors import HopgraphError, InputError, LLMServerError
@@ -86,28 +86,6 @@ def ask(args: argparse.Namespace) -> None:
         return
     _print_result(result, show_steps=on_update is None)
     print(f"answered by {describe(chat)}")
-
-
-def evidence_alone(
-    index: Index,
-    method: str,
-    question: str,
-    k: int,
-    preset: str,
-    where: Where | None = None,
-    expand: str | None = None,
-) -> tuple[str, list[dict[str, Any]]]:
-    """Answer with no LLM: the retriever that ran and the passages it ranks first.
-
-    An agent's method retrieves with gnn_ret, the retriever the agents build on.
-    """
-    from hopgraph.tools import RETRIEVERS, make_retriever
-
-    method = method if method in RETRIEVERS else "gnn_ret"
-    hits = make_retriever(method, index, preset=preset).retrieve(question, k, where)
-    if expand:
-        hits = expand_hits(index, hits, Expansion.parse(expand))
-    return method, [h.to_dict() for h in hits]
 
 
 def _checked_expand(expand: str | None) -> str | None:

@@ -86,7 +86,7 @@ class ChatSession:
         print(f"hopgraph> {values['messages'][-1].content}\n", flush=True)
 
     def _evidence_only(self, text: str) -> None:
-        from .ask_command import evidence_alone
+        from hopgraph.agents.evidence import evidence_alone
 
         method, self.sources = evidence_alone(self.index, self.method, text, self.k, self.preset)
         print(f"hopgraph> evidence passages ({method}; no LLM, so no written answer):")

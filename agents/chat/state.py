@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Annotated, TypedDict
+from typing import Annotated
 
 from langchain_core.messages import AnyMessage
 from langgraph.graph.message import add_messages
+
+# pydantic builds the servers' input schemas from these, and needs typing_extensions' TypedDict
+# on Python < 3.12 (typing's made the LangGraph server publish no input schema)
+from typing_extensions import TypedDict
 
 from hopgraph.agents.evidence import Evidence
 

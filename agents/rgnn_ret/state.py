@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import operator
 import re
-from typing import Annotated, TypedDict
+from typing import Annotated
+
+# pydantic builds the servers' input schemas from these, and needs typing_extensions' TypedDict
+# on Python < 3.12 (typing's made the LangGraph server publish no input schema)
+from typing_extensions import TypedDict
 
 from hopgraph.agents.evidence import Evidence
 from hopgraph.agents.state import AnswerState, InputState

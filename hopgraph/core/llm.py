@@ -10,11 +10,12 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
-from typing import TypedDict, TypeVar
+from typing import TypeVar
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage
 from pydantic import BaseModel, ConfigDict, Field
+from typing_extensions import TypedDict  # pydantic reads it on Python < 3.12
 
 from .errors import HopgraphError, LLMReplyError, LLMServerError
 from .settings import settings

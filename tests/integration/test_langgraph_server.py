@@ -5,6 +5,7 @@ import shutil
 import socket
 import subprocess
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -31,45 +32,54 @@ def reply(prompt):
     return GEAR(prompt)
 
 
-@pytest.fixture
-def server(real_docs_index_dir, tmp_path):
+@contextmanager
+def langgraph_dev(index_dir, tmp_path, llm_url=None):
+    """Run `langgraph dev` on a free port (with the scripted LLM at ``llm_url``, else none)."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    with ScriptedOpenAIServer(lambda prompt, n: (200, reply(prompt))) as llm:
-        env = {
-            **os.environ,
-            "HF_HUB_OFFLINE": "1",
-            "HOPGRAPH_INDEX": str(real_docs_index_dir),
-            "HOPGRAPH_LLM_MODEL": "scripted",
-            "HOPGRAPH_LLM_BASE_URL": llm.url,
-            "HOPGRAPH_CACHE": str(tmp_path / "cache"),
-            "LANGGRAPH_CLI_NO_ANALYTICS": "1",
-            "HOPGRAPH_TOKEN": TOKEN,
-        }
-        env.pop("LANGSMITH_TRACING", None)
-        process = subprocess.Popen(
-            [LANGGRAPH, "dev", "--no-browser", "--no-reload", "--port", str(port),
-             "--config", str(ROOT / "langgraph.json")],
-            # the server keeps its runtime state (.langgraph_api/) in its working directory
-            cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        )  # fmt: skip
-        url = f"http://127.0.0.1:{port}"
-        try:
-            deadline = time.monotonic() + 120
-            while True:
-                assert process.poll() is None, process.stdout.read()
-                try:
-                    if httpx.get(f"{url}/ok", timeout=2, headers=AUTH).status_code == 200:
-                        break
-                except httpx.HTTPError:
-                    pass
-                assert time.monotonic() < deadline, "the server did not start"
-                time.sleep(0.5)
-            yield url
-        finally:
-            process.terminate()
-            process.wait(timeout=30)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("HOPGRAPH_LLM", "OPENAI"))}
+    env |= {
+        "HF_HUB_OFFLINE": "1",
+        "HOPGRAPH_INDEX": str(index_dir),
+        "HOPGRAPH_CACHE": str(tmp_path / "cache"),
+        "LANGGRAPH_CLI_NO_ANALYTICS": "1",
+        "HOPGRAPH_TOKEN": TOKEN,
+    }
+    if llm_url:
+        env |= {"HOPGRAPH_LLM_MODEL": "scripted", "HOPGRAPH_LLM_BASE_URL": llm_url}
+    env.pop("LANGSMITH_TRACING", None)
+    process = subprocess.Popen(
+        [LANGGRAPH, "dev", "--no-browser", "--no-reload", "--port", str(port),
+         "--config", str(ROOT / "langgraph.json")],
+        # the server keeps its runtime state (.langgraph_api/) in its working directory
+        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            assert process.poll() is None, process.stdout.read()
+            try:
+                if httpx.get(f"{url}/ok", timeout=2, headers=AUTH).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert time.monotonic() < deadline, "the server did not start"
+            time.sleep(0.5)
+        yield url
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+@pytest.fixture
+def server(real_docs_index_dir, tmp_path):
+    with (
+        ScriptedOpenAIServer(lambda prompt, n: (200, reply(prompt))) as llm,
+        langgraph_dev(real_docs_index_dir, tmp_path, llm.url) as url,
+    ):
+        yield url
 
 
 @pytest.mark.skipif(LANGGRAPH is None, reason="needs langgraph-cli[inmem] (the test extra)")
@@ -116,3 +126,26 @@ def test_agents_and_chat_over_the_langgraph_server(server):
         f"{server}/threads/{bad['thread_id']}/runs/wait", json=run, headers=AUTH, timeout=30
     )
     assert relative.status_code == 403, relative.text
+
+
+@pytest.mark.skipif(LANGGRAPH is None, reason="needs langgraph-cli[inmem] (the test extra)")
+def test_without_an_llm_chat_answers_with_evidence_and_schemas_are_published(
+    real_docs_index_dir, tmp_path
+):
+    with langgraph_dev(real_docs_index_dir, tmp_path) as url:
+        client = get_sync_client(url=url, headers=AUTH)
+        assistants = {a["graph_id"]: a["assistant_id"] for a in client.assistants.search()}
+        for graph, fields in [("chat", {"messages"}), ("gear", {"question"})]:
+            schemas = client.assistants.get_schemas(assistants[graph])
+            assert fields <= set(schemas["input_schema"]["properties"]), graph
+            context = set(schemas["context_schema"]["properties"])
+            assert {"index", "method", "k", "where"} <= context, graph
+        thread = client.threads.create()
+        client.runs.wait(
+            thread["thread_id"], "chat", context={"method": "gnn_ret", "k": 2},
+            input={"messages": [{"role": "user", "content": QUESTION}]},
+        )  # fmt: skip
+        values = client.threads.get_state(thread["thread_id"])["values"]
+        said = values["messages"][-1]["content"]
+        assert said.startswith("evidence passages (gnn_ret; no LLM, so no written answer):")
+        assert "[1] " in said and "[2] " in said and len(values["sources"]) == 2
