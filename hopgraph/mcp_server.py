@@ -29,6 +29,7 @@ from .core.errors import HopgraphError
 # the retrievers that run on an index alone (no LLM, no trained weights), from their registry
 STANDALONE = tuple(n for n, c in RETRIEVERS.items() if not (c.needs_llm or c.needs_weights))
 Method = Literal[STANDALONE]  # type: ignore[valid-type]
+METHOD_HELP = "retrieval method"
 PRESET_HELP = "tuned: our best settings on dev (default); paper: each method as its paper has it"
 AskMethod = Literal[tuple(agent_methods())]  # type: ignore[valid-type]  # the registry's
 
@@ -48,7 +49,6 @@ def build_server(live: LiveIndex, host: str = "127.0.0.1", port: int = 8000) -> 
     server = FastMCP("hopgraph", instructions=INSTRUCTIONS, host=host, port=port)
     lock = threading.Lock()  # one request at a time touches the index and its caches
 
-    @server.tool()
     def retrieve(
         query: Annotated[str, Field(min_length=1, description="question or keywords")],
         method: Annotated[Method, Field(description="retrieval method")] = "gnn_ret",
@@ -68,6 +68,13 @@ def build_server(live: LiveIndex, host: str = "127.0.0.1", port: int = 8000) -> 
             if expansion is not None:
                 hits = expand_hits(index, hits, expansion)
             return [h.to_dict() for h in hits]
+
+    # The methods this index runs: the standalone ones, and those with trained weights here.
+    methods = served_methods(live.current())
+    retrieve.__annotations__["method"] = Annotated[
+        Literal[methods], Field(description=METHOD_HELP)  # type: ignore[valid-type]
+    ]
+    server.tool()(retrieve)
 
     @server.tool()
     def ask(
@@ -105,6 +112,18 @@ def build_server(live: LiveIndex, host: str = "127.0.0.1", port: int = 8000) -> 
         }
 
     return server
+
+
+def served_methods(index: Any) -> tuple[str, ...]:
+    """Return the retrievers an index runs without an LLM: weights ones when it has weights."""
+    from hopgraph.tools.weights import available_weights
+
+    trained = [
+        name
+        for name, cls in RETRIEVERS.items()
+        if cls.needs_weights and not cls.needs_llm and available_weights(index, name)
+    ]
+    return (*STANDALONE, *trained)
 
 
 @contextmanager

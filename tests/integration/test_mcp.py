@@ -56,6 +56,13 @@ async def exercise(session: ClientSession) -> None:
     assert set(tools) == {"retrieve", "ask", "index_stats"}
     schema = tools["retrieve"].inputSchema["properties"]
     assert schema["k"]["maximum"] == 50 and "gnn_ret" in schema["method"]["enum"]
+    assert "grag" in schema["method"]["enum"]  # its weights are shipped for the index's model
+    grag = payload(
+        await session.call_tool(
+            "retrieve", {"query": "Mountrail County seat", "method": "grag", "k": 2}
+        )
+    )
+    assert len(grag) == 2
     hits = payload(await session.call_tool("retrieve", {"query": "Mountrail County seat", "k": 2}))
     assert [h["id"] for h in hits][:1] == ["d5"] and hits[0]["provenance"]
     paper = {"query": "Mountrail County seat", "k": 2, "preset": "paper"}
