@@ -48,6 +48,9 @@ def test_mcp_and_langchain_ask_tools_offer_exactly_the_registry(docs_index):
 
     schema = AskInput.model_json_schema()["properties"]["method"]
     assert schema["enum"] == agent_methods() and schema["default"] == DEFAULT_METHOD
-    tools = {t.name: t for t in asyncio.run(build_server(docs_index).list_tools())}
+    from hopgraph.graph_store import LiveIndex
+
+    with LiveIndex(docs_index.directory) as live:
+        tools = {t.name: t for t in asyncio.run(build_server(live).list_tools())}
     method = tools["ask"].inputSchema["properties"]["method"]
     assert method["enum"] == agent_methods() and method["default"] == DEFAULT_METHOD
