@@ -8,6 +8,7 @@ with an error saying what to set, and the retrievers still work.
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -163,12 +164,28 @@ def serve(live: LiveIndex, http: str | None, token: str | None = None) -> None:
         )
     import uvicorn
 
+    logging.getLogger("mcp.server.streamable_http").addFilter(NormalDisconnects())
     guard = "bearer token required" if token else "no token: loopback only"
     print(f"hopgraph MCP server on http://{http}/mcp ({guard}; Ctrl-C stops)", flush=True)
     app = build_server(live, host, int(port)).streamable_http_app()
     uvicorn.run(
         BearerAuth(app, token) if token else app, host=host, port=int(port), log_level="warning"
     )
+
+
+class NormalDisconnects(logging.Filter):
+    """Drop the traceback mcp logs when a client ends its session (its stream is closed).
+
+    A client that disconnects closes the stream the server writes events to; mcp logs the
+    resulting ClosedResourceError as an ERROR with a traceback, for every normal disconnect.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """Keep every record but a closed stream's."""
+        import anyio
+
+        error = record.exc_info[1] if record.exc_info else None
+        return not isinstance(error, anyio.ClosedResourceError | anyio.BrokenResourceError)
 
 
 class BearerAuth:

@@ -147,6 +147,8 @@ def test_mcp_over_streamable_http_with_a_token(index_dir, llm_env):
     finally:
         server.terminate()
         server.wait(timeout=10)
+    logged = server.stdout.read() + server.stderr.read()
+    assert "Traceback" not in logged and "ClosedResourceError" not in logged  # a normal goodbye
 
 
 def test_mcp_refuses_to_listen_beyond_loopback_without_a_token(index_dir, llm_env):
