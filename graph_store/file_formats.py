@@ -85,7 +85,8 @@ def _title_from_stem(path: Path) -> str:
 def read_plain(path: Path, text: str) -> Parsed:
     """Plain text or Markdown: a leading level-1 heading is the title, else the file name."""
     body = text.strip()
-    first = next(iter(parse_blocks(body)), None)
+    # the title can only be the first block: parse up to the first blank line, not the file
+    first = next(iter(parse_blocks(body.partition("\n\n")[0])), None)
     if first and first.kind == "heading" and first.level == 1 and body.startswith(first.text):
         rest = body[len(first.text) :].strip()
         if rest:

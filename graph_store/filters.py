@@ -149,8 +149,3 @@ def parse_cli(options: Sequence[str] | None) -> dict[str, WhereValue] | None:
         else:
             where.setdefault(key, {})[operator] = value
     return dict(where) or None
-
-
-def fields_of(where: Where) -> set[str]:
-    """Return the fields a filter names."""
-    return {c.field for c in conditions(where)}

@@ -50,6 +50,8 @@ def _lines(text: str) -> tuple[str, list[str]]:
 
 def split_front_matter(text: str) -> tuple[str | None, str]:
     """Return (the YAML front matter block or None, the text after it)."""
+    if not text.startswith("---"):  # front matter opens the file: most need no parse here
+        return None, text
     text, lines = _lines(text)
     tokens = _parser().parse(text)
     if tokens and tokens[0].type == "front_matter" and tokens[0].map:
