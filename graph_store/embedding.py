@@ -17,10 +17,9 @@ from typing import Protocol
 import numpy as np
 
 from hopgraph.core.errors import HopgraphError, InputError
-from hopgraph.core.settings import settings
+from hopgraph.core.settings import DEVICES, settings
 
 ProgressHook = Callable[[int], None]
-DEVICES = ("auto", "cpu", "cuda", "mps")
 """Where the model runs: ``auto`` takes a CUDA GPU, else Apple's MPS, else the CPU."""
 
 

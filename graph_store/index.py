@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from functools import cached_property
 from pathlib import Path
 from types import TracebackType
+from typing import TYPE_CHECKING
 
 import numpy as np
 import orjson
@@ -21,17 +22,18 @@ from .atomic import recover
 from .doc_table import DocumentRecord, matching, read_documents
 from .documents import Chunk
 from .embedding import Embedder, load_embedder
-from .entity_linker import EntityLinker
-from .extraction import Extraction
-from .extraction.table import EXTRACTIONS_FILE, ExtractionTable
 from .filters import Where, conditions
 from .generations import passages_location
 from .kdb_bm25 import BM25Store
-from .knowledge_graph import KnowledgeGraph, StoredTriple
 from .manifest import Manifest, damaged_files, read_manifest, rebuild_hint, repair_hint
-from .passage_graph import PassageGraph
 from .vdb_chroma import ChromaLocation, ChromaVectorStore
 from .vector_table import VectorTable
+
+if TYPE_CHECKING:  # networkx and the graph arrays: imported when a method opens the graphs
+    from .entity_linker import EntityLinker
+    from .extraction import Extraction
+    from .knowledge_graph import KnowledgeGraph, StoredTriple
+    from .passage_graph import PassageGraph
 
 
 def read_chunks(directory: Path, manifest: Manifest) -> list[Chunk]:
@@ -104,9 +106,6 @@ class Index:
         self.chunks: dict[str, Chunk] = {c.id: c for c in chunks}
         # Rows a write in progress adds, or this generation removed, are not visible here.
         self.generation = manifest.generation
-        self.vectors = ChromaVectorStore(
-            passages_location(directory, manifest), visible=self.chunks, rows=manifest.rows
-        )
         self.keywords = BM25Store.load(manifest.path(directory, "bm25"), directory, chunks)
         self._query_vectors: dict[str, np.ndarray] = {}
         self._last_similarities: tuple[str, np.ndarray] | None = None
@@ -132,6 +131,12 @@ class Index:
         return cls(directory, manifest, read_chunks(directory, manifest))
 
     @cached_property
+    def vectors(self) -> ChromaVectorStore:
+        """Connect to the generation's Chroma collection (on first use: dense, GEAR, check)."""
+        location = passages_location(self.directory, self.manifest)
+        return ChromaVectorStore(location, visible=self.chunks, rows=self.manifest.rows)
+
+    @cached_property
     def embedder(self) -> Embedder:
         """Load the index's embedding model and check its dimension against the manifest."""
         embedder = load_embedder(self.manifest.settings.model, self.manifest.settings.batch_size)
@@ -147,16 +152,23 @@ class Index:
     @cached_property
     def entity_linker(self) -> EntityLinker:
         """Return the corpus's entity linker (its title index), built on first use."""
+        from .entity_linker import EntityLinker
+
         return EntityLinker.of_chunks(list(self.chunks.values()))
 
     @cached_property
     def passage_graph(self) -> PassageGraph:
         """Load the passage graph (built by `hopgraph graph build`)."""
+        from .passage_graph import PassageGraph
+
         return PassageGraph.load(self._graph_dir())
 
     @cached_property
     def extractions(self) -> list[Extraction]:
         """Load the entities, keywords and triples read from each chunk, in chunk order."""
+        from .extraction import Extraction
+        from .extraction.table import EXTRACTIONS_FILE, ExtractionTable
+
         folder = self._graph_dir()
         if (folder / EXTRACTIONS_FILE).is_file():
             return ExtractionTable.load(folder / EXTRACTIONS_FILE).to_extractions()
@@ -167,6 +179,8 @@ class Index:
     @cached_property
     def knowledge_graph(self) -> KnowledgeGraph:
         """Load the knowledge graph (built by `hopgraph graph build`)."""
+        from .knowledge_graph import KnowledgeGraph
+
         return KnowledgeGraph.load(self._graph_dir())
 
     def search_triples(self, query: str, k: int = 10) -> list[tuple[StoredTriple, float]]:
@@ -304,8 +318,10 @@ class Index:
         return {c.doc_id for c in self.chunks.values()}
 
     def close(self) -> None:
-        """Release the vector store's client."""
-        self.vectors.close()
+        """Release the vector store's client, if one was opened."""
+        vectors = self.__dict__.pop("vectors", None)
+        if vectors is not None:
+            vectors.close()
 
     def __enter__(self) -> Index:
         return self

@@ -10,16 +10,18 @@ import logging
 from collections.abc import Container, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlparse
 
-import chromadb
 import numpy as np
-from chromadb.config import Settings
 
 from hopgraph.core.errors import IndexStateError
 
 from .base import Scored
 from .documents import Chunk, Scalar, chunk_of_row
+
+if TYPE_CHECKING:  # chromadb takes a quarter of a second to import: only a client needs it
+    import chromadb
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +47,9 @@ class ChromaLocation:
 
 def connect(location: ChromaLocation) -> chromadb.ClientAPI:
     """Open a client for ``location``; a server that does not answer is a clear error."""
+    import chromadb
+    from chromadb.config import Settings
+
     settings = Settings(anonymized_telemetry=False)  # never phone home
     if location.url is None:
         assert location.path is not None

@@ -10,15 +10,20 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from hopgraph.agents.evidence import evidence_alone
-from hopgraph.graph_store import Index
-from hopgraph.graph_store.manifest import read_manifest
-from hopgraph.tools.expand import Expansion
-
-from .commands import expand_option, where_option
+from .cli_options import (
+    expand_option,
+    index_option,
+    llm_option,
+    method_option,
+    positive,
+    preset_option,
+    where_option,
+)
 from .core.errors import HopgraphError, InputError, LLMServerError
-from .core.llm import choose_chat, describe
 from .core.settings import cache_dir
+
+# Each command imports what it runs on (LangGraph, the index, the LLM client) when it runs:
+# building the parser, for any command, must not.
 
 
 def default_checkpoints() -> Path:
@@ -29,8 +34,11 @@ def default_checkpoints() -> Path:
 def ask(args: argparse.Namespace) -> None:
     """Answer a question; print the answer, its citations, the steps and the LLM usage."""
     from hopgraph.agents.run import checkpointer, run_agent
+    from hopgraph.graph_store import Index
+    from hopgraph.graph_store.manifest import read_manifest
 
     from .commands import index_dir, where_of
+    from .core.llm import choose_chat, describe
 
     settings: dict[str, Any] = {
         "k": args.k,
@@ -91,12 +99,17 @@ def ask(args: argparse.Namespace) -> None:
 def _checked_expand(expand: str | None) -> str | None:
     """Return ``--expand`` once it parses (a typo is named before any model is loaded)."""
     if expand:
+        from hopgraph.tools.expand import Expansion
+
         Expansion.parse(expand)
     return expand
 
 
 def _evidence_only(args: argparse.Namespace) -> None:
     """With no LLM: print the passages a retriever ranks first (:func:`evidence_alone`)."""
+    from hopgraph.agents.evidence import evidence_alone
+    from hopgraph.graph_store import Index
+
     from .commands import index_dir, where_of
 
     with Index.open(index_dir(args)) as index:
@@ -160,26 +173,7 @@ def _print_passages(passages: list[Any]) -> None:
         print(f"  [{n}] {passage['title']} ({passage['id']}): {snippet}")
 
 
-def method_option(parser: argparse.ArgumentParser) -> None:
-    """Add --method: any agent or retriever of the registries (ask, chat)."""
-    from hopgraph.agents.registry import DEFAULT_METHOD, agent_methods
-
-    parser.add_argument(
-        "--method",
-        default=DEFAULT_METHOD,
-        choices=agent_methods(),
-        metavar="METHOD",
-        help=f"answering method: one of {', '.join(agent_methods())} (default {DEFAULT_METHOD})",
-    )
-
-
-def add_parser(
-    sub: argparse._SubParsersAction,
-    index_option: Any,
-    positive: Any,
-    preset_option: Any,
-    llm_option: Any,
-) -> None:
+def add_parser(sub: argparse._SubParsersAction) -> None:
     """Add `hopgraph ask` to the CLI."""
     from hopgraph.agents.registry import MULTI_STEP
 

@@ -6,15 +6,14 @@ import argparse
 import textwrap
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from langchain_core.messages import HumanMessage
-
-from hopgraph.graph_store import Index, LiveIndex
-
+from .cli_options import index_option, llm_option, method_option, positive, preset_option
 from .core.errors import HopgraphError
-from .core.llm import choose_chat, describe
 from .core.settings import cache_dir
+
+if TYPE_CHECKING:  # imported when the chat runs, not when the CLI's parser is built
+    from hopgraph.graph_store import Index, LiveIndex
 
 HELP = """commands:
   /method NAME   answer with another method (gear, rgnn_ret, tog2 or any retriever)
@@ -64,6 +63,8 @@ class ChatSession:
         if self.chat is None:
             self._evidence_only(text)
             return
+        from langchain_core.messages import HumanMessage
+
         from hopgraph.agents.chat.context import Context
 
         context = Context(
@@ -143,8 +144,10 @@ def _print_sources(sources: list[dict[str, Any]]) -> None:
 def chat(args: argparse.Namespace) -> None:
     """Run the chat loop until /quit or end of input."""
     from hopgraph.agents.run import checkpointer
+    from hopgraph.graph_store import LiveIndex
 
     from .commands import index_dir
+    from .core.llm import choose_chat, describe
 
     model = choose_chat(args.llm)
     if model is None:
@@ -179,16 +182,8 @@ def chat(args: argparse.Namespace) -> None:
                 print(f"error: {err}")
 
 
-def add_parser(
-    sub: argparse._SubParsersAction,
-    index_option: Any,
-    positive: Any,
-    preset_option: Any,
-    llm_option: Any,
-) -> None:
+def add_parser(sub: argparse._SubParsersAction) -> None:
     """Add `hopgraph chat` to the CLI."""
-    from .ask_command import method_option
-
     p = sub.add_parser(
         "chat",
         help="chat with the corpus in the terminal (history per thread)",

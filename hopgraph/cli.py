@@ -8,6 +8,18 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from .cli_options import (
+    DEMO_INDEX,
+    build_options,
+    device_options,
+    expand_option,
+    index_option,
+    lazy,
+    positive,
+    preset_option,
+    quiet_option,
+    where_option,
+)
 from .core.errors import HopgraphError
 from .core.settings import configure
 
@@ -29,16 +41,6 @@ examples:
 The index directory defaults to $HOPGRAPH_INDEX or ./hopgraph-index. Models are never downloaded:
 HF_HUB_OFFLINE=1 is set unless you set it yourself.
 """
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be a positive whole number, got {value}")
-    return value
 
 
 SOURCE_HELP = (
@@ -73,89 +75,9 @@ def _source_options(p: argparse.ArgumentParser) -> None:
 def _document_write_options(p: argparse.ArgumentParser) -> None:
     """Options of a write that reads documents into an existing index (add, sync)."""
     _source_options(p)
-    _index_option(p)
-    _device_options(p)
-    _quiet_option(p)
-
-
-def _index_option(parser: argparse.ArgumentParser, default: str | None = None) -> None:
-    parser.add_argument(
-        "--index",
-        metavar="DIR",
-        help=f"index directory (default: {default or '$HOPGRAPH_INDEX or ./hopgraph-index'})",
-    )
-
-
-def _quiet_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
-
-
-def _preset_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--preset",
-        choices=["tuned", "paper"],
-        default="tuned",
-        help="method settings: tuned (our best on dev, default) or paper (each method as its "
-        "paper has it, as far as our models allow; docs/methods.md lists every difference)",
-    )
-
-
-def _llm_option(parser: argparse.ArgumentParser) -> None:
-    from .core.llm import LLM_CHOICES
-
-    parser.add_argument(
-        "--llm",
-        choices=LLM_CHOICES,
-        default=None,
-        help="who writes the answers: endpoint (the OpenAI-compatible server of "
-        "HOPGRAPH_LLM_*: OpenAI, Ollama, vLLM, llama.cpp), local (SmolLM2-135M-Instruct in "
-        "process, offline; [local] extra), none (evidence passages only) or auto (default, or "
-        "$HOPGRAPH_LLM: the endpoint if one is configured, else evidence only)",
-    )
-
-
-def _device_options(parser: argparse.ArgumentParser) -> None:
-    from hopgraph.graph_store.embedding import DEVICES
-
-    parser.add_argument(
-        "--device",
-        choices=DEVICES,
-        help="where the embedding model runs: auto (default, or $HOPGRAPH_DEVICE: a CUDA GPU, "
-        "else Apple MPS, else the CPU), cpu, cuda (fp16) or mps",
-    )
-    parser.add_argument(
-        "--processes",
-        type=_positive,
-        metavar="N",
-        help="CPU worker processes that embed (default 1, or $HOPGRAPH_EMBED_PROCESSES; "
-        "for machines with many cores)",
-    )
-
-
-def _build_options(parser: argparse.ArgumentParser) -> None:
-    _device_options(parser)
-    parser.add_argument(
-        "--model",
-        help="embedding model: 'all-MiniLM-L6-v2' (default, offline), "
-        "a local sentence-transformers path, or 'hashing' (tests only)",
-    )
-    parser.add_argument(
-        "--chunk-tokens",
-        type=_positive,
-        metavar="N",
-        help="split documents longer than N model tokens (default 200)",
-    )
-    parser.add_argument(
-        "--batch-size",
-        type=_positive,
-        metavar="N",
-        help="passages per embedding batch (default 32)",
-    )
-    parser.add_argument(
-        "--chroma-url",
-        metavar="URL",
-        help="use a Chroma server (e.g. http://127.0.0.1:8000) instead of the embedded store",
-    )
+    index_option(p)
+    device_options(p)
+    quiet_option(p)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -163,8 +85,7 @@ def build_parser() -> argparse.ArgumentParser:
     from hopgraph.agents.registry import agent_methods
     from hopgraph.tools import RETRIEVERS
 
-    from . import ask_command, chat_command, commands, trace_command, train_command
-    from .demo import DEFAULT_DIR as DEMO_DIR
+    from . import ask_command, chat_command, trace_command, train_command
 
     parser = argparse.ArgumentParser(
         prog="hopgraph",
@@ -191,7 +112,7 @@ def build_parser() -> argparse.ArgumentParser:
         "offline graphs, then retrieve evidence for its 8 multi-hop questions, marking the "
         "gold passages.",
     )
-    _index_option(p, default=str(DEMO_DIR))
+    index_option(p, default=str(DEMO_INDEX))
     p.add_argument(
         "--method",
         default="gnn_ret",
@@ -199,9 +120,9 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="METHOD",
         help="retrieval method (default gnn_ret; try hybrid to compare)",
     )
-    p.add_argument("-k", type=_positive, default=4, help="passages per question (default 4)")
-    _quiet_option(p)
-    p.set_defaults(func=commands.demo)
+    p.add_argument("-k", type=positive, default=4, help="passages per question (default 4)")
+    quiet_option(p)
+    p.set_defaults(func=lazy("commands:demo"))
 
     p = sub.add_parser(
         "index",
@@ -213,10 +134,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _source_options(p)
     p.add_argument("--force", action="store_true", help="replace the index already there")
-    _index_option(p)
-    _build_options(p)
-    _quiet_option(p)
-    p.set_defaults(func=commands.index)
+    index_option(p)
+    build_options(p)
+    quiet_option(p)
+    p.set_defaults(func=lazy("commands:index"))
 
     p = sub.add_parser(
         "add",
@@ -227,7 +148,7 @@ def build_parser() -> argparse.ArgumentParser:
         f"the add, never in between. {SOURCE_HELP}",
     )
     _document_write_options(p)
-    p.set_defaults(func=commands.add)
+    p.set_defaults(func=lazy("commands:add"))
 
     p = sub.add_parser(
         "sync",
@@ -251,13 +172,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--debounce",
-        type=_positive,
+        type=positive,
         default=1600,
         metavar="MS",
         help="with --watch: changes within MS milliseconds of each other are one batch "
         "(default 1600)",
     )
-    p.set_defaults(func=commands.sync)
+    p.set_defaults(func=lazy("commands:sync"))
 
     p = sub.add_parser(
         "docs",
@@ -265,9 +186,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="List every document of the index: its id, number of chunks, content "
         "hash (what `hopgraph sync` compares), when it was indexed, its title and source file.",
     )
-    _index_option(p)
+    index_option(p)
     p.add_argument("--json", action="store_true", help="print JSON (with metadata)")
-    p.set_defaults(func=commands.docs)
+    p.set_defaults(func=lazy("commands:docs"))
 
     p = sub.add_parser(
         "delete",
@@ -277,8 +198,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("doc_ids", nargs="*", metavar="DOC_ID")
     p.add_argument("--ids-file", metavar="FILE", help="read more ids from FILE, one per line")
-    _index_option(p)
-    p.set_defaults(func=commands.delete)
+    index_option(p)
+    p.set_defaults(func=lazy("commands:delete"))
 
     p = sub.add_parser(
         "retrieve",
@@ -286,21 +207,21 @@ def build_parser() -> argparse.ArgumentParser:
         description="Print the top-k passages for QUERY with one method.",
     )
     p.add_argument("query", metavar="QUERY")
-    _index_option(p)
+    index_option(p)
     p.add_argument(
         "--method", default="hybrid", help="retrieval method (default hybrid; see `hopgraph info`)"
     )
-    p.add_argument("-k", type=_positive, default=5, help="how many passages (default 5)")
-    _preset_option(p)
-    commands.where_option(p)
-    commands.expand_option(p)
+    p.add_argument("-k", type=positive, default=5, help="how many passages (default 5)")
+    preset_option(p)
+    where_option(p)
+    expand_option(p)
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    p.set_defaults(func=commands.retrieve)
+    p.set_defaults(func=lazy("commands:retrieve"))
 
-    ask_command.add_parser(sub, _index_option, _positive, _preset_option, _llm_option)
-    trace_command.add_parser(sub, _positive)
-    chat_command.add_parser(sub, _index_option, _positive, _preset_option, _llm_option)
-    train_command.add_parser(sub, _index_option, _build_options, _positive)
+    ask_command.add_parser(sub)
+    trace_command.add_parser(sub)
+    chat_command.add_parser(sub)
+    train_command.add_parser(sub)
 
     p = sub.add_parser(
         "explain",
@@ -311,7 +232,7 @@ def build_parser() -> argparse.ArgumentParser:
         "brought them in. Agents (rgnn_ret, gear, tog2) need an LLM; retrievers do not.",
     )
     p.add_argument("question", metavar="QUESTION")
-    _index_option(p)
+    index_option(p)
     p.add_argument(
         "--method",
         default="gnn_ret",
@@ -319,11 +240,11 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="METHOD",
         help=f"a retriever or an agent: {', '.join(agent_methods())} (default gnn_ret)",
     )
-    p.add_argument("-k", type=_positive, default=8, help="passages to draw (default 8)")
+    p.add_argument("-k", type=positive, default=8, help="passages to draw (default 8)")
     p.add_argument("--gold", metavar="IDS", help="comma-separated gold document ids to mark")
-    _preset_option(p)
+    preset_option(p)
     p.add_argument("--out", required=True, metavar="FILE.html", help="where to write the page")
-    p.set_defaults(func=commands.explain)
+    p.set_defaults(func=lazy("commands:explain"))
 
     p = sub.add_parser(
         "mcp",
@@ -333,9 +254,9 @@ def build_parser() -> argparse.ArgumentParser:
         "default (for Claude Desktop, IDEs and agent frameworks that launch it), or streamable "
         "HTTP with --http (endpoint http://HOST:PORT/mcp).",
     )
-    _index_option(p)
+    index_option(p)
     p.add_argument("--http", metavar="HOST:PORT", help="serve streamable HTTP instead of stdio")
-    p.set_defaults(func=commands.mcp)
+    p.set_defaults(func=lazy("commands:mcp"))
 
     p = sub.add_parser(
         "config",
@@ -345,9 +266,9 @@ def build_parser() -> argparse.ArgumentParser:
         "HOPGRAPH_* variable or a flag.",
     )
     p.add_argument("action", choices=["show"], help="show: print the settings")
-    _index_option(p)
+    index_option(p)
     p.add_argument("--json", action="store_true", help="print them as JSON")
-    p.set_defaults(func=commands.config_show)
+    p.set_defaults(func=lazy("commands:config_show"))
 
     p = sub.add_parser(
         "check",
@@ -357,14 +278,14 @@ def build_parser() -> argparse.ArgumentParser:
         "everywhere, the manifest's counts). Each problem names the file and the command that "
         "repairs it; exits 2 if there is any.",
     )
-    _index_option(p)
+    index_option(p)
     p.add_argument("--json", action="store_true", help="print the problems as JSON")
-    p.set_defaults(func=commands.check)
+    p.set_defaults(func=lazy("commands:check"))
 
     p = sub.add_parser("info", help="show an index's manifest and the available methods")
-    _index_option(p)
+    index_option(p)
     p.add_argument("--json", action="store_true", help="print the manifest as JSON")
-    p.set_defaults(func=commands.info)
+    p.set_defaults(func=lazy("commands:info"))
 
     p = sub.add_parser(
         "eval",
@@ -377,8 +298,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--data", required=True, metavar="DIR", help="dataset folder")
     p.add_argument("--split", default="dev", help="question file to use (default dev)")
     p.add_argument("--methods", default="bm25,dense,hybrid", help="comma-separated methods")
-    p.add_argument("--limit", type=_positive, metavar="N", help="first N questions only")
-    _preset_option(p)
+    p.add_argument("--limit", type=positive, metavar="N", help="first N questions only")
+    preset_option(p)
     p.add_argument(
         "--gnn-weights",
         type=Path,
@@ -418,10 +339,10 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="DIR",
         help="where to write the report (default runs/eval-DATASET-SPLIT-TIME)",
     )
-    _index_option(p, default="the dataset's, built once and cached under $HOPGRAPH_CACHE")
-    _build_options(p)
-    _quiet_option(p)
-    p.set_defaults(func=commands.evaluate)
+    index_option(p, default="the dataset's, built once and cached under $HOPGRAPH_CACHE")
+    build_options(p)
+    quiet_option(p)
+    p.set_defaults(func=lazy("commands:evaluate"))
     _graph_parser(sub)
     return parser
 
@@ -434,13 +355,13 @@ def _graph_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--max-df",
-        type=_positive,
+        type=positive,
         metavar="N",
         help="entities or keywords in more than N chunks make no edges (default 30)",
     )
     parser.add_argument(
         "--keyword-min-shared",
-        type=_positive,
+        type=positive,
         metavar="N",
         help="shared keywords for a keyword edge (default 2)",
     )
@@ -478,8 +399,6 @@ def _graph_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _graph_parser(sub: argparse._SubParsersAction) -> None:
-    from . import graph_commands
-
     p = sub.add_parser(
         "graph",
         help="build and inspect the passage graph and knowledge graph",
@@ -495,11 +414,11 @@ def _graph_parser(sub: argparse._SubParsersAction) -> None:
         "(offline by default; --extractor llm uses the configured LLM and a "
         "disk cache) and build both graphs; --triples embeds the triples too.",
     )
-    _index_option(b)
+    index_option(b)
     _graph_options(b)
-    _device_options(b)
-    _quiet_option(b)
-    b.set_defaults(func=graph_commands.build)
+    device_options(b)
+    quiet_option(b)
+    b.set_defaults(func=lazy("graph_commands:build"))
     t = actions.add_parser(
         "triples",
         help="embed the knowledge graph's triples (for the GEAR methods) as one write",
@@ -507,15 +426,15 @@ def _graph_parser(sub: argparse._SubParsersAction) -> None:
         "methods (sync_ge, gear) can search them; the first of them to run does this by "
         "itself. Later writes keep them current. Nothing to do when they are there.",
     )
-    _index_option(t)
-    _quiet_option(t)
-    t.set_defaults(func=graph_commands.triples)
+    index_option(t)
+    quiet_option(t)
+    t.set_defaults(func=lazy("graph_commands:triples"))
     s = actions.add_parser("stats", help="counts by node and edge type, degree distributions")
-    _index_option(s)
+    index_option(s)
     s.add_argument("--json", action="store_true", help="print JSON")
-    s.set_defaults(func=graph_commands.stats)
+    s.set_defaults(func=lazy("graph_commands:stats"))
     e = actions.add_parser("export", help="write a graph as GraphML (Gephi, networkx)")
-    _index_option(e)
+    index_option(e)
     e.add_argument("--format", choices=["graphml"], default="graphml", help="file format")
     e.add_argument(
         "--graph",
@@ -524,7 +443,7 @@ def _graph_parser(sub: argparse._SubParsersAction) -> None:
         help="which graph (default passages)",
     )
     e.add_argument("--out", required=True, metavar="FILE", help="where to write it")
-    e.set_defaults(func=graph_commands.export)
+    e.set_defaults(func=lazy("graph_commands:export"))
     c = actions.add_parser(
         "coverage",
         help="share of questions whose gold passages the graphs connect within N hops",
@@ -533,15 +452,15 @@ def _graph_parser(sub: argparse._SubParsersAction) -> None:
     )
     c.add_argument("--data", required=True, metavar="DIR", help="dataset folder")
     c.add_argument("--split", default="dev", help="question file (default dev)")
-    c.add_argument("--limit", type=_positive, metavar="N", help="first N questions only")
-    c.add_argument("--hops", type=_positive, default=2, help="hops allowed (default 2)")
+    c.add_argument("--limit", type=positive, metavar="N", help="first N questions only")
+    c.add_argument("--hops", type=positive, default=2, help="hops allowed (default 2)")
     c.add_argument("--json", action="store_true", help="print JSON")
     c.add_argument("--rebuild", action="store_true", help="rebuild the graphs even if current")
-    _index_option(c)
-    _build_options(c)
+    index_option(c)
+    build_options(c)
     _graph_options(c)
-    _quiet_option(c)
-    c.set_defaults(func=graph_commands.coverage)
+    quiet_option(c)
+    c.set_defaults(func=lazy("graph_commands:coverage"))
 
 
 def _version() -> str:

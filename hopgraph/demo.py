@@ -9,6 +9,7 @@ from __future__ import annotations
 from importlib.resources import files
 from pathlib import Path
 
+from hopgraph.cli_options import DEMO_INDEX
 from hopgraph.core.settings import IndexSettings
 from hopgraph.evals.datasets import load_questions
 from hopgraph.evals.metrics import all_at_k, recall_at_k
@@ -16,8 +17,6 @@ from hopgraph.graph_store import Index, build_graphs, build_index, load_document
 from hopgraph.graph_store.graph_build import GraphSettings
 from hopgraph.graph_store.manifest import MANIFEST
 from hopgraph.tools import RETRIEVERS, Retriever, make_retriever
-
-DEFAULT_DIR = Path(".hopgraph") / "demo-index"
 
 
 def sample_dir() -> Path:
@@ -32,7 +31,7 @@ def _has_graphs(directory: Path) -> bool:
 
 def run_demo(directory: Path | None, method: str, k: int, show_progress: bool) -> None:
     """Build (or reuse) the sample index and print evidence for every sample question."""
-    directory = directory or DEFAULT_DIR
+    directory = directory or DEMO_INDEX
     sample = sample_dir()
     docs = load_documents(sample / "corpus.jsonl")
     if not (directory / MANIFEST).exists():

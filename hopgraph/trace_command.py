@@ -6,11 +6,15 @@ import argparse
 from datetime import datetime
 from pathlib import Path
 
-from .core.traces import default_store, list_traces, load_trace, render_html, render_tree
+from .cli_options import positive
+
+# The trace store's module imports LangChain's callbacks: each command imports it as it runs.
 
 
 def trace_list(args: argparse.Namespace) -> None:
     """Print the newest traces, one line each."""
+    from .core.traces import default_store, list_traces
+
     rows = list_traces(args.store or default_store(), args.limit)
     if not rows:
         print("no traces yet")
@@ -25,18 +29,22 @@ def trace_list(args: argparse.Namespace) -> None:
 
 def trace_show(args: argparse.Namespace) -> None:
     """Print one trace as a tree."""
+    from .core.traces import default_store, load_trace, render_tree
+
     print(render_tree(load_trace(args.store or default_store(), args.trace_id)))
 
 
 def trace_export(args: argparse.Namespace) -> None:
     """Write one trace as a self-contained HTML page."""
+    from .core.traces import default_store, load_trace, render_html
+
     root = load_trace(args.store or default_store(), args.trace_id)
     out = args.out or Path(f"trace-{root.span_id}.html")
     out.write_text(render_html(root), encoding="utf-8")
     print(f"wrote {out}")
 
 
-def add_parser(sub: argparse._SubParsersAction, positive: object) -> None:
+def add_parser(sub: argparse._SubParsersAction) -> None:
     """Add `hopgraph trace` to the CLI."""
     p = sub.add_parser(
         "trace",

@@ -11,6 +11,7 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
+from .cli_options import build_options, index_option, positive
 from .core.errors import InputError
 from .core.settings import named_setting
 
@@ -259,12 +260,7 @@ def _fit_recurrent(
     return result.alphas, len(samples), result
 
 
-def add_parser(
-    sub: argparse._SubParsersAction,
-    index_option: Callable[[argparse.ArgumentParser], None],
-    build_options: Callable[[argparse.ArgumentParser], None],
-    positive: Callable[[str], int],
-) -> None:
+def add_parser(sub: argparse._SubParsersAction) -> None:
     """Add `hopgraph train` to the CLI."""
     p = sub.add_parser(
         "train",

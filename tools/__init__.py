@@ -1,7 +1,14 @@
-"""Single-step retrievers: one ``retrieve(query, k) -> list[Hit]`` each, also LangChain tools."""
+"""Single-step retrievers: one ``retrieve(query, k) -> list[Hit]`` each, also LangChain tools.
 
-from .base import Retriever
-from .hits import Hit, Provenance
+The names below are imported on first use (PEP 562), so that reading the method names (the
+CLI's parser, `hopgraph --help`) does not import the retrievers' libraries.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from .registry import (
     DEFAULT_PRESET,
     PRESETS,
@@ -10,6 +17,12 @@ from .registry import (
     make_retriever,
     parse_methods,
 )
+
+if TYPE_CHECKING:
+    from .base import Retriever
+    from .hits import Hit, Provenance
+
+_LAZY = {"Retriever": "base", "Hit": "hits", "Provenance": "hits"}
 
 __all__ = [
     "DEFAULT_PRESET",
@@ -22,3 +35,9 @@ __all__ = [
     "make_retriever",
     "parse_methods",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -13,13 +13,15 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from hopgraph.core.errors import IndexStateError, InputError
-from hopgraph.graph_store import Index
 from hopgraph.graph_store.documents import Chunk
 
 from .hits import Hit, Provenance
+
+if TYPE_CHECKING:
+    from hopgraph.graph_store import Index
 
 EXPAND_HELP = (
     "widen each hit: 'section' (its whole section) or 'neighbours[:N]' (N chunks either side, "

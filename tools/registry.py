@@ -1,22 +1,24 @@
-"""The one name → retriever table."""
+"""The one name → retriever table.
+
+Importing it is cheap: each retriever's module (numpy, scipy, networkx, Chroma, torch, ...) is
+imported when the table is first asked for that class, so a command that runs BM25 does not
+pay for GEAR's Chroma client, and `hopgraph --help` pays for none.
+"""
 
 from __future__ import annotations
 
+import importlib
 import sys
-from collections.abc import Sequence
-from typing import Literal, get_args
+from collections.abc import Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Literal, get_args
 
 from hopgraph.core.errors import UnknownMethodError
-from hopgraph.graph_store import Index
-from hopgraph.graph_store.filters import Where
-from hopgraph.graph_store.triple_vectors import embed_triple_vectors
 
-from .base import Retriever
-from .baselines import BM25Retriever, DenseRetriever, HybridRetriever
-from .gear_ge import NaiveGERetriever, SyncGERetriever
-from .gnn_ret import GNNRetriever
-from .grag import GRAGRetriever
-from .iier import IIERRetriever
+if TYPE_CHECKING:
+    from hopgraph.graph_store import Index
+    from hopgraph.graph_store.filters import Where
+
+    from .base import Retriever
 
 Preset = Literal["tuned", "paper"]
 PRESETS: tuple[str, ...] = get_args(Preset)
@@ -24,19 +26,37 @@ PRESETS: tuple[str, ...] = get_args(Preset)
 as closely as our models allow (docs/methods.md lists what still differs)."""
 DEFAULT_PRESET: Preset = "tuned"
 
-RETRIEVERS: dict[str, type[Retriever]] = {
-    cls.name: cls
-    for cls in (
-        BM25Retriever,
-        DenseRetriever,
-        HybridRetriever,
-        GNNRetriever,
-        NaiveGERetriever,
-        IIERRetriever,
-        GRAGRetriever,
-        SyncGERetriever,
-    )
+_CLASSES = {
+    "bm25": "baselines:BM25Retriever",
+    "dense": "baselines:DenseRetriever",
+    "hybrid": "baselines:HybridRetriever",
+    "gnn_ret": "gnn_ret:GNNRetriever",
+    "naive_ge": "gear_ge:NaiveGERetriever",
+    "iier": "iier:IIERRetriever",
+    "grag": "grag:GRAGRetriever",
+    "sync_ge": "gear_ge:SyncGERetriever",
 }
+"""Each method's class as ``module:Class`` under hopgraph.tools, in the order shown to users."""
+
+
+class _Registry(Mapping[str, "type[Retriever]"]):
+    """Method name → retriever class; a class's module is imported when it is first asked for."""
+
+    def __getitem__(self, name: str) -> type[Retriever]:
+        module, cls = _CLASSES[name].split(":")  # KeyError for an unknown name, as a dict
+        return getattr(importlib.import_module(f"hopgraph.tools.{module}"), cls)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(_CLASSES)
+
+    def __len__(self) -> int:
+        return len(_CLASSES)
+
+    def __contains__(self, name: object) -> bool:
+        return name in _CLASSES
+
+
+RETRIEVERS: Mapping[str, type[Retriever]] = _Registry()
 
 
 def check_preset(preset: str) -> Preset:
@@ -89,6 +109,8 @@ def ensure_triple_vectors(index: Index) -> None:
         file=sys.stderr,
         flush=True,
     )
+    from hopgraph.graph_store.triple_vectors import embed_triple_vectors
+
     index.adopt(embed_triple_vectors(index.directory, show_progress=sys.stderr.isatty()))
 
 

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from typing_extensions import TypedDict  # pydantic reads it on Python < 3.12
 
 from .errors import HopgraphError, LLMReplyError, LLMServerError
-from .settings import settings
+from .settings import LLM_CHOICES, settings
 
 T = TypeVar("T")
 
@@ -239,9 +239,6 @@ def labelled(line: str, usage: Usage, used: str) -> str:
         return line
     return f"{line} [FALLBACK: the model's reply could not be read even after a repair; {used}]"
 
-
-LLM_CHOICES = ("auto", "endpoint", "local", "none")
-"""What ``--llm`` (or ``HOPGRAPH_LLM``) may say: who answers a run's prompts."""
 
 OFFLINE_DEFAULT = "none"
 """What ``auto`` means with no endpoint configured: answering with evidence alone. The local

@@ -13,7 +13,7 @@ import os
 import threading
 import tomllib
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import (
@@ -29,6 +29,14 @@ DEFAULT_MODEL = "all-MiniLM-L6-v2"
 CONFIG_FILE = "hopgraph.toml"
 """The settings file hopgraph reads from an index folder."""
 ENV_PREFIX = "HOPGRAPH_"
+
+
+Device = Literal["auto", "cpu", "cuda", "mps"]
+DEVICES: tuple[str, ...] = get_args(Device)
+"""Where the embedding model runs (``--device``, ``HOPGRAPH_DEVICE``)."""
+LLMChoice = Literal["auto", "endpoint", "local", "none"]
+LLM_CHOICES: tuple[str, ...] = get_args(LLMChoice)
+"""What ``--llm`` (or ``HOPGRAPH_LLM``) may say: who answers a run's prompts."""
 
 
 class Settings(BaseSettings):
@@ -49,11 +57,9 @@ class Settings(BaseSettings):
     max_document_mb: float = Field(
         2.0, gt=0, description="documents with more text are skipped (about 2,000 chunks a MB)"
     )
-    device: Literal["auto", "cpu", "cuda", "mps"] = Field("auto", description="encoder device")
+    device: Device = Field("auto", description="encoder device")
     embed_processes: int = Field(1, ge=1, description="CPU encoding processes")
-    llm: Literal["auto", "endpoint", "local", "none"] = Field(
-        "auto", description="who answers prompts"
-    )
+    llm: LLMChoice = Field("auto", description="who answers prompts")
     llm_model: str | None = Field(None, description="model name (else $OPENAI_MODEL)")
     llm_base_url: str | None = Field(None, description="OpenAI-compatible endpoint")
     llm_api_key: SecretStr | None = Field(None, description="API key (else $OPENAI_API_KEY)")

@@ -1,0 +1,157 @@
+"""Options shared by the CLI's commands, and handlers imported only when their command runs.
+
+Nothing here imports more than the core and the method names: building the parser (and so
+`hopgraph --help`) must stay a fraction of a second.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from .core.settings import DEVICES, LLM_CHOICES
+
+DEMO_INDEX = Path(".hopgraph") / "demo-index"
+"""Where `hopgraph demo` builds its index unless --index says otherwise."""
+
+Handler = Callable[[argparse.Namespace], Any]
+
+
+def lazy(target: str) -> Handler:
+    """Return a handler that imports ``module:function`` (under hopgraph) when it is called."""
+    module, name = target.split(":")
+
+    def run(args: argparse.Namespace) -> Any:
+        return getattr(importlib.import_module(f"hopgraph.{module}"), name)(args)
+
+    run.__qualname__ = run.__name__ = name
+    return run
+
+
+def positive(text: str) -> int:
+    """Parse a positive whole number (argparse ``type``)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive whole number, got {value}")
+    return value
+
+
+def index_option(parser: argparse.ArgumentParser, default: str | None = None) -> None:
+    """Add ``--index DIR``."""
+    parser.add_argument(
+        "--index",
+        metavar="DIR",
+        help=f"index directory (default: {default or '$HOPGRAPH_INDEX or ./hopgraph-index'})",
+    )
+
+
+def quiet_option(parser: argparse.ArgumentParser) -> None:
+    """Add ``-q/--quiet`` (no progress bars)."""
+    parser.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
+
+
+def preset_option(parser: argparse.ArgumentParser) -> None:
+    """Add ``--preset tuned|paper``."""
+    parser.add_argument(
+        "--preset",
+        choices=["tuned", "paper"],
+        default="tuned",
+        help="method settings: tuned (our best on dev, default) or paper (each method as its "
+        "paper has it, as far as our models allow; docs/methods.md lists every difference)",
+    )
+
+
+def llm_option(parser: argparse.ArgumentParser) -> None:
+    """Add ``--llm``: who writes the answers."""
+    parser.add_argument(
+        "--llm",
+        choices=LLM_CHOICES,
+        default=None,
+        help="who writes the answers: endpoint (the OpenAI-compatible server of "
+        "HOPGRAPH_LLM_*: OpenAI, Ollama, vLLM, llama.cpp), local (SmolLM2-135M-Instruct in "
+        "process, offline; [local] extra), none (evidence passages only) or auto (default, or "
+        "$HOPGRAPH_LLM: the endpoint if one is configured, else evidence only)",
+    )
+
+
+def device_options(parser: argparse.ArgumentParser) -> None:
+    """Add ``--device`` and ``--processes``: where the embedding model runs."""
+    parser.add_argument(
+        "--device",
+        choices=DEVICES,
+        help="where the embedding model runs: auto (default, or $HOPGRAPH_DEVICE: a CUDA GPU, "
+        "else Apple MPS, else the CPU), cpu, cuda (fp16) or mps",
+    )
+    parser.add_argument(
+        "--processes",
+        type=positive,
+        metavar="N",
+        help="CPU worker processes that embed (default 1, or $HOPGRAPH_EMBED_PROCESSES; "
+        "for machines with many cores)",
+    )
+
+
+def build_options(parser: argparse.ArgumentParser) -> None:
+    """Add the options of a new index: model, chunk size, batch size, Chroma server."""
+    device_options(parser)
+    parser.add_argument(
+        "--model",
+        help="embedding model: 'all-MiniLM-L6-v2' (default, offline), "
+        "a local sentence-transformers path, or 'hashing' (tests only)",
+    )
+    parser.add_argument(
+        "--chunk-tokens",
+        type=positive,
+        metavar="N",
+        help="split documents longer than N model tokens (default 200)",
+    )
+    parser.add_argument(
+        "--batch-size",
+        type=positive,
+        metavar="N",
+        help="passages per embedding batch (default 32)",
+    )
+    parser.add_argument(
+        "--chroma-url",
+        metavar="URL",
+        help="use a Chroma server (e.g. http://127.0.0.1:8000) instead of the embedded store",
+    )
+
+
+def where_option(parser: argparse.ArgumentParser) -> None:
+    """Add ``--where FILTER`` (repeatable) to a command that retrieves."""
+    parser.add_argument(
+        "--where",
+        action="append",
+        metavar="FILTER",
+        help="only passages that pass FILTER (repeatable, all must hold): KEY=VALUE, "
+        "KEY!=VALUE, 'KEY in A|B|C', KEY*=TEXT (contains), KEY^=TEXT (starts with), "
+        "KEY~=ITEM (section~=Signals: a heading at any level; tags~=pip: a list entry). KEY: "
+        "doc_id, title, source, section or a document's metadata (JSONL keys, front matter)",
+    )
+
+
+def expand_option(parser: argparse.ArgumentParser) -> None:
+    """Add ``--expand section|neighbours[:N]`` to a command that shows passages."""
+    from hopgraph.tools.expand import EXPAND_HELP
+
+    parser.add_argument("--expand", metavar="section|neighbours[:N]", help=EXPAND_HELP)
+
+
+def method_option(parser: argparse.ArgumentParser) -> None:
+    """Add ``--method``: any agent or retriever of the registries (ask, chat)."""
+    from hopgraph.agents.registry import DEFAULT_METHOD, agent_methods
+
+    parser.add_argument(
+        "--method",
+        default=DEFAULT_METHOD,
+        choices=agent_methods(),
+        metavar="METHOD",
+        help=f"answering method: one of {', '.join(agent_methods())} (default {DEFAULT_METHOD})",
+    )
