@@ -10,14 +10,20 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from collections.abc import Callable, Sequence
+import sys
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from functools import cache
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
 from hopgraph.core.errors import HopgraphError, InputError
 from hopgraph.core.settings import DEVICES, settings
+
+if TYPE_CHECKING:
+    from .onnx_encoder import EncoderSpec
 
 ProgressHook = Callable[[int], None]
 """Where the model runs: ``auto`` takes a CUDA GPU, else Apple's MPS, else the CPU."""
@@ -223,4 +229,64 @@ def load_embedder(name: str, batch_size: int = 32) -> Embedder:
 
 @cache
 def _load(name: str, batch_size: int, device: str, processes: int) -> Embedder:
-    return SentenceTransformerEmbedder(name, batch_size, device, processes)
+    with announced(f"loading {name} …"):
+        return SentenceTransformerEmbedder(name, batch_size, device, processes)
+
+
+def load_query_embedder(name: str, batch_size: int = 32) -> Embedder:
+    """Return an embedder for queries: the ONNX export of ``name`` where there is one.
+
+    The first load of a model the ONNX path can run (graph_store.onnx_encoder) goes through
+    sentence-transformers and exports it; later processes load the export in a fraction of the
+    time. A model it cannot run, or an export that fails (named on stderr), stays on
+    sentence-transformers.
+    """
+    if name == "hashing" or not name.strip():
+        return load_embedder(name, batch_size)
+    from .onnx_encoder import encoder_spec
+
+    spec = encoder_spec(resolve_model_path(name))
+    if spec is not None and spec.exported.is_file():
+        return _load_onnx(name, spec, batch_size)
+    embedder = load_embedder(name, batch_size)
+    if spec is not None and isinstance(embedder, SentenceTransformerEmbedder):
+        _export_for_queries(embedder, spec)
+    return embedder
+
+
+@cache
+def _load_onnx(name: str, spec: EncoderSpec, batch_size: int) -> Embedder:
+    from .onnx_encoder import OnnxEmbedder
+
+    with announced(f"loading {name} …"):
+        return OnnxEmbedder(name, spec, batch_size)
+
+
+def _export_for_queries(embedder: SentenceTransformerEmbedder, spec: EncoderSpec) -> None:
+    from .onnx_encoder import export
+
+    try:
+        with announced(f"exporting {embedder.name} to ONNX, once, for fast starts …", 0.0):
+            export(embedder.model[0].auto_model, spec)
+    except Exception as err:  # a missing `onnx` package, a model torch cannot trace, a full disk
+        print(
+            f"warning: {embedder.name} could not be exported for fast query starts "
+            f"({type(err).__name__}: {err}); queries load it with sentence-transformers",
+            file=sys.stderr,
+        )
+
+
+@contextmanager
+def announced(message: str, after: float = 1.0) -> Iterator[None]:
+    """Print ``message`` on stderr if the block is still running ``after`` seconds in.
+
+    Loading a model can take seconds (tens on a busy machine): a command that says nothing
+    meanwhile looks hung. A quick load prints nothing.
+    """
+    timer = threading.Timer(after, lambda: print(message, file=sys.stderr, flush=True))
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()

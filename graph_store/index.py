@@ -21,7 +21,7 @@ from hopgraph.core.errors import IndexStateError
 from .atomic import recover
 from .doc_table import DocumentRecord, matching, read_documents
 from .documents import Chunk
-from .embedding import Embedder, load_embedder
+from .embedding import Embedder, load_query_embedder
 from .filters import Where, conditions
 from .generations import passages_location
 from .kdb_bm25 import BM25Store
@@ -139,7 +139,8 @@ class Index:
     @cached_property
     def embedder(self) -> Embedder:
         """Load the index's embedding model and check its dimension against the manifest."""
-        embedder = load_embedder(self.manifest.settings.model, self.manifest.settings.batch_size)
+        settings = self.manifest.settings
+        embedder = load_query_embedder(settings.model, settings.batch_size)
         expected = self.manifest.embedder["dimension"]
         if embedder.dimension != expected:
             raise IndexStateError(

@@ -14,25 +14,17 @@ from pydantic import ValidationError
 
 from hopgraph.core.errors import InputError
 from hopgraph.core.settings import IndexSettings, default_index_dir, named_setting
-from hopgraph.graph_store import (
-    Index,
-    Loaded,
-    add_documents,
-    build_index,
-    delete_documents,
-    load_corpus,
-    sync_documents,
-)
-from hopgraph.graph_store.build import SyncReport, WriteReport
+from hopgraph.graph_store import Index
 from hopgraph.graph_store.filters import WhereValue, parse_cli
-from hopgraph.graph_store.loaders import NOT_A_DOCUMENT, quote_ids
 from hopgraph.tools import RETRIEVERS, make_retriever, parse_methods
-from hopgraph.tools.expand import EXPAND_HELP, Expansion, expand_hits
+from hopgraph.tools.expand import Expansion, expand_hits
 
 from .formatting import format_hits
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the write path (loaders, parsers, graph building) is imported by writes
     from hopgraph.evals.datasets import Question
+    from hopgraph.graph_store.build import SyncReport, WriteReport
+    from hopgraph.graph_store.loaders import Loaded
 
 
 SHOWN_IDS = 20
@@ -72,6 +64,8 @@ def load(args: argparse.Namespace, verbose: bool = True) -> Loaded:
     Not ``verbose`` (each batch of a watched folder): only the documents that could not be read
     and the warnings, not the summary nor the files of other kinds.
     """
+    from hopgraph.graph_store.loaders import NOT_A_DOCUMENT, load_corpus
+
     loaded = load_corpus(args.source, args.include or (), args.exclude or (), args.strict)
     report = loaded.report
     if not verbose:
@@ -88,6 +82,8 @@ def load(args: argparse.Namespace, verbose: bool = True) -> Loaded:
 
 def index(args: argparse.Namespace) -> None:
     """Build an index from a corpus."""
+    from hopgraph.graph_store.build import build_index
+
     settings = settings_from(args)
     docs = load(args).documents
     report = build_index(docs, index_dir(args), settings, not args.quiet, replace=args.force)
@@ -97,6 +93,8 @@ def index(args: argparse.Namespace) -> None:
 
 def add(args: argparse.Namespace) -> None:
     """Add documents to an index."""
+    from hopgraph.graph_store.build import add_documents
+
     docs = load(args).documents
     _report("updated", add_documents(index_dir(args), docs, show_progress=not args.quiet))
 
@@ -113,6 +111,9 @@ def sync(args: argparse.Namespace) -> None:
 
 def sync_once(args: argparse.Namespace, verbose: bool = True) -> SyncReport:
     """Sync once and return the report; ``verbose``: print its summary and the ids touched."""
+    from hopgraph.graph_store.build import sync_documents
+    from hopgraph.graph_store.loaders import quote_ids
+
     loaded = load(args, verbose)
     root = Path(args.source)
     unread = frozenset(
@@ -171,6 +172,8 @@ def docs(args: argparse.Namespace) -> None:
 
 def delete(args: argparse.Namespace) -> None:
     """Delete documents from an index."""
+    from hopgraph.graph_store.build import delete_documents
+
     ids = list(args.doc_ids)
     if args.ids_file:
         try:
@@ -197,24 +200,6 @@ def retrieve(args: argparse.Namespace) -> None:
         print(json.dumps([h.to_dict() for h in hits], indent=2, ensure_ascii=False))
     else:
         print(format_hits(hits) if hits else "no passages matched")
-
-
-def where_option(parser: argparse.ArgumentParser) -> None:
-    """Add ``--where FILTER`` (repeatable) to a command that retrieves."""
-    parser.add_argument(
-        "--where",
-        action="append",
-        metavar="FILTER",
-        help="only passages that pass FILTER (repeatable, all must hold): KEY=VALUE, "
-        "KEY!=VALUE, 'KEY in A|B|C', KEY*=TEXT (contains), KEY^=TEXT (starts with), "
-        "KEY~=ITEM (section~=Signals: a heading at any level; tags~=pip: a list entry). KEY: "
-        "doc_id, title, source, section or a document's metadata (JSONL keys, front matter)",
-    )
-
-
-def expand_option(parser: argparse.ArgumentParser) -> None:
-    """Add ``--expand section|neighbours[:N]`` to a command that shows passages."""
-    parser.add_argument("--expand", metavar="section|neighbours[:N]", help=EXPAND_HELP)
 
 
 def where_of(options: Sequence[str] | None) -> dict[str, WhereValue] | None:

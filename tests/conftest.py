@@ -47,9 +47,16 @@ def write_jsonl(path: Path, rows: list[dict]) -> Path:
     return path
 
 
+@pytest.fixture(scope="session")
+def _encoders(tmp_path_factory) -> Path:
+    """One folder of ONNX query encoders for the session: a model is exported once, not per test."""
+    return tmp_path_factory.mktemp("encoders")
+
+
 @pytest.fixture(autouse=True)
-def _isolated_cache(tmp_path, monkeypatch):
+def _isolated_cache(tmp_path, monkeypatch, _encoders):
     monkeypatch.setenv("HOPGRAPH_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("HOPGRAPH_ENCODERS", str(_encoders))
     monkeypatch.delenv("HOPGRAPH_INDEX", raising=False)
     monkeypatch.delenv("HOPGRAPH_MODEL", raising=False)
     monkeypatch.delenv("HOPGRAPH_CHROMA_URL", raising=False)

@@ -6,6 +6,8 @@ BM25, manifest). Target: build ≤ 1.3 × embedding alone.
 
 ``python -m hopgraph.evals.bench scale --sizes 100k,200k,400k,1M`` is the scale benchmark
 (evals/bench/scale.py): graphs, writes and latency on synthetic corpora, vectors given.
+``python -m hopgraph.evals.bench startup`` times whole commands from a cold process
+(evals/bench/startup.py).
 """
 
 from __future__ import annotations
@@ -94,6 +96,10 @@ def _summary(times: list[float]) -> dict[str, float]:
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark and print a summary; writes JSON with --out."""
     argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["startup"]:  # python -m hopgraph.evals.bench startup
+        from hopgraph.evals.bench.startup import main as startup
+
+        return startup(argv[1:])
     if argv[:1] == ["scale"]:  # python -m hopgraph.evals.bench scale --sizes ...
         from hopgraph.evals.bench.scale import main as scale
 

@@ -50,6 +50,9 @@ class Settings(BaseSettings):
     cache: Path | None = Field(
         None, description="derived data (eval indexes, traces); None: $XDG_CACHE_HOME/hopgraph"
     )
+    encoders: Path | None = Field(
+        None, description="where query encoders exported to ONNX are kept; None: CACHE/encoders"
+    )
     model: str = Field(DEFAULT_MODEL, description="embedding model of new indexes")
     chunk_tokens: int = Field(200, ge=16, le=4096, description="chunk size of new indexes")
     batch_size: int = Field(32, ge=1, le=4096, description="passages per embedding batch")
@@ -182,6 +185,11 @@ def describe_settings(**flags: Any) -> list[tuple[str, str, str]]:
 def default_index_dir() -> Path:
     """Return the index directory to use when none is given (the ``index`` setting)."""
     return settings().index
+
+
+def encoders_dir() -> Path:
+    """Return where the ONNX exports of embedding models are kept (graph_store.onnx_encoder)."""
+    return settings().encoders or cache_dir() / "encoders"
 
 
 def cache_dir() -> Path:
