@@ -7,6 +7,7 @@ nothing is recomputed, and the embedding model is loaded only when a query needs
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Mapping, Sequence
 from functools import cached_property
 from pathlib import Path
@@ -110,6 +111,7 @@ class Index:
         self._query_vectors: dict[str, np.ndarray] = {}
         self._last_similarities: tuple[str, np.ndarray] | None = None
         self._matching: dict[bytes, frozenset[str]] = {}
+        self._cache_lock = threading.Lock()
 
     @classmethod
     def open(cls, directory: str | Path, model: str | None = None) -> Index:
@@ -251,20 +253,22 @@ class Index:
         A scan reads the whole matrix (1 GB at a million chunks), and a guarded method and its
         guard both need it for the same query, so the second asks for free. Read-only.
         """
-        if self._last_similarities is None or self._last_similarities[0] != text:
+        last = self._last_similarities  # one read: another thread may replace it meanwhile
+        if last is None or last[0] != text:
             found = self.similarities(self.embed_query(text))
             found.flags.writeable = False
-            self._last_similarities = (text, found)
-        return self._last_similarities[1]
+            last = self._last_similarities = (text, found)
+        return last[1]
 
     def embed_query(self, text: str) -> np.ndarray:
         """Embed one query with the index's model (the last 256 are kept: methods share them)."""
         vector = self._query_vectors.get(text)
         if vector is None:
             vector = self.embedder.embed([text])[0]
-            if len(self._query_vectors) >= 256:
-                self._query_vectors.pop(next(iter(self._query_vectors)))
-            self._query_vectors[text] = vector
+            with self._cache_lock:  # requests on a server's worker threads share the cache
+                if len(self._query_vectors) >= 256:
+                    self._query_vectors.pop(next(iter(self._query_vectors)))
+                self._query_vectors[text] = vector
         return vector
 
     def forget_queries(self) -> None:

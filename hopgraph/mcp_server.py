@@ -9,11 +9,11 @@ with an error saying what to set, and the retrievers still work.
 from __future__ import annotations
 
 import logging
-import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
+import anyio
 from mcp.server.fastmcp import FastMCP
 from mcp.server.fastmcp.exceptions import ToolError
 from pydantic import Field
@@ -33,6 +33,11 @@ METHOD_HELP = "retrieval method"
 PRESET_HELP = "tuned: our best settings on dev (default); paper: each method as its paper has it"
 AskMethod = Literal[tuple(agent_methods())]  # type: ignore[valid-type]  # the registry's
 
+WORKERS = 4
+"""Requests served at once, each on a worker thread: a slow one (a huge query, an agent's
+LLM calls) does not hold the others. The index's caches are safe to share (graph_store.index)."""
+T = TypeVar("T")
+
 INSTRUCTIONS = (
     "hopgraph retrieves evidence for multi-hop questions from one indexed corpus. Use "
     "`retrieve` for passages (gnn_ret follows links between passages; hybrid is plain search) "
@@ -47,9 +52,13 @@ def build_server(live: LiveIndex, host: str = "127.0.0.1", port: int = 8000) -> 
     committed while the server runs is seen by the next request, never half-way through one.
     """
     server = FastMCP("hopgraph", instructions=INSTRUCTIONS, host=host, port=port)
-    lock = threading.Lock()  # one request at a time touches the index and its caches
+    workers = anyio.CapacityLimiter(WORKERS)
 
-    def retrieve(
+    async def in_worker(work: Callable[[], T]) -> T:
+        """Run ``work`` on a worker thread: the event loop keeps serving other requests."""
+        return await anyio.to_thread.run_sync(work, limiter=workers)
+
+    async def retrieve(
         query: Annotated[str, Field(min_length=1, description="question or keywords")],
         method: str = "gnn_ret",  # typed below: the methods this index runs
         k: Annotated[int, Field(ge=1, le=50, description="passages to return")] = 5,
@@ -61,13 +70,15 @@ def build_server(live: LiveIndex, host: str = "127.0.0.1", port: int = 8000) -> 
         from hopgraph.tools import make_retriever
         from hopgraph.tools.expand import Expansion, expand_hits
 
-        with lock, _as_tool_error():
-            expansion = Expansion.parse(expand) if expand else None
-            index = live.current()
-            hits = make_retriever(method, index, preset=preset).retrieve(query, k, where)
-            if expansion is not None:
-                hits = expand_hits(index, hits, expansion)
-            return [h.to_dict() for h in hits]
+        def work() -> list[dict[str, Any]]:
+            with _as_tool_error(), live.reading() as index:
+                expansion = Expansion.parse(expand) if expand else None
+                hits = make_retriever(method, index, preset=preset).retrieve(query, k, where)
+                if expansion is not None:
+                    hits = expand_hits(index, hits, expansion)
+                return [h.to_dict() for h in hits]
+
+        return await in_worker(work)
 
     # The methods this index runs: the standalone ones, and those with trained weights here.
     methods = served_methods(live.current())
@@ -77,7 +88,7 @@ def build_server(live: LiveIndex, host: str = "127.0.0.1", port: int = 8000) -> 
     server.tool()(retrieve)
 
     @server.tool()
-    def ask(
+    async def ask(
         question: Annotated[str, Field(min_length=1, description="a standalone question")],
         method: Annotated[AskMethod, Field(description="answering method")] = DEFAULT_METHOD,
         preset: Annotated[Preset, Field(description=PRESET_HELP)] = DEFAULT_PRESET,
@@ -87,21 +98,24 @@ def build_server(live: LiveIndex, host: str = "127.0.0.1", port: int = 8000) -> 
 
         from .core.llm import required_chat
 
-        with lock, _as_tool_error():
-            chat = required_chat()
-            result = run_agent(method, question, live.current(), chat, preset=preset)
-            return {
-                "answer": result.answer,
-                "citations": [{k: c[k] for k in ("id", "title", "text")} for c in result.citations],
-                "steps": result.steps,
-                "usage": dict(result.usage),
-            }
+        def work() -> dict[str, Any]:
+            with _as_tool_error(), live.reading() as index:
+                chat = required_chat()
+                result = run_agent(method, question, index, chat, preset=preset)
+                cited = [{k: c[k] for k in ("id", "title", "text")} for c in result.citations]
+                return {
+                    "answer": result.answer,
+                    "citations": cited,
+                    "steps": result.steps,
+                    "usage": dict(result.usage),
+                }
+
+        return await in_worker(work)
 
     @server.tool()
     def index_stats() -> dict[str, Any]:
         """Describe the index: counts, embedding model, whether graphs are built."""
-        with lock:
-            index = live.current()
+        index = live.current()
         manifest = index.manifest
         return {
             "index": index.directory.name,  # its name, not where it lies on the server

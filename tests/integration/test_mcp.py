@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 from datetime import timedelta
+from pathlib import Path
 
 import httpx
 import pytest
@@ -15,6 +16,7 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
+import hopgraph
 from hopgraph.evals.scripted_llm import ScriptedOpenAIServer
 from tests.agent_scripts import NOT_YET, QUESTION, gear_script
 
@@ -197,3 +199,72 @@ def test_mcp_section_filters_and_expand_on_documentation(tmp_path):
             assert bad.isError and "neighbours" in bad.content[0].text
 
     asyncio.run(main())
+
+
+def test_a_huge_query_does_not_hold_other_clients(index_dir, llm_env):
+    """Two clients at once: one sends a 1 MB query, the other 20 small ones (p95 < 1 s)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = subprocess.Popen(
+        [sys.executable, "-m", "hopgraph.cli", "mcp", "--index", str(index_dir),
+         "--http", f"127.0.0.1:{port}"],
+        env=llm_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    url = f"http://127.0.0.1:{port}/mcp"
+    sample = (Path(hopgraph.__file__).parent / "sample" / "corpus.jsonl").read_text()
+    text = " ".join(json.loads(line)["text"] for line in sample.splitlines())
+    huge = (text * (1_000_000 // len(text) + 1))[:1_000_000]  # 1 MB of real words
+    small = {"query": "Where was Larry Alcala educated?", "method": "hybrid", "k": 5}
+
+    async def client(task):
+        http = httpx.AsyncClient(timeout=httpx.Timeout(30, read=300))
+        async with (
+            http,
+            streamable_http_client(url, http_client=http) as (read, write, _),
+            ClientSession(read, write, read_timeout_seconds=REQUEST_TIMEOUT) as session,
+        ):
+            await session.initialize()
+            return await task(session)
+
+    async def big(session):
+        done = await session.call_tool("retrieve", {**small, "query": huge})
+        assert not done.isError, done.content[0].text[:500]
+        return time.perf_counter()
+
+    async def many(session):
+        await asyncio.sleep(0.3)  # the huge query is under way
+        times, ends = [], []
+        for _ in range(20):
+            started = time.perf_counter()
+            done = await session.call_tool("retrieve", small)
+            assert not done.isError
+            ends.append(time.perf_counter())
+            times.append(ends[-1] - started)
+        return times, ends
+
+    async def main():
+        await client(lambda s: s.call_tool("retrieve", small))  # loads the model and stores
+        return await asyncio.gather(client(big), client(many))
+
+    try:
+        _wait_for_port(port, server)
+        big_done, (quick, ends) = asyncio.run(main())
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+    p95 = sorted(quick)[int(0.95 * len(quick)) - 1]
+    assert p95 < 1.0, (p95, quick)
+    # served beside the huge query, not after it (one at a time, none would be)
+    assert sum(end < big_done for end in ends) >= 10, (quick, ends, big_done)
+
+
+def _wait_for_port(port, server):
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        assert server.poll() is None, server.stderr.read()
+        time.sleep(0.2)
+    raise AssertionError("the server did not start listening")
