@@ -16,8 +16,9 @@ from typing import Any
 
 from hopgraph.core.errors import HopgraphError
 
+from . import check_chroma
 from .doc_table import read_documents
-from .documents import Chunk, chunk_of_row
+from .documents import Chunk
 from .extraction.reading_table import READINGS_FILE, ReadingTable
 from .extraction.table import EXTRACTIONS_FILE, ExtractionTable
 from .generations import passages_location
@@ -35,7 +36,6 @@ from .manifest import (
     repair_hint,
 )
 from .passage_graph import PassageGraph
-from .vdb_chroma import ChromaVectorStore
 from .vector_table import VectorTable
 
 
@@ -76,17 +76,30 @@ def check_index(directory: str | Path) -> list[Problem]:
     manifest = found.attempt(MANIFEST, rebuild, lambda: read_manifest(directory))
     if manifest is None:
         return found.problems
+    chroma = check_chroma.start(directory)  # beside the rest: it imports and reads Chroma
     _check_files(directory, manifest, found)
     where = str(manifest.path(directory, "chunks"))
     chunks = found.attempt(where, rebuild, lambda: read_chunks(directory, manifest))
-    if chunks is None:  # read_chunks also checks the count against the manifest
-        return found.problems
-    _check_tables(directory, manifest, chunks, found)
-    ids = [c.id for c in chunks]
-    _check_stores(directory, manifest, ids, found)
-    if manifest.graph:
-        _check_graphs(directory, manifest, ids, found)
+    if chunks is not None:  # read_chunks also checks the count against the manifest
+        _check_tables(directory, manifest, chunks, found)
+        ids = [c.id for c in chunks]
+        _check_stores(directory, manifest, ids, found)
+        if manifest.graph:
+            _check_graphs(directory, manifest, ids, found)
+    _check_chroma(directory, manifest, chroma, found)
     return found.problems
+
+
+def _check_chroma(directory: Path, manifest: Manifest, child: Any, found: Findings) -> None:
+    """Name what the child process found wrong with Chroma (graph_store.check_chroma)."""
+    chroma_problems = check_chroma.collect(child)
+    where = f"Chroma ({passages_location(directory, manifest).describe()})"
+    fix = (
+        f"`hopgraph check --repair --index {directory}` rebuilds it from the vector table "
+        "(nothing is embedded again)"
+    )
+    for what in chroma_problems:
+        found.problems.append(Problem(where, what, fix))
 
 
 def _check_files(directory: Path, manifest: Manifest, found: Findings) -> None:
@@ -136,21 +149,6 @@ def _check_stores(directory: Path, manifest: Manifest, ids: list[str], found: Fi
         _all_there(ids, covered, "BM25 row")
 
     found.attempt(str(bm25), rebuild_hint(directory), keyword_rows)
-    location = passages_location(directory, manifest)
-
-    def vector_rows() -> None:
-        wanted = [manifest.row_of(i) for i in ids]  # a replaced chunk's row has its own id
-        store = ChromaVectorStore(location)
-        try:
-            rows: set[str] = set()
-            for start in range(0, len(wanted), 5000):
-                batch = wanted[start : start + 5000]
-                rows.update(store.collection.get(ids=batch, include=[])["ids"])
-        finally:
-            store.close()
-        _all_there(ids, {chunk_of_row(r) for r in rows}, "Chroma row")
-
-    found.attempt(f"Chroma ({location.describe()})", rebuild_hint(directory), vector_rows)
 
 
 def _all_there(ids: list[str], held: set[str], what: str) -> None:

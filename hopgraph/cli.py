@@ -280,6 +280,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     index_option(p)
     p.add_argument("--json", action="store_true", help="print the problems as JSON")
+    p.add_argument(
+        "--repair",
+        action="store_true",
+        help="rebuild what can be derived, as one write: Chroma from the vector table (nothing "
+        "embedded again), the graphs from the chunks; other damage is named with its fix",
+    )
     p.set_defaults(func=lazy("commands:check"))
 
     p = sub.add_parser("info", help="show an index's manifest and the available methods")

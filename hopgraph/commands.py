@@ -213,6 +213,11 @@ def check(args: argparse.Namespace) -> None:
     from hopgraph.graph_store.check import check_index
 
     directory = index_dir(args)
+    if args.repair:
+        from hopgraph.graph_store.repair import repair
+
+        for line in repair(directory) or ["nothing to repair"]:
+            print(f"repaired {line}" if line != "nothing to repair" else line)
     problems = check_index(directory)
     if args.json:
         print(json.dumps([p.__dict__ for p in problems], indent=2))

@@ -1,0 +1,109 @@
+"""`hopgraph check --repair`: rebuild what an index can derive from its own sound parts.
+
+Chroma's collection is a copy of the vector, chunk and document tables: it is rebuilt from them
+into a new store folder, nothing embedded again. The graphs are derived from the chunks: they
+are built again as `hopgraph graph build` does. Both happen in one generation under the write
+lock, so a reader sees the damaged index or the repaired one, and a stopped repair changes
+nothing. The tables themselves (chunks, documents, vectors, BM25) are the source: damage to
+them is named with the rebuild that fixes it.
+"""
+
+from __future__ import annotations
+
+import shutil
+import uuid
+from pathlib import Path
+
+from hopgraph.core.errors import IndexStateError
+
+from .atomic import write_lock
+from .build import _fields, _successor
+from .check import Problem, check_index
+from .doc_table import read_documents
+from .generations import Generation, folder_name, passages_location
+from .graph_build import GraphSettings, write_graphs
+from .index import read_chunks
+from .manifest import read_manifest
+from .vdb_chroma import ChromaLocation
+from .vector_table import VectorTable
+
+
+def repair(directory: Path, show_progress: bool = False) -> list[str]:
+    """Repair the index at ``directory``; return what was rebuilt (empty: it was sound).
+
+    Raises IndexStateError naming the damage it cannot mend, or the writer holding the lock.
+    """
+    with write_lock(directory):
+        problems = check_index(directory)
+        if not problems:
+            return []
+        chroma = [p for p in problems if p.where.startswith("Chroma")]
+        graphs = [p for p in problems if _in_graph(directory, p)]
+        other = [p for p in problems if p not in chroma and p not in graphs]
+        if other:
+            listed = "\n".join(str(p) for p in other)
+            raise IndexStateError(
+                f"{directory} has damage that --repair cannot derive ({len(other)}):\n{listed}"
+            )
+        return _rebuild(directory, rebuild_chroma=bool(chroma), rebuild_graphs=bool(graphs),
+                        show_progress=show_progress)  # fmt: skip
+
+
+def _in_graph(directory: Path, problem: Problem) -> bool:
+    manifest = read_manifest(directory)
+    if manifest.graph is None:
+        return False
+    return problem.where.startswith(str(manifest.path(directory, "graph")))
+
+
+def _rebuild(
+    directory: Path, rebuild_chroma: bool, rebuild_graphs: bool, show_progress: bool
+) -> list[str]:
+    old = read_manifest(directory)
+    chunks = read_chunks(directory, old)
+    done = []
+    with Generation(directory, old) as gen:
+        manifest = _successor(old, chunks)
+        damaged = passages_location(directory, old)
+        if rebuild_chroma:
+            location = _fresh_location(directory, damaged, gen.number)
+            store = gen.create_collection(location)
+            try:
+                vectors = VectorTable.load(directory, old.vectors).matrix([c.id for c in chunks])
+                fields = _fields(read_documents(directory, old, chunks), chunks)
+                store.upsert(chunks, vectors, gen.number, fields)
+            finally:
+                store.close()
+            manifest.collection, manifest.rows = location.collection, {}
+            manifest.chroma_dir = location.path.name if location.path else None
+            done.append(f"Chroma: {len(chunks)} rows written from the vector table")
+        if old.graph and rebuild_chroma and not rebuild_graphs:
+            # the triple vectors lived in the damaged store: the GEAR methods embed them again
+            manifest.graph = {
+                **old.graph,
+                "settings": {**old.graph["settings"], "embed_triples": False},
+            }
+            done.append("triple vectors: embedded again at their first use")
+        if old.graph and rebuild_graphs:
+            # the triple vectors lived in the damaged store: the GEAR methods embed them again
+            settings = GraphSettings.model_validate(
+                {**old.graph["settings"], "embed_triples": False}
+            )
+            write_graphs(gen, directory, old, manifest, chunks, chunks, settings,
+                         show_progress, fresh=True)  # fmt: skip
+            done.append("graphs: built again from the chunks (triple vectors at first use)")
+        gen.commit(manifest)
+    if (
+        rebuild_chroma
+        and damaged.path is not None
+        and damaged.path != directory / str(manifest.chroma_dir)
+    ):
+        shutil.rmtree(damaged.path, ignore_errors=True)  # damaged: no reader can use it
+    return done
+
+
+def _fresh_location(directory: Path, damaged: ChromaLocation, generation: int) -> ChromaLocation:
+    name = f"{damaged.collection.rsplit('-', 1)[0]}-{uuid.uuid4().hex[:12]}"
+    if damaged.url is not None:
+        return ChromaLocation(name, url=damaged.url)
+    return ChromaLocation(name, path=directory / f"chroma-{folder_name(generation)}")
