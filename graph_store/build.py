@@ -22,6 +22,7 @@ from hopgraph.core.errors import IndexStateError, InputError
 from hopgraph.core.settings import CONFIG_FILE, IndexSettings
 
 from .atomic import paused_gc, write_lock
+from .chunk_table import read_chunks, write_chunks
 from .chunking import chunk_document
 from .doc_table import DOCUMENTS_FILE, DocumentRecord, DocumentTable, records_of
 from .documents import Chunk, Document, row_id
@@ -36,7 +37,7 @@ from .generations import (
     written_by_a_build,
 )
 from .graph_build import GraphSettings, write_graphs
-from .index import read_chunks, read_vectors, write_chunks
+from .index import read_vectors
 from .kdb_bm25 import BM25Store
 from .loaders import check_unique_ids, quote_ids
 from .manifest import FORMAT_VERSION, MANIFEST, Manifest, now, package_versions, read_manifest

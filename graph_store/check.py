@@ -16,15 +16,11 @@ from typing import Any
 
 from hopgraph.core.errors import HopgraphError
 
-from . import check_chroma
+from . import chroma_child
+from .chunk_table import read_chunks
 from .doc_table import read_documents
 from .documents import Chunk
-from .extraction.reading_table import READINGS_FILE, ReadingTable
-from .extraction.table import EXTRACTIONS_FILE, ExtractionTable
 from .generations import passages_location
-from .index import read_chunks
-from .kdb_bm25 import BM25Store
-from .knowledge_graph import KnowledgeGraph
 from .manifest import (
     MANIFEST,
     Manifest,
@@ -35,7 +31,6 @@ from .manifest import (
     rebuild_hint,
     repair_hint,
 )
-from .passage_graph import PassageGraph
 from .vector_table import VectorTable
 
 
@@ -68,15 +63,22 @@ class Findings:
             return None
 
 
-def check_index(directory: str | Path) -> list[Problem]:
-    """Return every problem found in the index at ``directory`` (empty: it is sound)."""
+def check_index(
+    directory: str | Path, chroma: chroma_child.ChromaCheck | None = None
+) -> list[Problem]:
+    """Return every problem found in the index at ``directory`` (empty: it is sound).
+
+    ``chroma``: the Chroma check already started for it (chroma_child.start), else one is.
+    """
     directory = Path(directory)
+    if chroma is None:
+        chroma = chroma_child.start(directory)  # first, beside the rest: it imports Chroma
     found = Findings()
     rebuild = rebuild_hint(directory)
     manifest = found.attempt(MANIFEST, rebuild, lambda: read_manifest(directory))
     if manifest is None:
+        chroma.stop()
         return found.problems
-    chroma = check_chroma.start(directory)  # beside the rest: it imports and reads Chroma
     _check_files(directory, manifest, found)
     where = str(manifest.path(directory, "chunks"))
     chunks = found.attempt(where, rebuild, lambda: read_chunks(directory, manifest))
@@ -90,9 +92,11 @@ def check_index(directory: str | Path) -> list[Problem]:
     return found.problems
 
 
-def _check_chroma(directory: Path, manifest: Manifest, child: Any, found: Findings) -> None:
+def _check_chroma(
+    directory: Path, manifest: Manifest, child: chroma_child.ChromaCheck, found: Findings
+) -> None:
     """Name what the child process found wrong with Chroma (graph_store.check_chroma)."""
-    chroma_problems = check_chroma.collect(child)
+    chroma_problems = child.collect()
     where = f"Chroma ({passages_location(directory, manifest).describe()})"
     fix = (
         f"`hopgraph check --repair --index {directory}` rebuilds it from the vector table "
@@ -141,6 +145,8 @@ def _check_tables(
 
 def _check_stores(directory: Path, manifest: Manifest, ids: list[str], found: Findings) -> None:
     """Check that BM25's segments and Chroma's rows cover every chunk."""
+    from .kdb_bm25 import BM25Store
+
     bm25 = manifest.path(directory, "bm25")
 
     def keyword_rows() -> None:
@@ -159,6 +165,11 @@ def _all_there(ids: list[str], held: set[str], what: str) -> None:
 
 def _check_graphs(directory: Path, manifest: Manifest, ids: list[str], found: Findings) -> None:
     """Check that the graph's nodes are the chunks and the graph files load."""
+    from .extraction.reading_table import READINGS_FILE, ReadingTable
+    from .extraction.table import EXTRACTIONS_FILE, ExtractionTable
+    from .knowledge_graph import KnowledgeGraph
+    from .passage_graph import PassageGraph
+
     folder = manifest.path(directory, "graph")
     fix = graphs_hint(directory)
 

@@ -10,27 +10,26 @@ a vector, or an HNSW file cut short, gave answers and no error. So the check rea
   and the document table (document id);
 - a sample of chunks searched by their own vector: each must come back first.
 
-It runs in a child process (``python -m hopgraph.graph_store.check_chroma DIR``): a native
-library that crashes on a damaged file takes the child down, not the check, which names it.
+It runs in a forked child process (graph_store.chroma_child): a native library that crashes
+on a damaged file takes the child down, not the check, which names it.
 """
 
 from __future__ import annotations
 
-import json
 import math
+import pickle
 import sqlite3
 import struct
-import subprocess
-import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from hopgraph.core.errors import IndexStateError
 
+from .chunk_table import read_chunks
 from .documents import Chunk
 from .generations import passages_location
-from .index import read_chunks
 from .manifest import Manifest, read_manifest
 from .vdb_chroma import HNSW, ChromaVectorStore
 from .vector_table import VectorTable
@@ -40,21 +39,6 @@ HNSW_FILES = ("header.bin", "data_level0.bin", "length.bin", "link_lists.bin")
 SAMPLE_QUERIES = 16
 TOLERANCE = 1e-4
 """Largest difference allowed between a stored vector and the vector table's."""
-
-
-def start(directory: Path) -> subprocess.Popen[str]:
-    """Start the check of ``directory``'s Chroma in a child process (see :func:`collect`)."""
-    argv = [sys.executable, "-m", "hopgraph.graph_store.check_chroma", str(directory)]
-    return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-
-
-def collect(child: subprocess.Popen[str]) -> list[str]:
-    """Return what the child found wrong; a child that crashed is a problem too."""
-    out, err = child.communicate()
-    if child.returncode == 0:
-        return json.loads(out)
-    last = (err.strip().splitlines() or ["no message"])[-1]
-    return [f"reading it crashed (exit status {child.returncode}): {last}"]
 
 
 def chroma_problems(directory: Path) -> list[str]:
@@ -88,22 +72,25 @@ def file_problems(folder: Path, manifest: Manifest) -> list[str]:
     try:
         with sqlite3.connect(f"file:{database}?mode=ro", uri=True) as db:
             verdict = [row[0] for row in db.execute("PRAGMA quick_check")]
-            segments = [
-                row[0]
-                for row in db.execute(
-                    "SELECT s.id FROM segments s JOIN collections c ON s.collection = c.id "
-                    "WHERE c.name = ? AND s.scope = 'VECTOR'",
-                    (manifest.collection,),
-                )
-            ]
+            segments = {
+                name: segment
+                for name, segment in db.execute(
+                    "SELECT c.name, s.id FROM segments s JOIN collections c "
+                    "ON s.collection = c.id WHERE s.scope = 'VECTOR'"
+                ).fetchall()
+            }
     except sqlite3.DatabaseError as err:
         return [f"{database} is damaged: {err}"]
     if verdict != ["ok"]:
         return [f"{database} is damaged: {'; '.join(verdict[:3])}"]
-    if not segments:
-        return [f"{database} has no vector segment for collection {manifest.collection}"]
+    names = [manifest.collection]
+    if (manifest.graph or {}).get("settings", {}).get("embed_triples"):
+        names.append(f"{manifest.collection}-triples")  # the GEAR methods' triple vectors
+    lost = [name for name in names if name not in segments]
+    if lost:
+        return [f"{database} has no vector segment for collection {', '.join(lost)}"]
     dimension = int(manifest.embedder["dimension"])
-    return [p for s in segments for p in hnsw_problems(folder / s, dimension)]
+    return [p for name in names for p in hnsw_problems(folder / segments[name], dimension)]
 
 
 def hnsw_problems(segment: Path, dimension: int) -> list[str]:
@@ -149,15 +136,24 @@ def hnsw_problems(segment: Path, dimension: int) -> list[str]:
     wrong = [name for name, holds in checks.items() if not holds]
     if wrong:
         return [f"HNSW segment {segment} is damaged: its {', '.join(wrong)} do not agree"]
-    return _element_problems(segment, count, per_element, data_at, label_at, max_m0)
+    return _element_problems(segment, count, per_element, data_at, label_at, max_m0, max_m)
 
 
 def _element_problems(
-    segment: Path, count: int, per_element: int, data_at: int, label_at: int, max_m0: int
+    segment: Path,
+    count: int,
+    per_element: int,
+    data_at: int,
+    label_at: int,
+    max_m0: int,
+    max_m: int,
 ) -> list[str]:
     """Check the stored elements: neighbour lists within bounds, vectors of unit length."""
     if count == 0:
         return []  # past the elements the files hold whatever memory held: nothing to check
+    labels = _label_problems(segment, count) or _upper_level_problems(segment, count, max_m)
+    if labels:
+        return labels
     data = np.fromfile(segment / "data_level0.bin", dtype=np.uint8, count=count * per_element)
     used = data.reshape(count, per_element)
     sizes = used[:, :4].copy().view("<u4")[:, 0] & 0xFFFF
@@ -166,8 +162,62 @@ def _element_problems(
     if (sizes > max_m0).any() or (listed >= count).any():
         return [f"HNSW segment {segment} is damaged: a neighbour list points past its elements"]
     norms = np.linalg.norm(used[:, data_at:label_at].copy().view("<f4"), axis=1)
-    if not np.allclose(norms, 1.0, atol=1e-3):  # cosine space: Chroma stores unit vectors
+    recorded = np.fromfile(segment / "length.bin", dtype="<f4", count=count)
+    # cosine space: Chroma stores unit vectors, and their norms (1) in length.bin
+    if not (np.allclose(norms, 1.0, atol=1e-3) and np.allclose(recorded, 1.0, atol=1e-3)):
         return [f"HNSW segment {segment} is damaged: a stored vector is not of unit length"]
+    return []
+
+
+def _upper_level_problems(segment: Path, count: int, max_m: int) -> list[str]:
+    """Walk link_lists.bin: per element, a byte size then that many bytes of levels' lists.
+
+    Each level's list is a neighbour count and ``max_m`` ids: the sizes are multiples of its
+    length, the counts at most ``max_m``, the ids those of elements; the walk ends at the end.
+    """
+    words = np.fromfile(segment / "link_lists.bin", dtype="<u4")
+    level = 4 + 4 * max_m
+    at = 0
+    for _ in range(count):
+        if at >= len(words):
+            return [f"HNSW segment {segment} is damaged: link_lists.bin ends early"]
+        size, at = int(words[at]), at + 1
+        if size % level or at + size // 4 > len(words):
+            return [f"HNSW segment {segment} is damaged: link_lists.bin has a bad list size"]
+        lists = words[at : at + size // 4].reshape(-1, 1 + max_m)
+        at += size // 4
+        width = np.arange(max_m)[None, :]
+        if (lists[:, 0] > max_m).any() or (
+            np.where(width < lists[:, :1], lists[:, 1:], 0) >= count
+        ).any():
+            return [
+                f"HNSW segment {segment} is damaged: an upper-level list points past its elements"
+            ]
+    if at != len(words):
+        return [f"HNSW segment {segment} is damaged: link_lists.bin is longer than its lists"]
+    return []
+
+
+class _PlainData(pickle.Unpickler):
+    """Unpickle dicts, strings and numbers only: the labels file names no other type."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        raise pickle.UnpicklingError(f"it names {module}.{name}, not plain data")
+
+
+def _label_problems(segment: Path, count: int) -> list[str]:
+    """Check index_metadata.pickle: each element's label and row id, both ways round."""
+    path = segment / "index_metadata.pickle"
+    try:
+        with path.open("rb") as file:
+            meta = _PlainData(file).load()
+        to_label, to_id = meta["id_to_label"], meta["label_to_id"]
+        total = meta["total_elements_added"]
+    except (OSError, EOFError, pickle.UnpicklingError, KeyError, TypeError, ValueError) as err:
+        return [f"{path} is missing or damaged: {type(err).__name__}: {err}"]
+    both_ways = all(to_id.get(label) == row for row, label in to_label.items())
+    if not (both_ways and len(to_label) == len(to_id) <= count == total):
+        return [f"{path} is damaged: its labels and row ids do not agree with each other"]
     return []
 
 
@@ -219,13 +269,10 @@ def query_problems(
     return []
 
 
-def _main(directory: Path) -> list[str]:
+def findings(directory: Path) -> list[str]:
+    """Return :func:`chroma_problems`, or the failure of reading Chroma as the one finding."""
     try:
         return chroma_problems(directory)
     except Exception as err:  # a damaged store fails in Chroma's own way: that is the finding
         message = getattr(err, "message", None) or f"{type(err).__name__}: {err}"
         return [f"reading it failed: {message}"]
-
-
-if __name__ == "__main__":  # the child process of `hopgraph check`
-    print(json.dumps(_main(Path(sys.argv[1]))))

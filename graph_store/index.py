@@ -20,13 +20,14 @@ import orjson
 from hopgraph.core.errors import IndexStateError
 
 from .atomic import recover
+from .chunk_table import read_chunks
 from .doc_table import DocumentRecord, matching, read_documents
 from .documents import Chunk
 from .embedding import Embedder, load_query_embedder
 from .filters import Where, conditions
 from .generations import passages_location
 from .kdb_bm25 import BM25Store
-from .manifest import Manifest, damaged_files, read_manifest, rebuild_hint, repair_hint
+from .manifest import Manifest, damaged_files, read_manifest, repair_hint
 from .vdb_chroma import ChromaLocation, ChromaVectorStore
 from .vector_table import VectorTable
 
@@ -35,29 +36,6 @@ if TYPE_CHECKING:  # networkx and the graph arrays: imported when a method opens
     from .extraction import Extraction
     from .knowledge_graph import KnowledgeGraph, StoredTriple
     from .passage_graph import PassageGraph
-
-
-def read_chunks(directory: Path, manifest: Manifest) -> list[Chunk]:
-    """Read the chunk table of an index directory's committed generation."""
-    path = manifest.path(directory, "chunks")
-    fix = rebuild_hint(directory)
-    try:
-        with path.open("rb") as lines:  # line by line: no second copy of the whole table
-            chunks = [Chunk(**orjson.loads(line)) for line in lines if line != b"\n"]
-    except (OSError, ValueError, TypeError) as err:
-        raise IndexStateError(f"{path} is missing or damaged: {err}", fix) from err
-    expected = manifest.counts.get("chunks")
-    if expected is not None and len(chunks) != expected:
-        raise IndexStateError(
-            f"{path} is damaged: it holds {len(chunks)} chunks, the manifest says {expected}", fix
-        )
-    return chunks
-
-
-def write_chunks(path: Path, chunks: Sequence[Chunk]) -> None:
-    """Write a chunk table, one JSON object per line (orjson: 5x json.dumps of asdict)."""
-    # each line joined to its newline at once: collecting orjson's outputs first is 2x slower
-    path.write_bytes(b"".join(orjson.dumps(c) + b"\n" for c in chunks))
 
 
 def stored_vectors(location: ChromaLocation) -> dict[str, np.ndarray]:

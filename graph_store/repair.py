@@ -19,10 +19,10 @@ from hopgraph.core.errors import IndexStateError
 from .atomic import write_lock
 from .build import _fields, _successor
 from .check import Problem, check_index
+from .chunk_table import read_chunks
 from .doc_table import read_documents
 from .generations import Generation, folder_name, passages_location
 from .graph_build import GraphSettings, write_graphs
-from .index import read_chunks
 from .manifest import read_manifest
 from .vdb_chroma import ChromaLocation
 from .vector_table import VectorTable

@@ -286,7 +286,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="rebuild what can be derived, as one write: Chroma from the vector table (nothing "
         "embedded again), the graphs from the chunks; other damage is named with its fix",
     )
-    p.set_defaults(func=lazy("commands:check"))
+    p.set_defaults(func=lazy("check_command:check"))
 
     p = sub.add_parser("info", help="show an index's manifest and the available methods")
     index_option(p)

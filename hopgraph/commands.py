@@ -207,34 +207,6 @@ def where_of(options: Sequence[str] | None) -> dict[str, WhereValue] | None:
     return parse_cli(options)
 
 
-def check(args: argparse.Namespace) -> None:
-    """Check that every part of an index is there, readable and in agreement."""
-    from hopgraph.core.errors import IndexStateError
-    from hopgraph.graph_store.check import check_index
-
-    directory = index_dir(args)
-    if args.repair:
-        from hopgraph.graph_store.repair import repair
-
-        for line in repair(directory) or ["nothing to repair"]:
-            print(f"repaired {line}" if line != "nothing to repair" else line)
-    problems = check_index(directory)
-    if args.json:
-        print(json.dumps([p.__dict__ for p in problems], indent=2))
-    if problems:
-        listed = "\n".join(str(p) for p in problems)
-        raise IndexStateError(f"{directory} is damaged ({len(problems)} problem(s)):\n{listed}")
-    if not args.json:
-        from hopgraph.graph_store.manifest import read_manifest
-
-        manifest = read_manifest(directory)  # sound, as just checked: its counts hold
-        counts = manifest.counts
-        print(
-            f"{directory}: sound (generation {manifest.generation}, {counts['documents']} "
-            f"documents, {counts['chunks']} chunks): every part is readable and they agree"
-        )
-
-
 def config_show(args: argparse.Namespace) -> None:
     """Print the effective settings and where each came from."""
     from hopgraph.core.settings import describe_settings, settings_file

@@ -143,3 +143,14 @@ def test_repair_is_refused_while_another_process_writes(pristine, tmp_path, caps
     finally:
         holder.kill()
         holder.wait()
+
+
+def test_a_flipped_byte_in_an_hnsw_header_is_named(pristine, tmp_path, capsys):
+    index = tmp_path / "idx"
+    shutil.copytree(pristine, index)
+    [header] = [p for p in (index / "chroma").rglob("header.bin")]
+    data = bytearray(header.read_bytes())
+    data[50] ^= 0xFF  # inside offsetData: the layout no longer agrees with the sizes
+    header.write_bytes(bytes(data))
+    assert main(["check", "--index", str(index)]) == 2
+    assert "HNSW segment" in capsys.readouterr().err

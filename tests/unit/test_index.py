@@ -16,10 +16,10 @@ from hopgraph.graph_store import (
     generations,
 )
 from hopgraph.graph_store import build as build_module
+from hopgraph.graph_store.chunk_table import read_chunks
 from hopgraph.graph_store.documents import Chunk
 from hopgraph.graph_store.embedding import HashingEmbedder
 from hopgraph.graph_store.generations import folder_name, passages_location
-from hopgraph.graph_store.index import read_chunks
 from hopgraph.graph_store.manifest import FORMAT_VERSION, MANIFEST, read_manifest
 from hopgraph.graph_store.vdb_chroma import ChromaVectorStore
 from hopgraph.tools import make_retriever
