@@ -145,12 +145,7 @@ def _print_result(result: Any, show_steps: bool) -> None:
         for line in result.steps:
             print(f"  {line}")
     print(f"\nanswer: {result.answer}")
-    if result.citations:
-        print("cited:")
-        _print_passages(result.citations)
-    else:  # the reader cited nothing: what it was shown is still the evidence
-        print("cited: nothing; the evidence the reader was shown:")
-        _print_passages(result.evidence)
+    _print_evidence(result.evidence, result.citations)
     usage = result.usage
     print(
         f"LLM: {usage['calls']} calls, {usage['prompt_tokens']} prompt + "
@@ -167,10 +162,15 @@ def _print_result(result: Any, show_steps: bool) -> None:
         )
 
 
-def _print_passages(passages: list[Any]) -> None:
-    for n, passage in enumerate(passages, start=1):
+def _print_evidence(evidence: list[Any], citations: list[Any]) -> None:
+    """Print every passage the reader was shown, the cited ones starred (cited or not, shown)."""
+    cited = {c["id"] for c in citations}
+    shown = [*evidence, *(c for c in citations if c["id"] not in {e["id"] for e in evidence})]
+    print(f"evidence the reader was shown ({'* cited' if cited else 'none of it cited'}):")
+    for n, passage in enumerate(shown, start=1):
         snippet = textwrap.shorten(passage["text"], 160, placeholder=" …")
-        print(f"  [{n}] {passage['title']} ({passage['id']}): {snippet}")
+        mark = "*" if passage["id"] in cited else " "
+        print(f"  [{n}]{mark} {passage['title']} ({passage['id']}): {snippet}")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
