@@ -26,7 +26,7 @@ from .chunk_table import read_chunks, write_chunks
 from .chunking import chunk_document
 from .doc_table import DOCUMENTS_FILE, DocumentRecord, DocumentTable, records_of
 from .documents import Chunk, Document, row_id
-from .embedding import Embedder, embed_with_progress, load_embedder
+from .embedding import Embedder, embed_with_progress, embedder_for
 from .forked import Forked
 from .generations import (
     CHROMA_DIR,
@@ -106,7 +106,7 @@ def build_index(
                 f"{directory} already holds an index{held}",
                 "`hopgraph add` adds documents to it; `hopgraph index --force` replaces it",
             )
-        embedder = load_embedder(settings.model, settings.batch_size)
+        embedder = embedder_for(settings)
         chunks = sorted(chunk_documents(docs, settings, embedder), key=lambda c: c.id)
         t0 = time.perf_counter()
         embeddings = embed_chunks(chunks, embedder, show_progress)
@@ -166,7 +166,9 @@ def add_documents(
                 "or give new ids",
             )
         documents = DocumentTable.read(directory, old, existing)
-        new_chunks, embeddings, embed_seconds = _embed_new(old, existing, docs, show_progress)
+        new_chunks, embeddings, embed_seconds = _embed_new(
+            directory, old, existing, docs, show_progress
+        )
         chunks = _add(
             directory, old, existing, documents, docs, new_chunks, embeddings, show_progress
         )
@@ -181,13 +183,18 @@ def add_documents(
 
 
 def _embed_new(
-    old: Manifest, existing: Sequence[Chunk], docs: Sequence[Document], show_progress: bool
+    directory: Path,
+    old: Manifest,
+    existing: Sequence[Chunk],
+    docs: Sequence[Document],
+    show_progress: bool,
 ) -> tuple[list[Chunk], np.ndarray, float]:
     """Chunk and embed ``docs`` for an index whose chunks are ``existing``.
 
     Returns their chunks, the chunks' vectors and the embedding time.
     """
-    embedder = load_embedder(old.settings.model, old.settings.batch_size)
+    embedder = embedder_for(old.settings)
+    _check_same_model(directory, old, existing, embedder)
     new_chunks = chunk_documents(docs, old.settings, embedder)
     taken = {c.id for c in existing}
     if any(c.id in taken for c in new_chunks):
@@ -195,6 +202,31 @@ def _embed_new(
     t0 = time.perf_counter()
     embeddings = embed_chunks(new_chunks, embedder, show_progress)
     return new_chunks, embeddings, time.perf_counter() - t0
+
+
+def _check_same_model(
+    directory: Path, old: Manifest, existing: Sequence[Chunk], embedder: Embedder
+) -> None:
+    """Refuse vectors of another model than the index's (nothing is written yet)."""
+    held = old.embedder["dimension"]
+    if embedder.dimension != held:
+        raise IndexStateError(
+            f"model {embedder.name!r} now gives {embedder.dimension}-d vectors, the index holds "
+            f"{held}-d ones",
+            "serve the index's model again, or rebuild the index with the new one",
+        )
+    fresh = getattr(embedder, "embed_fresh", None)  # an endpoint: its model may have changed
+    if fresh is None or not existing:
+        return
+    probe = existing[0]
+    similarity = float(read_vectors(directory, old, [probe])[0] @ fresh([probe.embed_text])[0])
+    if similarity < 0.99:
+        raise IndexStateError(
+            f"the vectors {old.settings.embeddings_url} gives as model {embedder.name!r} are not "
+            f"the index's (cosine {similarity:.2f} with chunk {probe.id!r} as stored)",
+            "serve the index's model at that address again, or rebuild the index with the new "
+            "one (`hopgraph index SOURCE --force`)",
+        )
 
 
 def _add(
@@ -322,7 +354,9 @@ def sync_documents(
         # Embed first: a failure there (the model, a bad document) leaves the index untouched.
         new_chunks, embeddings, embed_seconds = [], np.zeros((0, 0), np.float32), 0.0
         if added:
-            new_chunks, embeddings, embed_seconds = _embed_new(old, kept, added, show_progress)
+            new_chunks, embeddings, embed_seconds = _embed_new(
+                directory, old, kept, added, show_progress
+            )
         chunks = existing
         if drop or added:
             chunks = sorted(kept + new_chunks, key=lambda c: c.id)

@@ -23,6 +23,8 @@ from hopgraph.core.errors import HopgraphError, InputError
 from hopgraph.core.settings import DEVICES, settings
 
 if TYPE_CHECKING:
+    from hopgraph.core.settings import IndexSettings
+
     from .onnx_encoder import EncoderSpec
 
 ProgressHook = Callable[[int], None]
@@ -91,10 +93,17 @@ class SentenceTransformerEmbedder:
             if self.device == "cuda":
                 self.model.half()  # fp16: about twice the throughput, cosine within 1e-3
         except OSError as err:
+            offline = os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes")
+            how = (
+                "HF_HUB_OFFLINE is set, so nothing is downloaded: unset it for one run (the "
+                "model is then kept in the Hugging Face cache), or `hf download "
+                f"{name}`, or give a local folder"
+                if offline
+                else "check the name on huggingface.co, the network, or give a local folder"
+            )
             raise HopgraphError(
                 f"embedding model {name!r} could not be loaded: {err}",
-                f"use the default {DEFAULT_NAMES[0]!r}, or a local model path; models are never "
-                "downloaded at run time",
+                f"{how}; the default {DEFAULT_NAMES[0]!r} ships with hopgraph",
             ) from err
         finally:
             if bars:
@@ -231,6 +240,25 @@ def load_embedder(name: str, batch_size: int = 32) -> Embedder:
 def _load(name: str, batch_size: int, device: str, processes: int) -> Embedder:
     with announced(f"loading {name} …"):
         return SentenceTransformerEmbedder(name, batch_size, device, processes)
+
+
+def embedder_for(settings: IndexSettings, queries: bool = False) -> Embedder:
+    """Return the embedder an index's settings name: an endpoint's, or a model in process.
+
+    ``queries``: for embedding queries (the ONNX export where there is one).
+    """
+    if settings.embeddings_url:
+        return _load_endpoint(settings.model, settings.embeddings_url, settings.batch_size)
+    if queries:
+        return load_query_embedder(settings.model, settings.batch_size)
+    return load_embedder(settings.model, settings.batch_size)
+
+
+@cache
+def _load_endpoint(name: str, url: str, batch_size: int) -> Embedder:
+    from .embedding_endpoint import EndpointEmbedder
+
+    return EndpointEmbedder(name, url, batch_size)
 
 
 def load_query_embedder(name: str, batch_size: int = 32) -> Embedder:

@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from hopgraph.core.errors import IndexStateError
 
 from .documents import Chunk
-from .embedding import embed_with_progress, load_embedder
+from .embedding import embed_with_progress, embedder_for
 from .extraction import Extractor
 from .extraction.readings import CorpusReadings, OfflineExtractor
 from .extraction.table import EXTRACTIONS_FILE, ExtractionTable
@@ -281,7 +281,7 @@ def sync_triples(
         wanted = {t.id: t for t in knowledge.triples} if embed and knowledge else {}
         new = [t for tid, t in wanted.items() if tid not in stored]
         if new:
-            embedder = load_embedder(manifest.settings.model, manifest.settings.batch_size)
+            embedder = embedder_for(manifest.settings)
             vectors = embed_with_progress(
                 embedder, [t.text for t in new], show_progress, "embedding triples"
             )

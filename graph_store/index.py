@@ -23,7 +23,7 @@ from .atomic import recover
 from .chunk_table import read_chunks
 from .doc_table import DocumentRecord, matching, read_documents
 from .documents import Chunk
-from .embedding import Embedder, load_query_embedder
+from .embedding import Embedder, embedder_for
 from .filters import Where, conditions
 from .generations import passages_location
 from .kdb_bm25 import BM25Store
@@ -119,8 +119,7 @@ class Index:
     @cached_property
     def embedder(self) -> Embedder:
         """Load the index's embedding model and check its dimension against the manifest."""
-        settings = self.manifest.settings
-        embedder = load_query_embedder(settings.model, settings.batch_size)
+        embedder = embedder_for(self.manifest.settings, queries=True)
         expected = self.manifest.embedder["dimension"]
         if embedder.dimension != expected:
             raise IndexStateError(

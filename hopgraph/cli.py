@@ -38,8 +38,9 @@ examples:
   hopgraph eval --data ../shared/data/musique --split dev --methods bm25,dense,hybrid,gnn_ret
   hopgraph mcp --index my-index                   tools for other agents over MCP (stdio)
 
-The index directory defaults to $HOPGRAPH_INDEX or ./hopgraph-index. Models are never downloaded:
-HF_HUB_OFFLINE=1 is set unless you set it yourself.
+The index directory defaults to $HOPGRAPH_INDEX or ./hopgraph-index. The default embedding model
+ships with hopgraph; another --model name is fetched from the Hugging Face hub once (set
+HF_HUB_OFFLINE=1 to forbid it), or use --embeddings-url for an OpenAI-compatible endpoint.
 """
 
 
@@ -498,7 +499,6 @@ def _diagnose(args: argparse.Namespace | None) -> str | None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit status (0 ok, 2 bad input or state, 130 interrupted)."""
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     args = None
     try:

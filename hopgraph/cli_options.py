@@ -102,8 +102,15 @@ def build_options(parser: argparse.ArgumentParser) -> None:
     device_options(parser)
     parser.add_argument(
         "--model",
-        help="embedding model: 'all-MiniLM-L6-v2' (default, offline), "
-        "a local sentence-transformers path, or 'hashing' (tests only)",
+        help="embedding model: 'all-MiniLM-L6-v2' (default, ships with hopgraph), any "
+        "sentence-transformers name (fetched from the Hugging Face hub unless HF_HUB_OFFLINE=1) "
+        "or local folder, the name a --embeddings-url endpoint serves, or 'hashing' (tests)",
+    )
+    parser.add_argument(
+        "--embeddings-url",
+        metavar="URL",
+        help="take vectors from an OpenAI-compatible embeddings endpoint (e.g. "
+        "http://127.0.0.1:11434/v1 for Ollama) serving --model; cached by text",
     )
     parser.add_argument(
         "--chunk-tokens",

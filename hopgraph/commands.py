@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 from datetime import datetime
@@ -44,6 +45,7 @@ def settings_from(args: argparse.Namespace) -> IndexSettings:
             chunk_tokens=args.chunk_tokens,
             batch_size=args.batch_size,
             chroma_url=args.chroma_url,
+            embeddings_url=getattr(args, "embeddings_url", None),
         )
     except ValidationError as err:
         problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in err.errors())
@@ -344,6 +346,8 @@ def weights_options(args: argparse.Namespace) -> dict[str, dict[str, Path | bool
 def demo(args: argparse.Namespace) -> None:
     """Index the bundled sample and answer its questions by retrieval."""
     from hopgraph.demo import run_demo
+
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the demo is offline: its model ships here
 
     run_demo(Path(args.index) if args.index else None, args.method, args.k, not args.quiet)
 

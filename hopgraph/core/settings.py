@@ -57,6 +57,14 @@ class Settings(BaseSettings):
     chunk_tokens: int = Field(200, ge=16, le=4096, description="chunk size of new indexes")
     batch_size: int = Field(32, ge=1, le=4096, description="passages per embedding batch")
     chroma_url: str | None = Field(None, description="Chroma server of new indexes")
+    embeddings_url: str | None = Field(
+        None, description="OpenAI-compatible embeddings endpoint of new indexes (…/v1)"
+    )
+    embeddings_api_key: SecretStr | None = Field(
+        None, description="its API key (else the LLM's, else none)"
+    )
+    embeddings_timeout: float = Field(60.0, gt=0, description="seconds per embeddings request")
+    embeddings_max_retries: int = Field(3, ge=0, description="embeddings retries with backoff")
     max_document_mb: float = Field(
         2.0, gt=0, description="documents with more text are skipped (about 2,000 chunks a MB)"
     )
@@ -219,13 +227,20 @@ class IndexSettings(BaseModel):
     chroma_url: str | None = Field(
         None, description="Chroma server URL (http://host:port); None = embedded PersistentClient"
     )
+    embeddings_url: str | None = Field(
+        None,
+        description="OpenAI-compatible embeddings endpoint serving ``model`` "
+        "(http://host:port/v1); None = the model runs in process (sentence-transformers)",
+    )
     collection_prefix: str = Field("hopgraph", description="prefix of Chroma collection names")
 
-    @field_validator("chroma_url")
+    @field_validator("chroma_url", "embeddings_url")
     @classmethod
-    def _check_url(cls, value: str | None) -> str | None:
+    def _check_url(cls, value: str | None, info: Any) -> str | None:
         if value is not None and not value.startswith(("http://", "https://")):
-            raise ValueError(f"chroma_url must start with http:// or https://, got {value!r}")
+            raise ValueError(
+                f"{info.field_name} must start with http:// or https://, got {value!r}"
+            )
         return value
 
     @classmethod
@@ -237,6 +252,7 @@ class IndexSettings(BaseModel):
             "chunk_tokens": current.chunk_tokens,
             "batch_size": current.batch_size,
             "chroma_url": current.chroma_url,
+            "embeddings_url": current.embeddings_url,
         }
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls.model_validate(values)

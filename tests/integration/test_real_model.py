@@ -73,3 +73,26 @@ def test_demo_runs_offline(tmp_path):
     assert result.stdout.count("\nQ") == 8
     assert "[gold]" in result.stdout
     assert "gnn_ret: Recall@4" in result.stdout
+
+
+def test_a_model_not_on_disk_offline_names_itself_and_how_to_get_it(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    corpus = write_jsonl(tmp_path / "c.jsonl", [{"id": "a", "text": "A passage."}])
+    code = main(["index", str(corpus), "--index", str(tmp_path / "idx"),
+                 "--model", "sentence-transformers/no-such-model-here", "-q"])  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err
+    assert "'sentence-transformers/no-such-model-here'" in err and "HF_HUB_OFFLINE" in err
+    assert not (tmp_path / "idx" / "manifest.json").exists()
+
+
+def test_the_minilm_endpoint_gives_the_in_process_vectors(tmp_path, sample_docs):
+    from hopgraph.core.settings import IndexSettings
+    from hopgraph.evals.embedding_server import EmbeddingServer
+    from hopgraph.graph_store.embedding import embedder_for, load_embedder
+
+    texts = [d.text for d in sample_docs[:40]]
+    with EmbeddingServer("all-MiniLM-L6-v2") as server:
+        remote = embedder_for(IndexSettings(embeddings_url=server.url)).embed(texts)
+    local = load_embedder("all-MiniLM-L6-v2").embed(texts)
+    assert float(abs(remote - local).max()) < 1e-5

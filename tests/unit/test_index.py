@@ -216,7 +216,7 @@ def test_delete_needs_no_embedding_model(tmp_path, monkeypatch):
     def no_model(*args, **kwargs):
         raise AssertionError("delete loaded an embedding model")
 
-    monkeypatch.setattr(build_module, "load_embedder", no_model)
+    monkeypatch.setattr(build_module, "embedder_for", no_model)
     delete_documents(tmp_path / "idx", ["d3"])
     with Index.open(tmp_path / "idx") as idx:
         assert "d3" not in idx.doc_ids

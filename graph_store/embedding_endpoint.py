@@ -1,0 +1,140 @@
+"""Embeddings from an OpenAI-compatible endpoint (OpenAI, Ollama, TEI, vLLM, Infinity).
+
+``--embeddings-url URL --model NAME`` (or ``HOPGRAPH_EMBEDDINGS_URL``) builds an index whose
+vectors come from ``POST URL/embeddings``. The client is LangChain's ``OpenAIEmbeddings`` (the
+openai client underneath: batching, retries with exponential backoff, a timeout), told not to
+tokenise with tiktoken (it would download its tables, and the server need not be OpenAI's).
+Every vector is kept in a SQLite cache (CACHE/embeddings.sqlite) under the hash of URL, model
+and text, so a rebuild or a re-sync pays only for text it never sent. Vectors are normalised
+(the index compares by cosine). Tokens are counted as words and punctuation (there is no
+tokenizer to ask): chunks come out somewhat shorter than ``--chunk-tokens`` model tokens.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import sqlite3
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from hopgraph.core.errors import HopgraphError
+from hopgraph.core.settings import cache_dir, settings
+
+_PIECE = re.compile(r"\w+|[^\w\s]")
+
+
+class EndpointError(HopgraphError):
+    """The embeddings endpoint could not be used: down, refusing, or answering wrongly."""
+
+
+class VectorCache:
+    """Vectors by the hash of (URL, model, text), in one SQLite file shared by every index."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("CREATE TABLE IF NOT EXISTS vectors (key TEXT PRIMARY KEY, v BLOB)")
+        self._lock = threading.Lock()
+
+    def get(self, keys: Sequence[str]) -> dict[str, np.ndarray]:
+        """Return the cached vectors among ``keys``."""
+        found: dict[str, np.ndarray] = {}
+        with self._lock:
+            for start in range(0, len(keys), 500):
+                part = keys[start : start + 500]
+                marks = ",".join("?" * len(part))
+                rows = self._db.execute(f"SELECT key, v FROM vectors WHERE key IN ({marks})", part)
+                found.update((k, np.frombuffer(v, dtype=np.float32)) for k, v in rows)
+        return found
+
+    def put(self, vectors: dict[str, np.ndarray]) -> None:
+        """Keep ``vectors`` (one transaction)."""
+        rows = [(k, v.astype(np.float32).tobytes()) for k, v in vectors.items()]
+        with self._lock:
+            self._db.execute("BEGIN")
+            self._db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?)", rows)
+            self._db.execute("COMMIT")
+
+
+class EndpointEmbedder:
+    """The :class:`~hopgraph.graph_store.embedding.Embedder` of a model behind an endpoint."""
+
+    def __init__(self, name: str, url: str, batch_size: int = 32) -> None:
+        from langchain_openai import OpenAIEmbeddings
+
+        current = settings()
+        key = current.embeddings_api_key or current.llm_api_key
+        self.name, self.url, self.batch_size = name, url.rstrip("/"), batch_size
+        self.client = OpenAIEmbeddings(
+            model=name,
+            base_url=self.url,
+            api_key=key.get_secret_value() if key else "not-needed",  # local servers ignore it
+            chunk_size=batch_size,
+            max_retries=current.embeddings_max_retries,
+            timeout=current.embeddings_timeout,
+            check_embedding_ctx_length=False,  # no tiktoken: send the text as it is
+        )
+        self.cache = VectorCache(cache_dir() / "embeddings.sqlite")
+        self.dimension = len(self.embed(["dimension"])[0])  # cached too: a rebuild sends nothing
+
+    def embed(
+        self, texts: Sequence[str], progress: Callable[[int], None] | None = None
+    ) -> np.ndarray:
+        """Return the texts' normalised vectors: cached ones from the cache, the rest fetched."""
+        keys = [self._key(t) for t in texts]
+        found = self.cache.get(list(dict.fromkeys(keys)))
+        missing = list(dict.fromkeys(t for t, k in zip(texts, keys, strict=True) if k not in found))
+        for start in range(0, len(missing), self.batch_size * 8):
+            batch = missing[start : start + self.batch_size * 8]
+            fetched = dict(zip((self._key(t) for t in batch), self._fetch(batch), strict=True))
+            self.cache.put(fetched)
+            found.update(fetched)
+            if progress:
+                progress(len(batch))
+        if progress:
+            progress(len(texts) - len(missing))
+        if not texts:
+            return np.zeros((0, getattr(self, "dimension", 0)), dtype=np.float32)
+        return np.stack([found[k] for k in keys]).astype(np.float32)
+
+    def embed_fresh(self, texts: Sequence[str]) -> np.ndarray:
+        """Return vectors asked of the endpoint now, not from the cache (to check the model)."""
+        return self._fetch(list(texts))
+
+    def _fetch(self, texts: list[str]) -> np.ndarray:
+        try:
+            rows = self.client.embed_documents(texts)
+        except Exception as err:  # the openai client's connection, status and timeout errors
+            raise EndpointError(
+                f"embeddings endpoint {self.url} (model {self.name!r}) failed: "
+                f"{type(err).__name__}: {err}",
+                "check that the server is up and serves this model (HOPGRAPH_EMBEDDINGS_URL, "
+                "--model), and HOPGRAPH_EMBEDDINGS_API_KEY if it needs a key",
+            ) from err
+        vectors = np.asarray(rows, dtype=np.float32)
+        expected = getattr(self, "dimension", None)
+        if (
+            vectors.ndim != 2
+            or len(vectors) != len(texts)
+            or (expected is not None and vectors.shape[1] != expected)
+        ):
+            raise EndpointError(
+                f"embeddings endpoint {self.url} (model {self.name!r}) sent {vectors.shape} "
+                f"vectors for {len(texts)} texts of {expected or 'one'} dimension(s) each",
+                "the model behind the endpoint changed: serve the index's model again, or "
+                "rebuild the index with the new one",
+            )
+        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+        return vectors / np.where(norms == 0, 1.0, norms)
+
+    def _key(self, text: str) -> str:
+        return hashlib.sha256(f"{self.url}\0{self.name}\0{text}".encode()).hexdigest()
+
+    def count_tokens(self, text: str) -> int:
+        """Count words and punctuation marks (no tokenizer of the model is at hand)."""
+        return len(_PIECE.findall(text))
