@@ -76,6 +76,8 @@ def eval_index(
     if index_dir is None:
         digest = _digest(corpus)
         digest.update(f"{settings.model}|{settings.chunk_tokens}|{settings.chroma_url}".encode())
+        if settings.embeddings_url:  # (absent before endpoints: earlier caches keep their names)
+            digest.update(f"|{settings.embeddings_url}".encode())
         index_dir = cache_dir() / "eval-indexes" / f"{data.name}-{digest.hexdigest()[:12]}"
     if not (index_dir / MANIFEST).exists():
         build_index(_documents(corpus), index_dir, settings, show_progress=show_progress)

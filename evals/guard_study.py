@@ -1,0 +1,114 @@
+"""When should the no-harm guard keep dense retrieval's first chunk? A study on dev splits.
+
+``python -m hopgraph.evals.guard_study --data ../shared/data/musique --data ... [--method gnn_ret]``
+
+For every question, the method is run without the guard (``keep=0``) and dense retrieval's
+exact top three are read; each candidate rule then decides, per question, whether dense's first
+chunk is put first (the guard as tools/guard.py applies it, keep 2 within its margin), and
+the resulting R@2 / R@5 / MRR are computed offline. Rules: never, always (today's tuned
+guard), and "keep when dense is confident": the first chunk's cosine lead over the second
+at least ``gap``. NQ's dev split is cut in two halves (odd / even questions): the threshold
+is chosen on the multi-hop sets and the first half only, and reported on the second.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from hopgraph.core.settings import IndexSettings
+from hopgraph.evals.datasets import load_questions
+from hopgraph.evals.metrics import recall_at_k, reciprocal_rank
+from hopgraph.evals.runner import eval_index
+from hopgraph.tools import make_retriever
+from hopgraph.tools.guard import KEEP, MARGIN
+
+GAPS = [0.01, 0.02, 0.03, 0.04, 0.05, 0.06, 0.08, 0.10, 0.12, 0.15, 0.2]
+
+
+@dataclass
+class Case:
+    """One question: gold documents, the unguarded ranking, dense's top chunks."""
+
+    gold: list[str]
+    ranked: list[str]  # the method's documents without the guard, best first
+    dense: list[tuple[str, str, float]]  # (chunk id, document id, cosine), best first
+
+    def guarded(self, keep: bool) -> list[str]:
+        """Return the documents in order with the guard on (as tools/guard.py) or off."""
+        if not keep or not self.dense:
+            return self.ranked
+        first = self.dense[0][2]
+        anchors = [d for _, d, s in self.dense[:KEEP] if first - s < MARGIN or s == first]
+        anchors = list(dict.fromkeys(anchors))
+        return [*anchors, *(d for d in self.ranked if d not in anchors)]
+
+    @property
+    def lead(self) -> float:
+        """Dense's confidence: the first chunk's cosine minus the second's."""
+        return self.dense[0][2] - self.dense[1][2] if len(self.dense) > 1 else 1.0
+
+
+def cases(data: Path, method: str, limit: int | None) -> list[Case]:
+    """Run the method unguarded and dense on every dev question of a dataset."""
+    index = eval_index(data, IndexSettings(), None, False, with_graphs=True)
+    questions = load_questions(data, "dev")[:limit]
+    retriever = make_retriever(method, index, keep=0)
+    dense = make_retriever("dense", index)
+    out = []
+    for q in questions:
+        hits = retriever.retrieve(q.question, 10)
+        ranked = list(dict.fromkeys(index.chunk(h.id).doc_id for h in hits))
+        top = dense.exact_top(q.question, 10)
+        out.append(
+            Case(list(q.gold_ids), ranked, [(h.id, index.chunk(h.id).doc_id, h.score) for h in top])
+        )
+    return out
+
+
+def scores(group: Sequence[Case], gap: float | str | None) -> tuple[float, float, float]:
+    """R@2, R@5, MRR (percent) when the guard keeps dense's first where its lead ≥ ``gap``.
+
+    ``gap`` None: no guard; "dense": dense retrieval alone.
+    """
+    if gap == "dense":
+        lists = [(c, list(dict.fromkeys(d for _, d, _ in c.dense))) for c in group]
+    else:
+        lists = [(c, c.guarded(gap is not None and c.lead >= gap)) for c in group]
+    n = len(lists)
+    return (
+        100 * sum(recall_at_k(r, c.gold, 2) for c, r in lists) / n,
+        100 * sum(recall_at_k(r, c.gold, 5) for c, r in lists) / n,
+        100 * sum(reciprocal_rank(r, c.gold) for c, r in lists) / n,
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Print each rule's figures per dataset (NQ in halves)."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", type=Path, action="append", required=True)
+    parser.add_argument("--method", default="gnn_ret")
+    parser.add_argument("--limit", type=int)
+    args = parser.parse_args(argv)
+    groups: dict[str, list[Case]] = {}
+    for data in args.data:
+        found = cases(data, args.method, args.limit)
+        if data.name.startswith("nq"):
+            groups[f"{data.name}-A"], groups[f"{data.name}-B"] = found[0::2], found[1::2]
+        else:
+            groups[data.name] = found
+    rules: list[tuple[str, float | str | None]] = [("dense", "dense"), ("no guard", None)]
+    rules += [(f"lead ≥ {g:.2f}", g) for g in GAPS] + [("always (today)", 0.0)]
+    print(f"{'rule':<16}" + "".join(f"{name:>26}" for name in groups))
+    print(f"{'':<16}" + "".join(f"{'R@2   R@5   MRR':>26}" for _ in groups))
+    for label, gap in rules:
+        row = "".join("{:>10.1f}{:>6.1f}{:>10.1f}".format(*scores(g, gap)) for g in groups.values())
+        print(f"{label:<16}{row}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
