@@ -14,8 +14,9 @@ is chosen on the multi-hop sets and the first half only, and reported on the sec
 from __future__ import annotations
 
 import argparse
+import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,6 +27,7 @@ from hopgraph.evals.runner import eval_index
 from hopgraph.tools import make_retriever
 from hopgraph.tools.guard import KEEP, MARGIN
 
+FIRSTS = [0.4, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8]
 GAPS = [0.01, 0.02, 0.03, 0.04, 0.05, 0.06, 0.08, 0.10, 0.12, 0.15, 0.2]
 
 
@@ -37,12 +39,12 @@ class Case:
     ranked: list[str]  # the method's documents without the guard, best first
     dense: list[tuple[str, str, float]]  # (chunk id, document id, cosine), best first
 
-    def guarded(self, keep: bool) -> list[str]:
-        """Return the documents in order with the guard on (as tools/guard.py) or off."""
+    def guarded(self, keep: int) -> list[str]:
+        """Return the documents in order with the guard keeping up to ``keep`` (tools/guard.py)."""
         if not keep or not self.dense:
             return self.ranked
         first = self.dense[0][2]
-        anchors = [d for _, d, s in self.dense[:KEEP] if first - s < MARGIN or s == first]
+        anchors = [d for _, d, s in self.dense[:keep] if first - s < MARGIN or s == first]
         anchors = list(dict.fromkeys(anchors))
         return [*anchors, *(d for d in self.ranked if d not in anchors)]
 
@@ -52,8 +54,20 @@ class Case:
         return self.dense[0][2] - self.dense[1][2] if len(self.dense) > 1 else 1.0
 
 
-def cases(data: Path, method: str, limit: int | None) -> list[Case]:
-    """Run the method unguarded and dense on every dev question of a dataset."""
+def cases(data: Path, method: str, limit: int | None, store: Path | None) -> list[Case]:
+    """Run the method unguarded and dense on every dev question (kept in ``store``, if given)."""
+    saved = store / f"{data.name}-{method}-{limit}.json" if store else None
+    if saved is not None and saved.is_file():
+        rows = json.loads(saved.read_text(encoding="utf-8"))
+        return [Case(r["gold"], r["ranked"], [tuple(d) for d in r["dense"]]) for r in rows]
+    found = _run(data, method, limit)
+    if saved is not None:
+        saved.parent.mkdir(parents=True, exist_ok=True)
+        saved.write_text(json.dumps([c.__dict__ for c in found]), encoding="utf-8")
+    return found
+
+
+def _run(data: Path, method: str, limit: int | None) -> list[Case]:
     index = eval_index(data, IndexSettings(), None, False, with_graphs=True)
     questions = load_questions(data, "dev")[:limit]
     retriever = make_retriever(method, index, keep=0)
@@ -69,15 +83,19 @@ def cases(data: Path, method: str, limit: int | None) -> list[Case]:
     return out
 
 
-def scores(group: Sequence[Case], gap: float | str | None) -> tuple[float, float, float]:
-    """R@2, R@5, MRR (percent) when the guard keeps dense's first where its lead ≥ ``gap``.
+Rule = Callable[[Case], int] | None
+"""How many of dense's first chunks the guard may keep for a case (tools/guard.py's ``keep``)."""
 
-    ``gap`` None: no guard; "dense": dense retrieval alone.
+
+def scores(group: Sequence[Case], rule: Rule | str) -> tuple[float, float, float]:
+    """R@2, R@5, MRR (percent) when the guard keeps dense's first where ``rule`` says so.
+
+    ``rule`` None: no guard; "dense": dense retrieval alone.
     """
-    if gap == "dense":
+    if rule == "dense":
         lists = [(c, list(dict.fromkeys(d for _, d, _ in c.dense))) for c in group]
     else:
-        lists = [(c, c.guarded(gap is not None and c.lead >= gap)) for c in group]
+        lists = [(c, c.guarded(rule(c) if rule is not None else 0)) for c in group]  # type: ignore[operator]
     n = len(lists)
     return (
         100 * sum(recall_at_k(r, c.gold, 2) for c, r in lists) / n,
@@ -92,20 +110,28 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data", type=Path, action="append", required=True)
     parser.add_argument("--method", default="gnn_ret")
     parser.add_argument("--limit", type=int)
+    parser.add_argument("--store", type=Path, help="keep each set's rankings here, reuse them")
     args = parser.parse_args(argv)
     groups: dict[str, list[Case]] = {}
     for data in args.data:
-        found = cases(data, args.method, args.limit)
+        found = cases(data, args.method, args.limit, args.store)
         if data.name.startswith("nq"):
             groups[f"{data.name}-A"], groups[f"{data.name}-B"] = found[0::2], found[1::2]
         else:
             groups[data.name] = found
-    rules: list[tuple[str, float | str | None]] = [("dense", "dense"), ("no guard", None)]
-    rules += [(f"lead ≥ {g:.2f}", g) for g in GAPS] + [("always (today)", 0.0)]
+    rules: list[tuple[str, Rule | str]] = [("dense", "dense"), ("no guard", None)]
+    rules += [(f"lead ≥ {g:.2f}", lambda c, g=g: KEEP * (c.lead >= g)) for g in GAPS]
+    rules += [(f"first ≥ {t:.2f}", lambda c, t=t: KEEP * (c.dense[0][2] >= t)) for t in FIRSTS]
+    rules += [("keep 1", lambda c: 1)]
+    rules += [(f"1; 2 if first≥{t:.2f}", lambda c, t=t: 1 + (c.dense[0][2] >= t)) for t in FIRSTS]
+    rules += [(f"1; 2 if lead<{g:.2f}", lambda c, g=g: 1 + (c.lead < g)) for g in (0.01, 0.02)]
+    rules += [("always (today)", lambda c: KEEP)]
     print(f"{'rule':<16}" + "".join(f"{name:>26}" for name in groups))
     print(f"{'':<16}" + "".join(f"{'R@2   R@5   MRR':>26}" for _ in groups))
-    for label, gap in rules:
-        row = "".join("{:>10.1f}{:>6.1f}{:>10.1f}".format(*scores(g, gap)) for g in groups.values())
+    for label, rule in rules:
+        row = "".join(
+            "{:>10.1f}{:>6.1f}{:>10.1f}".format(*scores(g, rule)) for g in groups.values()
+        )
         print(f"{label:<16}{row}")
     return 0
 
