@@ -118,7 +118,7 @@ def build_index(
             records = records_of(docs, chunks, manifest.updated_at)
             vectors = gen.create_collection(location)
             try:
-                vectors.upsert(chunks, embeddings, gen.number, _fields(records, chunks))
+                vectors.upsert(chunks, embeddings, gen.number, document_fields(records, chunks))
             finally:
                 vectors.close()
             documents = DocumentTable.of(records)
@@ -451,7 +451,7 @@ def build_graphs(
         old = read_manifest(directory)
         chunks = read_chunks(directory, old)
         with Generation(directory, old) as gen:
-            manifest = _successor(old, chunks)
+            manifest = successor_manifest(old, chunks)
             write_graphs(
                 gen, directory, old, manifest, chunks, chunks, settings, show_progress, fresh=True
             )
@@ -481,7 +481,7 @@ def _commit_change(
     graphs, when the index has them, are brought up to date from the previous generation's.
     """
     with Generation(directory, old) as gen:
-        manifest = _successor(old, after)
+        manifest = successor_manifest(old, after)
         tables = _write_tables(gen, manifest, after, documents, added, embeddings, (old, before))
         gone = {*removed, *replaced}
         manifest.rows = {c: r for c, r in old.rows.items() if c not in gone}
@@ -494,7 +494,7 @@ def _commit_change(
                 assert embeddings is not None
                 store = ChromaVectorStore(passages_location(directory, old))
                 try:
-                    fields = _fields(documents.records(c.doc_id for c in added), added)
+                    fields = document_fields(documents.records(c.doc_id for c in added), added)
                     store.upsert(added, embeddings, gen.number, fields, manifest.rows)
                 finally:
                     store.close()
@@ -517,13 +517,13 @@ def _commit_change(
     return manifest
 
 
-def _fields(records: Sequence[DocumentRecord], chunks: Sequence[Chunk]) -> dict[str, dict]:
+def document_fields(records: Sequence[DocumentRecord], chunks: Sequence[Chunk]) -> dict[str, dict]:
     """Return the metadata of the ``chunks``' documents for their Chroma rows."""
     wanted = {c.doc_id for c in chunks}
     return {r.id: r.fields() for r in records if r.id in wanted}
 
 
-def _successor(old: Manifest, chunks: Sequence[Chunk]) -> Manifest:
+def successor_manifest(old: Manifest, chunks: Sequence[Chunk]) -> Manifest:
     """Return the next generation's manifest: the old one with new counts, nothing purged."""
     manifest = old.model_copy(deep=True)
     manifest.format_version = FORMAT_VERSION

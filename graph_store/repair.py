@@ -17,8 +17,8 @@ from pathlib import Path
 from hopgraph.core.errors import IndexStateError
 
 from .atomic import write_lock
-from .build import _fields, _successor
-from .check import Problem, check_index
+from .build import document_fields, successor_manifest
+from .check import check_index
 from .chunk_table import read_chunks
 from .doc_table import read_documents
 from .generations import Generation, folder_name, passages_location
@@ -38,7 +38,9 @@ def repair(directory: Path, show_progress: bool = False) -> list[str]:
         if not problems:
             return []
         chroma = [p for p in problems if p.where.startswith("Chroma")]
-        graphs = [p for p in problems if _in_graph(directory, p)]
+        manifest = read_manifest(directory)
+        graph = str(manifest.path(directory, "graph")) if manifest.graph else None
+        graphs = [p for p in problems if graph is not None and p.where.startswith(graph)]
         other = [p for p in problems if p not in chroma and p not in graphs]
         if other:
             listed = "\n".join(str(p) for p in other)
@@ -49,13 +51,6 @@ def repair(directory: Path, show_progress: bool = False) -> list[str]:
                         show_progress=show_progress)  # fmt: skip
 
 
-def _in_graph(directory: Path, problem: Problem) -> bool:
-    manifest = read_manifest(directory)
-    if manifest.graph is None:
-        return False
-    return problem.where.startswith(str(manifest.path(directory, "graph")))
-
-
 def _rebuild(
     directory: Path, rebuild_chroma: bool, rebuild_graphs: bool, show_progress: bool
 ) -> list[str]:
@@ -63,14 +58,14 @@ def _rebuild(
     chunks = read_chunks(directory, old)
     done = []
     with Generation(directory, old) as gen:
-        manifest = _successor(old, chunks)
+        manifest = successor_manifest(old, chunks)
         damaged = passages_location(directory, old)
         if rebuild_chroma:
             location = _fresh_location(directory, damaged, gen.number)
             store = gen.create_collection(location)
             try:
                 vectors = VectorTable.load(directory, old.vectors).matrix([c.id for c in chunks])
-                fields = _fields(read_documents(directory, old, chunks), chunks)
+                fields = document_fields(read_documents(directory, old, chunks), chunks)
                 store.upsert(chunks, vectors, gen.number, fields)
             finally:
                 store.close()

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 
 from hopgraph.core.errors import IndexStateError
-from hopgraph.core.settings import default_index_dir
 from hopgraph.graph_store import chroma_child
+
+from .cli_options import index_dir
 
 
 def check(args: argparse.Namespace) -> None:
     """Check (after ``--repair``, mend) an index; raise naming every problem found."""
-    directory = Path(args.index) if args.index else default_index_dir()
+    directory = index_dir(args)
     if args.repair:
         from hopgraph.graph_store.repair import repair
 

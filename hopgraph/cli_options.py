@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .core.settings import DEVICES, LLM_CHOICES
+from .core.settings import DEVICES, LLM_CHOICES, default_index_dir
 
 DEMO_INDEX = Path(".hopgraph") / "demo-index"
 """Where `hopgraph demo` builds its index unless --index says otherwise."""
@@ -29,6 +29,11 @@ def lazy(target: str) -> Handler:
 
     run.__qualname__ = run.__name__ = name
     return run
+
+
+def index_dir(args: argparse.Namespace) -> Path:
+    """Return the index directory the user named, or the default."""
+    return Path(args.index) if args.index else default_index_dir()
 
 
 def positive(text: str) -> int:

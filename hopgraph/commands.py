@@ -14,12 +14,13 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from hopgraph.core.errors import InputError
-from hopgraph.core.settings import IndexSettings, default_index_dir, named_setting
+from hopgraph.core.settings import IndexSettings, named_setting
 from hopgraph.graph_store import Index
 from hopgraph.graph_store.filters import WhereValue, parse_cli
 from hopgraph.tools import RETRIEVERS, make_retriever, parse_methods
 from hopgraph.tools.expand import Expansion, expand_hits
 
+from .cli_options import index_dir
 from .formatting import format_hits
 
 if TYPE_CHECKING:  # the write path (loaders, parsers, graph building) is imported by writes
@@ -30,11 +31,6 @@ if TYPE_CHECKING:  # the write path (loaders, parsers, graph building) is import
 
 SHOWN_IDS = 20
 """Document ids a sync names one per line."""
-
-
-def index_dir(args: argparse.Namespace) -> Path:
-    """Return the index directory the user named, or the default."""
-    return Path(args.index) if args.index else default_index_dir()
 
 
 def settings_from(args: argparse.Namespace) -> IndexSettings:

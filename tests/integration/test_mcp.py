@@ -19,6 +19,7 @@ from mcp.client.streamable_http import streamable_http_client
 import hopgraph
 from hopgraph.evals.scripted_llm import ScriptedOpenAIServer
 from tests.agent_scripts import NOT_YET, QUESTION, gear_script
+from tests.integration.conftest import free_port
 
 pytestmark = pytest.mark.integration
 
@@ -106,9 +107,7 @@ def test_mcp_over_stdio(index_dir, llm_env):
 
 
 def test_mcp_over_streamable_http_with_a_token(index_dir, llm_env):
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     env = {**llm_env, "HOPGRAPH_TOKEN": "s3cret-token"}
     server = subprocess.Popen(
         [sys.executable, "-m", "hopgraph.cli", "mcp", "--index", str(index_dir),
@@ -117,13 +116,7 @@ def test_mcp_over_streamable_http_with_a_token(index_dir, llm_env):
     )  # fmt: skip
     url = f"http://127.0.0.1:{port}/mcp"
     try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            with socket.socket() as s:
-                if s.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            assert server.poll() is None, server.stderr.read()
-            time.sleep(0.2)
+        _wait_for_port(port, server)
         hello = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
         for headers in ({}, {"Authorization": "Bearer wrong"}):
             refused = httpx.post(url, json=hello, headers=headers, timeout=10)
@@ -203,9 +196,7 @@ def test_mcp_section_filters_and_expand_on_documentation(tmp_path):
 
 def test_a_huge_query_does_not_hold_other_clients(index_dir, llm_env):
     """Two clients at once: one sends a 1 MB query, the other 20 small ones (p95 < 1 s)."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     server = subprocess.Popen(
         [sys.executable, "-m", "hopgraph.cli", "mcp", "--index", str(index_dir),
          "--http", f"127.0.0.1:{port}"],
