@@ -324,6 +324,14 @@ def build_parser() -> argparse.ArgumentParser:
         "uses INDEX/models/METHOD.pt, else the weights shipped for the model; repeatable",
     )
     p.add_argument(
+        "--guard",
+        choices=["selective", "always", "off"],
+        help="the graph methods' no-harm guard (docs/methods.md): selective (the tuned preset's: "
+        "dense's first passage stays first unless the question looks multi-hop and dense is "
+        "unsure), always (keep it first on every question), off (the method's own ranking, as "
+        "in the papers); default: the preset's",
+    )
+    p.add_argument(
         "--answers",
         action="store_true",
         help="answer every question with every method (needs an LLM): EM / F1, LLM calls and "

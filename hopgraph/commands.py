@@ -257,11 +257,13 @@ def evaluate(args: argparse.Namespace) -> None:
     choices = agent_methods() if args.answers else None  # with --answers, agents too
     methods = parse_methods(args.methods, choices)
     options = weights_options(args)  # checked before an index is built
-    if options and args.answers:
+    if (options or args.guard) and args.answers:
         raise InputError(
-            "--weights applies to ranking passages, not to --answers runs",
-            "drop --answers to score the trained methods' rankings",
+            "--weights and --guard apply to ranking passages, not to --answers runs",
+            "drop --answers to score the methods' rankings",
         )
+    for method, chosen in guard_options(args.guard, methods).items():
+        options.setdefault(method, {}).update(chosen)
     if args.answerer != "endpoint" and not args.answers:
         raise InputError(f"--llm {args.answerer} answers questions", "add --answers")
     data = Path(args.data)
@@ -300,6 +302,7 @@ def evaluate(args: argparse.Namespace) -> None:
             "questions": len(questions),
             "methods": methods,
             "preset": args.preset,
+            "guard": args.guard or "preset",
             "index": str(idx.directory),
             "settings": idx.manifest.settings.model_dump(),
             "versions": idx.manifest.versions,
@@ -312,6 +315,19 @@ def evaluate(args: argparse.Namespace) -> None:
     )
     print(format_answer_table(scores) if chat is not None else format_table(scores))
     print(f"\nreport: {report}\nper question: {per_question}")
+
+
+def guard_options(guard: str | None, methods: list[str]) -> dict[str, dict[str, Any]]:
+    """Turn --guard into options of the methods that have the guard (tools/guard.py)."""
+    if guard is None:
+        return {}
+    from hopgraph.tools.guard import KEEP, Guarded
+
+    chosen: dict[str, Any] = {"off": {"keep": 0}, "always": {"keep": KEEP, "selective": False}}.get(
+        guard, {"keep": KEEP, "selective": True}
+    )
+    guarded = [m for m in methods if m in RETRIEVERS and issubclass(RETRIEVERS[m], Guarded)]
+    return {m: dict(chosen) for m in guarded}
 
 
 WEIGHTED = ("gnn_ret", "grag", "iier")

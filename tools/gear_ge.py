@@ -138,6 +138,7 @@ class NaiveGERetriever(Guarded):
         after: int = 1,
         keep: int = KEEP,
         margin: float = MARGIN,
+        selective: bool = True,
         *,
         bases: Bases,
     ) -> None:
@@ -152,10 +153,11 @@ class NaiveGERetriever(Guarded):
         chain reaches by stepping onto the page of an entity its first passage names (a
         ``link`` edge of the passage graph) placed after the base's first ``after`` places
         (docs/methods.md: offline triples make the other chain steps mostly noise).
-        ``keep``, ``margin``: the no-harm guard (tools/guard.py). ``bases`` makes ``base``.
+        ``keep``, ``margin``, ``selective``: the no-harm guard (tools/guard.py).
+        ``bases`` makes ``base``.
         """
         super().__init__(index)
-        self.guard(index, keep, margin)
+        self.guard(index, keep, margin, selective)
         if base_depth is not None and base_depth < 1:
             raise ValueError(f"base_depth must be at least 1, got {base_depth}")
         if fusion not in ("rrf", "page_step"):

@@ -213,13 +213,14 @@ class GNNRetriever(Guarded):
         weights: str | Path | None = None,
         keep: int = KEEP,
         margin: float = MARGIN,
+        selective: bool = True,
     ) -> None:
         """Set up over ``index``; ``weights`` is a file of learned α's (`hopgraph train`).
 
-        ``keep``: the no-harm guard (tools/guard.py), dense retrieval's top ``keep`` first.
+        ``keep``, ``selective``: the no-harm guard (tools/guard.py), dense's top ``keep`` first.
         """
         super().__init__(index)
-        self.guard(index, keep, margin)
+        self.guard(index, keep, margin, selective)
         if weights is not None:
             channels = load_channels(Path(weights), index)
         if base not in BASES:

@@ -40,18 +40,20 @@ class GRAGRetriever(Guarded):
         weights: str | Path | None = None,
         keep: int = KEEP,
         margin: float = MARGIN,
+        selective: bool = True,
         *,
         bases: Bases,
     ) -> None:
         """Set up over ``index`` with trained weights (default: see :func:`find_weights`).
 
-        ``keep``: the no-harm guard (tools/guard.py). ``bases`` makes the base the weights name.
+        ``keep``, ``selective``: the no-harm guard (tools/guard.py). ``bases`` makes the base
+        the weights name.
         """
         from .grag_model import load_model
         from .weights import find_weights
 
         super().__init__(index)
-        self.guard(index, keep, margin)
+        self.guard(index, keep, margin, selective)
         path = Path(weights) if weights is not None else find_weights(index, self.name)
         self.model, self.record = load_model(path, index)
         self.settings = GRAGSettings(**self.record["settings"])

@@ -7,6 +7,12 @@ first places and lets the graph method fill the rest in its own order, so the me
 add evidence below what the question alone finds best. Dense's first chunk is always kept; each
 further one (up to ``keep``) only while its cosine is within ``margin`` of the first, that is,
 while dense retrieval cannot tell them apart either. ``keep=0`` switches it off (the papers).
+
+The guard is selective (tuned presets; docs/methods.md "When to guard"): it stands aside, and the
+graph method leads, when the question looks multi-hop (tools/hop_classifier.py: p ≥ ``MULTI_HOP``)
+and dense retrieval is unsure of its first chunk (its cosine lead over the second below
+``CONFIDENT``). On the multi-hop dev sets that wins back the R@2 that always guarding cost; on
+NQ, whose questions need one passage, it keeps dense's first within a point of dense alone.
 """
 
 from __future__ import annotations
@@ -17,11 +23,16 @@ from hopgraph.graph_store.filters import Where
 from .base import Retriever
 from .baselines import DenseRetriever
 from .hits import Hit, Provenance
+from .hop_classifier import shipped
 
 KEEP = 2
 """Dense chunks the tuned presets keep at most (chosen on dev: nq within 1 point of dense)."""
 MARGIN = 0.05
 """How close in cosine a second dense chunk must be to the first to be kept (chosen on dev)."""
+MULTI_HOP = 0.2
+"""The hop classifier's probability from which a question counts as multi-hop (chosen on dev)."""
+CONFIDENT = 0.08
+"""Dense's cosine lead (first − second) from which it is sure of its first chunk (dev)."""
 
 
 def keep_top(anchors: list[Hit], hits: list[Hit], k: int, method: str) -> list[Hit]:
@@ -50,14 +61,20 @@ class Guarded(Retriever):
 
     keep: int = 0
     margin: float = 0.0
+    selective: bool = False
 
-    def guard(self, index: Index, keep: int, margin: float = 0.0) -> None:
-        """Keep dense's first chunk, and up to ``keep`` within ``margin`` of it (0: off)."""
+    def guard(self, index: Index, keep: int, margin: float = 0.0, selective: bool = False) -> None:
+        """Keep dense's first chunk, and up to ``keep`` within ``margin`` of it (0: off).
+
+        ``selective``: not on questions that look multi-hop where dense is unsure (module doc).
+        """
         if isinstance(keep, bool) or not isinstance(keep, int) or keep < 0:
             raise ValueError(f"keep must be a whole number ≥ 0, got {keep!r}")
         if not 0.0 <= margin <= 2.0:
             raise ValueError(f"margin must be a cosine difference in [0, 2], got {margin!r}")
-        self.keep, self.margin = keep, margin
+        if not isinstance(selective, bool):
+            raise ValueError(f"selective must be true or false, got {selective!r}")
+        self.keep, self.margin, self.selective = keep, margin, selective
         self._dense = DenseRetriever(index) if keep else None
 
     def retrieve(self, query: str, k: int = 5, where: Where | None = None) -> list[Hit]:
@@ -71,8 +88,15 @@ class Guarded(Retriever):
         # asking for more changes methods whose ranking depends on k (hybrid's RRF of two top-k
         # lists: hotpotqa R@5 80.1 at k = 5, 77.7 for the first 5 of k = 7).
         hits = super().retrieve(query, k, where)
-        top = self._dense.exact_top(query, min(self.keep, k), self.allowed(where))
-        if not top:
+        top = self._dense.exact_top(query, max(min(self.keep, k), 2), self.allowed(where))
+        if not top or (self.selective and self.stands_aside(query, top)):
             return hits
+        top = top[: min(self.keep, k)]
         anchors = [h for h in top if top[0].score - h.score < self.margin or h is top[0]]
         return keep_top(anchors, hits, k, self.name)
+
+    @staticmethod
+    def stands_aside(query: str, top: list[Hit]) -> bool:
+        """Whether the selective guard lets the method lead: multi-hop wording, dense unsure."""
+        lead = top[0].score - top[1].score if len(top) > 1 else 1.0
+        return lead < CONFIDENT and shipped().multi_hop(query) >= MULTI_HOP

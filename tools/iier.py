@@ -100,6 +100,7 @@ class IIERRetriever(Guarded):
         dense_seeds: int = 1,
         keep: int = KEEP,
         margin: float = 0.15,
+        selective: bool = True,
         *,
         bases: Bases,
     ) -> None:
@@ -112,7 +113,8 @@ class IIERRetriever(Guarded):
         ``seed_order``: chains start in set-cover order (the paper) or by the seed's similarity
         to the question; ``dense_seeds``: the chunks closest to the question seed chains too
         (the cover misses single-hop answers whose keywords differ from the question's);
-        ``keep``, ``margin``: the no-harm guard (tools/guard.py). ``bases`` makes ``base``.
+        ``keep``, ``margin``, ``selective``: the no-harm guard (tools/guard.py).
+        ``bases`` makes ``base``.
         """
         if seed_order not in ("cover", "similarity"):
             raise ValueError(f"seed_order must be 'cover' or 'similarity', got {seed_order!r}")
@@ -124,7 +126,7 @@ class IIERRetriever(Guarded):
             raise ValueError(f"order must be 'breadth' or 'chains', got {order!r}")
         self.order = order
         super().__init__(index)
-        self.guard(index, keep, margin)
+        self.guard(index, keep, margin, selective)
         self.max_length, self.edge_weight, self.chat = max_length, edge_weight, chat
         if weights is False:
             path = None

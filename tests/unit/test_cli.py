@@ -205,3 +205,20 @@ def test_eval_prints_table_and_writes_reports(tmp_path, capsys):
     )
     assert (cache[0] / "manifest.json").stat().st_mtime == stamp
     assert json.loads((out / "report.json").read_text())["config"]["preset"] == "paper"
+    assert json.loads((out / "report.json").read_text())["config"]["guard"] == "preset"
+    args = ["eval", "--data", str(data), "--methods", "gnn_ret", "--model", "hashing"]
+    assert run(capsys, *args, "--guard", "off", "--out", str(out), "-q")[0] == 0
+    assert json.loads((out / "report.json").read_text())["config"]["guard"] == "off"
+
+
+def test_eval_guard_reaches_only_the_methods_that_have_it():
+    from hopgraph.commands import guard_options
+
+    assert guard_options(None, ["gnn_ret"]) == {}
+    assert guard_options("off", ["dense", "gnn_ret", "iier"]) == {
+        "gnn_ret": {"keep": 0},
+        "iier": {"keep": 0},
+    }
+    always = guard_options("always", ["hybrid", "naive_ge"])
+    assert always == {"naive_ge": {"keep": 2, "selective": False}}
+    assert guard_options("selective", ["grag"])["grag"]["selective"] is True

@@ -3,10 +3,11 @@
 import pytest
 
 from hopgraph.core.errors import UnknownMethodError
-from hopgraph.tools import PRESETS, RETRIEVERS, make_retriever
+from hopgraph.tools import PRESETS, RETRIEVERS, guard, make_retriever
 from hopgraph.tools.gnn_ret import PAPER_CHANNELS
-from hopgraph.tools.guard import keep_top
+from hopgraph.tools.guard import Guarded, keep_top
 from hopgraph.tools.hits import Hit, Provenance
+from hopgraph.tools.hop_classifier import HopClassifier, features, shipped
 
 GRAPH_METHODS = ["gnn_ret", "iier", "naive_ge"]
 
@@ -37,7 +38,7 @@ def test_keep_top_puts_the_kept_first_and_keeps_scores_non_increasing():
 def test_the_guard_keeps_dense_retrievals_first_chunk_first(index, method):
     query = "Which county seat is Stanley?"
     dense_first = make_retriever("dense", index).retrieve(query, 1)[0].id
-    guarded = make_retriever(method, index, keep=1).retrieve(query, 4)
+    guarded = make_retriever(method, index, keep=1, selective=False).retrieve(query, 4)
     assert guarded[0].id == dense_first
     assert len(guarded) == 4 and len({h.id for h in guarded}) == 4
     off = make_retriever(method, index, keep=0)
@@ -48,10 +49,55 @@ def test_the_guard_keeps_a_second_chunk_only_within_the_margin(index):
     query = "Which county seat is Stanley?"
     top = make_retriever("dense", index).retrieve(query, 2)
     gap = top[0].score - top[1].score
-    wide = make_retriever("gnn_ret", index, keep=2, margin=gap + 0.01).retrieve(query, 3)
+    wide = make_retriever("gnn_ret", index, keep=2, margin=gap + 0.01, selective=False)
+    wide = wide.retrieve(query, 3)
     assert [h.id for h in wide[:2]] == [h.id for h in top]
-    narrow = make_retriever("gnn_ret", index, keep=2, margin=max(gap - 0.01, 0.0))
+    narrow = make_retriever("gnn_ret", index, keep=2, margin=max(gap - 0.01, 0.0), selective=False)
     assert narrow.retrieve(query, 3)[1].provenance[-1].step != "kept: dense top"
+
+
+MULTI_HOP_QUESTION = (
+    "When did military instruction start at the place where Larry Alcala was educated?"
+)
+SINGLE_HOP_QUESTION = "who wrote the first declaration of human rights"
+
+
+def test_the_hop_classifier_tells_a_chain_of_relations_from_a_plain_question():
+    model = shipped()
+    assert model.multi_hop(MULTI_HOP_QUESTION) >= guard.MULTI_HOP
+    assert model.multi_hop(SINGLE_HOP_QUESTION) < guard.MULTI_HOP
+    assert features("Who's first, A?") == ["who", "s", "first", "a", "who s", "s first", "first a"]
+
+
+def test_the_hop_classifier_keeps_its_weights_through_save_and_load(tmp_path):
+    model = HopClassifier({"born": 1.5, "who": -0.25, "unused": 0.0}, bias=0.1)
+    model.save(tmp_path / "m.json", {"fitted_by": "test"})
+    again = HopClassifier.load(tmp_path / "m.json")
+    assert again.weights == {"born": 1.5, "who": -0.25} and again.bias == 0.1
+    assert again.multi_hop("who was born") == pytest.approx(model.multi_hop("who was born"))
+
+
+def test_the_selective_guard_stands_aside_only_when_multi_hop_and_dense_is_unsure():
+    def top(lead):
+        return [hit("a", 0.7), hit("b", 0.7 - lead)]
+
+    assert Guarded.stands_aside(MULTI_HOP_QUESTION, top(guard.CONFIDENT / 2))
+    assert not Guarded.stands_aside(MULTI_HOP_QUESTION, top(guard.CONFIDENT * 2))
+    assert not Guarded.stands_aside(SINGLE_HOP_QUESTION, top(guard.CONFIDENT / 2))
+
+
+@pytest.mark.parametrize("method", GRAPH_METHODS)
+def test_standing_aside_gives_the_methods_own_ranking(index, method, monkeypatch):
+    query = "Which county seat is Stanley?"
+    own = [h.id for h in make_retriever(method, index, keep=0).retrieve(query, 4)]
+    always = [h.id for h in make_retriever(method, index, selective=False).retrieve(query, 4)]
+    monkeypatch.setattr(guard, "CONFIDENT", 3.0)  # dense is never sure
+    monkeypatch.setattr(guard, "MULTI_HOP", 0.0)  # every question looks multi-hop
+    aside = make_retriever(method, index, selective=True).retrieve(query, 4)
+    assert [h.id for h in aside] == own
+    monkeypatch.setattr(guard, "MULTI_HOP", 1.1)  # none does
+    kept = make_retriever(method, index, selective=True).retrieve(query, 4)
+    assert [h.id for h in kept] == always
 
 
 @pytest.mark.parametrize("bad", [-1, True, 1.5])

@@ -1,0 +1,74 @@
+"""Fit the guard's hop classifier (tools/hop_classifier.py) on train splits and NQ dev's half A.
+
+``python -m hopgraph.evals.hop_classifier --data ../shared/data [--out FILE]``
+
+Multi-hop class: every question of the MuSiQue, HotpotQA and 2Wiki train splits. Single-hop
+class: MuSiQue train's sub-questions that stand alone (no ``#1`` placeholder, no ``a >> b``
+relation form) and the odd-numbered half of NQ dev (A: the half the guard study chooses on; the
+even half B is left for checking). A logistic regression (scikit-learn's defaults, classes
+balanced) over tools.hop_classifier.features; the fitted weights ship as
+tools/weights_data/hop_classifier.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from hopgraph.tools.hop_classifier import SHIPPED, HopClassifier, features
+
+MULTI_HOP_SETS = ("musique-train", "hotpotqa-train", "2wiki-train")
+
+
+def training_questions(data: Path) -> tuple[list[str], list[str]]:
+    """Return (multi-hop questions, single-hop questions) from the folders under ``data``."""
+    multi, single = [], []
+    for name in MULTI_HOP_SETS:
+        for row in _rows(data / name / "train.jsonl"):
+            multi.append(row["question"])
+            for step in row.get("decomposition", []):
+                if "#" not in step["question"] and ">>" not in step["question"]:
+                    single.append(step["question"])
+    single += [row["question"] for row in _rows(data / "nq" / "dev.jsonl")[0::2]]
+    return multi, single
+
+
+def _rows(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+
+
+def fit(multi: list[str], single: list[str]) -> HopClassifier:
+    """Fit the logistic regression and return it as a HopClassifier."""
+    from sklearn.feature_extraction.text import CountVectorizer
+    from sklearn.linear_model import LogisticRegression
+
+    vectorizer = CountVectorizer(analyzer=features, min_df=2)
+    x = vectorizer.fit_transform(multi + single)
+    y = [1] * len(multi) + [0] * len(single)
+    model = LogisticRegression(max_iter=5000, class_weight="balanced").fit(x, y)
+    names = vectorizer.get_feature_names_out()
+    weights = dict(zip(names, model.coef_[0].tolist(), strict=True))
+    return HopClassifier(weights, float(model.intercept_[0]))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Fit on ``--data`` and write the model (default: the one hopgraph ships)."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", type=Path, required=True, help="folder holding the datasets")
+    parser.add_argument("--out", type=Path, default=SHIPPED)
+    args = parser.parse_args(argv)
+    multi, single = training_questions(args.data)
+    model = fit(multi, single)
+    about = {"multi_hop": len(multi), "single_hop": len(single), "fitted_by": __name__}
+    model.save(args.out, about)
+    print(
+        f"{args.out}: {len(model.weights)} features from {len(multi)} multi-hop and "
+        f"{len(single)} single-hop questions"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
