@@ -7,8 +7,12 @@ exact top three are read; each candidate rule then decides, per question, whethe
 chunk is put first (the guard as tools/guard.py applies it, keep 2 within its margin), and
 the resulting R@2 / R@5 / MRR are computed offline. Rules: never, always (today's tuned
 guard), and "keep when dense is confident": the first chunk's cosine lead over the second
-at least ``gap``. NQ's dev split is cut in two halves (odd / even questions): the threshold
-is chosen on the multi-hop sets and the first half only, and reported on the second.
+at least ``gap``, and the selective guard (tools/guard.py): keep unless the hop classifier
+calls the question multi-hop (p ≥ t) and dense is unsure (lead < gap). NQ's dev split is cut in
+two halves (odd / even questions): thresholds are chosen on the multi-hop sets and the first
+half (A) only, and reported on the second (B). The classifier was fitted on A, so with
+``--train-data`` A's probabilities are out-of-fold (five refits, each without a fifth of A),
+as unseen questions would get them.
 """
 
 from __future__ import annotations
@@ -22,11 +26,16 @@ from pathlib import Path
 
 from hopgraph.core.settings import IndexSettings
 from hopgraph.evals.datasets import load_questions
+from hopgraph.evals.hop_classifier import fit, training_questions
 from hopgraph.evals.metrics import recall_at_k, reciprocal_rank
 from hopgraph.evals.runner import eval_index
 from hopgraph.tools import make_retriever
 from hopgraph.tools.guard import KEEP, MARGIN
+from hopgraph.tools.hop_classifier import shipped
 
+margin = MARGIN
+"""The guard's margin for a second chunk (``--margin``; IIER's tuned preset has 0.15)."""
+PROBABILITIES = [0.2, 0.3, 0.5]
 FIRSTS = [0.4, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8]
 GAPS = [0.01, 0.02, 0.03, 0.04, 0.05, 0.06, 0.08, 0.10, 0.12, 0.15, 0.2]
 
@@ -36,15 +45,17 @@ class Case:
     """One question: gold documents, the unguarded ranking, dense's top chunks."""
 
     gold: list[str]
+    question: str
     ranked: list[str]  # the method's documents without the guard, best first
     dense: list[tuple[str, str, float]]  # (chunk id, document id, cosine), best first
+    multi_hop: float = 0.0  # the hop classifier's probability (set by main)
 
     def guarded(self, keep: int) -> list[str]:
         """Return the documents in order with the guard keeping up to ``keep`` (tools/guard.py)."""
         if not keep or not self.dense:
             return self.ranked
         first = self.dense[0][2]
-        anchors = [d for _, d, s in self.dense[:keep] if first - s < MARGIN or s == first]
+        anchors = [d for _, d, s in self.dense[:keep] if first - s < margin or s == first]
         anchors = list(dict.fromkeys(anchors))
         return [*anchors, *(d for d in self.ranked if d not in anchors)]
 
@@ -59,7 +70,16 @@ def cases(data: Path, method: str, limit: int | None, store: Path | None) -> lis
     saved = store / f"{data.name}-{method}-{limit}.json" if store else None
     if saved is not None and saved.is_file():
         rows = json.loads(saved.read_text(encoding="utf-8"))
-        return [Case(r["gold"], r["ranked"], [tuple(d) for d in r["dense"]]) for r in rows]
+        questions = load_questions(data, "dev")[:limit]  # (rows kept before they had them)
+        return [
+            Case(
+                r["gold"],
+                r.get("question", q.question),
+                r["ranked"],
+                [tuple(d) for d in r["dense"]],
+            )
+            for r, q in zip(rows, questions, strict=True)
+        ]
     found = _run(data, method, limit)
     if saved is not None:
         saved.parent.mkdir(parents=True, exist_ok=True)
@@ -78,7 +98,12 @@ def _run(data: Path, method: str, limit: int | None) -> list[Case]:
         ranked = list(dict.fromkeys(index.chunk(h.id).doc_id for h in hits))
         top = dense.exact_top(q.question, 10)
         out.append(
-            Case(list(q.gold_ids), ranked, [(h.id, index.chunk(h.id).doc_id, h.score) for h in top])
+            Case(
+                list(q.gold_ids),
+                q.question,
+                ranked,
+                [(h.id, index.chunk(h.id).doc_id, h.score) for h in top],
+            )
         )
     return out
 
@@ -104,6 +129,24 @@ def scores(group: Sequence[Case], rule: Rule | str) -> tuple[float, float, float
     )
 
 
+def score_questions(groups: dict[str, list[Case]], train_data: Path | None) -> None:
+    """Set every case's hop probability; NQ's half A out of fold when ``train_data`` is given."""
+    model = shipped()
+    for group in groups.values():
+        for case in group:
+            case.multi_hop = model.multi_hop(case.question)
+    half_a = next((g for name, g in groups.items() if name.endswith("-A")), None)
+    if train_data is None or half_a is None:
+        return
+    multi, single = training_questions(train_data)
+    others = single[: len(single) - len(half_a)]  # the classifier's single-hop set ends with A
+    for fold in range(5):
+        kept = [c.question for i, c in enumerate(half_a) if i % 5 != fold]
+        refit = fit(multi, others + kept)
+        for case in half_a[fold::5]:
+            case.multi_hop = refit.multi_hop(case.question)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Print each rule's figures per dataset (NQ in halves)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -111,7 +154,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--method", default="gnn_ret")
     parser.add_argument("--limit", type=int)
     parser.add_argument("--store", type=Path, help="keep each set's rankings here, reuse them")
+    parser.add_argument("--margin", type=float, default=MARGIN, help="the guard's margin")
+    parser.add_argument(
+        "--train-data",
+        type=Path,
+        help="the datasets folder: refit the classifier without each "
+        "fifth of NQ half A to score it out of fold (otherwise the shipped model scores A)",
+    )
     args = parser.parse_args(argv)
+    global margin
+    margin = args.margin
     groups: dict[str, list[Case]] = {}
     for data in args.data:
         found = cases(data, args.method, args.limit, args.store)
@@ -119,6 +171,7 @@ def main(argv: list[str] | None = None) -> int:
             groups[f"{data.name}-A"], groups[f"{data.name}-B"] = found[0::2], found[1::2]
         else:
             groups[data.name] = found
+    score_questions(groups, args.train_data)
     rules: list[tuple[str, Rule | str]] = [("dense", "dense"), ("no guard", None)]
     rules += [(f"lead ≥ {g:.2f}", lambda c, g=g: KEEP * (c.lead >= g)) for g in GAPS]
     rules += [(f"first ≥ {t:.2f}", lambda c, t=t: KEEP * (c.dense[0][2] >= t)) for t in FIRSTS]
@@ -126,6 +179,11 @@ def main(argv: list[str] | None = None) -> int:
     rules += [(f"1; 2 if first≥{t:.2f}", lambda c, t=t: 1 + (c.dense[0][2] >= t)) for t in FIRSTS]
     rules += [(f"1; 2 if lead<{g:.2f}", lambda c, g=g: 1 + (c.lead < g)) for g in (0.01, 0.02)]
     rules += [("always (today)", lambda c: KEEP)]
+    rules += [
+        (f"p<{t:.1f} | lead≥{g:.2f}", lambda c, t=t, g=g: KEEP * (c.multi_hop < t or c.lead >= g))
+        for t in PROBABILITIES
+        for g in (0.05, 0.08, 0.12)
+    ]
     print(f"{'rule':<16}" + "".join(f"{name:>26}" for name in groups))
     print(f"{'':<16}" + "".join(f"{'R@2   R@5   MRR':>26}" for _ in groups))
     for label, rule in rules:
