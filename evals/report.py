@@ -27,7 +27,16 @@ def format_table(scores: Sequence[MethodScores]) -> str:
         + [f"{s.mrr:.1f}", f"{s.latency_p50_ms:.1f}", f"{s.latency_p95_ms:.1f}"]
         for s in scores
     ]
-    return render_table(head, rows)
+    table = render_table(head, rows)
+    hops = [s for s in scores if s.by_hops]
+    if not hops:
+        return table
+    counts = sorted({h for s in hops for h in s.by_hops})
+    by_hops = render_table(
+        ["method"] + [f"{h}-hop R@5" for h in counts],
+        [[s.method] + [f"{s.by_hops.get(h, 0.0):.1f}" for h in counts] for s in hops],
+    )
+    return f"{table}\n\n{by_hops}"
 
 
 def write_report(

@@ -37,6 +37,8 @@ class MethodScores:
     mrr: float
     latency_p50_ms: float
     latency_p95_ms: float
+    by_hops: dict[int, float] = field(default_factory=dict)
+    """R@5 per hop count (``{2: …, 3: …, 4: …}``), where questions say how many hops they take."""
 
 
 @dataclass
@@ -53,6 +55,7 @@ class QuestionResult:
     rr: float
     latency_ms: float
     hits: list[dict] = field(default_factory=list)
+    hops: int | None = None
 
 
 def eval_index(
@@ -153,6 +156,7 @@ def score_question(
         rr=reciprocal_rank(ranked, q.gold_units),
         latency_ms=seconds * 1000,
         hits=[{"id": h.id, "doc_id": h.doc_id, "score": h.score} for h in hits[: max(ks)]],
+        hops=q.hops,
     )
 
 
@@ -189,7 +193,23 @@ def aggregate(method: str, rows: Sequence[QuestionResult], ks: Sequence[int]) ->
         mrr=100 * sum(r.rr for r in rows) / n,
         latency_p50_ms=percentile(latencies, 50),
         latency_p95_ms=percentile(latencies, 95),
+        by_hops=recall_by_hops(rows, HOP_K if HOP_K in ks else max(ks)),
     )
+
+
+HOP_K = 5
+"""The cutoff of the per-hop-count recall (MuSiQue's 3- and 4-hop questions are the hard ones)."""
+
+
+def recall_by_hops(rows: Sequence[QuestionResult], k: int) -> dict[int, float]:
+    """Return R@k per hop count; empty unless the questions span more than one count."""
+    groups: dict[int, list[float]] = {}
+    for row in rows:
+        if row.hops is not None:
+            groups.setdefault(row.hops, []).append(row.recall[k])
+    if len(groups) < 2:
+        return {}
+    return {hops: 100 * sum(v) / len(v) for hops, v in sorted(groups.items())}
 
 
 def check_gold_coverage(index: Index, questions: Sequence[Question]) -> int:

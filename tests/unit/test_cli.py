@@ -147,12 +147,14 @@ def test_eval_prints_table_and_writes_reports(tmp_path, capsys):
                 "question": "When did military instruction start where Larry Alcala studied?",
                 "answers": ["1936"],
                 "gold_ids": ["d1", "d2"],
+                "hops": 2,
             },
             {
                 "id": "q2",
                 "question": "Seat of the county of Van Hook Township?",
                 "answers": ["Stanley"],
                 "gold_ids": ["d4", "d5"],
+                "hops": 3,
             },
         ],
     )
@@ -172,6 +174,7 @@ def test_eval_prints_table_and_writes_reports(tmp_path, capsys):
     )
     assert code == 0
     assert "R@2" in text and "All@15" in text and "p95 ms" in text
+    assert "2-hop R@5" in text and "3-hop R@5" in text  # recall by hop count
     report = json.loads((out / "report.json").read_text())
     assert [s["method"] for s in report["scores"]] == ["bm25", "hybrid", "gnn_ret"]
     assert report["config"]["questions"] == 2
