@@ -1,0 +1,75 @@
+"""GNN-Ret's options tried for more hops without an LLM (issue 37), scored per hop count.
+
+``python -m hopgraph.evals.gnn_variants --data ../shared/data/musique-train --split train``
+
+Each variant is the tuned GNN-Ret with one or two constructor options changed, unguarded
+(``keep=0``: the guard would hide what the propagation does). Prints R@2, R@5 and R@5 per
+number of gold passages (MuSiQue's 2-, 3- and 4-hop questions). Choices are made on the train
+splits and confirmed on dev (docs/methods.md, "More hops without an LLM").
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from hopgraph.core.settings import IndexSettings
+from hopgraph.evals.datasets import load_questions
+from hopgraph.evals.metrics import recall_at_k
+from hopgraph.evals.runner import eval_index
+from hopgraph.graph_store import Index
+from hopgraph.tools import make_retriever
+from hopgraph.tools.gnn_ret import Channel
+
+
+def channels(entity: float, link: float = 0.2) -> tuple[Channel, ...]:
+    """Return the tuned two channels with other α's."""
+    return (Channel(("structural", "entity"), entity), Channel(("structural", "link"), link))
+
+
+VARIANTS: dict[str, dict[str, Any]] = {
+    "tuned": {},
+    "2 layers": {"layers": 2},
+    "3 layers": {"layers": 3},
+    "top_k 5": {"top_k": 5},
+    "top_k 20": {"top_k": 20},
+    "entity α 0.5": {"channels": channels(0.5)},
+    "entity α 0.8": {"channels": channels(0.8)},
+    "link α 0.4": {"channels": channels(0.65, 0.4)},
+    "2 layers, entity α 0.5": {"layers": 2, "channels": channels(0.5)},
+    "2 layers, entity α 0.6": {"layers": 2, "channels": channels(0.6)},
+}
+
+
+def score(index: Index, questions: list, options: dict[str, Any]) -> str:
+    """Return one row: R@2, R@5 and R@5 by number of gold passages."""
+    retriever = make_retriever("gnn_ret", index, keep=0, **options)
+    r2, r5, by = 0.0, 0.0, {}
+    for q in questions:
+        docs = list(dict.fromkeys(h.doc_id for h in retriever.retrieve(q.question, 15)))
+        r2 += recall_at_k(docs, q.gold_ids, 2)
+        r5 += recall_at_k(docs, q.gold_ids, 5)
+        by.setdefault(len(q.gold_ids), []).append(recall_at_k(docs, q.gold_ids, 5))
+    n = len(questions)
+    hops = " ".join(f"{h}: {100 * sum(v) / len(v):.1f}" for h, v in sorted(by.items()))
+    return f"R@2 {100 * r2 / n:5.1f}  R@5 {100 * r5 / n:5.1f}  R@5 by gold passages {hops}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Print every variant's row on one split."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", type=Path, required=True)
+    parser.add_argument("--split", default="dev")
+    args = parser.parse_args(argv)
+    index = eval_index(args.data, IndexSettings(), None, False, with_graphs=True)
+    questions = load_questions(args.data, args.split)
+    print(f"{args.data.name} / {args.split}: {len(questions)} questions")
+    for label, options in VARIANTS.items():
+        print(f"{label:<24} {score(index, questions, options)}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
