@@ -30,7 +30,7 @@ from hopgraph.evals.hop_classifier import fit, training_questions
 from hopgraph.evals.metrics import recall_at_k, reciprocal_rank
 from hopgraph.evals.runner import eval_index
 from hopgraph.tools import make_retriever
-from hopgraph.tools.guard import KEEP, MARGIN
+from hopgraph.tools.guard import CONFIDENT, KEEP, MARGIN, MULTI_HOP
 from hopgraph.tools.hop_classifier import shipped
 
 margin = MARGIN
@@ -50,8 +50,17 @@ class Case:
     dense: list[tuple[str, str, float]]  # (chunk id, document id, cosine), best first
     multi_hop: float = 0.0  # the hop classifier's probability (set by main)
 
-    def guarded(self, keep: int) -> list[str]:
-        """Return the documents in order with the guard keeping up to ``keep`` (tools/guard.py)."""
+    def guarded(self, keep: int, floor: int = 0) -> list[str]:
+        """Return the documents in order with the guard keeping up to ``keep`` (tools/guard.py).
+
+        ``keep`` 0 with a ``floor``: the guard stands aside, but dense's first document ranks no
+        lower than ``floor``.
+        """
+        if not keep and floor and self.dense:
+            first, rest = self.dense[0][1], [d for d in self.ranked if d != self.dense[0][1]]
+            if first in self.ranked[:floor]:
+                return self.ranked
+            return [*rest[: floor - 1], first, *rest[floor - 1 :]]
         if not keep or not self.dense:
             return self.ranked
         first = self.dense[0][2]
@@ -108,8 +117,14 @@ def _run(data: Path, method: str, limit: int | None) -> list[Case]:
     return out
 
 
-Rule = Callable[[Case], int] | None
-"""How many of dense's first chunks the guard may keep for a case (tools/guard.py's ``keep``)."""
+Rule = Callable[[Case], int | tuple[int, int]] | None
+"""How many of dense's first chunks the guard may keep for a case (tools/guard.py's ``keep``),
+or (keep, floor): see :meth:`Case.guarded`."""
+
+
+def _decision(rule: Rule, case: Case) -> tuple[int, int]:
+    decided = rule(case) if rule is not None else 0
+    return decided if isinstance(decided, tuple) else (decided, 0)
 
 
 def scores(group: Sequence[Case], rule: Rule | str) -> tuple[float, float, float]:
@@ -120,13 +135,18 @@ def scores(group: Sequence[Case], rule: Rule | str) -> tuple[float, float, float
     if rule == "dense":
         lists = [(c, list(dict.fromkeys(d for _, d, _ in c.dense))) for c in group]
     else:
-        lists = [(c, c.guarded(rule(c) if rule is not None else 0)) for c in group]  # type: ignore[operator]
+        lists = [(c, c.guarded(*_decision(rule, c))) for c in group]  # type: ignore[arg-type]
     n = len(lists)
     return (
         100 * sum(recall_at_k(r, c.gold, 2) for c, r in lists) / n,
         100 * sum(recall_at_k(r, c.gold, 5) for c, r in lists) / n,
         100 * sum(reciprocal_rank(r, c.gold) for c, r in lists) / n,
     )
+
+
+def _keeps(case: Case) -> bool:
+    """Whether the tuned selective guard keeps dense's top for this case (tools/guard.py)."""
+    return case.multi_hop < MULTI_HOP or case.lead >= CONFIDENT
 
 
 def score_questions(groups: dict[str, list[Case]], train_data: Path | None) -> None:
@@ -183,6 +203,9 @@ def main(argv: list[str] | None = None) -> int:
         (f"p<{t:.1f} | lead≥{g:.2f}", lambda c, t=t, g=g: KEEP * (c.multi_hop < t or c.lead >= g))
         for t in PROBABILITIES
         for g in (0.05, 0.08, 0.12)
+    ]
+    rules += [
+        (f"tuned, floor {f}", lambda c, f=f: (KEEP, 0) if _keeps(c) else (0, f)) for f in (2, 3, 5)
     ]
     print(f"{'rule':<16}" + "".join(f"{name:>26}" for name in groups))
     print(f"{'':<16}" + "".join(f"{'R@2   R@5   MRR':>26}" for _ in groups))

@@ -52,7 +52,8 @@ def render(before: list[Path], after: list[Path]) -> str:
     """Return the Markdown table of the guard's effect and whether each bound holds."""
     old = {dataset(r): per_question(r) for r in before}
     new = {dataset(r): per_question(r) for r in after}
-    methods = [m for m in next(iter(new.values())) if m != "dense"]
+    before_methods = next(iter(old.values()))
+    methods = [m for m in next(iter(new.values())) if m != "dense" and m in before_methods]
     sets = [s for s in new if s in old]
     head = "| method | " + " | ".join(
         f"{s} A / B: R@2 / MRR" if s.startswith("nq") else f"{s} R@2" for s in sets

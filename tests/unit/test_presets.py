@@ -100,6 +100,24 @@ def test_standing_aside_gives_the_methods_own_ranking(index, method, monkeypatch
     assert [h.id for h in kept] == always
 
 
+def test_standing_aside_still_keeps_dense_first_within_the_floor(index, monkeypatch):
+    query = "Which county seat is Stanley?"
+    dense_first = make_retriever("dense", index).retrieve(query, 1)[0].id
+    monkeypatch.setattr(guard, "CONFIDENT", 3.0)
+    monkeypatch.setattr(guard, "MULTI_HOP", 0.0)
+    monkeypatch.setattr(guard, "FLOOR", 1)  # aside, yet dense's first may not fall below 1st
+    hits = make_retriever("gnn_ret", index).retrieve(query, 4)
+    assert hits[0].id == dense_first and len({h.id for h in hits}) == 4
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+
+
+def test_keep_top_can_place_the_kept_lower_down():
+    ranked = [hit("b", 0.9), hit("c", 0.8), hit("a", 0.3), hit("d", 0.2)]
+    out = keep_top([hit("a", 0.7, "dense")], ranked, 4, "m", at=1)
+    assert [h.id for h in out] == ["b", "a", "c", "d"]
+    assert [h.score for h in out] == [0.9, 0.7, 0.7, 0.2]
+
+
 @pytest.mark.parametrize("bad", [-1, True, 1.5])
 def test_the_guard_refuses_a_bad_keep(index, bad):
     with pytest.raises(ValueError, match="keep"):

@@ -1,0 +1,39 @@
+"""The documents' quality tables are the ones their kept reports render (evals/quality_table.py)."""
+
+import json
+import shutil
+
+import pytest
+
+from hopgraph.evals import quality_table
+
+HINT = "regenerate: python -m hopgraph.evals.quality_table --write"
+
+
+@pytest.mark.parametrize("name", list(quality_table.TABLES))
+def test_a_documents_table_is_the_one_its_reports_render(name):
+    render, document = quality_table.TABLES[name]
+    text = (quality_table.ROOT / document).read_text(encoding="utf-8")
+    assert quality_table.block(text, name) == render(), HINT
+
+
+def test_a_changed_figure_in_a_report_changes_the_table(tmp_path):
+    results = tmp_path / "quality"
+    shutil.copytree(quality_table.RESULTS, results)
+    report = json.loads((results / "musique.json").read_text())
+    report["scores"][0]["recall"]["5"] += 1.0
+    (results / "musique.json").write_text(json.dumps(report))
+    assert quality_table.quality(results) != quality_table.quality()
+
+
+def test_write_replaces_only_what_lies_between_the_markers(tmp_path):
+    for document in {d for _, d in quality_table.TABLES.values()}:
+        (tmp_path / document).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / document).write_text(
+            "before\n<!-- table:quality:start -->\nold\n<!-- table:quality:end -->\nafter\n"
+            "<!-- table:presets:start -->\nold\n<!-- table:presets:end -->\n"
+        )
+    quality_table.write(tmp_path)
+    text = (tmp_path / "README.md").read_text()
+    assert text.startswith("before\n<!-- table:quality:start -->\n| dataset | method |")
+    assert "\n<!-- table:quality:end -->\nafter\n" in text and "old" not in text
