@@ -37,6 +37,7 @@ examples:
   hopgraph ask "who founded X?" --index my-index --llm local   offline, a small local model
   hopgraph eval --data ../shared/data/musique --split dev --methods bm25,dense,hybrid,gnn_ret
   hopgraph mcp --index my-index                   tools for other agents over MCP (stdio)
+  hopgraph ui --index my-index                    a web page: search, compare, evidence graph
 
 The index directory defaults to $HOPGRAPH_INDEX or ./hopgraph-index. The default embedding model
 ships with hopgraph; another --model name is fetched from the Hugging Face hub once (set
@@ -258,6 +259,25 @@ def build_parser() -> argparse.ArgumentParser:
     index_option(p)
     p.add_argument("--http", metavar="HOST:PORT", help="serve streamable HTTP instead of stdio")
     p.set_defaults(func=lazy("commands:mcp"))
+
+    p = sub.add_parser(
+        "ui",
+        help="serve a web page to search, compare methods, see the evidence graph and the index",
+        description="Serve a small web application over one index (it follows later writes): "
+        "a question box with every method the index runs, k, filters and expansion; two "
+        "methods side by side; the evidence graph of a result list; the index's documents, "
+        "counts and what `check` says. On a loopback address no token is needed; on any "
+        "other, set HOPGRAPH_TOKEN: clients send 'Authorization: Bearer <token>', and a "
+        "browser opens the one-time URL the command prints.",
+    )
+    index_option(p)
+    p.add_argument(
+        "--http",
+        metavar="HOST:PORT",
+        default="127.0.0.1:8766",
+        help="where to listen (default 127.0.0.1:8766)",
+    )
+    p.set_defaults(func=lazy("commands:ui"))
 
     p = sub.add_parser(
         "config",

@@ -377,6 +377,16 @@ def mcp(args: argparse.Namespace) -> None:
         serve(live, args.http, token)
 
 
+def ui(args: argparse.Namespace) -> None:
+    """Serve the web page over the index until Ctrl-C."""
+    from .core.settings import settings
+    from .ui_server import parse_http, serve
+
+    parse_http(args.http)  # a bad address is refused before the index is opened
+    secret = settings().token
+    serve(index_dir(args), args.http, secret.get_secret_value() if secret else None)
+
+
 def explain(args: argparse.Namespace) -> None:
     """Draw the evidence for a question as an HTML page."""
     from .explain import explain as find_evidence

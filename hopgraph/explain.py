@@ -149,14 +149,28 @@ def _passages_svg(graph: EvidenceGraph, at: dict[str, tuple[float, float]]) -> l
     return out
 
 
-def render_page(graph: EvidenceGraph, width: int = 1100, height: int = 720) -> str:
-    """Return the evidence graph as a self-contained HTML page (inline SVG, no scripts)."""
+def render_svg(graph: EvidenceGraph, width: int = 1100, height: int = 720) -> str:
+    """Return the evidence graph as an inline SVG element (every user string escaped)."""
     at = _layout(graph, width, height)
-    esc = html.escape
     drawing = "\n".join(
         [*_edges_svg(graph, at), *_entities_svg(graph, at), *_passages_svg(graph, at)]
     )
-    legend = "".join(f'<span style="color:{c}">━ {k}</span> ' for k, c in COLOURS.items())
+    return f"""<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img">
+<defs><marker id="arrow" viewBox="0 0 10 10" refX="28" refY="5" markerWidth="7" markerHeight="7"
+orient="auto-start-reverse"><path d="M 0 0 L 10 5 L 0 10 z" fill="#555"/></marker></defs>
+{drawing}
+</svg>"""
+
+
+def legend_html() -> str:
+    """Return the edge colours' legend."""
+    return "".join(f'<span style="color:{c}">━ {k}</span> ' for k, c in COLOURS.items())
+
+
+def render_page(graph: EvidenceGraph, width: int = 1100, height: int = 720) -> str:
+    """Return the evidence graph as a self-contained HTML page (inline SVG, no scripts)."""
+    esc = html.escape
+    legend = legend_html()
     rows = "".join(
         f"<tr><td>{p.rank}</td><td>{esc(p.id)}</td><td>{esc(p.title)}</td>"
         f"<td>{esc(p.step)}</td><td>{esc(p.text[:300])}</td></tr>"
@@ -171,11 +185,7 @@ td {{ vertical-align: top; padding: .2em .5em; }} .legend span {{ margin-right: 
 <p>method <b>{esc(graph.method)}</b>: {len(graph.passages)} passages (circles, by rank; gold
 ringed in gold, cited filled dark), {len(graph.entities)} entities (squares).</p>
 <p class="legend">{legend}</p>
-<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img">
-<defs><marker id="arrow" viewBox="0 0 10 10" refX="28" refY="5" markerWidth="7" markerHeight="7"
-orient="auto-start-reverse"><path d="M 0 0 L 10 5 L 0 10 z" fill="#555"/></marker></defs>
-{drawing}
-</svg>
+{render_svg(graph, width, height)}
 <table><tr><th>#</th><th>id</th><th>title</th><th>why</th><th>text</th></tr>{rows}</table>
 </body></html>
 """

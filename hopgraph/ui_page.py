@@ -1,0 +1,184 @@
+"""The page `hopgraph ui` serves: HTML, CSS and vanilla JS in one string, nothing fetched from afar.
+
+Every string that comes from the index or the user is put into the page with ``textContent``
+(never parsed as HTML); the evidence graph's SVG is drawn by the server, which escapes every
+title, id and entity in it (hopgraph.explain). ``{index_name}`` is replaced, escaped, by the
+server.
+"""
+
+PAGE = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8">
+<title>hopgraph: {index_name}</title>
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<style>
+body { font: 14px system-ui, sans-serif; margin: 0; color: #222; background: #fafafa; }
+header { background: #1f3a5f; color: #fff; padding: .6em 1.2em; display: flex; gap: 1.5em;
+  align-items: baseline; }
+header h1 { font-size: 1.2em; margin: 0; } header nav button { background: none; border: 0;
+  color: #cfe0f5; font-size: 1em; cursor: pointer; } header nav button.on { color: #fff;
+  text-decoration: underline; }
+main { padding: 1em 1.2em; } section[hidden] { display: none; }
+form { display: grid; grid-template-columns: 9em 1fr; gap: .4em .8em; max-width: 60em; }
+form input, form select, form textarea { font: inherit; padding: .25em; }
+#description { grid-column: 2; color: #555; font-size: .9em; }
+.buttons { grid-column: 2; display: flex; gap: .6em; }
+#error { color: #a00; white-space: pre-wrap; margin: .6em 0; }
+#results { display: grid; gap: 1em; grid-template-columns: repeat(auto-fit, minmax(24em, 1fr)); }
+.column h2 { font-size: 1em; margin: .4em 0; }
+.hit { background: #fff; border: 1px solid #ddd; border-radius: 4px; padding: .5em .7em;
+  margin-bottom: .5em; }
+.hit .head { font-weight: 600; } .hit .meta { color: #666; font-size: .85em; }
+.hit .why { color: #8a4b08; font-size: .85em; } .hit .text { margin-top: .3em; }
+#graph svg { background: #fff; border: 1px solid #ddd; max-width: 100%; height: auto; }
+table { border-collapse: collapse; background: #fff; } td, th { border: 1px solid #ddd;
+  padding: .2em .5em; text-align: left; vertical-align: top; }
+.sound { color: #176b2c; font-weight: 600; } .unsound { color: #a00; font-weight: 600; }
+</style></head>
+<body>
+<header><h1>hopgraph · <span id="index-name">{index_name}</span></h1>
+<nav><button id="tab-search" class="on">Search</button><button id="tab-index">Index</button></nav>
+</header>
+<main>
+<section id="view-search">
+<form id="search">
+<label for="q">question</label><input id="q" name="q" autocomplete="off"
+  placeholder="When did military instruction start where Larry Alcala was educated?">
+<label for="method">method</label><select id="method" name="method"></select>
+<div id="description"></div>
+<label for="compare">compare with</label><select id="compare" name="compare">
+  <option value="">(none)</option></select>
+<label for="k">passages (k)</label><input id="k" name="k" type="number" min="1" max="50" value="5">
+<label for="where">filters</label><textarea id="where" name="where" rows="2"
+  placeholder="one per line, as --where: doc_id in a|b, section~=Install"></textarea>
+<label for="expand">expand</label><input id="expand" name="expand"
+  placeholder="section, neighbours or neighbours:N">
+<label for="gold">gold ids</label><input id="gold" name="gold" placeholder="d1,d2 (highlighted)">
+<div class="buttons"><button id="go" type="submit">Search</button>
+  <button id="show-graph" type="button">Evidence graph</button></div>
+</form>
+<div id="error" role="alert"></div>
+<div id="results"></div>
+<div id="graph"><p id="graph-counts"></p><p id="legend"></p><div id="drawing"></div></div>
+</section>
+<section id="view-index" hidden><div id="index-info"></div></section>
+</main>
+<script>
+"use strict";
+const $ = (id) => document.getElementById(id);
+const el = (tag, cls, text) => { const e = document.createElement(tag);
+  if (cls) e.className = cls; if (text !== undefined) e.textContent = text; return e; };
+let methods = [];
+
+async function api(path, params) {
+  const query = new URLSearchParams(params || {});
+  const reply = await fetch(path + (params ? "?" + query : ""), {credentials: "same-origin"});
+  const body = await reply.json();
+  if (!reply.ok) { throw body; }
+  return body;
+}
+function showError(err) {
+  $("error").textContent = err && err.error
+    ? err.error + (err.hint ? "\\nhint: " + err.hint : "") : String(err);
+}
+function params(method) {
+  const p = new URLSearchParams();
+  p.set("q", $("q").value); p.set("method", method); p.set("k", $("k").value);
+  for (const line of $("where").value.split("\\n")) { if (line.trim()) p.append("where", line); }
+  if ($("expand").value.trim()) p.set("expand", $("expand").value);
+  if ($("gold").value.trim()) p.set("gold", $("gold").value);
+  return p;
+}
+function column(result) {
+  const gold = new Set($("gold").value.split(",").map((s) => s.trim()).filter(Boolean));
+  const col = el("div", "column"); col.dataset.method = result.method;
+  col.append(el("h2", null, result.method + ": " + result.hits.length + " passages"));
+  for (const h of result.hits) {
+    const card = el("div", "hit" + (gold.has(h.doc_id) ? " gold" : ""));
+    card.dataset.id = h.id;
+    card.append(el("div", "head", "#" + h.rank + "  " + h.title));
+    card.append(el("div", "meta", [h.id, h.section, "score " + h.score.toFixed(3)]
+      .filter(Boolean).join(" · ")));
+    card.append(el("div", "why", h.why));
+    card.append(el("div", "text", h.text.length > 600 ? h.text.slice(0, 600) + " …" : h.text));
+    col.append(card);
+  }
+  return col;
+}
+async function search(event) {
+  if (event) event.preventDefault();
+  $("error").textContent = ""; $("results").replaceChildren();
+  const chosen = [$("method").value, $("compare").value].filter(Boolean);
+  try {
+    const found = await Promise.all(chosen.map((m) => api("/api/search?" + params(m))));
+    $("results").replaceChildren(...found.map(column));
+  } catch (err) { showError(err); }
+}
+async function graph() {
+  $("error").textContent = "";
+  try {
+    const g = await api("/api/graph?" + params($("method").value));
+    const passages = g.nodes.filter((n) => n.kind === "passage").length;
+    $("graph-counts").textContent = g.method + ": " + g.nodes.length + " nodes (" + passages +
+      " passages), " + g.edges.length + " edges";
+    $("legend").innerHTML = g.legend;   // drawn and escaped by the server
+    $("drawing").innerHTML = g.svg;     // drawn and escaped by the server
+  } catch (err) { showError(err); }
+}
+function describe() {
+  const m = methods.find((x) => x.name === $("method").value);
+  $("description").textContent = m ? m.description : "";
+}
+async function showIndex() {
+  const box = $("index-info"); box.replaceChildren(el("p", null, "reading the index …"));
+  try {
+    const info = await api("/api/index");
+    const rows = [["index", info.index], ["generation", info.generation], ["model", info.model]];
+    for (const [k, v] of Object.entries(info.counts)) rows.push([k, v]);
+    for (const [k, v] of Object.entries(info.graphs || {})) rows.push(["graph " + k, v]);
+    const table = el("table");
+    for (const [k, v] of rows) { const tr = el("tr"); tr.append(el("th", null, k),
+      el("td", null, String(v))); table.append(tr); }
+    const check = el("p", info.check.sound ? "sound" : "unsound", info.check.sound
+      ? "check: sound, every part is readable and they agree"
+      : "check: " + info.check.problems.length + " problems");
+    const problems = el("ul");
+    for (const p of info.check.problems) problems.append(el("li", null,
+      p.where + ": " + p.what + " (fix: " + p.fix + ")"));
+    const docs = el("table"); docs.id = "documents";
+    docs.append(Object.assign(el("tr"), {}));
+    docs.firstChild.append(el("th", null, "document"), el("th", null, "title"),
+      el("th", null, "chunks"));
+    for (const d of info.documents) { const tr = el("tr");
+      tr.append(el("td", null, d.id), el("td", null, d.title), el("td", null, String(d.chunks)));
+      docs.append(tr); }
+    box.replaceChildren(table, check, problems,
+      el("h2", null, info.documents_total + " documents"), docs);
+  } catch (err) { box.replaceChildren(el("p", "unsound", err.error || String(err))); }
+}
+function tab(which) {
+  $("view-search").hidden = which !== "search"; $("view-index").hidden = which !== "index";
+  $("tab-search").classList.toggle("on", which === "search");
+  $("tab-index").classList.toggle("on", which === "index");
+  if (which === "index") showIndex();
+}
+async function start() {
+  $("search").addEventListener("submit", search);
+  $("show-graph").addEventListener("click", graph);
+  $("method").addEventListener("change", describe);
+  $("tab-search").addEventListener("click", () => tab("search"));
+  $("tab-index").addEventListener("click", () => tab("index"));
+  try {
+    methods = (await api("/api/methods")).methods;
+    for (const m of methods) {
+      $("method").append(Object.assign(el("option", null, m.name), {value: m.name}));
+      $("compare").append(Object.assign(el("option", null, m.name), {value: m.name}));
+    }
+    $("method").value = methods.some((m) => m.name === "gnn_ret") ? "gnn_ret" : methods[0].name;
+    describe();
+    document.body.dataset.ready = "1";
+  } catch (err) { showError(err); }
+}
+start();
+</script>
+</body></html>
+"""

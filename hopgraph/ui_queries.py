@@ -1,0 +1,147 @@
+"""What `hopgraph ui`'s API answers: searches, evidence graphs and the index, as JSON-ready dicts.
+
+Inputs are checked as the CLI checks them (the same messages): an empty question, a method the
+index does not run, a k outside 1–50, a malformed ``where`` filter or ``expand``. Nothing here
+names a path of the server: the index is named by its folder's name, and `check`'s findings
+are given relative to the index folder.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from hopgraph.core.errors import InputError, UnknownMethodError
+from hopgraph.graph_store import Index
+from hopgraph.graph_store.filters import parse_cli
+from hopgraph.tools import Hit
+
+MAX_K = 50
+MAX_DOCUMENTS = 500
+"""Documents listed on the index view (the count says how many there are)."""
+
+
+def _question(params: Mapping[str, str]) -> str:
+    question = params.get("q", "").strip()
+    if not question:
+        raise InputError("the question is empty", "type a question, e.g. 'Who founded X?'")
+    return question
+
+
+def _method(params: Mapping[str, str], served: dict[str, Any]) -> str:
+    method = params.get("method", "gnn_ret")
+    names = [m["name"] for m in served["methods"]]
+    if method not in names:
+        raise UnknownMethodError(
+            f"unknown method {method!r} for this index", f"choose one of: {', '.join(names)}"
+        )
+    return method
+
+
+def _k(params: Mapping[str, str]) -> int:
+    text = params.get("k", "5")
+    if not text.isdigit() or not 1 <= int(text) <= MAX_K:
+        raise InputError(f"k must be a whole number from 1 to {MAX_K}, got {text!r}", "e.g. 5")
+    return int(text)
+
+
+def _hits(index: Index, params: Any, served: dict[str, Any]) -> tuple[str, str, list[Hit]]:
+    """Run the search the parameters ask for: (question, method, hits)."""
+    from hopgraph.tools import make_retriever
+    from hopgraph.tools.expand import Expansion, expand_hits
+
+    question, method, k = _question(params), _method(params, served), _k(params)
+    lines = [w for w in params.getlist("where") for w in w.splitlines() if w.strip()]
+    where = parse_cli(lines)
+    expand = params.get("expand", "").strip()
+    expansion = Expansion.parse(expand) if expand else None
+    hits = make_retriever(method, index).retrieve(question, k, where)
+    if expansion is not None:
+        hits = expand_hits(index, hits, expansion)
+    return question, method, hits
+
+
+def why(hit: Hit) -> str:
+    """Say in words what put a hit in the list: "message from a top-K neighbour: d1#0 over link"."""
+    last = hit.provenance[-1] if hit.provenance else None
+    if last is None:
+        return ""
+    text = f"{last.method}: {last.step}"
+    if last.via:
+        source, kinds = last.via[0], [v for v in last.via[1:] if v not in (last.via[0],)]
+        text += f" (pulled in by {source}" + (f" over {', '.join(kinds)}" if kinds else "") + ")"
+    return text
+
+
+def run_search(index: Index, params: Any, served: dict[str, Any]) -> dict[str, Any]:
+    """Return the ranked passages for a search, each with its section and provenance."""
+    question, method, hits = _hits(index, params, served)
+    return {
+        "question": question,
+        "method": method,
+        "hits": [
+            {
+                "rank": rank,
+                "id": h.id,
+                "doc_id": h.doc_id,
+                "title": h.title,
+                "section": index.chunk(h.id).section if h.id in index.chunks else "",
+                "text": h.text,
+                "score": round(h.score, 4),
+                "why": why(h),
+            }
+            for rank, h in enumerate(hits, start=1)
+        ],
+    }
+
+
+def run_graph(index: Index, params: Any, served: dict[str, Any]) -> dict[str, Any]:
+    """Return a search's evidence graph: its nodes and edges, and the SVG that draws them."""
+    from .explain import Passage, build_evidence_graph, legend_html, render_svg
+
+    question, method, hits = _hits(index, params, served)
+    gold = {g.strip() for g in params.get("gold", "").split(",") if g.strip()}
+    passages = [
+        Passage(h.id, h.doc_id, h.title, h.text, rank, h.provenance[-1].via if h.provenance
+                else (), h.provenance[-1].step if h.provenance else "")
+        for rank, h in enumerate(hits, start=1)
+    ]  # fmt: skip
+    graph = build_evidence_graph(index, question, method, passages, gold)
+    return {
+        "question": question,
+        "method": method,
+        "nodes": [{"id": p.id, "kind": "passage", "rank": p.rank, "title": p.title,
+                   "gold": p.doc_id in gold} for p in passages]
+        + [{"id": f"entity:{e}", "kind": "entity", "title": e} for e in graph.entities],
+        "edges": [{"source": a, "target": b, "kind": kind} for a, b, kind in graph.edges],
+        "svg": render_svg(graph, 900, 560),
+        "legend": legend_html(),
+    }  # fmt: skip
+
+
+def describe_index(index: Index) -> dict[str, Any]:
+    """Describe the index: name, generation, counts, graphs, documents and `check`'s findings."""
+    from hopgraph.graph_store.check import check_index
+
+    manifest = index.manifest
+    documents: dict[str, dict[str, Any]] = {}
+    for chunk in index.chunks.values():
+        entry = documents.setdefault(chunk.doc_id, {"id": chunk.doc_id, "title": chunk.title,
+                                                    "chunks": 0})  # fmt: skip
+        entry["chunks"] += 1
+    root = str(index.directory)
+    problems = [
+        {"where": p.where.replace(root, index.directory.name), "what": p.what.replace(root, "."),
+         "fix": p.fix.replace(root, index.directory.name)}
+        for p in check_index(index.directory)
+    ]  # fmt: skip
+    return {
+        "index": index.directory.name,
+        "generation": manifest.generation,
+        "model": manifest.settings.model,
+        "counts": manifest.counts,
+        "graphs": manifest.graph["counts"] if manifest.graph else None,
+        "check": {"sound": not problems, "problems": problems},
+        "documents": list(documents.values())[:MAX_DOCUMENTS],
+        "documents_total": len(documents),
+    }

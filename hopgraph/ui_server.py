@@ -1,0 +1,185 @@
+"""`hopgraph ui`: a small web application over one index: search, compare, evidence graph, index.
+
+Server-rendered page (hopgraph/ui_page.py: HTML, CSS and a little vanilla JS, no external assets)
+over a JSON API:
+
+- ``GET /api/methods``: the retrievers the index runs, each with its one-line description;
+- ``GET /api/search?q=&method=&k=&where=&expand=``: the ranked passages with title, section,
+  text, score and provenance (the CLI's errors come back as ``{"error", "hint"}``, status 400);
+- ``GET /api/graph?q=&method=&k=&gold=``: the evidence graph (nodes, edges, and its SVG as
+  `hopgraph explain` draws it);
+- ``GET /api/index``: documents, counts, generation, graph statistics and what `check` says.
+
+It reads a :class:`LiveIndex`, so every request answers from the newest committed generation.
+Security is the other servers': on a loopback address no token is needed; elsewhere every request
+needs ``Authorization: Bearer TOKEN`` or the cookie that ``/login?code=…`` sets (the command
+prints that one-time URL). Replies name the index by its folder name, never by a server path.
+"""
+
+from __future__ import annotations
+
+import hmac
+import html
+import secrets
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from starlette.routing import Route
+
+from hopgraph.core.errors import HopgraphError, InputError
+from hopgraph.core.network import bearer_matches, is_loopback
+from hopgraph.graph_store import Index, LiveIndex
+
+from .ui_page import PAGE
+
+COOKIE = "hopgraph_token"
+WORKERS = 4
+"""Requests served at once on worker threads (a slow method does not hold the page)."""
+Handler = Callable[[Index, Request], Any]
+
+
+class UIApp:
+    """The routes over one live index, with the token (None: loopback only)."""
+
+    def __init__(self, live: LiveIndex, token: str | None = None) -> None:
+        self.live, self.token = live, token
+        self.login_code = secrets.token_urlsafe(24) if token else None
+        self.workers = anyio.CapacityLimiter(WORKERS)
+
+    def app(self) -> Starlette:
+        """Return the ASGI application."""
+        routes = [
+            Route("/", self.page),
+            Route("/login", self.login),
+            Route("/api/methods", self.api(self.methods)),
+            Route("/api/search", self.api(self.search)),
+            Route("/api/graph", self.api(self.graph)),
+            Route("/api/index", self.api(self.index_view)),
+        ]
+        return Starlette(routes=routes)
+
+    # -- security -----------------------------------------------------------------------------
+
+    def allowed(self, request: Request) -> bool:
+        """Tell whether a request carries the token (always, without one: loopback only)."""
+        if self.token is None:
+            return True
+        if bearer_matches(request.headers.get("authorization"), self.token):
+            return True
+        cookie = request.cookies.get(COOKIE, "")
+        return hmac.compare_digest(cookie.encode(), self.token.encode())
+
+    async def login(self, request: Request) -> Response:
+        """Trade the one-time code the command printed for the token cookie, then go home."""
+        code = request.query_params.get("code", "")
+        if self.login_code is None or not hmac.compare_digest(code, self.login_code):
+            return _refused()
+        self.login_code = None  # one time
+        response = RedirectResponse("/", status_code=303)
+        assert self.token is not None
+        response.set_cookie(COOKIE, self.token, httponly=True, samesite="strict")
+        return response
+
+    async def page(self, request: Request) -> Response:
+        """Serve the page (its data comes from the API)."""
+        if not self.allowed(request):
+            return _refused()
+        name = html.escape(self.live.current().directory.name)
+        return HTMLResponse(PAGE.replace("{index_name}", name))
+
+    def api(self, work: Handler) -> Callable[[Request], Awaitable[Response]]:
+        """Wrap a handler: the token check, a worker thread, errors as the CLI words them."""
+
+        async def endpoint(request: Request) -> Response:
+            if not self.allowed(request):
+                return _refused()
+
+            def run() -> Any:
+                with self.live.reading() as index:
+                    return work(index, request)
+
+            try:
+                return JSONResponse(await anyio.to_thread.run_sync(run, limiter=self.workers))
+            except HopgraphError as err:
+                return JSONResponse({"error": err.message, "hint": err.hint}, status_code=400)
+
+        return endpoint
+
+    # -- the API ------------------------------------------------------------------------------
+
+    def methods(self, index: Index, request: Request) -> dict[str, Any]:
+        """List the retrievers this index runs, with their descriptions."""
+        from hopgraph.tools import RETRIEVERS
+
+        from .mcp_server import served_methods
+
+        return {
+            "index": index.directory.name,
+            "methods": [
+                {"name": m, "description": RETRIEVERS[m].description} for m in served_methods(index)
+            ],
+        }
+
+    def search(self, index: Index, request: Request) -> dict[str, Any]:
+        """Rank passages for ``q`` with ``method``: the CLI's `retrieve`, as JSON."""
+        from .ui_queries import run_search
+
+        return run_search(index, request.query_params, served=self.methods(index, request))
+
+    def graph(self, index: Index, request: Request) -> dict[str, Any]:
+        """Return the evidence graph of a search (nodes, edges, SVG)."""
+        from .ui_queries import run_graph
+
+        return run_graph(index, request.query_params, served=self.methods(index, request))
+
+    def index_view(self, index: Index, request: Request) -> dict[str, Any]:
+        """Describe the index: documents, counts, generation, graphs, check."""
+        from .ui_queries import describe_index
+
+        return describe_index(index)
+
+
+def _refused() -> Response:
+    return JSONResponse(
+        {"error": "unauthorized", "hint": "send Authorization: Bearer <HOPGRAPH_TOKEN>, or open "
+         "the one-time URL `hopgraph ui` printed"},
+        status_code=401,
+        headers={"www-authenticate": "Bearer"},
+    )  # fmt: skip
+
+
+def parse_http(http: str) -> tuple[str, int]:
+    """Split ``HOST:PORT``; refuse a port outside 1–65535."""
+    host, _, port = http.rpartition(":")
+    if not host or not port.isdigit() or not 1 <= int(port) <= 65535:
+        raise InputError(
+            f"--http wants HOST:PORT with a port from 1 to 65535, got {http!r}",
+            "e.g. --http 127.0.0.1:8766",
+        )
+    return host.strip("[]"), int(port)
+
+
+def serve(directory: Path, http: str, token: str | None) -> None:
+    """Serve the page at ``http`` until Ctrl-C."""
+    host, port = parse_http(http)
+    if not token and not is_loopback(host):
+        raise InputError(
+            f"--http {http} would serve the index beyond this machine with no authentication",
+            "set HOPGRAPH_TOKEN to a long random secret, or bind 127.0.0.1",
+        )
+    import uvicorn
+
+    with LiveIndex(directory) as live:
+        ui = UIApp(live, token)
+        where = f"http://{http}/"
+        if ui.login_code:
+            print(f"hopgraph ui on {where} (token required); open once: "
+                  f"{where}login?code={ui.login_code}", flush=True)  # fmt: skip
+        else:
+            print(f"hopgraph ui on {where} (loopback only; Ctrl-C stops)", flush=True)
+        uvicorn.run(ui.app(), host=host, port=port, log_level="warning")
