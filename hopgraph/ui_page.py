@@ -29,14 +29,19 @@ form input, form select, form textarea { font: inherit; padding: .25em; }
   margin-bottom: .5em; }
 .hit .head { font-weight: 600; } .hit .meta { color: #666; font-size: .85em; }
 .hit .why { color: #8a4b08; font-size: .85em; } .hit .text { margin-top: .3em; }
+.hit.gold { border: 2px solid #d4ac0d; }
 #graph svg { background: #fff; border: 1px solid #ddd; max-width: 100%; height: auto; }
 table { border-collapse: collapse; background: #fff; } td, th { border: 1px solid #ddd;
   padding: .2em .5em; text-align: left; vertical-align: top; }
+#steps li { color: #444; font-family: ui-monospace, monospace; font-size: .9em; }
+#answer { font-size: 1.2em; font-weight: 600; margin: .6em 0; } .note { color: #666; }
+#ask-error { color: #a00; white-space: pre-wrap; } #ask-evidence li.cited { font-weight: 600; }
 .sound { color: #176b2c; font-weight: 600; } .unsound { color: #a00; font-weight: 600; }
 </style></head>
 <body>
 <header><h1>hopgraph · <span id="index-name">{index_name}</span></h1>
-<nav><button id="tab-search" class="on">Search</button><button id="tab-index">Index</button></nav>
+<nav><button id="tab-search" class="on">Search</button><button id="tab-ask">Ask</button>
+<button id="tab-index">Index</button></nav>
 </header>
 <main>
 <section id="view-search">
@@ -59,6 +64,19 @@ table { border-collapse: collapse; background: #fff; } td, th { border: 1px soli
 <div id="error" role="alert"></div>
 <div id="results"></div>
 <div id="graph"><p id="graph-counts"></p><p id="legend"></p><div id="drawing"></div></div>
+</section>
+<section id="view-ask" hidden>
+<form id="ask-form">
+<label for="ask-q">question</label><input id="ask-q" autocomplete="off">
+<label for="agent">method</label><select id="agent"></select>
+<div class="buttons"><button id="ask" type="submit">Ask</button></div>
+</form>
+<p class="note">An agent answers with the LLM of HOPGRAPH_LLM_* (or HOPGRAPH_LLM=local); its steps
+appear as they happen. Without an LLM the page shows the evidence passages and how to set one.</p>
+<div id="ask-error" role="alert"></div>
+<ol id="steps"></ol>
+<div id="answer"></div><p id="usage"></p>
+<ol id="ask-evidence"></ol>
 </section>
 <section id="view-index" hidden><div id="index-info"></div></section>
 </main>
@@ -156,10 +174,42 @@ async function showIndex() {
   } catch (err) { box.replaceChildren(el("p", "unsound", err.error || String(err))); }
 }
 function tab(which) {
-  $("view-search").hidden = which !== "search"; $("view-index").hidden = which !== "index";
-  $("tab-search").classList.toggle("on", which === "search");
-  $("tab-index").classList.toggle("on", which === "index");
+  for (const name of ["search", "ask", "index"]) {
+    $("view-" + name).hidden = which !== name;
+    $("tab-" + name).classList.toggle("on", which === name);
+  }
   if (which === "index") showIndex();
+  if (which === "ask" && !$("ask-q").value) $("ask-q").value = $("q").value;
+}
+function evidenceList(items) {
+  $("ask-evidence").replaceChildren(...items.map((e) => el("li", e.cited ? "cited" : "",
+    (e.cited ? "* " : "") + e.title + " (" + e.id + "): " + e.text.slice(0, 240))));
+}
+let source = null;
+function ask(event) {
+  event.preventDefault();
+  if (source) source.close();
+  for (const id of ["steps", "ask-evidence"]) $(id).replaceChildren();
+  for (const id of ["answer", "usage", "ask-error"]) $(id).textContent = "";
+  const p = new URLSearchParams({q: $("ask-q").value, method: $("agent").value});
+  source = new EventSource("/api/ask?" + p);
+  $("answer").textContent = "working …";
+  source.addEventListener("step", (m) => { const s = JSON.parse(m.data);
+    $("steps").append(el("li", null, "[" + s.node + "] " + s.line)); });
+  source.addEventListener("answer", (m) => { const a = JSON.parse(m.data);
+    $("answer").textContent = "answer: " + a.answer;
+    $("usage").textContent = a.llm + ": " + a.usage.calls + " LLM calls, " +
+      a.usage.prompt_tokens + " prompt + " + a.usage.completion_tokens + " completion tokens";
+    evidenceList(a.evidence); source.close(); });
+  source.addEventListener("evidence", (m) => { const a = JSON.parse(m.data);
+    $("answer").textContent = "no written answer: " + a.why;
+    $("usage").textContent = "evidence passages (" + a.method + "); to get answers: " + a.hint;
+    evidenceList(a.evidence); source.close(); });
+  source.addEventListener("failed", (m) => { const f = JSON.parse(m.data);
+    $("answer").textContent = "";
+    $("ask-error").textContent = f.error + (f.hint ? "\\nhint: " + f.hint : ""); source.close(); });
+  source.onerror = () => { if (source.readyState === EventSource.CLOSED) return;
+    source.close(); if ($("answer").textContent === "working …") $("answer").textContent = ""; };
 }
 async function start() {
   $("search").addEventListener("submit", search);
@@ -167,8 +217,14 @@ async function start() {
   $("method").addEventListener("change", describe);
   $("tab-search").addEventListener("click", () => tab("search"));
   $("tab-index").addEventListener("click", () => tab("index"));
+  $("tab-ask").addEventListener("click", () => tab("ask"));
+  $("ask-form").addEventListener("submit", ask);
   try {
-    methods = (await api("/api/methods")).methods;
+    const served = await api("/api/methods");
+    methods = served.methods;
+    for (const a of served.agents) {
+      $("agent").append(Object.assign(el("option", null, a), {value: a}));
+    }
     for (const m of methods) {
       $("method").append(Object.assign(el("option", null, m.name), {value: m.name}));
       $("compare").append(Object.assign(el("option", null, m.name), {value: m.name}));

@@ -8,7 +8,9 @@ over a JSON API:
   text, score and provenance (the CLI's errors come back as ``{"error", "hint"}``, status 400);
 - ``GET /api/graph?q=&method=&k=&gold=``: the evidence graph (nodes, edges, and its SVG as
   `hopgraph explain` draws it);
-- ``GET /api/index``: documents, counts, generation, graph statistics and what `check` says.
+- ``GET /api/index``: documents, counts, generation, graph statistics and what `check` says;
+- ``GET /api/ask?q=&method=&k=``: an agent's steps as they happen, then its answer
+  (server-sent events; hopgraph/ui_ask.py), or evidence alone when no LLM is configured.
 
 It reads a :class:`LiveIndex`, so every request answers from the newest committed generation.
 Security is the other servers': on a loopback address no token is needed; elsewhere every request
@@ -35,6 +37,7 @@ from hopgraph.core.errors import HopgraphError, InputError
 from hopgraph.core.network import bearer_matches, is_loopback
 from hopgraph.graph_store import Index, LiveIndex
 
+from . import ui_ask
 from .ui_page import PAGE
 
 COOKIE = "hopgraph_token"
@@ -60,10 +63,16 @@ class UIApp:
             Route("/api/search", self.api(self.search)),
             Route("/api/graph", self.api(self.graph)),
             Route("/api/index", self.api(self.index_view)),
+            Route("/api/ask", ui_ask.endpoint(self)),
         ]
         return Starlette(routes=routes)
 
     # -- security -----------------------------------------------------------------------------
+
+    @staticmethod
+    def refused() -> Response:
+        """Answer a request without the token."""
+        return _refused()
 
     def allowed(self, request: Request) -> bool:
         """Tell whether a request carries the token (always, without one: loopback only)."""
@@ -120,6 +129,7 @@ class UIApp:
 
         return {
             "index": index.directory.name,
+            "agents": ui_ask.ask_methods(),
             "methods": [
                 {"name": m, "description": RETRIEVERS[m].description} for m in served_methods(index)
             ],

@@ -121,3 +121,36 @@ def test_ui_refuses_a_public_address_without_a_token_and_a_bad_port(index_dir, c
     assert "port from 1 to 65535" in capsys.readouterr().err
     assert main(["ui", "--index", str(index_dir.parent / "nonexist")]) == 2
     assert "no index" in capsys.readouterr().err
+
+
+def events(text):
+    """Parse a server-sent event stream into (event, data) pairs."""
+    out = []
+    for block in text.strip().split("\n\n"):
+        lines = dict(line.split(": ", 1) for line in block.splitlines())
+        out.append((lines["event"], json.loads(lines["data"])))
+    return out
+
+
+def test_ask_without_an_llm_streams_the_evidence_and_how_to_set_one(client, monkeypatch):
+    monkeypatch.setenv("HOPGRAPH_LLM", "none")
+    reply = client.get("/api/ask", params={"q": QUESTION, "method": "gear"})
+    assert reply.headers["content-type"].startswith("text/event-stream")
+    [(kind, data)] = events(reply.text)
+    assert kind == "evidence" and data["method"] == "gnn_ret" and len(data["evidence"]) == 5
+    assert "HOPGRAPH_LLM" in data["hint"]
+
+
+@pytest.mark.parametrize(
+    ("params", "message"),
+    [({"q": " ", "method": "gear"}, "the question is empty"),
+     ({"q": "x", "method": "bm25x"}, "unknown method 'bm25x'")],
+)  # fmt: skip
+def test_ask_with_bad_input_streams_one_failure(client, params, message):
+    [(kind, data)] = events(client.get("/api/ask", params=params).text)
+    assert kind == "failed" and message in data["error"] and data["hint"]
+
+
+def test_methods_list_the_agents_ask_offers(client):
+    agents = set(client.get("/api/methods").json()["agents"])
+    assert {"gear", "rgnn_ret", "tog2", "gnn_ret"} <= agents  # a retriever + the citing reader

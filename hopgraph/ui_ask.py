@@ -1,0 +1,116 @@
+"""`hopgraph ui`'s Ask: an agent's steps streamed to the page as they happen (server-sent events).
+
+``GET /api/ask?q=&method=&k=`` answers ``text/event-stream``. Events, in order:
+
+- ``step`` ``{"node", "line"}``: each line an agent node adds to its steps, when the node ends;
+- ``answer`` ``{"answer", "evidence": [{id, title, text, cited}], "usage", "llm"}`` at the end;
+- ``evidence`` ``{"why", "hint", "method", "evidence"}`` instead, when no LLM is configured: the
+  passages a retriever ranks first (as `hopgraph ask` prints them) and how to configure one;
+- ``failed`` ``{"error", "hint"}`` when the input or the run fails (the stream then ends).
+
+The run happens on a worker thread (the same pool as the other requests); its events cross to
+the response through a queue.
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import anyio
+from starlette.requests import Request
+from starlette.responses import StreamingResponse
+
+from hopgraph.core.errors import HopgraphError, InputError
+from hopgraph.graph_store import Index
+
+Send = Callable[[str, dict[str, Any]], None]
+DONE = object()
+SETUP = "set HOPGRAPH_LLM_BASE_URL and HOPGRAPH_LLM_MODEL (an OpenAI-compatible server), or " \
+    "HOPGRAPH_LLM=local for the small offline model, then restart `hopgraph ui`"  # fmt: skip
+
+
+def ask_methods() -> list[str]:
+    """Return the methods Ask offers: every agent of the registry."""
+    from hopgraph.agents.registry import agent_methods
+
+    return list(agent_methods())
+
+
+def answer(index: Index, params: Any, send: Send) -> None:
+    """Run the question through the method's agent, sending its events (module docstring)."""
+    from hopgraph.agents.evidence import evidence_alone
+    from hopgraph.agents.run import run_agent
+    from hopgraph.core.llm import choose_chat, describe
+
+    question, method = params.get("q", "").strip(), params.get("method", "gear")
+    if not question:
+        raise InputError("the question is empty", "type a question, e.g. 'Who founded X?'")
+    if method not in ask_methods():
+        raise InputError(f"unknown method {method!r}", f"choose one of: {', '.join(ask_methods())}")
+    k = int(params.get("k", "5")) if params.get("k", "5").isdigit() else 5
+    chat = choose_chat()
+    if chat is None:
+        used, hits = evidence_alone(index, method, question, k, "tuned")
+        send("evidence", {"why": "no LLM is configured", "hint": SETUP, "method": used,
+                          "evidence": [_passage(h, set()) for h in hits]})  # fmt: skip
+        return
+
+    def on_update(node: str, update: dict[str, Any]) -> None:
+        for line in update.get("steps", []):
+            send("step", {"node": node, "line": line})
+
+    result = run_agent(method, question, index, chat, on_update=on_update, k=k)
+    cited = {c["id"] for c in result.citations}
+    shown = [*result.evidence, *(c for c in result.citations
+                                 if c["id"] not in {e["id"] for e in result.evidence})]  # fmt: skip
+    send("answer", {"answer": result.answer, "evidence": [_passage(e, cited) for e in shown],
+                    "usage": dict(result.usage), "llm": describe(chat)})  # fmt: skip
+
+
+def _passage(passage: Any, cited: set[str]) -> dict[str, Any]:
+    return {"id": passage["id"], "title": passage["title"], "text": passage["text"],
+            "cited": passage["id"] in cited}  # fmt: skip
+
+
+def stream(run: Callable[[Send], None], limiter: anyio.CapacityLimiter) -> StreamingResponse:
+    """Run ``run(send)`` on a worker thread; stream what it sends as server-sent events."""
+    events: queue.Queue[Any] = queue.Queue()
+
+    def work() -> None:
+        try:
+            run(lambda kind, data: events.put((kind, data)))
+        except HopgraphError as err:
+            events.put(("failed", {"error": err.message, "hint": err.hint}))
+        except Exception as err:  # the LLM server or the network failed mid-run
+            events.put(("failed", {"error": f"{type(err).__name__}: {err}", "hint": None}))
+        finally:
+            events.put(DONE)
+
+    async def body() -> AsyncIterator[str]:
+        async with anyio.create_task_group() as group:
+            group.start_soon(lambda: anyio.to_thread.run_sync(work, limiter=limiter))
+            while (item := await anyio.to_thread.run_sync(events.get)) is not DONE:
+                kind, data = item
+                yield f"event: {kind}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n"
+
+    return StreamingResponse(body(), media_type="text/event-stream",
+                             headers={"cache-control": "no-store"})  # fmt: skip
+
+
+def endpoint(ui: Any) -> Callable[[Request], Any]:
+    """Return the ``/api/ask`` route of a UIApp (its token check, live index and workers)."""
+
+    async def ask(request: Request) -> Any:
+        if not ui.allowed(request):
+            return ui.refused()
+
+        def run(send: Send) -> None:
+            with ui.live.reading() as index:
+                answer(index, request.query_params, send)
+
+        return stream(run, ui.workers)
+
+    return ask

@@ -1,0 +1,176 @@
+"""`hopgraph ui` in a real browser (Debian's chromium driven by Playwright), on a real server.
+
+Searches a sample question with gnn_ret, sees its hits and their provenance, adds hybrid beside
+it, opens the evidence graph and counts its nodes and edges against the JSON the server gives,
+and opens the index view. Screenshots of each view land in the test's folder, and in docs/ when
+HOPGRAPH_UPDATE_SCREENSHOTS=1 (how the README's pictures are made).
+"""
+
+import contextlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from tests.integration.conftest import free_port
+
+pytestmark = pytest.mark.integration
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+QUESTION = "When did military instruction start where Larry Alcala was educated?"
+DOCS = Path(__file__).resolve().parents[2] / "docs"
+
+
+@contextlib.contextmanager
+def running_ui(index_dir, tmp_path, **env):
+    """Run `hopgraph ui` on a free loopback port with ``env`` (no LLM unless it names one)."""
+    port = free_port()
+    log = (tmp_path / "ui.log").open("w")
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("HOPGRAPH_LLM", "OPENAI"))}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "hopgraph", "ui", "--index", str(index_dir),
+         "--http", f"127.0.0.1:{port}"],
+        stdout=log, stderr=subprocess.STDOUT,
+        env={**base, "HF_HUB_OFFLINE": "1", "HOPGRAPH_CACHE": str(tmp_path / "cache"), **env},
+    )  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            urllib.request.urlopen(f"{url}/api/methods", timeout=5).read()
+            break
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"the ui server did not start: {(tmp_path / 'ui.log').read_text()}")
+            time.sleep(0.2)
+    try:
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+
+
+@pytest.fixture
+def server(real_docs_index_dir, tmp_path):
+    with running_ui(real_docs_index_dir, tmp_path) as url:
+        yield url
+
+
+def shoot(page, name, tmp_path):
+    page.screenshot(path=str(tmp_path / name), full_page=True)
+    if os.environ.get("HOPGRAPH_UPDATE_SCREENSHOTS") == "1":
+        shutil.copyfile(tmp_path / name, DOCS / name)
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (.ci/run installs it)")
+def test_search_compare_graph_and_index_in_a_browser(server, tmp_path):
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        page.goto(server)
+        page.wait_for_selector("body[data-ready='1']")
+        page.fill("#q", QUESTION)
+        page.select_option("#method", "gnn_ret")
+        page.fill("#gold", "d1,d2")
+        page.click("#go")
+        page.wait_for_selector(".column[data-method='gnn_ret'] .hit")
+        whys = page.locator(".column[data-method='gnn_ret'] .why").all_text_contents()
+        assert len(whys) == 5 and all(w.startswith("gnn_ret: ") for w in whys)
+        assert any("pulled in by" in w for w in whys), whys  # a message over a graph edge
+        shoot(page, "ui-search.png", tmp_path)
+
+        page.select_option("#compare", "hybrid")
+        page.click("#go")
+        page.wait_for_selector(".column[data-method='hybrid'] .hit")
+        assert page.locator(".column").count() == 2
+
+        page.click("#show-graph")
+        page.wait_for_selector("#drawing svg")
+        query = {"q": QUESTION, "method": "gnn_ret", "k": "5", "gold": "d1,d2"}
+        expected = json.loads(urllib.request.urlopen(
+            f"{server}/api/graph?{urllib.parse.urlencode(query)}", timeout=30).read())  # fmt: skip
+        passages = [n for n in expected["nodes"] if n["kind"] == "passage"]
+        assert page.locator("#drawing svg g.passage").count() == len(passages)
+        assert page.locator("#drawing svg g.entity").count() == len(expected["nodes"]) - len(
+            passages
+        )
+        assert page.locator("#drawing svg line.edge").count() == len(expected["edges"])
+        assert page.locator("#drawing svg g.passage.gold").count() >= 1
+        shoot(page, "ui-graph.png", tmp_path)
+
+        page.fill("#q", "")
+        page.click("#go")
+        page.wait_for_selector("#error:has-text('the question is empty')")
+
+        page.click("#tab-ask")
+        page.click("#ask")  # the question carried over from Search is empty
+        page.wait_for_selector("#ask-error:has-text('the question is empty')")
+        page.fill("#ask-q", QUESTION)
+        page.select_option("#agent", "gear")
+        page.click("#ask")
+        page.wait_for_selector("#ask-evidence li")
+        assert "no written answer" in page.text_content("#answer")
+        assert "HOPGRAPH_LLM" in page.text_content("#usage")
+
+        page.click("#tab-index")
+        page.wait_for_selector("#index-info .sound")
+        assert page.locator("#documents tr").count() == 1 + 6  # a header and the six documents
+        shoot(page, "ui-index.png", tmp_path)
+        browser.close()
+
+
+STALL = 2.0
+"""Seconds the scripted model waits before its last reply: steps shown before it streamed."""
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (.ci/run installs it)")
+def test_ask_shows_the_agents_steps_before_its_answer(real_docs_index_dir, tmp_path):
+    from playwright.sync_api import sync_playwright
+
+    from hopgraph.evals.scripted_llm import ScriptedOpenAIServer
+    from tests.agent_scripts import NOT_YET, gear_script
+
+    script = gear_script([NOT_YET, "Answerable: Yes\nAnswer: 1936"])
+
+    def respond(prompt, n):  # the reader's reply comes STALL seconds late
+        if "reading comprehension" in prompt and n < 10**6:
+            return STALL
+        return 200, script(prompt)
+
+    with (
+        ScriptedOpenAIServer(respond) as llm,
+        running_ui(real_docs_index_dir, tmp_path, HOPGRAPH_LLM_MODEL="scripted",
+                   HOPGRAPH_LLM_BASE_URL=llm.url) as url,
+        sync_playwright() as pw,
+    ):  # fmt: skip
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        page.goto(url)
+        page.wait_for_selector("body[data-ready='1']")
+        page.evaluate("""() => { window.seen = [];
+          new MutationObserver(() => window.seen.push([performance.now(),
+            document.querySelectorAll('#steps li').length,
+            document.getElementById('answer').textContent]))
+          .observe(document.getElementById('view-ask'), {childList: true, subtree: true,
+                                                          characterData: true}); }""")
+        page.click("#tab-ask")
+        page.fill("#ask-q", QUESTION)
+        page.select_option("#agent", "gear")
+        page.click("#ask")
+        page.wait_for_selector("#answer:has-text('answer: 1936')", timeout=90_000)
+        seen = page.evaluate("window.seen")
+        answered = next(t for t, _, text in seen if text.startswith("answer: 1936"))
+        two_steps = next(t for t, steps, _ in seen if steps >= 2)
+        assert answered - two_steps > 1000 * STALL / 2  # shown while the reader was still out
+        assert page.locator("#ask-evidence li.cited").count() >= 1
+        assert "LLM calls" in page.text_content("#usage")
+        shoot(page, "ui-ask.png", tmp_path)
+        browser.close()
