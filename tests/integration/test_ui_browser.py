@@ -174,3 +174,38 @@ def test_ask_shows_the_agents_steps_before_its_answer(real_docs_index_dir, tmp_p
         assert "LLM calls" in page.text_content("#usage")
         shoot(page, "ui-ask.png", tmp_path)
         browser.close()
+
+
+XSS = '<img src=x onerror="window.pwned=1">'
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (.ci/run installs it)")
+def test_markup_in_documents_and_questions_is_shown_as_text(tmp_path):
+    from playwright.sync_api import sync_playwright
+
+    from hopgraph.cli import main
+
+    corpus = tmp_path / "c.jsonl"
+    docs = [{"id": f"x{XSS}", "title": XSS, "text": f"{XSS} Larry Alcala studied here."},
+            {"id": "d2", "title": "Other", "text": "Larry Alcala was a cartoonist."}]  # fmt: skip
+    corpus.write_text("".join(json.dumps(d) + "\n" for d in docs))
+    index = tmp_path / "idx"
+    assert main(["index", str(corpus), "--index", str(index), "--model", "hashing", "-q"]) == 0
+    assert main(["graph", "build", "--index", str(index), "-q"]) == 0
+    with running_ui(index, tmp_path) as url, sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        page = browser.new_page()
+        dialogs = []
+        page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+        page.goto(url)
+        page.wait_for_selector("body[data-ready='1']")
+        page.fill("#q", XSS + " Larry Alcala")
+        page.select_option("#method", "bm25")
+        page.click("#go")
+        page.wait_for_selector(".hit")
+        page.click("#show-graph")
+        page.wait_for_selector("#drawing svg")
+        assert XSS in page.text_content("#results")  # shown, as text
+        assert page.evaluate("window.pwned") is None and not dialogs
+        assert page.locator("#results img, #drawing img").count() == 0
+        browser.close()
