@@ -1,6 +1,10 @@
 """`hopgraph ui`'s Ask: an agent's steps streamed to the page as they happen (server-sent events).
 
-``GET /api/ask?q=&method=&k=`` answers ``text/event-stream``. Events, in order:
+``GET /api/ask?q=&method=&k=[&thread=]`` answers ``text/event-stream``. ``method`` is any method of
+`hopgraph ask` (an agent, or a retriever and the citing reader) or ``chat``: the conversational
+agent, whose turns follow one another under the page's ``thread`` (kept in this process's memory,
+as `hopgraph chat` keeps them in its checkpoint file; follow-ups are rewritten into standalone
+questions). Events, in order:
 
 - ``step`` ``{"node", "line"}``: each line an agent node adds to its steps, when the node ends;
 - ``answer`` ``{"answer", "evidence": [{id, title, text, cited}], "usage", "llm"}`` at the end;
@@ -17,6 +21,7 @@ from __future__ import annotations
 import json
 import queue
 from collections.abc import AsyncIterator, Callable
+from functools import cache
 from typing import Any
 
 import anyio
@@ -32,11 +37,50 @@ SETUP = "set HOPGRAPH_LLM_BASE_URL and HOPGRAPH_LLM_MODEL (an OpenAI-compatible 
     "HOPGRAPH_LLM=local for the small offline model, then restart `hopgraph ui`"  # fmt: skip
 
 
+CHAT = "chat"
+
+
 def ask_methods() -> list[str]:
-    """Return the methods Ask offers: every agent of the registry."""
+    """Return the methods Ask offers: every method of `hopgraph ask`, then the chat agent."""
     from hopgraph.agents.registry import agent_methods
 
-    return list(agent_methods())
+    return [*agent_methods(), CHAT]
+
+
+@cache
+def conversations() -> Any:
+    """Return the chat graph, compiled once with an in-memory checkpointer for every thread."""
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from hopgraph.agents.chat.graph import builder
+
+    return builder.compile(checkpointer=InMemorySaver(), name="hopgraph-chat")
+
+
+def chat_turn(index: Index, chat: Any, question: str, thread: str, k: int, send: Send) -> None:
+    """Answer one turn of the thread's conversation, sending its steps, then the answer."""
+    from langchain_core.messages import HumanMessage
+
+    from hopgraph.agents.chat.context import Context
+    from hopgraph.agents.registry import DEFAULT_METHOD
+    from hopgraph.core.llm import describe
+
+    def on_update(node: str, update: dict[str, Any]) -> None:
+        for line in update.get("steps", []):
+            send("step", {"node": node, "line": line})
+
+    graph, config = conversations(), {"configurable": {"thread_id": f"ui-{thread}"}}
+    context = Context(index=index, chat=chat, method=DEFAULT_METHOD, k=k, on_update=on_update)
+    for update in graph.stream({"messages": [HumanMessage(question)]}, config, context=context,
+                               stream_mode="updates"):  # fmt: skip
+        standalone = (update.get("condense") or {}).get("standalone")
+        if standalone and standalone != question:
+            send("step", {"node": "condense", "line": f"as a standalone question: {standalone}"})
+    values = graph.get_state(config).values
+    sources = values.get("sources", [])
+    evidence = [_passage(e, {e["id"] for e in sources}) for e in sources]  # what it rests on
+    send("answer", {"answer": values["messages"][-1].content, "llm": describe(chat),
+                    "usage": None, "evidence": evidence})  # fmt: skip
 
 
 def answer(index: Index, params: Any, send: Send) -> None:
@@ -52,6 +96,12 @@ def answer(index: Index, params: Any, send: Send) -> None:
         raise InputError(f"unknown method {method!r}", f"choose one of: {', '.join(ask_methods())}")
     k = int(params.get("k", "5")) if params.get("k", "5").isdigit() else 5
     chat = choose_chat()
+    if chat is not None and method == CHAT:
+        thread = params.get("thread", "")
+        if not thread.isalnum() or len(thread) > 64:
+            raise InputError("a chat needs its thread: letters and digits", "reload the page")
+        chat_turn(index, chat, question, thread, k, send)
+        return
     if chat is None:
         used, hits = evidence_alone(index, method, question, k, "tuned")
         send("evidence", {"why": "no LLM is configured", "hint": SETUP, "method": used,

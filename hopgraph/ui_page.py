@@ -72,7 +72,8 @@ table { border-collapse: collapse; background: #fff; } td, th { border: 1px soli
 <div class="buttons"><button id="ask" type="submit">Ask</button></div>
 </form>
 <p class="note">An agent answers with the LLM of HOPGRAPH_LLM_* (or HOPGRAPH_LLM=local); its steps
-appear as they happen. Without an LLM the page shows the evidence passages and how to set one.</p>
+appear as they happen; chat keeps the conversation of this page, so follow-ups may say "it". Without
+an LLM the page shows the evidence passages and how to set one.</p>
 <div id="ask-error" role="alert"></div>
 <ol id="steps"></ol>
 <div id="answer"></div><p id="usage"></p>
@@ -186,20 +187,22 @@ function evidenceList(items) {
     (e.cited ? "* " : "") + e.title + " (" + e.id + "): " + e.text.slice(0, 240))));
 }
 let source = null;
+let thread = Math.random().toString(36).slice(2) + Date.now().toString(36);  // this page's chat
 function ask(event) {
   event.preventDefault();
   if (source) source.close();
   for (const id of ["steps", "ask-evidence"]) $(id).replaceChildren();
   for (const id of ["answer", "usage", "ask-error"]) $(id).textContent = "";
-  const p = new URLSearchParams({q: $("ask-q").value, method: $("agent").value});
+  const p = new URLSearchParams({q: $("ask-q").value, method: $("agent").value, thread});
   source = new EventSource("/api/ask?" + p);
   $("answer").textContent = "working …";
   source.addEventListener("step", (m) => { const s = JSON.parse(m.data);
     $("steps").append(el("li", null, "[" + s.node + "] " + s.line)); });
   source.addEventListener("answer", (m) => { const a = JSON.parse(m.data);
     $("answer").textContent = "answer: " + a.answer;
-    $("usage").textContent = a.llm + ": " + a.usage.calls + " LLM calls, " +
-      a.usage.prompt_tokens + " prompt + " + a.usage.completion_tokens + " completion tokens";
+    $("usage").textContent = a.usage ? a.llm + ": " + a.usage.calls + " LLM calls, " +
+      a.usage.prompt_tokens + " prompt + " + a.usage.completion_tokens + " completion tokens"
+      : "answered by " + a.llm;
     evidenceList(a.evidence); source.close(); });
   source.addEventListener("evidence", (m) => { const a = JSON.parse(m.data);
     $("answer").textContent = "no written answer: " + a.why;

@@ -209,3 +209,34 @@ def test_markup_in_documents_and_questions_is_shown_as_text(tmp_path):
         assert page.evaluate("window.pwned") is None and not dialogs
         assert page.locator("#results img, #drawing img").count() == 0
         browser.close()
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (.ci/run installs it)")
+def test_chat_on_the_page_keeps_its_conversation(real_docs_index_dir, tmp_path):
+    from playwright.sync_api import sync_playwright
+
+    from hopgraph.evals.scripted_llm import ScriptedOpenAIServer
+    from tests.integration.test_chat_pty import reply
+
+    with (
+        ScriptedOpenAIServer(lambda prompt, n: (200, reply(prompt))) as llm,
+        running_ui(real_docs_index_dir, tmp_path, HOPGRAPH_LLM_MODEL="scripted",
+                   HOPGRAPH_LLM_BASE_URL=llm.url) as url,
+        sync_playwright() as pw,
+    ):  # fmt: skip
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        page = browser.new_page()
+        page.goto(url)
+        page.wait_for_selector("body[data-ready='1']")
+        page.click("#tab-ask")
+        page.select_option("#agent", "chat")
+        page.fill("#ask-q", QUESTION)
+        page.click("#ask")
+        page.wait_for_selector("#answer:has-text('1936')", timeout=90_000)
+        page.fill("#ask-q", "Where is it?")
+        page.click("#ask")
+        page.wait_for_selector("#answer:has-text('Manila')", timeout=90_000)
+        steps = page.text_content("#steps")
+        assert "as a standalone question: Where is the University of Santo Tomas?" in steps
+        assert "University of Santo Tomas" in page.text_content("#ask-evidence")
+        browser.close()

@@ -153,4 +153,4 @@ def test_ask_with_bad_input_streams_one_failure(client, params, message):
 
 def test_methods_list_the_agents_ask_offers(client):
     agents = set(client.get("/api/methods").json()["agents"])
-    assert {"gear", "rgnn_ret", "tog2", "gnn_ret"} <= agents  # a retriever + the citing reader
+    assert {"gear", "rgnn_ret", "tog2", "gnn_ret", "chat"} <= agents  # gnn_ret + the reader
