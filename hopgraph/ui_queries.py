@@ -14,6 +14,7 @@ from typing import Any
 from hopgraph.core.errors import InputError, UnknownMethodError
 from hopgraph.graph_store import Index
 from hopgraph.graph_store.filters import parse_cli
+from hopgraph.graph_store.passage_graph import EDGE_TYPES
 from hopgraph.tools import Hit
 
 MAX_K = 50
@@ -67,10 +68,13 @@ def why(hit: Hit) -> str:
     if last is None:
         return ""
     text = f"{last.method}: {last.step}"
-    if last.via:
-        source, kinds = last.via[0], [v for v in last.via[1:] if v not in (last.via[0],)]
-        text += f" (pulled in by {source}" + (f" over {', '.join(kinds)}" if kinds else "") + ")"
-    return text
+    if not last.via:
+        return text
+    rest = last.via[1:]
+    if all(v in EDGE_TYPES for v in rest):  # GNN-Ret: the sender and the edge types
+        return text + f" (pulled in by {last.via[0]}" + (f" over {', '.join(rest)})" if rest
+                                                          else ")")  # fmt: skip
+    return text + f" (chain {' → '.join(last.via)})"  # IIER: the chain that reached it
 
 
 def run_search(index: Index, params: Any, served: dict[str, Any]) -> dict[str, Any]:

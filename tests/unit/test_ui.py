@@ -154,3 +154,20 @@ def test_ask_with_bad_input_streams_one_failure(client, params, message):
 def test_methods_list_the_agents_ask_offers(client):
     agents = set(client.get("/api/methods").json()["agents"])
     assert {"gear", "rgnn_ret", "tog2", "gnn_ret", "chat"} <= agents  # gnn_ret + the reader
+
+
+def test_why_says_what_brought_a_hit_in_words():
+    from hopgraph.tools.hits import Hit, Provenance
+    from hopgraph.ui_queries import why
+
+    def hit(*provenance):
+        return Hit("c", 0.5, "T", "text", "d", provenance)
+
+    message = Provenance("gnn_ret", "message from a top-K neighbour", 2, 0.5, ("d1#0", "link"))
+    assert why(hit(message)) == (
+        "gnn_ret: message from a top-K neighbour (pulled in by d1#0 over link)"
+    )
+    chain = Provenance("iier", "hop 2", 3, 0.4, ("a#0", "b#0", "c#0"))
+    assert why(hit(chain)) == "iier: hop 2 (chain a#0 → b#0 → c#0)"
+    assert why(hit(Provenance("bm25", "keyword match", 1, 3.0))) == "bm25: keyword match"
+    assert why(hit()) == ""
