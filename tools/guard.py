@@ -85,7 +85,9 @@ class Guarded(Retriever):
     def retrieve(self, query: str, k: int = 5, where: Where | None = None) -> list[Hit]:
         """Rank with the method, then put dense retrieval's top ``keep`` first.
 
-        With ``where``, both rank only the chunks it allows (Retriever.retrieve).
+        Selective: where :meth:`stands_aside`, the method's ranking stands, with dense's first
+        chunk moved up to place ``FLOOR`` if it ranked lower. With ``where``, both rank only the
+        chunks it allows (Retriever.retrieve).
         """
         if not self.keep or self._dense is None:
             return super().retrieve(query, k, where)
