@@ -31,6 +31,8 @@ from starlette.responses import StreamingResponse
 from hopgraph.core.errors import HopgraphError, InputError
 from hopgraph.graph_store import Index
 
+from .ui_queries import parse_k
+
 Send = Callable[[str, dict[str, Any]], None]
 DONE = object()
 SETUP = "set HOPGRAPH_LLM_BASE_URL and HOPGRAPH_LLM_MODEL (an OpenAI-compatible server), or " \
@@ -94,7 +96,7 @@ def answer(index: Index, params: Any, send: Send) -> None:
         raise InputError("the question is empty", "type a question, e.g. 'Who founded X?'")
     if method not in ask_methods():
         raise InputError(f"unknown method {method!r}", f"choose one of: {', '.join(ask_methods())}")
-    k = int(params.get("k", "5")) if params.get("k", "5").isdigit() else 5
+    k = parse_k(params)
     chat = choose_chat()
     if chat is not None and method == CHAT:
         thread = params.get("thread", "")

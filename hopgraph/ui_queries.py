@@ -39,7 +39,8 @@ def _method(params: Mapping[str, str], served: dict[str, Any]) -> str:
     return method
 
 
-def _k(params: Mapping[str, str]) -> int:
+def parse_k(params: Mapping[str, str]) -> int:
+    """Return the ``k`` asked for (default 5); InputError outside 1–50."""
     text = params.get("k", "5")
     if not text.isdigit() or not 1 <= int(text) <= MAX_K:
         raise InputError(f"k must be a whole number from 1 to {MAX_K}, got {text!r}", "e.g. 5")
@@ -51,7 +52,7 @@ def _hits(index: Index, params: Any, served: dict[str, Any]) -> tuple[str, str, 
     from hopgraph.tools import make_retriever
     from hopgraph.tools.expand import Expansion, expand_hits
 
-    question, method, k = _question(params), _method(params, served), _k(params)
+    question, method, k = _question(params), _method(params, served), parse_k(params)
     lines = [w for w in params.getlist("where") for w in w.splitlines() if w.strip()]
     where = parse_cli(lines)
     expand = params.get("expand", "").strip()

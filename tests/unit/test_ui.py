@@ -144,7 +144,8 @@ def test_ask_without_an_llm_streams_the_evidence_and_how_to_set_one(client, monk
 @pytest.mark.parametrize(
     ("params", "message"),
     [({"q": " ", "method": "gear"}, "the question is empty"),
-     ({"q": "x", "method": "bm25x"}, "unknown method 'bm25x'")],
+     ({"q": "x", "method": "bm25x"}, "unknown method 'bm25x'"),
+     ({"q": "x", "method": "gear", "k": "0"}, "k must be")],
 )  # fmt: skip
 def test_ask_with_bad_input_streams_one_failure(client, params, message):
     [(kind, data)] = events(client.get("/api/ask", params=params).text)
