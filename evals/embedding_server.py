@@ -14,17 +14,17 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import numpy as np
 
 from hopgraph.graph_store.embedding import load_embedder
 
+from .json_server import Answer, LocalJSONServer
 
-class EmbeddingServer:
+
+class EmbeddingServer(LocalJSONServer):
     """Run with ``with EmbeddingServer("hashing") as server: server.url``."""
 
     def __init__(self, model: str, port: int = 0, served_as: str | None = None) -> None:
@@ -42,20 +42,19 @@ class EmbeddingServer:
         self.scale: np.ndarray | None = None
         """Multiply the vectors by this (a different model of the same size)."""
         self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", port), self._handler())
-        self.url = f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+        super().__init__(port)
 
-    def reply(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
-        """Return the status and JSON for one request."""
+    def answer(self, body: dict[str, Any]) -> Answer:
+        """Return the status, JSON and headers for one request."""
         with self._lock:
             self.requests += 1
             failing = self.fail_with is not None and self.failures_left != 0
             if failing and self.failures_left is not None:
                 self.failures_left -= 1
         if failing:
-            return self.fail_with or 500, {"error": {"message": "failing on purpose"}}
+            return self.fail_with or 500, {"error": {"message": "failing on purpose"}}, {}
         if body.get("model") != self.name:
-            return 404, {"error": {"message": f"model {body.get('model')!r} not found"}}
+            return 404, {"error": {"message": f"model {body.get('model')!r} not found"}}, {}
         texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
         with self._lock:
             self.texts += len(texts)
@@ -69,34 +68,7 @@ class EmbeddingServer:
             for i, v in enumerate(vectors)
         ]
         usage = {"prompt_tokens": 0, "total_tokens": 0}
-        return 200, {"object": "list", "model": self.name, "data": data, "usage": usage}
-
-    def _handler(self) -> type[BaseHTTPRequestHandler]:
-        outer = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: object) -> None:  # keep test output clean
-                pass
-
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                status, payload = outer.reply(body)
-                data = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-        return Handler
-
-    def __enter__(self) -> EmbeddingServer:
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+        return 200, {"object": "list", "model": self.name, "data": data, "usage": usage}, {}
 
 
 def main(argv: list[str] | None = None) -> int:

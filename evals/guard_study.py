@@ -30,11 +30,9 @@ from hopgraph.evals.hop_classifier import fit, training_questions
 from hopgraph.evals.metrics import recall_at_k, reciprocal_rank
 from hopgraph.evals.runner import eval_index
 from hopgraph.tools import make_retriever
-from hopgraph.tools.guard import CONFIDENT, KEEP, MARGIN, MULTI_HOP
+from hopgraph.tools.guard import KEEP, MARGIN, aside
 from hopgraph.tools.hop_classifier import shipped
 
-margin = MARGIN
-"""The guard's margin for a second chunk (``--margin``; IIER's tuned preset has 0.15)."""
 PROBABILITIES = [0.2, 0.3, 0.5]
 FIRSTS = [0.4, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8]
 GAPS = [0.01, 0.02, 0.03, 0.04, 0.05, 0.06, 0.08, 0.10, 0.12, 0.15, 0.2]
@@ -50,11 +48,11 @@ class Case:
     dense: list[tuple[str, str, float]]  # (chunk id, document id, cosine), best first
     multi_hop: float = 0.0  # the hop classifier's probability (set by main)
 
-    def guarded(self, keep: int, floor: int = 0) -> list[str]:
+    def guarded(self, keep: int, floor: int = 0, margin: float = MARGIN) -> list[str]:
         """Return the documents in order with the guard keeping up to ``keep`` (tools/guard.py).
 
         ``keep`` 0 with a ``floor``: the guard stands aside, but dense's first document ranks no
-        lower than ``floor``.
+        lower than ``floor``. ``margin``: the guard's for a second chunk (IIER's tuned: 0.15).
         """
         if not keep and floor and self.dense:
             first, rest = self.dense[0][1], [d for d in self.ranked if d != self.dense[0][1]]
@@ -127,7 +125,9 @@ def _decision(rule: Rule, case: Case) -> tuple[int, int]:
     return decided if isinstance(decided, tuple) else (decided, 0)
 
 
-def scores(group: Sequence[Case], rule: Rule | str) -> tuple[float, float, float]:
+def scores(
+    group: Sequence[Case], rule: Rule | str, margin: float = MARGIN
+) -> tuple[float, float, float]:
     """R@2, R@5, MRR (percent) when the guard keeps dense's first where ``rule`` says so.
 
     ``rule`` None: no guard; "dense": dense retrieval alone.
@@ -135,18 +135,13 @@ def scores(group: Sequence[Case], rule: Rule | str) -> tuple[float, float, float
     if rule == "dense":
         lists = [(c, list(dict.fromkeys(d for _, d, _ in c.dense))) for c in group]
     else:
-        lists = [(c, c.guarded(*_decision(rule, c))) for c in group]  # type: ignore[arg-type]
+        lists = [(c, c.guarded(*_decision(rule, c), margin)) for c in group]  # type: ignore[arg-type]
     n = len(lists)
     return (
         100 * sum(recall_at_k(r, c.gold, 2) for c, r in lists) / n,
         100 * sum(recall_at_k(r, c.gold, 5) for c, r in lists) / n,
         100 * sum(reciprocal_rank(r, c.gold) for c, r in lists) / n,
     )
-
-
-def _keeps(case: Case) -> bool:
-    """Whether the tuned selective guard keeps dense's top for this case (tools/guard.py)."""
-    return case.multi_hop < MULTI_HOP or case.lead >= CONFIDENT
 
 
 def score_questions(groups: dict[str, list[Case]], train_data: Path | None) -> None:
@@ -182,8 +177,6 @@ def main(argv: list[str] | None = None) -> int:
         "fifth of NQ half A to score it out of fold (otherwise the shipped model scores A)",
     )
     args = parser.parse_args(argv)
-    global margin
-    margin = args.margin
     groups: dict[str, list[Case]] = {}
     for data in args.data:
         found = cases(data, args.method, args.limit, args.store)
@@ -205,13 +198,15 @@ def main(argv: list[str] | None = None) -> int:
         for g in (0.05, 0.08, 0.12)
     ]
     rules += [
-        (f"tuned, floor {f}", lambda c, f=f: (KEEP, 0) if _keeps(c) else (0, f)) for f in (2, 3, 5)
+        (f"tuned, floor {f}", lambda c, f=f: (0, f) if aside(c.multi_hop, c.lead) else (KEEP, 0))
+        for f in (2, 3, 5)
     ]
     print(f"{'rule':<16}" + "".join(f"{name:>26}" for name in groups))
     print(f"{'':<16}" + "".join(f"{'R@2   R@5   MRR':>26}" for _ in groups))
     for label, rule in rules:
         row = "".join(
-            "{:>10.1f}{:>6.1f}{:>10.1f}".format(*scores(g, rule)) for g in groups.values()
+            "{:>10.1f}{:>6.1f}{:>10.1f}".format(*scores(g, rule, args.margin))
+            for g in groups.values()
         )
         print(f"{label:<16}{row}")
     return 0

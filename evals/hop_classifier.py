@@ -13,10 +13,10 @@ tools/weights_data/hop_classifier.json.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
+from hopgraph.evals.datasets import load_questions
 from hopgraph.tools.hop_classifier import SHIPPED, HopClassifier, features
 
 MULTI_HOP_SETS = ("musique-train", "hotpotqa-train", "2wiki-train")
@@ -26,17 +26,11 @@ def training_questions(data: Path) -> tuple[list[str], list[str]]:
     """Return (multi-hop questions, single-hop questions) from the folders under ``data``."""
     multi, single = [], []
     for name in MULTI_HOP_SETS:
-        for row in _rows(data / name / "train.jsonl"):
-            multi.append(row["question"])
-            for step in row.get("decomposition", []):
-                if "#" not in step["question"] and ">>" not in step["question"]:
-                    single.append(step["question"])
-    single += [row["question"] for row in _rows(data / "nq" / "dev.jsonl")[0::2]]
+        for q in load_questions(data / name, "train"):
+            multi.append(q.question)
+            single += [step for step, _ in q.decomposition if "#" not in step and ">>" not in step]
+    single += [q.question for q in load_questions(data / "nq", "dev")[0::2]]
     return multi, single
-
-
-def _rows(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
 
 
 def fit(multi: list[str], single: list[str]) -> HopClassifier:

@@ -14,17 +14,18 @@ LLM cost per question, measured with `hopgraph eval --answers` and no real model
 from __future__ import annotations
 
 import contextlib
-import json
 import re
 import threading
 import time
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from .json_server import Answer, LocalJSONServer
 
 Reply = tuple[int, str]  # (HTTP status, content)
 
 
-class ScriptedOpenAIServer:
+class ScriptedOpenAIServer(LocalJSONServer):
     """Run with ``with ScriptedOpenAIServer(respond) as server: server.url``."""
 
     def __init__(self, respond: Callable[[str, int], Reply | float], port: int = 0) -> None:
@@ -37,72 +38,47 @@ class ScriptedOpenAIServer:
         self.statuses: list[int] = []
         self._seen: dict[str, int] = {}
         self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", port), self._handler())
-        self.url = f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+        super().__init__(port)
 
-    def _handler(self) -> type[BaseHTTPRequestHandler]:
-        outer = self
+    def answer(self, body: dict[str, Any]) -> Answer:
+        """Follow the script for the request's last message."""
+        prompt = body["messages"][-1]["content"]
+        with self._lock:
+            self.requests.append(prompt)
+            self._seen[prompt] = n = self._seen.get(prompt, 0) + 1
+        action = self.respond(prompt, n)
+        if isinstance(action, int | float) and not isinstance(action, bool):
+            time.sleep(action)
+            action = self.respond(prompt, 10**6)  # then answer normally
+        status, content = action
+        with self._lock:
+            self.statuses.append(status)
+        headers = {"Retry-After": "0"} if status == 429 else {}
+        if status != 200:
+            return status, {"error": {"message": content, "type": "test", "code": status}}, headers
+        return 200, completion(body.get("model", "test"), prompt, content), headers
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: object) -> None:  # keep test output clean
-                pass
 
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                prompt = body["messages"][-1]["content"]
-                with outer._lock:
-                    outer.requests.append(prompt)
-                    outer._seen[prompt] = n = outer._seen.get(prompt, 0) + 1
-                action = outer.respond(prompt, n)
-                if isinstance(action, int | float) and not isinstance(action, bool):
-                    time.sleep(action)
-                    action = outer.respond(prompt, 10**6)  # then answer normally
-                status, content = action
-                with outer._lock:
-                    outer.statuses.append(status)
-                payload = (
-                    {"error": {"message": content, "type": "test", "code": status}}
-                    if status != 200
-                    else {
-                        "id": "chatcmpl-test",
-                        "object": "chat.completion",
-                        "created": 0,
-                        "model": body.get("model", "test"),
-                        "choices": [
-                            {
-                                "index": 0,
-                                "finish_reason": "stop",
-                                "message": {"role": "assistant", "content": content},
-                            }
-                        ],
-                        "usage": {
-                            "prompt_tokens": len(prompt) // 4,
-                            "completion_tokens": len(content) // 4,
-                            "total_tokens": (len(prompt) + len(content)) // 4,
-                        },
-                    }
-                )
-                data = json.dumps(payload).encode()
-                try:
-                    self.send_response(status)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(data)))
-                    if status == 429:
-                        self.send_header("Retry-After", "0")
-                    self.end_headers()
-                    self.wfile.write(data)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass  # the client gave up (timeout) before we answered
-
-        return Handler
-
-    def __enter__(self) -> ScriptedOpenAIServer:
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+def completion(model: str, prompt: str, content: str) -> dict[str, Any]:
+    """Return a chat completion carrying ``content``, with usage counted from the lengths."""
+    return {
+        "id": "chatcmpl-test",
+        "object": "chat.completion",
+        "created": 0,
+        "model": model,
+        "choices": [
+            {
+                "index": 0,
+                "finish_reason": "stop",
+                "message": {"role": "assistant", "content": content},
+            }
+        ],
+        "usage": {
+            "prompt_tokens": len(prompt) // 4,
+            "completion_tokens": len(content) // 4,
+            "total_tokens": (len(prompt) + len(content)) // 4,
+        },
+    }
 
 
 def never_enough(prompt: str) -> str:

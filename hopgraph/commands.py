@@ -379,10 +379,11 @@ def mcp(args: argparse.Namespace) -> None:
 
 def ui(args: argparse.Namespace) -> None:
     """Serve the web page over the index until Ctrl-C."""
+    from .core.network import parse_host_port
     from .core.settings import settings
-    from .ui_server import parse_http, serve
+    from .ui_server import serve
 
-    parse_http(args.http)  # a bad address is refused before the index is opened
+    parse_host_port(args.http, "127.0.0.1:8766")  # refused before the index is opened
     secret = settings().token
     serve(index_dir(args), args.http, secret.get_secret_value() if secret else None)
 

@@ -19,7 +19,7 @@ from mcp.server.fastmcp.exceptions import ToolError
 from pydantic import Field
 
 from hopgraph.agents.registry import DEFAULT_METHOD, agent_methods
-from hopgraph.core.network import bearer_matches, is_loopback
+from hopgraph.core.network import bearer_matches, check_exposure, parse_host_port
 from hopgraph.graph_store import LiveIndex
 from hopgraph.graph_store.filters import JSON_HELP, WhereValue
 from hopgraph.tools.expand import EXPAND_HELP
@@ -162,28 +162,15 @@ def serve(live: LiveIndex, http: str | None, token: str | None = None) -> None:
     if http is None:
         build_server(live).run("stdio")
         return
-    host, _, port = http.rpartition(":")
-    if not host or not port.isdigit() or not 1 <= int(port) <= 65535:
-        raise HopgraphError(
-            f"--http wants HOST:PORT with a port from 1 to 65535, got {http!r}",
-            "e.g. --http 127.0.0.1:8765",
-        )
-    host = host.strip("[]")
-    if not token and not is_loopback(host):
-        raise HopgraphError(
-            f"--http {http} would serve the index beyond this machine with no authentication",
-            "set HOPGRAPH_TOKEN to a long random secret (clients then send "
-            "'Authorization: Bearer <token>'), or bind 127.0.0.1",
-        )
+    host, port = parse_host_port(http)
+    check_exposure(http, host, token)
     import uvicorn
 
     logging.getLogger("mcp.server.streamable_http").addFilter(NormalDisconnects())
     guard = "bearer token required" if token else "no token: loopback only"
     print(f"hopgraph MCP server on http://{http}/mcp ({guard}; Ctrl-C stops)", flush=True)
-    app = build_server(live, host, int(port)).streamable_http_app()
-    uvicorn.run(
-        BearerAuth(app, token) if token else app, host=host, port=int(port), log_level="warning"
-    )
+    app = build_server(live, host, port).streamable_http_app()
+    uvicorn.run(BearerAuth(app, token) if token else app, host=host, port=port, log_level="warning")
 
 
 class NormalDisconnects(logging.Filter):

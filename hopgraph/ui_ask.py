@@ -49,6 +49,16 @@ def ask_methods() -> list[str]:
     return [*agent_methods(), CHAT]
 
 
+def steps_to(send: Send) -> Callable[[str, dict[str, Any]], None]:
+    """Return an agent's ``on_update`` that sends each line a node adds to its steps."""
+
+    def on_update(node: str, update: dict[str, Any]) -> None:
+        for line in update.get("steps", []):
+            send("step", {"node": node, "line": line})
+
+    return on_update
+
+
 @cache
 def conversations() -> Any:
     """Return the chat graph, compiled once with an in-memory checkpointer for every thread."""
@@ -67,12 +77,8 @@ def chat_turn(index: Index, chat: Any, question: str, thread: str, k: int, send:
     from hopgraph.agents.registry import DEFAULT_METHOD
     from hopgraph.core.llm import describe
 
-    def on_update(node: str, update: dict[str, Any]) -> None:
-        for line in update.get("steps", []):
-            send("step", {"node": node, "line": line})
-
     graph, config = conversations(), {"configurable": {"thread_id": f"ui-{thread}"}}
-    context = Context(index=index, chat=chat, method=DEFAULT_METHOD, k=k, on_update=on_update)
+    context = Context(index=index, chat=chat, method=DEFAULT_METHOD, k=k, on_update=steps_to(send))
     for update in graph.stream({"messages": [HumanMessage(question)]}, config, context=context,
                                stream_mode="updates"):  # fmt: skip
         standalone = (update.get("condense") or {}).get("standalone")
@@ -110,11 +116,7 @@ def answer(index: Index, params: Any, send: Send) -> None:
                           "evidence": [_passage(h, set()) for h in hits]})  # fmt: skip
         return
 
-    def on_update(node: str, update: dict[str, Any]) -> None:
-        for line in update.get("steps", []):
-            send("step", {"node": node, "line": line})
-
-    result = run_agent(method, question, index, chat, on_update=on_update, k=k)
+    result = run_agent(method, question, index, chat, on_update=steps_to(send), k=k)
     cited = {c["id"] for c in result.citations}
     shown = [*result.evidence, *(c for c in result.citations
                                  if c["id"] not in {e["id"] for e in result.evidence})]  # fmt: skip

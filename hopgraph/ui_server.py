@@ -33,8 +33,8 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from hopgraph.core.errors import HopgraphError, InputError
-from hopgraph.core.network import bearer_matches, is_loopback
+from hopgraph.core.errors import HopgraphError
+from hopgraph.core.network import bearer_matches, check_exposure, parse_host_port
 from hopgraph.graph_store import Index, LiveIndex
 
 from . import ui_ask
@@ -163,25 +163,10 @@ def _refused() -> Response:
     )  # fmt: skip
 
 
-def parse_http(http: str) -> tuple[str, int]:
-    """Split ``HOST:PORT``; refuse a port outside 1–65535."""
-    host, _, port = http.rpartition(":")
-    if not host or not port.isdigit() or not 1 <= int(port) <= 65535:
-        raise InputError(
-            f"--http wants HOST:PORT with a port from 1 to 65535, got {http!r}",
-            "e.g. --http 127.0.0.1:8766",
-        )
-    return host.strip("[]"), int(port)
-
-
 def serve(directory: Path, http: str, token: str | None) -> None:
     """Serve the page at ``http`` until Ctrl-C."""
-    host, port = parse_http(http)
-    if not token and not is_loopback(host):
-        raise InputError(
-            f"--http {http} would serve the index beyond this machine with no authentication",
-            "set HOPGRAPH_TOKEN to a long random secret, or bind 127.0.0.1",
-        )
+    host, port = parse_host_port(http, "127.0.0.1:8766")
+    check_exposure(http, host, token)
     import uvicorn
 
     with LiveIndex(directory) as live:

@@ -108,6 +108,11 @@ class Guarded(Retriever):
 
     @staticmethod
     def stands_aside(query: str, top: list[Hit]) -> bool:
-        """Whether the selective guard lets the method lead: multi-hop wording, dense unsure."""
+        """Whether the selective guard lets the method lead (:func:`aside`) for this query."""
         lead = top[0].score - top[1].score if len(top) > 1 else 1.0
-        return lead < CONFIDENT and shipped().multi_hop(query) >= MULTI_HOP
+        return aside(shipped().multi_hop(query), lead)
+
+
+def aside(multi_hop: float, lead: float) -> bool:
+    """Tell whether the selective guard stands aside: multi-hop wording, dense unsure."""
+    return lead < CONFIDENT and multi_hop >= MULTI_HOP

@@ -5,7 +5,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -20,6 +20,28 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def wait_until_up(
+    ready: Callable[[], object],
+    proc: subprocess.Popen,
+    what: str,
+    detail: Callable[[], str] = lambda: "",
+    timeout: float = 60,
+) -> None:
+    """Poll ``ready()`` (a truthy result, no OSError) until it answers; fail naming ``what``
+    with ``detail()`` (the server's output) if the process exits or ``timeout`` passes."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            if ready():
+                return
+        except Exception:  # not listening yet: refused, reset, an HTTP error
+            pass
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            pytest.fail(f"{what} did not start: {detail()}")
+        time.sleep(0.2)
 
 
 def chroma_executable() -> str:
@@ -53,16 +75,10 @@ def running_chroma(folder: Path) -> Iterator[tuple[str, subprocess.Popen]]:
         stderr=subprocess.STDOUT,
         env={**os.environ, "ANONYMIZED_TELEMETRY": "False"},
     )
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            chromadb.HttpClient(host="127.0.0.1", port=port).heartbeat()
-            break
-        except Exception:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                proc.kill()
-                pytest.fail(f"chroma server did not start: {(folder / 'chroma.log').read_text()}")
-            time.sleep(0.3)
+    wait_until_up(
+        lambda: chromadb.HttpClient(host="127.0.0.1", port=port).heartbeat(),
+        proc, "chroma server", lambda: (folder / "chroma.log").read_text(),
+    )  # fmt: skip
     try:
         yield f"http://127.0.0.1:{port}", proc
     finally:

@@ -4,7 +4,6 @@ import os
 import shutil
 import socket
 import subprocess
-import time
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -14,6 +13,7 @@ from langgraph_sdk import get_sync_client
 
 from hopgraph.evals.scripted_llm import ScriptedOpenAIServer
 from tests.agent_scripts import NOT_YET, QUESTION, cite, gear_script
+from tests.integration.conftest import wait_until_up
 
 pytestmark = pytest.mark.integration
 
@@ -57,16 +57,10 @@ def langgraph_dev(index_dir, tmp_path, llm_url=None):
     )  # fmt: skip
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            assert process.poll() is None, process.stdout.read()
-            try:
-                if httpx.get(f"{url}/ok", timeout=2, headers=AUTH).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert time.monotonic() < deadline, "the server did not start"
-            time.sleep(0.5)
+        wait_until_up(
+            lambda: httpx.get(f"{url}/ok", timeout=2, headers=AUTH).status_code == 200,
+            process, "the LangGraph server", lambda: process.stdout.read(), timeout=120,
+        )  # fmt: skip
         yield url
     finally:
         process.terminate()

@@ -19,7 +19,7 @@ from mcp.client.streamable_http import streamable_http_client
 import hopgraph
 from hopgraph.evals.scripted_llm import ScriptedOpenAIServer
 from tests.agent_scripts import NOT_YET, QUESTION, gear_script
-from tests.integration.conftest import free_port
+from tests.integration.conftest import free_port, wait_until_up
 
 pytestmark = pytest.mark.integration
 
@@ -251,11 +251,8 @@ def test_a_huge_query_does_not_hold_other_clients(index_dir, llm_env):
 
 
 def _wait_for_port(port, server):
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
+    def listening():
         with socket.socket() as s:
-            if s.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        assert server.poll() is None, server.stderr.read()
-        time.sleep(0.2)
-    raise AssertionError("the server did not start listening")
+            return s.connect_ex(("127.0.0.1", port)) == 0
+
+    wait_until_up(listening, server, "the MCP server", lambda: server.stderr.read())

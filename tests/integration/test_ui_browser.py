@@ -12,13 +12,12 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 import urllib.request
 from pathlib import Path
 
 import pytest
 
-from tests.integration.conftest import free_port
+from tests.integration.conftest import free_port, wait_until_up
 
 pytestmark = pytest.mark.integration
 
@@ -40,15 +39,10 @@ def running_ui(index_dir, tmp_path, **env):
         env={**base, "HF_HUB_OFFLINE": "1", "HOPGRAPH_CACHE": str(tmp_path / "cache"), **env},
     )  # fmt: skip
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            urllib.request.urlopen(f"{url}/api/methods", timeout=5).read()
-            break
-        except OSError:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"the ui server did not start: {(tmp_path / 'ui.log').read_text()}")
-            time.sleep(0.2)
+    wait_until_up(
+        lambda: urllib.request.urlopen(f"{url}/api/methods", timeout=5).read(),
+        proc, "the ui server", lambda: (tmp_path / "ui.log").read_text(),
+    )  # fmt: skip
     try:
         yield url
     finally:
