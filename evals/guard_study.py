@@ -103,7 +103,7 @@ def _run(data: Path, method: str, limit: int | None) -> list[Case]:
     for q in questions:
         hits = retriever.retrieve(q.question, 10)
         ranked = list(dict.fromkeys(index.chunk(h.id).doc_id for h in hits))
-        top = dense.exact_top(q.question, 10)
+        top = dense.top_hits(q.question, 10)
         out.append(
             Case(
                 list(q.gold_ids),

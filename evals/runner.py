@@ -18,6 +18,7 @@ from hopgraph.graph_store.build import build_graphs
 from hopgraph.graph_store.graph_build import GraphSettings
 from hopgraph.graph_store.manifest import MANIFEST
 from hopgraph.graph_store.triple_vectors import embed_triple_vectors
+from hopgraph.graph_store.vector_search import SearchMode
 from hopgraph.tools import DEFAULT_PRESET, Hit, Retriever, make_retriever
 
 from .datasets import Question, corpus_of, section_key
@@ -66,6 +67,7 @@ def eval_index(
     expect_model: str | None = None,
     with_graphs: bool = False,
     with_triple_vectors: bool = False,
+    search: SearchMode = "auto",
 ) -> Index:
     """Open the index for a dataset, building it first if needed.
 
@@ -74,6 +76,7 @@ def eval_index(
     against ``expect_model`` when the user named a model. ``with_graphs`` builds the graphs
     (default settings) if the index has none; ``with_triple_vectors`` embeds their triples
     when they are not there (a method searches them; triple_vectors.embed_triple_vectors).
+    ``search``: how dense search reads the vectors (graph_store/vector_search.py).
     """
     corpus = corpus_of(data)
     if index_dir is None:
@@ -84,11 +87,11 @@ def eval_index(
         index_dir = cache_dir() / "eval-indexes" / f"{data.name}-{digest.hexdigest()[:12]}"
     if not (index_dir / MANIFEST).exists():
         build_index(_documents(corpus), index_dir, settings, show_progress=show_progress)
-    index = Index.open(index_dir, model=expect_model)
+    index = Index.open(index_dir, model=expect_model, search=search)
     if with_graphs and index.manifest.graph is None:
         index.close()
         build_graphs(index_dir, GraphSettings(), show_progress=show_progress)
-        index = Index.open(index_dir, model=expect_model)
+        index = Index.open(index_dir, model=expect_model, search=search)
     if with_triple_vectors and index.manifest.graph is not None:
         index.adopt(embed_triple_vectors(index_dir, show_progress=show_progress))
     return index

@@ -123,7 +123,7 @@ def build_index(
                 vectors.close()
             documents = DocumentTable.of(records)
             tables = _write_tables(gen, manifest, chunks, documents, chunks, embeddings)
-            manifest.segments, manifest.vectors = tables.result()
+            manifest.segments, manifest.vectors, manifest.ann = tables.result()
             manifest.timings = {
                 "build_seconds": time.perf_counter() - started,
                 "embed_seconds": embed_seconds,
@@ -512,7 +512,7 @@ def _commit_change(
                     False,
                     frozenset(replaced),
                 )
-            manifest.segments, manifest.vectors = tables.result()
+            manifest.segments, manifest.vectors, manifest.ann = tables.result()
         gen.commit(manifest)
     return manifest
 
@@ -542,6 +542,7 @@ class Tables(NamedTuple):
 
     bm25: list[str]
     vectors: list[str]
+    ann: dict[str, str]
 
 
 def _write_tables(
@@ -564,8 +565,11 @@ def _write_tables(
     """
     name = folder_name(gen.number)
     root = gen.folder.parent
-    vectors = _appended_vectors(root, f"{name}/vectors", chunks, added, embeddings, previous)
+    vectors = _appended_vectors(
+        root, f"{name}/vectors", chunks, added, embeddings, previous, manifest.settings.vector_dtype
+    )
     manifest.vectors = vectors.paths
+    known = previous[0].ann if previous is not None else {}
 
     def work() -> Tables:
         write_chunks(gen.folder / "chunks.jsonl", chunks)
@@ -579,7 +583,7 @@ def _write_tables(
             store = BM25Store.build(chunks, root, segment)
         store.save(gen.folder / "bm25")
         merged = vectors.compacted([c.id for c in chunks], root, f"{name}/vectors-merged")
-        return Tables(list(store.paths), merged.paths)
+        return Tables(list(store.paths), merged.paths, merged.ann_files(root, known))
 
     tables = Forked("writing the chunk and document tables and BM25", work, previous is not None)
     manifest.files.update(
@@ -599,17 +603,18 @@ def _appended_vectors(
     added: Sequence[Chunk],
     embeddings: np.ndarray | None,
     previous: tuple[Manifest, Sequence[Chunk]] | None,
+    dtype: str,
 ) -> VectorTable:
     """Save the added chunks' vectors as a segment of the vector table; return the table."""
     ids, new = [c.id for c in chunks], [c.id for c in added]
     vectors = embeddings if embeddings is not None else np.zeros((0, 0), dtype=np.float32)
     if previous is None:
-        return VectorTable.build(new, vectors, root, path)
+        return VectorTable.build(new, vectors, root, path, dtype)
     old = previous[0]
     if old.vectors:
         return VectorTable.load(root, old.vectors).appended(new, vectors, root, path)
     # Written before the vector table: its vectors (the added ones upserted) come from Chroma once.
-    return VectorTable.build(ids, read_vectors(root, old, chunks), root, path)
+    return VectorTable.build(ids, read_vectors(root, old, chunks), root, path, dtype)
 
 
 def _manifest(

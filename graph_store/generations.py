@@ -227,7 +227,7 @@ def _referenced(manifest: Manifest) -> set[str]:
     """Return the paths (relative, as POSIX) a manifest's files live under."""
     paths = [manifest.path(Path(), part) for part in ("chunks", "bm25", "graph")]
     paths += [Path(name) for name in manifest.files.values()]
-    paths += [Path(p) for p in [*manifest.segments, *manifest.vectors]]
+    paths += [Path(p) for p in [*manifest.segments, *manifest.vectors, *manifest.ann.values()]]
     names = {p.as_posix() for p in paths}
     return names | ({manifest.chroma_dir} if manifest.chroma_dir else set())
 

@@ -29,6 +29,7 @@ from .generations import passages_location
 from .kdb_bm25 import BM25Store
 from .manifest import Manifest, damaged_files, read_manifest, repair_hint
 from .vdb_chroma import ChromaLocation, ChromaVectorStore
+from .vector_search import SearchMode, VectorSearch
 from .vector_table import VectorTable
 
 if TYPE_CHECKING:  # networkx and the graph arrays: imported when a method opens the graphs
@@ -79,8 +80,15 @@ def chunk_embeddings(
 class Index:
     """An opened index: chunks, a vector store, a keyword store and the embedder that made it."""
 
-    def __init__(self, directory: Path, manifest: Manifest, chunks: list[Chunk]) -> None:
+    def __init__(
+        self,
+        directory: Path,
+        manifest: Manifest,
+        chunks: list[Chunk],
+        search: SearchMode = "auto",
+    ) -> None:
         self.directory = directory
+        self.search = search
         self.manifest = manifest
         self.chunks: dict[str, Chunk] = {c.id: c for c in chunks}
         # Rows a write in progress adds, or this generation removed, are not visible here.
@@ -92,8 +100,14 @@ class Index:
         self._cache_lock = threading.Lock()
 
     @classmethod
-    def open(cls, directory: str | Path, model: str | None = None) -> Index:
-        """Open ``directory``; a given ``model`` must be the one the index was built with."""
+    def open(
+        cls, directory: str | Path, model: str | None = None, search: SearchMode = "auto"
+    ) -> Index:
+        """Open ``directory``; a given ``model`` must be the one the index was built with.
+
+        ``search``: how dense search reads the vectors (graph_store/vector_search.py): ``auto``
+        (through the IVF files the index has), ``exact`` or ``ann``.
+        """
         directory = Path(directory)
         recover(directory)
         manifest = read_manifest(directory)
@@ -103,12 +117,12 @@ class Index:
                 f"{directory} was built with embedding model {built_with!r}, not {model!r}",
                 "drop --model to use the index's own model, or rebuild the index with the new one",
             )
-        damaged = damaged_files(directory, manifest)
+        damaged = damaged_files(directory, manifest, derived=False)
         if damaged:
             path, what = damaged[0]
             more = f" ({len(damaged) - 1} more: `hopgraph check` lists them)" if damaged[1:] else ""
             raise IndexStateError(f"{path} {what}{more}", repair_hint(directory, manifest, path))
-        return cls(directory, manifest, read_chunks(directory, manifest))
+        return cls(directory, manifest, read_chunks(directory, manifest), search)
 
     @cached_property
     def vectors(self) -> ChromaVectorStore:
@@ -184,8 +198,30 @@ class Index:
 
     @cached_property
     def embedding_matrix(self) -> np.ndarray:
-        """Load every chunk's stored vector, in chunk order (read once, nothing re-embedded)."""
+        """Load every chunk's stored vector, in chunk order: a copy of the whole table.
+
+        For work over every vector (training, graph builds); queries use :attr:`vector_search`,
+        which reads the memory-mapped table without copying it.
+        """
+        if self.manifest.vectors:
+            return self.vector_search.matrix(np.arange(len(self.chunks)))
         return read_vectors(self.directory, self.manifest, list(self.chunks.values()))
+
+    @cached_property
+    def vector_search(self) -> VectorSearch:
+        """Open dense search over the vector table (IVF where the index has one; see ``search``)."""
+        if not self.manifest.vectors:  # written before the vector table: read from Chroma
+            return VectorSearch.of_matrix(self.embedding_matrix, self.search)
+        return VectorSearch.open(self.directory, self.manifest, self.ids, self.search)
+
+    def dense_top(
+        self, text: str, n: int, allowed: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Return the ``n`` chunk rows nearest query ``text`` and their cosines, best first.
+
+        ``allowed``: rank only these chunk rows.
+        """
+        return self.vector_search.top(self.embed_query(text), n, allowed)
 
     @cached_property
     def triple_matrix(self) -> np.ndarray:
@@ -221,8 +257,12 @@ class Index:
             )
 
     def similarities(self, vector: np.ndarray) -> np.ndarray:
-        """Return the cosine similarity of ``vector`` to every chunk, in chunk order (exact)."""
-        return self.embedding_matrix @ np.asarray(vector, dtype=np.float32)
+        """Return the cosine similarity of ``vector`` to every chunk, in chunk order (exact).
+
+        A full scan of the table: methods that need only some chunks' cosines ask
+        :meth:`vector_search` for them.
+        """
+        return self.vector_search.all_scores(vector)
 
     def query_similarities(self, text: str) -> np.ndarray:
         """Return the cosine of query ``text`` to every chunk; the last query's are kept.

@@ -247,9 +247,21 @@ class BM25Store:
 
     def scores(self, text: str) -> np.ndarray:
         """Return the BM25 score of every chunk for ``text``, in the order of ``self.ids``."""
-        out = np.zeros(len(self.ids), dtype=np.float64)
+        out = np.zeros(len(self.ids), dtype=np.float32)
+        rows, values = self.sparse_scores(text)
+        out[rows] = values
+        return out
+
+    def sparse_scores(self, text: str) -> tuple[np.ndarray, np.ndarray]:
+        """Return the rows with a positive BM25 score for ``text`` (ascending) and their scores.
+
+        Reads only the query terms' postings: what a query costs does not grow with the chunks
+        that share none of its words.
+        """
         n, df = self.stats["n"], self.stats["df"]
         mean_length = self.stats["total_length"] / max(n, 1)
+        found: list[np.ndarray] = []
+        parts: list[np.ndarray] = []
         for term in tokenize([text])[0]:  # a repeated query term counts again, as in bm25s
             if term not in df:
                 continue
@@ -263,8 +275,14 @@ class BM25Store:
                 live = rows[at] >= 0
                 at, tf = at[live], tf[live]
                 norm = K1 * (1 - B + B * segment.lengths[at] / mean_length)
-                out[rows[at]] += idf * tf / (tf + norm)
-        return out.astype(np.float32)
+                found.append(rows[at])
+                parts.append(idf * tf / (tf + norm))
+        if not found:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+        rows, inverse = np.unique(np.concatenate(found), return_inverse=True)
+        # summed in the order the terms came, in float64, as one dense array += per term did
+        totals = np.bincount(inverse, weights=np.concatenate(parts).astype(np.float64))
+        return rows.astype(np.int64), totals.astype(np.float32)
 
     def query(self, text: str, k: int) -> Scored:
         """Return up to ``k`` (id, score) pairs with a positive score, best first."""

@@ -55,6 +55,10 @@ class Manifest(BaseModel):
     vectors: list[str] = []
     """The segments of its chunk vectors (folders relative to the index; vector_table). Empty in
     an index written before them: its vectors are read from Chroma until its next write."""
+    ann: dict[str, str] = {}
+    """The IVF file of each vector segment that has one (graph_store/ivf.py): ``segment ->
+    file``, relative to the index. Derived from the segment: a missing or damaged one makes
+    readers search that segment exactly (with a warning); `hopgraph check --repair` rebuilds it."""
     sizes: dict[str, int] = {}
     """The size of every file the generation is made of (Chroma's aside), by path relative to
     the index: readers check them when they open it (a truncated, emptied or missing file)."""
@@ -92,6 +96,7 @@ class Manifest(BaseModel):
 def part_files(directory: Path, manifest: Manifest) -> list[Path]:
     """Return every file the manifest's generation is made of (Chroma's aside), sorted."""
     roots = [*manifest.files.values(), *manifest.segments, *manifest.vectors]
+    roots += manifest.ann.values()
     found: set[Path] = set()
     for root in map(directory.joinpath, roots):
         if root.is_file():
@@ -126,10 +131,18 @@ def record_files(directory: Path, manifest: Manifest, previous: Manifest | None)
     manifest.sizes, manifest.checksums = sizes, checksums
 
 
-def damaged_files(directory: Path, manifest: Manifest) -> list[tuple[str, str]]:
-    """Return (file, what is wrong) for each file whose size is not the one recorded."""
+def damaged_files(
+    directory: Path, manifest: Manifest, derived: bool = True
+) -> list[tuple[str, str]]:
+    """Return (file, what is wrong) for each file whose size is not the one recorded.
+
+    ``derived=False`` leaves out the IVF files, which readers do without (Manifest.ann).
+    """
     out = []
+    skip = set() if derived else set(manifest.ann.values())
     for name, size in manifest.sizes.items():
+        if name in skip:
+            continue
         path = directory / name
         try:
             actual = path.stat().st_size
@@ -153,9 +166,19 @@ def graphs_hint(directory: Path) -> str:
 
 def repair_hint(directory: Path, manifest: Manifest, path: str | Path) -> str:
     """Return the command that repairs a damaged file of the index."""
+    if Path(path) in {directory / name for name in manifest.ann.values()}:
+        return ann_hint(directory)
     if manifest.graph and Path(path).is_relative_to(directory / manifest.files.get("graph", "")):
         return graphs_hint(directory)
     return rebuild_hint(directory)
+
+
+def ann_hint(directory: Path) -> str:
+    """Return the repair of a missing or damaged IVF file: rebuilt from its segment."""
+    return (
+        f"`hopgraph check --repair --index {directory}` rebuilds it from its vector segment "
+        "(until then that segment is searched exactly)"
+    )
 
 
 def fsync_directory(directory: Path) -> None:

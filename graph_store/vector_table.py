@@ -4,7 +4,10 @@ Chroma answers dense queries; but the graphs (semantic neighbours) and the metho
 every chunk need the whole matrix, and reading it back from Chroma costs more than the rest of a
 write at 100k chunks (its pages are fetched by offset). So each write that adds chunks also saves
 their vectors as a segment (``vectors.npy`` + ``ids.json`` in its generation folder, memory-mapped
-on read); a delete leaves the rows in place, dead. As in the BM25 store, more than
+on read); a delete leaves the rows in place, dead. A segment of :data:`ivf.MIN_ROWS` rows or more
+also gets its IVF partition (``ivf.npz``), for dense search that reads a few lists of it
+(graph_store/vector_search.py). Vectors are float32, or float16 when the index says so (half
+the memory and disk; cosines change in the fourth decimal). As in the BM25 store, more than
 :data:`MAX_SEGMENTS` segments or a quarter of dead rows make the next write merge the live rows
 into one segment. An index written before the table existed has none: its vectors are read from
 Chroma, and its next write saves them as a first segment.
@@ -21,6 +24,8 @@ import numpy as np
 
 from hopgraph.core.errors import IndexStateError
 
+from .ivf import IVF, IVF_FILE, MIN_ROWS
+
 MAX_SEGMENTS = 8
 MAX_DEAD_SHARE = 0.25
 VECTORS_FILE = "vectors.npy"
@@ -35,12 +40,14 @@ class VectorSegment:
     ids: list[str]
     vectors: np.ndarray
 
-    def save(self, root: Path) -> None:
-        """Write the segment under ``root``."""
+    def save(self, root: Path, dtype: str = "float32") -> None:
+        """Write the segment under ``root`` as ``dtype``, with its IVF if it is large enough."""
         folder = root / self.path
         folder.mkdir(parents=True, exist_ok=True)
-        np.save(folder / VECTORS_FILE, np.ascontiguousarray(self.vectors, dtype=np.float32))
+        np.save(folder / VECTORS_FILE, np.ascontiguousarray(self.vectors, dtype=dtype))
         (folder / IDS_FILE).write_text(json.dumps(self.ids), encoding="utf-8")
+        if len(self.ids) >= MIN_ROWS:
+            IVF.build(np.asarray(self.vectors, dtype=np.float32)).save(folder / IVF_FILE)
 
     @classmethod
     def load(cls, root: Path, path: str) -> VectorSegment:
@@ -73,12 +80,38 @@ class VectorTable:
         """Return the segment folders (relative to the index), for the manifest."""
         return [s.path for s in self.segments]
 
+    @property
+    def dtype(self) -> str:
+        """Return how the vectors are stored: float32, or float16."""
+        return str(self.segments[0].vectors.dtype) if self.segments else "float32"
+
     @classmethod
-    def build(cls, ids: Sequence[str], vectors: np.ndarray, root: Path, path: str) -> VectorTable:
-        """Save ``vectors`` (rows in ``ids`` order) as the only segment."""
+    def build(
+        cls,
+        ids: Sequence[str],
+        vectors: np.ndarray,
+        root: Path,
+        path: str,
+        dtype: str = "float32",
+    ) -> VectorTable:
+        """Save ``vectors`` (rows in ``ids`` order) as the only segment, stored as ``dtype``."""
         segment = VectorSegment(path, list(ids), np.asarray(vectors, dtype=np.float32))
-        segment.save(root)
-        return cls([segment])
+        segment.save(root, dtype)
+        return cls([VectorSegment.load(root, path)])  # memory-mapped, as a reader has it
+
+    def ann_files(self, root: Path, known: dict[str, str]) -> dict[str, str]:
+        """Return each segment's IVF file (Manifest.ann): ``known`` ones, and those on disk.
+
+        A segment the last generation recorded keeps its entry even when its file has gone,
+        so `hopgraph check` names the loss.
+        """
+        out = {}
+        for path in self.paths:
+            if path in known:
+                out[path] = known[path]
+            elif (root / path / IVF_FILE).is_file():
+                out[path] = f"{path}/{IVF_FILE}"
+        return out
 
     @classmethod
     def load(cls, root: Path, paths: Sequence[str]) -> VectorTable:
@@ -97,7 +130,7 @@ class VectorTable:
                 "the index is damaged: rebuild it with `hopgraph index SOURCE --force`",
             )
         dimension = self.segments[0].vectors.shape[1] if self.segments else 0
-        out = np.empty((len(ids), dimension), dtype=np.float32)
+        out = np.empty((len(ids), dimension), dtype=np.float32)  # float16 rows are widened
         place = np.array([where[i] for i in ids], dtype=np.int64).reshape(-1, 2)
         for s, segment in enumerate(self.segments):
             mine = np.flatnonzero(place[:, 0] == s)
@@ -128,9 +161,8 @@ class VectorTable:
         """Return this table with the ``added`` vectors saved as a new segment at ``path``."""
         if not len(added):
             return VectorTable(list(self.segments))
-        return VectorTable(
-            [*self.segments, *VectorTable.build(added, vectors, root, path).segments]
-        )
+        new = VectorTable.build(added, vectors, root, path, self.dtype)
+        return VectorTable([*self.segments, *new.segments])
 
     def compacted(self, ids: Sequence[str], root: Path, path: str) -> VectorTable:
         """Return this table, or its live rows (``ids``) merged into one segment at ``path``.
@@ -142,4 +174,4 @@ class VectorTable:
         dead = sum(1 for s in self.segments for i in s.ids if i not in live)
         if len(self.segments) <= MAX_SEGMENTS and dead <= MAX_DEAD_SHARE * rows:
             return self
-        return VectorTable.build(ids, self.matrix(ids), root, path)
+        return VectorTable.build(ids, self.matrix(ids), root, path, self.dtype)

@@ -352,6 +352,15 @@ def build_parser() -> argparse.ArgumentParser:
         "in the papers); default: the preset's",
     )
     p.add_argument(
+        "--search",
+        choices=["auto", "exact", "ann"],
+        default="auto",
+        help="how dense search reads the vectors (docs/scaling.md): auto (through the index's "
+        "IVF files, which segments of 20,000 chunks or more have), exact (every vector), ann "
+        "(an IVF for every segment, built in memory when the index has none: to measure what "
+        "the approximate search costs on a small corpus); default: auto",
+    )
+    p.add_argument(
         "--answers",
         action="store_true",
         help="answer every question with every method (needs an LLM): EM / F1, LLM calls and "

@@ -274,7 +274,9 @@ def evaluate(args: argparse.Namespace) -> None:
     index_path = Path(args.index) if args.index else None
     graphs = any(m not in RETRIEVERS or RETRIEVERS[m].needs_graphs for m in methods)
     triples = needs_triple_vectors(methods)
-    opened = eval_index(data, settings, index_path, not args.quiet, named_model, graphs, triples)
+    opened = eval_index(
+        data, settings, index_path, not args.quiet, named_model, graphs, triples, args.search
+    )
     with opened as idx:
         missing = check_gold_coverage(idx, questions)
         if missing:
@@ -303,6 +305,7 @@ def evaluate(args: argparse.Namespace) -> None:
             "methods": methods,
             "preset": args.preset,
             "guard": args.guard or "preset",
+            "search": args.search,
             "index": str(idx.directory),
             "settings": idx.manifest.settings.model_dump(),
             "versions": idx.manifest.versions,

@@ -10,9 +10,6 @@ from .base import Retriever
 from .fusion import reciprocal_rank_fusion
 from .hits import Hit, Provenance
 
-MAX_WHERE_DOCS = 10_000
-"""Documents up to which a filtered dense search asks Chroma for them by id."""
-
 
 class BM25Retriever(Retriever):
     """Lexical retrieval with bm25s (Lucene BM25, English stemming and stop words)."""
@@ -28,7 +25,11 @@ class BM25Retriever(Retriever):
 
 
 class DenseRetriever(Retriever):
-    """Semantic retrieval: cosine similarity of sentence embeddings in Chroma."""
+    """Semantic retrieval: cosine similarity of sentence embeddings.
+
+    Searched in the index's vector table (graph_store/vector_search.py): through the IVF of each
+    large segment, exactly elsewhere; every score is an exact cosine.
+    """
 
     name = "dense"
     description = (
@@ -37,43 +38,31 @@ class DenseRetriever(Retriever):
     )
 
     def _retrieve(self, query: str, k: int) -> list[Hit]:
-        vector = self.index.embed_query(query)
-        return self._hits(self.index.vectors.query(vector, k), "embedding match")
+        return self.top_hits(query, k)
 
     def _retrieve_within(self, query: str, k: int, allowed: frozenset[str]) -> list[Hit]:
-        """Search only the allowed chunks' documents, with Chroma's ``where`` on ``doc_id``."""
-        docs = {self.index.chunk(c).doc_id for c in allowed}
-        if len(docs) > MAX_WHERE_DOCS:  # a long $in list costs more than ranking deeper
-            return super()._retrieve_within(query, k, allowed)
-        # their other chunks (a section filter) may take places: fetch that many more
-        held = sum(1 for c in self.index.chunks.values() if c.doc_id in docs)
-        where = {"doc_id": {"$in": sorted(docs)}}
-        vector = self.index.embed_query(query)
-        scored = self.index.vectors.query(vector, min(held, k + held - len(allowed)), where)
-        return self._hits([p for p in scored if p[0] in allowed][:k], "embedding match")
+        """Rank only the allowed chunks (scored exactly when few, else searched deeper)."""
+        return self.top_hits(query, k, allowed)
 
-    def exact_top(self, query: str, k: int, allowed: frozenset[str] | None = None) -> list[Hit]:
-        """Return the first ``k`` hits by an exact scan of the in-memory embedding matrix.
+    def top_hits(self, query: str, k: int, allowed: frozenset[str] | None = None) -> list[Hit]:
+        """Return the first ``k`` hits; ``allowed``: rank only these chunks.
 
-        The ranking Chroma's index approximates, ties broken by id as there; for a handful of
-        hits it costs less than a Chroma round trip (the no-harm guard asks for two per query).
-        ``allowed``: rank only these chunks.
+        Ties are broken by id, on cosines rounded to 6 decimals (what float32 can tell apart),
+        so a ranking does not depend on the order the chunks were written in.
         """
-        similarity = self.index.query_similarities(query)
-        ids = self.index.ids
+        rows = None
         if allowed is not None:
-            rows = self.index.rows
-            keep = np.zeros(len(similarity), dtype=bool)
-            keep[[rows[c] for c in allowed]] = True
-            similarity = np.where(keep, similarity, -np.inf)
+            position = self.index.rows
+            rows = np.fromiter((position[c] for c in allowed), dtype=np.int64, count=len(allowed))
             k = min(k, len(allowed))
-        if len(similarity) > 4 * k:  # a cheap shortlist first; ties at its edge stay in it
-            cut = np.partition(similarity, -4 * k)[-4 * k]
-            rows = np.flatnonzero(similarity >= cut)
-        else:
-            rows = np.arange(len(similarity))
-        best = sorted(rows, key=lambda r: (-round(float(similarity[r]), 6), ids[r]))[:k]
-        return self._hits([(ids[r], float(similarity[r])) for r in best], "embedding match")
+        # a cheap shortlist first, ranked by the tie rule
+        found, scores = self.index.dense_top(query, max(4 * k, 8), rows)
+        ids = self.index.ids
+        best = sorted(
+            zip(found.tolist(), scores.tolist(), strict=True),
+            key=lambda p: (-round(p[1], 6), ids[p[0]]),
+        )[:k]
+        return self._hits([(ids[r], s) for r, s in best], "embedding match")
 
 
 class HybridRetriever(Retriever):

@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -36,55 +37,10 @@ from hopgraph.core.errors import IndexStateError, InputError
 from hopgraph.graph_store import Index
 from hopgraph.graph_store.passage_graph import DIRECTED, EDGE_TYPES
 
+from .gnn_layers import propagate
+from .gnn_local import FIRST_DEPTH, Candidates, LocalRanking, propagate_local
 from .guard import KEEP, MARGIN, Guarded
 from .hits import Hit, Provenance
-
-
-@dataclass(frozen=True)
-class Layer:
-    """One layer's result: new distances, and for each chunk the chunk whose message it took."""
-
-    h: np.ndarray
-    sender: np.ndarray  # -1 where no message was received
-
-
-def min_messages(
-    h: np.ndarray, adjacency: sp.csr_matrix, top_k: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """Eq. 3: the chunks that hear from the top-K, and for each its lowest-distance sender.
-
-    Row j of ``adjacency`` lists where a message from chunk j goes; ties go to the sender
-    listed first.
-    """
-    n = len(h)
-    k = min(top_k, n)
-    top = np.argpartition(h, k - 1)[:k] if k < n else np.arange(n)
-    rows = adjacency[top]
-    receivers = rows.indices
-    senders = np.repeat(top, np.diff(rows.indptr))
-    if len(receivers) == 0:
-        return receivers, senders
-    order = np.lexsort((senders, h[senders], receivers))
-    first = np.unique(receivers[order], return_index=True)[1]
-    return receivers[order][first], senders[order][first]
-
-
-def gnn_layer(
-    h: np.ndarray, adjacency: sp.csr_matrix, alpha: float, top_k: int, only_lower: bool = False
-) -> Layer:
-    """Apply Eqs. 3–4 once: min-message from the top-K chunks, blended with weight α.
-
-    ``only_lower`` keeps a chunk's distance when its message would raise it (spec §3.2 option b;
-    the paper applies Eq. 4 literally, the default).
-    """
-    new_h, sender = h.astype(np.float64).copy(), np.full(len(h), -1)
-    who, best = min_messages(h, adjacency, top_k)
-    if len(who) == 0:
-        return Layer(new_h, sender)
-    blended = alpha * h[who] + (1 - alpha) * h[best]  # Eq. 4
-    keep = blended < h[who] if only_lower else np.ones(len(who), dtype=bool)
-    new_h[who[keep]], sender[who[keep]] = blended[keep], best[keep]
-    return Layer(new_h, sender)
 
 
 @dataclass(frozen=True)
@@ -110,67 +66,12 @@ PAPER_CHANNELS = (Channel(("structural", "entity"), 0.5),)
 DEFAULT_CHANNELS = (Channel(("structural", "entity"), 0.65), Channel(("structural", "link"), 0.2))
 
 
-def typed_layer(
-    h: np.ndarray,
-    channels: Sequence[tuple[sp.csr_matrix, float]],
-    top_k: int,
-    only_lower: bool = False,
-) -> tuple[Layer, np.ndarray]:
-    """Run :func:`gnn_layer` per (adjacency, α) channel; each chunk keeps the lowest result.
-
-    Returns the combined layer and, per chunk, the channel whose message it took (−1: none).
-    """
-    layers = [gnn_layer(h, adjacency, alpha, top_k, only_lower) for adjacency, alpha in channels]
-    stacked = np.stack([layer.h for layer in layers])
-    best = np.argmin(stacked, axis=0)  # ties: the first channel listed
-    rows = np.arange(len(h))
-    sender = np.stack([layer.sender for layer in layers])[best, rows]
-    channel = np.where(sender >= 0, best, -1)
-    return Layer(stacked[best, rows], sender), channel
-
-
-def propagate(
-    h0: np.ndarray,
-    channels: Sequence[tuple[sp.csr_matrix, float]],
-    top_k: int,
-    layers: int = 1,
-    only_lower: bool = False,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Run ``layers`` typed layers.
-
-    Returns the final distances, each chunk's last sender and the channel that carried its
-    message (−1 where none did).
-    """
-    n = len(h0)
-    h, sender, channel = h0, np.full(n, -1), np.full(n, -1)
-    for _ in range(layers):
-        layer, used = typed_layer(h, channels, top_k, only_lower)
-        moved = layer.sender >= 0
-        sender, channel = np.where(moved, layer.sender, sender), np.where(moved, used, channel)
-        h = layer.h
-    return h, sender, channel
-
-
 def recurrent_merge(h: np.ndarray, previous: np.ndarray, beta: float) -> np.ndarray:
     """RGNN-Ret's Eq. 6: ĥ^t = β·h^t + (1 − β)·ĥ^{t−1} (this step's distances, blended)."""
     return beta * h + (1 - beta) * previous
 
 
 BASES = ("dense", "bm25", "hybrid")
-
-
-def smallest(values: np.ndarray, k: int) -> np.ndarray:
-    """Return the rows of the ``k`` smallest values, ties by row: a stable argsort's first k.
-
-    Selects before sorting: a full sort per query cost a fifth of a query at 200k chunks.
-    """
-    if k >= len(values):
-        return np.argsort(values, kind="stable")
-    if k <= 0:
-        return np.zeros(0, dtype=np.int64)
-    cut = np.partition(values, k - 1)[k - 1]
-    rows = np.flatnonzero(values <= cut)  # every tie at the edge, so rows break them
-    return rows[np.argsort(values[rows], kind="stable")][:k]
 
 
 class GNNRetriever(Guarded):
@@ -236,13 +137,22 @@ class GNNRetriever(Guarded):
                 "the passage graph is out of step with the chunks",
                 f"rebuild it: `hopgraph graph build --index {index.directory}`",
             )
-        self.adjacencies = [(graph.adjacency(c.edge_types), c.alpha) for c in self.channels]
         self._last: tuple[str, np.ndarray, np.ndarray, np.ndarray] | None = None
+
+    @cached_property
+    def adjacencies(self) -> list[tuple[sp.csr_matrix, float]]:
+        """Return each channel's union adjacency and α (for the full scan: :meth:`ranking`)."""
+        graph = self.index.passage_graph
+        return [(graph.adjacency(c.edge_types), c.alpha) for c in self.channels]
+
+    @property
+    def _weight(self) -> float:
+        return {"dense": 1.0, "bm25": 0.0, "hybrid": self.dense_weight}[self.base]
 
     def distances(self, query: str) -> np.ndarray:
         """Return h⁰ for every chunk: 1 − similarity under the base (scores scaled to [0, 1])."""
         similarity = np.zeros(len(self.index.chunks), dtype=np.float32)
-        weight = {"dense": 1.0, "bm25": 0.0, "hybrid": self.dense_weight}[self.base]
+        weight = self._weight
         if weight > 0:
             similarity += weight * self.index.query_similarities(query)
         if weight < 1:
@@ -259,15 +169,83 @@ class GNNRetriever(Guarded):
             self._last = (query, *result)
         return self._last[1], self._last[2], self._last[3]
 
+    def local_ranking(self, query: str, k: int) -> LocalRanking:
+        """Return the ranking of the chunks that can enter the top ``k`` (tools/gnn_local.py).
+
+        The full scan's ranking (:meth:`ranking`) without computing every chunk's distance.
+        """
+        weight, index = self._weight, self.index
+        vector = index.embed_query(query) if weight > 0 else None
+        keyword_rows, keyword_scores = index.keywords.sparse_scores(query) if weight < 1 else (
+            np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32))  # fmt: skip
+        top_score = keyword_scores.max() if len(keyword_scores) else 0.0
+        scaled = keyword_scores / top_score if top_score > 0 else keyword_scores
+
+        def h0_of(rows: np.ndarray) -> np.ndarray:
+            similarity = np.zeros(len(rows), dtype=np.float32)
+            if vector is not None:
+                similarity += weight * index.vector_search.scores(vector, rows)
+            if weight < 1:
+                similarity += (1 - weight) * _sparse_at(keyword_rows, scaled, rows)
+            return 1.0 - similarity
+
+        chunks = len(index.chunks)
+        depth = max(FIRST_DEPTH, 2 * k, 2 * self.top_k)
+        channels = [
+            ([index.passage_graph.edges[t] for t in c.edge_types], c.alpha) for c in self.channels
+        ]
+        while True:
+            start = self._candidates(vector, keyword_rows, scaled, weight, depth, chunks)
+            found, exact = propagate_local(
+                h0_of, start, channels, self.top_k, self.layers, self.only_lower
+            )
+            best = found.best(k)
+            exact &= start.bound == np.inf or (
+                len(best) == min(k, chunks) and bool(found.h[best].max() <= start.bound)
+            )
+            if exact or depth >= chunks:
+                return found
+            depth *= 4
+
+    def _candidates(
+        self,
+        vector: np.ndarray | None,
+        keyword_rows: np.ndarray,
+        scaled: np.ndarray,
+        weight: float,
+        depth: int,
+        chunks: int,
+    ) -> Candidates:
+        """Return dense's and BM25's top ``depth`` and the h⁰ every other chunk has at least."""
+        parts, dense_floor, keyword_floor = [], -np.inf, 0.0
+        if vector is not None:
+            rows, scores = self.index.vector_search.top(vector, depth)
+            parts.append(rows)
+            dense_floor = float(scores[-1]) if len(rows) == depth else -np.inf
+        if weight < 1 and len(keyword_rows):
+            if len(keyword_rows) > depth:
+                cut = np.argpartition(-scaled, depth - 1)[:depth]
+                keyword_floor = float(scaled[cut].min())
+                parts.append(keyword_rows[cut])
+            else:
+                parts.append(keyword_rows)
+        rows = np.unique(np.concatenate(parts)) if parts else np.zeros(0, dtype=np.int64)
+        everything = len(rows) >= chunks or (vector is not None and dense_floor == -np.inf)
+        if everything:
+            return Candidates(rows if len(rows) >= chunks else np.arange(chunks), np.inf)
+        if vector is None:  # BM25 alone: every chunk outside has at most the floor
+            return Candidates(rows, 1.0 - keyword_floor)
+        return Candidates(rows, 1.0 - (weight * dense_floor + (1 - weight) * keyword_floor))
+
     def _retrieve(self, query: str, k: int) -> list[Hit]:
-        h, sender, channel = self.ranking(query)
-        order = smallest(h, k)
+        found = self.local_ranking(query, k)
         ids = self.index.passage_graph.ids
         hits = []
-        for rank, row in enumerate(order, start=1):
-            score = float(1.0 - h[row])
-            if sender[row] >= 0:
-                via = self._edge(row, sender[row], self.channels[channel[row]])
+        for rank, at in enumerate(found.best(k), start=1):
+            row, score = int(found.rows[at]), float(1.0 - found.h[at])
+            if found.sender[at] >= 0:
+                sender = int(found.sender[at])
+                via = self._edge(row, sender, self.channels[found.channel[at]])
                 step = "message from a top-K neighbour"
             else:
                 via, step = (), "own distance"
@@ -284,6 +262,16 @@ class GNNRetriever(Guarded):
             if edges[k][sender, row] != 0 or (k not in DIRECTED and edges[k][row, sender] != 0)
         ]
         return (self.index.passage_graph.ids[sender], *kinds)
+
+
+def _sparse_at(rows: np.ndarray, values: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+    """Return the values at ``wanted`` of a sparse vector (``rows`` ascending), 0 elsewhere."""
+    out = np.zeros(len(wanted), dtype=np.float32)
+    if len(rows):
+        at = np.minimum(np.searchsorted(rows, wanted), len(rows) - 1)
+        hit = rows[at] == wanted
+        out[hit] = values[at[hit]]
+    return out
 
 
 def load_channels(path: Path, index: Index) -> tuple[Channel, ...]:

@@ -21,7 +21,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from .gnn_ret import GNNRetriever, min_messages
+from .gnn_layers import min_messages
+from .gnn_ret import GNNRetriever
 
 
 @dataclass(frozen=True)

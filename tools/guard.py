@@ -95,7 +95,7 @@ class Guarded(Retriever):
         # asking for more changes methods whose ranking depends on k (hybrid's RRF of two top-k
         # lists: hotpotqa R@5 80.1 at k = 5, 77.7 for the first 5 of k = 7).
         hits = super().retrieve(query, k, where)
-        top = self._dense.exact_top(query, max(min(self.keep, k), 2), self.allowed(where))
+        top = self._dense.top_hits(query, max(min(self.keep, k), 2), self.allowed(where))
         if not top:
             return hits
         if self.selective and self.stands_aside(query, top):

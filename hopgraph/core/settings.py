@@ -233,6 +233,11 @@ class IndexSettings(BaseModel):
         "(http://host:port/v1); None = the model runs in process (sentence-transformers)",
     )
     collection_prefix: str = Field("hopgraph", description="prefix of Chroma collection names")
+    vector_dtype: Literal["float32", "float16"] = Field(
+        "float32",
+        description="how the vector table stores vectors: float16 halves its memory and disk "
+        "(cosines change in the fourth decimal)",
+    )
 
     @field_validator("chroma_url", "embeddings_url")
     @classmethod

@@ -15,7 +15,8 @@ from hopgraph.agents.tog2.search import entity_scores
 from hopgraph.tools import make_retriever
 from hopgraph.tools.fusion import reciprocal_rank_fusion
 from hopgraph.tools.gear_ge import diverse_beam_search, flatten_to_chunks, read_triples
-from hopgraph.tools.gnn_ret import gnn_layer, recurrent_merge
+from hopgraph.tools.gnn_layers import gnn_layer
+from hopgraph.tools.gnn_ret import recurrent_merge
 from hopgraph.tools.gnn_ret_training import Sample, hinge_loss
 from hopgraph.tools.grag_graph import edge_weights
 from hopgraph.tools.grag_training import cross_entropy_loss, pairwise_loss

@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from hopgraph.tools.gnn_ret import Channel, gnn_layer, propagate, smallest, typed_layer
+from hopgraph.tools.gnn_layers import gnn_layer, propagate, smallest, typed_layer
+from hopgraph.tools.gnn_ret import Channel
 
 
 def graph(n, edges):

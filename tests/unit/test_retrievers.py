@@ -191,15 +191,14 @@ def test_naive_ge_rejects_an_unknown_fusion(index):
         make_retriever("naive_ge", index, fusion="sum")
 
 
-def test_dense_exact_top_is_the_dense_ranking_without_chroma(index):
-    from hopgraph.tools.baselines import DenseRetriever
-
-    dense = DenseRetriever(index)
+def test_dense_ranks_as_chromas_query_on_the_same_vectors(index):
+    dense = make_retriever("dense", index)
     for question in ("Where is the county seat of Van Hook Township?", "Manila capital"):
         for k in (1, 2, 6):
-            fast, slow = dense.exact_top(question, k), dense.retrieve(question, k)
-            assert [h.id for h in fast] == [h.id for h in slow]
-            assert [h.score for h in fast] == pytest.approx([h.score for h in slow], abs=1e-5)
+            ours = dense.retrieve(question, k)
+            chroma = index.vectors.query(index.embed_query(question), k)
+            assert [h.id for h in ours] == [i for i, _ in chroma]
+            assert [h.score for h in ours] == pytest.approx([s for _, s in chroma], abs=1e-5)
 
 
 @pytest.mark.parametrize("preset", ["tuned", "paper"])

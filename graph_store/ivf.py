@@ -1,0 +1,111 @@
+"""An inverted-file (IVF) index over a vector segment: dense search that reads a few lists.
+
+A query is compared with ``nlist`` k-means centroids, and only the rows of its ``nprobe``
+nearest lists are scored (Jégou et al., 2011). The index is faiss's IndexIVFScalarQuantizer:
+each list holds its rows' ids and 8-bit codes of their vectors, contiguous, so a probe reads a
+quarter of what the float32 rows would take, with SIMD. It only proposes candidates: the
+:mod:`vector_search` scores them again, exactly, from the vector table, so
+
+- every score a search returns is an exact cosine; damage to the IVF file can cost recall, never
+  give a wrong score (and its CRC-32 is checked before faiss reads it);
+- the file is memory-mapped (faiss's ``IO_FLAG_MMAP``): every process on the machine shares its
+  pages, as it shares the vector table's.
+
+Sizes: ``nlist`` = 2·√rows lists (2,000 at a million rows), ``nprobe`` = max(64, 3 % of them);
+chosen on the dev sets (docs/scaling.md: at 64 probes dense's top 10 keeps 99 % of the exact
+one on 2wiki, whose comparison questions need the most probes; 16 kept 88 %).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from hopgraph.core.errors import IndexStateError
+
+IVF_FILE = "ivf.faiss"
+MIN_ROWS = 20_000
+"""Segments smaller than this are scanned exactly: below it a scan costs about what a probe
+does, and the eval sets (2,600–7,100 chunks) stay exact unless asked (``--search ann``)."""
+LISTS_PER_SQRT = 2
+MIN_PROBE = 64
+PROBE_SHARE = 0.03
+TRAIN_PER_LIST = 64
+"""Sample rows per centroid for k-means (faiss's default is 256: 4× the training time)."""
+
+
+@dataclass(frozen=True)
+class IVF:
+    """A faiss IVF index over one segment's rows (ids = row numbers in the segment)."""
+
+    index: object  # faiss.IndexIVFScalarQuantizer
+
+    @property
+    def rows(self) -> int:
+        """Return the number of rows indexed."""
+        return int(self.index.ntotal)
+
+    @property
+    def lists(self) -> int:
+        """Return the number of lists."""
+        return int(self.index.nlist)
+
+    @property
+    def nprobe(self) -> int:
+        """Return how many lists a query reads."""
+        return min(self.lists, max(MIN_PROBE, math.ceil(PROBE_SHARE * self.lists)))
+
+    @classmethod
+    def build(cls, vectors: np.ndarray) -> IVF:
+        """Index ``vectors`` (rows, dim; unit length): k-means lists, 8-bit codes."""
+        import faiss
+
+        rows, dim = vectors.shape
+        nlist = max(1, min(rows // 8, round(LISTS_PER_SQRT * math.sqrt(rows))))
+        quantizer = faiss.IndexFlatIP(dim)
+        index = faiss.IndexIVFScalarQuantizer(
+            quantizer, dim, nlist, faiss.ScalarQuantizer.QT_8bit, faiss.METRIC_INNER_PRODUCT
+        )
+        index.cp.max_points_per_centroid = TRAIN_PER_LIST
+        index.cp.min_points_per_centroid = 1  # a small segment: few rows a list is fine
+        index.cp.seed = 1
+        sample = np.sort(np.random.default_rng(0).choice(rows, min(rows, nlist * TRAIN_PER_LIST),
+                                                         replace=False))  # fmt: skip
+        index.train(np.ascontiguousarray(vectors[sample], dtype=np.float32))
+        for start in range(0, rows, 65_536):
+            index.add(np.ascontiguousarray(vectors[start : start + 65_536], dtype=np.float32))
+        return cls(index)
+
+    def candidates(self, query: np.ndarray, depth: int) -> np.ndarray:
+        """Return up to ``depth`` segment rows whose coded vectors score best for ``query``."""
+        import faiss
+
+        params = faiss.SearchParametersIVF(nprobe=self.nprobe)
+        _, found = self.index.search(query.reshape(1, -1).astype(np.float32), depth, params=params)
+        found = found[0]
+        return found[found >= 0]
+
+    def save(self, path: Path) -> None:
+        """Write the index to ``path``."""
+        import faiss
+
+        faiss.write_index(self.index, str(path))
+
+    @classmethod
+    def load(cls, path: Path, rows: int, dim: int) -> IVF:
+        """Map the index at ``path`` (read-only); IndexStateError if it is not this segment's."""
+        import faiss
+
+        try:
+            index = faiss.read_index(str(path), faiss.IO_FLAG_MMAP | faiss.IO_FLAG_READ_ONLY)
+        except RuntimeError as err:  # faiss names what it could not read
+            raise IndexStateError(f"{path} is damaged: {str(err).splitlines()[0]}") from err
+        if index.ntotal != rows or index.d != dim or not hasattr(index, "nlist"):
+            raise IndexStateError(
+                f"{path} is damaged: it indexes {index.ntotal} {index.d}-d rows, "
+                f"its segment holds {rows} {dim}-d ones"
+            )
+        return cls(index)

@@ -1,0 +1,145 @@
+"""GNN-Ret computed locally: the same ranking as the full scan, from the chunks that can matter.
+
+The full computation (tools/gnn_ret.py) gives every chunk its distance h⁰ and passes messages
+from the K closest. Only a few chunks can change the answer: the K senders, the chunks they
+send to, and the k closest by h⁰. So this computes h⁰ only for
+
+1. candidates: dense search's top M (graph_store/vector_search.py) and BM25's top M;
+2. the neighbours of each layer's top-K senders, as they are reached;
+
+and runs the same layer code (:func:`typed_layer`) on that small set. A chunk outside it keeps
+its h⁰, which is at least ``bound`` = 1 − (w·d_M + (1 − w)·b_M), d_M and b_M the M-th dense
+and BM25 scores: a chunk in neither top list scores no better on either. When each layer's K-th
+distance and the final k-th are within the bound, no outside chunk could have been a sender or
+a hit, and the ranking is the full scan's (up to ties at the bound, which the full scan breaks
+arbitrarily too, and up to what the IVF search misses when the index has one). Otherwise M
+grows ×4 and it runs again; at M = every chunk it is the full scan.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from .gnn_layers import smallest, typed_layer
+
+Distances = Callable[[np.ndarray], np.ndarray]
+"""h⁰ of the chunks at the given rows."""
+
+FIRST_DEPTH = 64
+"""The first M; it grows ×4 while the bound does not hold (dev sets: rarely)."""
+
+
+@dataclass(frozen=True)
+class Candidates:
+    """Chunk rows to start from and the h⁰ every other chunk has at least."""
+
+    rows: np.ndarray
+    bound: float
+
+
+@dataclass(frozen=True)
+class LocalRanking:
+    """The chunks reached, their final distances, senders (chunk rows, −1) and channels."""
+
+    rows: np.ndarray
+    h: np.ndarray
+    sender: np.ndarray
+    channel: np.ndarray
+
+    def best(self, k: int) -> np.ndarray:
+        """Return the positions (in ``rows``) of the ``k`` smallest distances, ties by row."""
+        return smallest(self.h, k)
+
+
+def receivers(matrices: Sequence[sp.csr_matrix], senders: np.ndarray) -> np.ndarray:
+    """Return every chunk a message from ``senders`` reaches over these edge matrices."""
+    found = []
+    for matrix in matrices:
+        part = matrix[senders]
+        found.append(part.indices[part.data != 0])
+    return np.unique(np.concatenate(found)) if found else np.zeros(0, dtype=np.int64)
+
+
+def local_adjacency(
+    matrices: Sequence[sp.csr_matrix], senders: np.ndarray, rows: np.ndarray
+) -> sp.csr_matrix:
+    """Return the edges from ``senders`` as a matrix over positions in ``rows`` (sorted)."""
+    n = len(rows)
+    total = sp.csr_matrix((n, n), dtype=np.float32)
+    at = np.searchsorted(rows, senders)
+    for matrix in matrices:
+        part = matrix[senders].tocoo()
+        keep = part.data != 0
+        local = sp.csr_matrix(
+            (np.ones(int(keep.sum()), np.float32),
+             (at[part.row[keep]], np.searchsorted(rows, part.col[keep]))),
+            shape=(n, n),
+        )  # fmt: skip
+        total = total + local
+    total.data[:] = 1.0
+    return total
+
+
+def propagate_local(
+    h0_of: Distances,
+    start: Candidates,
+    channels: Sequence[tuple[Sequence[sp.csr_matrix], float]],
+    top_k: int,
+    layers: int,
+    only_lower: bool,
+) -> tuple[LocalRanking, bool]:
+    """Run ``layers`` typed layers over the chunks that can matter.
+
+    Returns the ranking and whether the bound held at every layer (then every sender was the
+    full scan's).
+    """
+    rows = np.unique(start.rows)
+    h = h0_of(rows)  # float32, as the full scan's h⁰: its first layer blends in float32
+    sender = np.full(len(rows), -1, dtype=np.int64)
+    channel = np.full(len(rows), -1, dtype=np.int64)
+    exact = True
+    for _ in range(layers):
+        top = rows[smallest(h, top_k)]
+        exact &= start.bound == np.inf or (
+            len(top) == top_k and bool(np.max(_at(h, rows, top)) <= start.bound)
+        )
+        reached = np.union1d(rows, np.concatenate([receivers(m, top) for m, _ in channels]))
+        if len(reached) > len(rows):
+            h, sender, channel = _grown(h0_of, rows, reached, h, sender, channel)
+            rows = reached
+        local = [(local_adjacency(m, top, rows), alpha) for m, alpha in channels]
+        layer, used = typed_layer(h, local, top_k, only_lower)
+        moved = layer.sender >= 0
+        sender = np.where(moved, rows[np.maximum(layer.sender, 0)], sender)
+        channel = np.where(moved, used, channel)
+        h = layer.h
+    return LocalRanking(rows, h, sender, channel), exact
+
+
+def _at(h: np.ndarray, rows: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+    return h[np.searchsorted(rows, wanted)]
+
+
+def _grown(
+    h0_of: Distances,
+    rows: np.ndarray,
+    reached: np.ndarray,
+    h: np.ndarray,
+    sender: np.ndarray,
+    channel: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Spread the arrays over ``reached`` (a sorted superset of ``rows``); new chunks get h⁰."""
+    old = np.searchsorted(reached, rows)
+    new = np.setdiff1d(reached, rows, assume_unique=True)
+    grown_h = np.empty(len(reached), dtype=h.dtype)
+    grown_h[old] = h
+    grown_h[np.searchsorted(reached, new)] = h0_of(new)
+    grown_sender = np.full(len(reached), -1, dtype=np.int64)
+    grown_sender[old] = sender
+    grown_channel = np.full(len(reached), -1, dtype=np.int64)
+    grown_channel[old] = channel
+    return grown_h, grown_sender, grown_channel
