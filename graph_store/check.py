@@ -11,19 +11,22 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
-from hopgraph.core.errors import HopgraphError
+from hopgraph.core.errors import HopgraphError, IndexStateError
 
 from . import chroma_child
 from .chunk_table import read_chunks
 from .doc_table import read_documents
 from .documents import Chunk
 from .generations import passages_location
+from .ivf import IVF, MIN_ROWS
 from .manifest import (
     MANIFEST,
     Manifest,
+    ann_hint,
     crc32,
     damaged_files,
     graphs_hint,
@@ -31,7 +34,7 @@ from .manifest import (
     rebuild_hint,
     repair_hint,
 )
-from .vector_table import VectorTable
+from .vector_table import VectorSegment, VectorTable
 
 
 @dataclass(frozen=True)
@@ -141,6 +144,32 @@ def _check_tables(
             rebuild,
             lambda: vectors(directory, manifest.vectors).matrix([c.id for c in chunks]),
         )
+        _check_ivfs(directory, manifest, found)
+
+
+def _check_ivfs(directory: Path, manifest: Manifest, found: Findings) -> None:
+    """Check that every large vector segment has an IVF that reads as its own (ivf.py).
+
+    Missing or damaged files are named by :func:`_check_files`; this reads the sound ones, and
+    names a large segment without one (written before hopgraph kept them).
+    """
+    fix = ann_hint(directory)
+    for segment in manifest.vectors:
+        try:
+            table = VectorSegment.load(directory, segment)
+        except IndexStateError:
+            continue  # named above
+        rows, dim = table.vectors.shape
+        name = manifest.ann.get(segment)
+        if name is None:
+            if rows >= MIN_ROWS:
+                what = "has no IVF index (written before hopgraph kept one): dense search scans it"
+                found.problems.append(Problem(str(directory / segment), what, fix))
+        elif not any(p.where == str(directory / name) for p in found.problems):
+            # only a file whose size and CRC-32 hold: faiss may crash on a damaged one
+            found.attempt(
+                str(directory / name), fix, partial(IVF.load, directory / name, rows, dim)
+            )
 
 
 def _check_stores(directory: Path, manifest: Manifest, ids: list[str], found: Findings) -> None:

@@ -21,6 +21,8 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from hopgraph.core.errors import IndexStateError
 from hopgraph.core.settings import IndexSettings
 
+from .ivf import IVF_FILE
+
 MANIFEST = "manifest.json"
 FORMAT_VERSION = 2
 READABLE_FORMATS = (1, 2)
@@ -94,7 +96,11 @@ class Manifest(BaseModel):
 
 
 def part_files(directory: Path, manifest: Manifest) -> list[Path]:
-    """Return every file the manifest's generation is made of (Chroma's aside), sorted."""
+    """Return every file the manifest's generation is made of (Chroma's aside), sorted.
+
+    An IVF file counts only while the manifest names it: one that a repair replaced stays in
+    its segment's folder, no longer read.
+    """
     roots = [*manifest.files.values(), *manifest.segments, *manifest.vectors]
     roots += manifest.ann.values()
     found: set[Path] = set()
@@ -103,7 +109,8 @@ def part_files(directory: Path, manifest: Manifest) -> list[Path]:
             found.add(root)
         elif root.is_dir():
             found.update(p for p in root.rglob("*") if p.is_file())
-    return sorted(found)
+    named = {directory / name for name in manifest.ann.values()}
+    return sorted(p for p in found if p.name != IVF_FILE or p in named)
 
 
 def crc32(path: Path) -> str:

@@ -2,7 +2,8 @@
 
 Chroma's collection is a copy of the vector, chunk and document tables: it is rebuilt from them
 into a new store folder, nothing embedded again. The graphs are derived from the chunks: they
-are built again as `hopgraph graph build` does. Both happen in one generation under the write
+are built again as `hopgraph graph build` does. A vector segment's IVF (graph_store/ivf.py) is
+built again from the segment. All happen in one generation under the write
 lock, so a reader sees the damaged index or the repaired one, and a stopped repair changes
 nothing. The tables themselves (chunks, documents, vectors, BM25) are the source: damage to
 them is named with the rebuild that fixes it.
@@ -14,18 +15,21 @@ import shutil
 import uuid
 from pathlib import Path
 
+import numpy as np
+
 from hopgraph.core.errors import IndexStateError
 
 from .atomic import write_lock
 from .build import document_fields, successor_manifest
-from .check import check_index
+from .check import Problem, check_index
 from .chunk_table import read_chunks
 from .doc_table import read_documents
 from .generations import Generation, folder_name, passages_location
 from .graph_build import GraphSettings, write_graphs
-from .manifest import read_manifest
+from .ivf import IVF
+from .manifest import Manifest, ann_hint, read_manifest
 from .vdb_chroma import ChromaLocation
-from .vector_table import VectorTable
+from .vector_table import VectorSegment, VectorTable
 
 
 def repair(directory: Path, show_progress: bool = False) -> list[str]:
@@ -41,18 +45,31 @@ def repair(directory: Path, show_progress: bool = False) -> list[str]:
         manifest = read_manifest(directory)
         graph = str(manifest.path(directory, "graph")) if manifest.graph else None
         graphs = [p for p in problems if graph is not None and p.where.startswith(graph)]
-        other = [p for p in problems if p not in chroma and p not in graphs]
+        ivfs = _ivf_segments(directory, manifest, problems)
+        other = [p for p in problems if p not in chroma and p not in graphs and p not in ivfs]
         if other:
             listed = "\n".join(str(p) for p in other)
             raise IndexStateError(
                 f"{directory} has damage that --repair cannot derive ({len(other)}):\n{listed}"
             )
         return _rebuild(directory, rebuild_chroma=bool(chroma), rebuild_graphs=bool(graphs),
-                        show_progress=show_progress)  # fmt: skip
+                        show_progress=show_progress, ivfs=sorted(set(ivfs.values())))  # fmt: skip
+
+
+def _ivf_segments(directory: Path, manifest: Manifest, problems: list[Problem]) -> dict:
+    """Return the problems that a new IVF mends, each with its vector segment."""
+    by_place = {str(directory / name): segment for segment, name in manifest.ann.items()}
+    by_place |= {str(directory / segment): segment for segment in manifest.vectors}
+    fix = ann_hint(directory)
+    return {p: by_place[p.where] for p in problems if p.fix == fix and p.where in by_place}
 
 
 def _rebuild(
-    directory: Path, rebuild_chroma: bool, rebuild_graphs: bool, show_progress: bool
+    directory: Path,
+    rebuild_chroma: bool,
+    rebuild_graphs: bool,
+    show_progress: bool,
+    ivfs: list[str] = (),
 ) -> list[str]:
     old = read_manifest(directory)
     chunks = read_chunks(directory, old)
@@ -72,6 +89,13 @@ def _rebuild(
             manifest.collection, manifest.rows = location.collection, {}
             manifest.chroma_dir = location.path.name if location.path else None
             done.append(f"Chroma: {len(chunks)} rows written from the vector table")
+        for number, segment in enumerate(ivfs):
+            table = VectorSegment.load(directory, segment)
+            name = f"{folder_name(gen.number)}/ivf/{number}.faiss"
+            (directory / name).parent.mkdir(parents=True, exist_ok=True)
+            IVF.build(np.asarray(table.vectors, dtype=np.float32)).save(directory / name)
+            manifest.ann = {**manifest.ann, segment: name}
+            done.append(f"IVF of {segment}: built again from its {len(table.ids)} vectors")
         if old.graph and rebuild_chroma and not rebuild_graphs:
             # the triple vectors lived in the damaged store: the GEAR methods embed them again
             manifest.graph = {

@@ -1,0 +1,167 @@
+"""Dense search through the IVF files, their damage and repair, float16 tables, local GNN-Ret."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from hopgraph.cli import main
+from hopgraph.core.settings import IndexSettings
+from hopgraph.graph_store import Document, Index, build_index, vector_table
+from hopgraph.graph_store.ivf import IVF
+from hopgraph.graph_store.manifest import read_manifest
+from hopgraph.tools import make_retriever
+from hopgraph.tools.gnn_layers import propagate, smallest
+from hopgraph.tools.gnn_local import Candidates, propagate_local
+
+WORDS = "river bridge castle harbour mountain forest library station market temple".split()
+QUESTIONS = ("castle river", "library market station", "temple forest harbour bridge")
+
+
+def documents(n: int = 600) -> list[Document]:
+    rng = np.random.default_rng(7)
+    return [
+        Document(f"d{i}", f"Place {i}", " ".join(rng.choice(WORDS, size=6)) + f" number{i % 37}")
+        for i in range(n)
+    ]
+
+
+@pytest.fixture(scope="module")
+def ivf_index(tmp_path_factory):
+    """An index whose one vector segment has an IVF (the size threshold lowered for the test)."""
+    path = tmp_path_factory.mktemp("ivf") / "idx"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(vector_table, "MIN_ROWS", 100)
+        build_index(documents(), path, IndexSettings(model="hashing"), show_progress=False)
+    return path
+
+
+def dense_ids(path, search="auto", k=8):
+    with Index.open(path, search=search) as idx:
+        dense = make_retriever("dense", idx)
+        return [[(h.id, round(h.score, 5)) for h in dense.retrieve(q, k)] for q in QUESTIONS]
+
+
+def test_a_large_segment_gets_an_ivf_and_dense_search_uses_it(ivf_index):
+    manifest = read_manifest(ivf_index)
+    assert list(manifest.ann) == manifest.vectors
+    with Index.open(ivf_index) as idx:
+        assert idx.vector_search.approximate
+    # every list is probed at this size, so the IVF's answer is the exact one, scores included
+    assert dense_ids(ivf_index) == dense_ids(ivf_index, "exact")
+
+
+@pytest.mark.parametrize("damage", ["truncate", "flip", "delete"])
+def test_a_damaged_ivf_is_searched_around_named_and_repaired(ivf_index, tmp_path, capsys, damage):
+    import shutil
+
+    index = tmp_path / "idx"
+    shutil.copytree(ivf_index, index)
+    name = next(iter(read_manifest(index).ann.values()))
+    path = index / name
+    data = bytearray(path.read_bytes())
+    if damage == "truncate":
+        path.write_bytes(data[: len(data) // 2])
+    elif damage == "flip":
+        data[len(data) // 2] ^= 0xFF
+        path.write_bytes(bytes(data))
+    else:
+        path.unlink()
+    assert main(["retrieve", "castle river", "--method", "dense", "--index", str(index)]) == 0
+    err = capsys.readouterr().err
+    assert name.split("/")[-1] in err and "searching its segment exactly" in err
+    assert "hopgraph check --repair" in err
+    assert dense_ids(index) == dense_ids(ivf_index, "exact")  # slower, never wrong
+    capsys.readouterr()
+    assert main(["check", "--index", str(index)]) == 2
+    err = capsys.readouterr().err
+    assert name in err and "check --repair" in err
+    assert main(["check", "--repair", "--index", str(index)]) == 0
+    assert "IVF of" in capsys.readouterr().out
+    assert main(["check", "--index", str(index)]) == 0
+    with Index.open(index) as idx:
+        assert idx.vector_search.approximate
+    assert dense_ids(index) == dense_ids(ivf_index)
+
+
+def test_check_names_a_large_segment_without_an_ivf_and_repair_adds_one(tmp_path, capsys):
+    index = tmp_path / "idx"
+    build_index(documents(), index, IndexSettings(model="hashing"), show_progress=False)
+    assert read_manifest(index).ann == {}  # under the threshold: scanned exactly, nothing to say
+    assert main(["check", "--index", str(index)]) == 0
+    capsys.readouterr()
+    with pytest.MonkeyPatch.context() as patch:
+        from hopgraph.graph_store import check
+
+        patch.setattr(check, "MIN_ROWS", 100)
+        assert main(["check", "--index", str(index)]) == 2
+        assert "has no IVF index" in capsys.readouterr().err
+        assert main(["check", "--repair", "--index", str(index)]) == 0
+    assert list(read_manifest(index).ann) == read_manifest(index).vectors
+
+
+def test_an_ivf_of_another_segment_is_refused(ivf_index, tmp_path):
+    from hopgraph.core.errors import IndexStateError
+
+    name = next(iter(read_manifest(ivf_index).ann.values()))
+    with pytest.raises(IndexStateError, match="its segment holds 5"):
+        IVF.load(ivf_index / name, 5, 256)
+
+
+def test_ann_mode_partitions_small_segments_in_memory(tmp_path):
+    index = tmp_path / "idx"
+    build_index(documents(), index, IndexSettings(model="hashing"), show_progress=False)
+    with Index.open(index, search="ann") as idx:
+        assert idx.vector_search.approximate
+    with Index.open(index, search="auto") as idx:
+        assert not idx.vector_search.approximate
+    assert dense_ids(index, "ann") == dense_ids(index, "exact")
+
+
+def test_a_float16_table_halves_the_vectors_and_keeps_the_ranking(tmp_path):
+    half, full = tmp_path / "half", tmp_path / "full"
+    build_index(documents(), half, IndexSettings(model="hashing", vector_dtype="float16"), False)
+    build_index(documents(), full, IndexSettings(model="hashing"), False)
+    [segment] = read_manifest(half).vectors
+    stored = np.load(half / segment / "vectors.npy", mmap_mode="r")
+    assert stored.dtype == np.float16
+    for a, b in zip(dense_ids(half), dense_ids(full), strict=True):
+        assert [s for _, s in a] == pytest.approx([s for _, s in b], abs=2e-3)
+    with Index.open(half) as idx:
+        assert idx.embedding_matrix.dtype == np.float32  # widened for the methods
+
+
+def random_graph(rng, n, degree, directed=False):
+    rows = rng.integers(0, n, n * degree)
+    cols = rng.integers(0, n, n * degree)
+    matrix = sp.csr_matrix((np.ones(len(rows), np.float32), (rows, cols)), shape=(n, n))
+    matrix.setdiag(0)
+    matrix.eliminate_zeros()
+    return matrix if directed else ((matrix + matrix.T) > 0).astype(np.float32).tocsr()
+
+
+@pytest.mark.parametrize("seed", range(8))
+@pytest.mark.parametrize("only_lower", [True, False])
+@pytest.mark.parametrize("layers", [1, 2])
+def test_local_gnn_ranks_as_the_full_scan(seed, only_lower, layers):
+    rng = np.random.default_rng(seed)
+    n, k, top_k = 3000, 10, 10
+    h0 = rng.random(n).astype(np.float32)
+    entity, link = random_graph(rng, n, 3), random_graph(rng, n, 2, directed=True)
+    channels = [(entity, 0.65), (link, 0.2)]
+    full, _, _ = propagate(h0, channels, top_k, layers, only_lower)
+    for depth in (64, 256):
+        start = np.argsort(h0, kind="stable")[:depth]
+        bound = float(h0[start[-1]])
+        found, exact = propagate_local(
+            lambda rows: h0[rows], Candidates(start, bound),
+            [([entity], 0.65), ([link], 0.2)], top_k, layers, only_lower,
+        )  # fmt: skip
+        best = found.best(k)
+        if exact and found.h[best].max() <= bound:
+            assert found.rows[best].tolist() == smallest(full, k).tolist()
+            np.testing.assert_allclose(found.h[best], np.sort(full)[:k])
+            break
+    else:
+        pytest.fail("the bound never held")
