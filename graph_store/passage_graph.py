@@ -21,6 +21,7 @@ Each edge type is one symmetric sparse matrix over the index's chunks (the order
 from __future__ import annotations
 
 import json
+import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -147,7 +148,7 @@ class PassageGraph:
                 "(built by an older hopgraph)",
                 f"rebuild the graphs: `hopgraph graph build --index {directory.parent}`",
             )
-        edges = {k: sp.load_npz(directory / f"passages-{k}.npz").tocsr() for k in EDGE_TYPES}
+        edges = {k: mapped_csr(directory / f"passages-{k}.npz") for k in EDGE_TYPES}
         return cls(ids, edges)
 
     def to_networkx(self) -> nx.MultiGraph:
@@ -162,6 +163,55 @@ class PassageGraph:
                 extra = {"source": self.ids[i]} if directed else {}
                 graph.add_edge(self.ids[i], self.ids[j], type=kind, weight=float(w), **extra)
         return graph
+
+
+def mapped_csr(path: Path) -> sp.csr_matrix:
+    """Read a CSR matrix saved uncompressed by ``scipy.sparse.save_npz``, memory-mapped.
+
+    Its arrays are views of the file (read-only), so every process serving the index shares
+    their pages through the page cache. A compressed file is read into memory as before.
+    """
+    try:
+        with zipfile.ZipFile(path) as archive:
+            members = {i.filename.removesuffix(".npy"): i for i in archive.infolist()}
+            if any(i.compress_type != zipfile.ZIP_STORED for i in members.values()):
+                return sp.load_npz(path).tocsr()
+            arrays = {name: _mapped_member(path, info) for name, info in members.items()}
+    except (OSError, ValueError, KeyError, zipfile.BadZipFile) as err:
+        raise IndexStateError(
+            f"{path} is damaged: {err}",
+            f"rebuild the graphs: `hopgraph graph build --index {path.parent.parent}`",
+        ) from err
+    if str(arrays["format"]) != "csr":
+        return sp.load_npz(path).tocsr()
+    shape = tuple(int(x) for x in arrays["shape"])
+    return sp.csr_matrix((arrays["data"], arrays["indices"], arrays["indptr"]), shape=shape)
+
+
+def _mapped_member(path: Path, info: zipfile.ZipInfo) -> np.ndarray:
+    """Map one stored .npy member of a zip file (its bytes lie contiguous in the file)."""
+    with open(path, "rb") as handle:
+        handle.seek(info.header_offset)
+        local = handle.read(30)  # the local file header: names and extra field follow it
+        if local[:4] != b"PK\x03\x04":
+            raise ValueError(f"no zip entry at {info.header_offset}")
+        start = info.header_offset + 30 + int.from_bytes(local[26:28], "little")
+        start += int.from_bytes(local[28:30], "little")
+        handle.seek(start)
+        version = np.lib.format.read_magic(handle)
+        read_header = {
+            (1, 0): np.lib.format.read_array_header_1_0,
+            (2, 0): np.lib.format.read_array_header_2_0,
+        }[version]
+        shape, fortran, dtype = read_header(handle)
+        offset = handle.tell()
+    if dtype.hasobject:
+        raise ValueError("an object array")
+    if not shape or 0 in shape:  # np.memmap cannot map zero bytes; a scalar is read whole
+        with np.load(path) as data:
+            return data[info.filename.removesuffix(".npy")]
+    order = "F" if fortran else "C"
+    return np.memmap(path, dtype=dtype, mode="r", offset=offset, shape=shape, order=order)
 
 
 def build_passage_graph(
