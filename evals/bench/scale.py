@@ -7,8 +7,12 @@ the vectors given, so it times the stores and the graphs, not the encoder (queri
 embedder). Per size: index build (Chroma, chunk table, BM25) and graph build (offline extraction,
 passage graph, knowledge graph; triples are not embedded) and the recall@10 of its semantic
 neighbour lists against exact search over 2,000 random chunks; add and delete of 1,000
-documents; dense and gnn_ret query latency, p50 and p95 over 200 queries; and the growth per
-doubling. Each phase runs in its own process and reports its own peak RSS.
+documents; dense and gnn_ret query latency, p50 and p95 over 200 queries, through the index's
+IVF files (the default) and by exact scan, query embedding excluded (the queries are embedded
+before the clock starts), with the IVF's recall@10 against exact on those queries; the memory
+of two MCP servers on the index (evals/bench/serving.py: RSS, and PSS, which counts the pages
+they share once); and the growth per doubling. Each phase runs in its own process and reports
+its own peak RSS.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from hopgraph.core.settings import IndexSettings
 from hopgraph.evals.bench import save_json
 from hopgraph.evals.bench.ann import recall
 from hopgraph.evals.bench.graphs import synthetic_corpus
+from hopgraph.evals.bench.serving import serving_memory
 from hopgraph.evals.metrics import percentile
 from hopgraph.graph_store import Document, Index, add_documents, build_index, delete_documents
 from hopgraph.graph_store import build as build_module
@@ -62,7 +67,7 @@ def _child(phase: str) -> dict[str, float]:
     }
 
 
-PHASES = ("index", "graph", "recall", "add", "delete", "latency")
+PHASES = ("index", "graph", "recall", "add", "delete", "latency", "serve")
 RECALL_SAMPLE = 2000
 
 
@@ -128,7 +133,9 @@ def run_phase(phase: str, size: int, workdir: Path) -> dict:
         delete_documents(path, change["ids"])
         seconds = time.perf_counter() - started
         return {"delete_added_1000_s": seconds, "delete_peak_gb": _peak_gb()} | _child("delete")
-    return {"latency_ms": _latency(path, change["queries"])}
+    if phase == "serve":
+        return {"serving": serving_memory(path, change["queries"][:5])}
+    return _latency(path, change["queries"])
 
 
 def semantic_recall(path: Path) -> float:
@@ -155,18 +162,31 @@ def _give(vectors: dict[str, np.ndarray]) -> None:
 
 
 def _latency(path: Path, queries: list[str]) -> dict:
-    with Index.open(path) as idx:
-        result = {}
-        for name in ("dense", "gnn_ret"):
-            retriever = make_retriever(name, idx)
-            retriever.retrieve(queries[0], 10)  # loads what it needs once
-            times = []
+    """Time dense and gnn_ret through the IVF files and by exact scan; the IVF's recall@10."""
+    result: dict = {"latency_ms": {}}
+    tops = {}
+    for search in ("auto", "exact"):
+        with Index.open(path, search=search) as idx:
             for query in queries:
-                started = time.perf_counter()
-                retriever.retrieve(query, 10)
-                times.append((time.perf_counter() - started) * 1000)
-            result[name] = {"p50": percentile(times, 50), "p95": percentile(times, 95)}
-        return result
+                idx.embed_query(query)  # query embedding is not what is timed
+            tops[search] = [set(idx.dense_top(q, 10)[0].tolist()) for q in queries]
+            result[f"approximate_{search}"] = idx.vector_search.approximate
+            for name in ("dense", "gnn_ret"):
+                retriever = make_retriever(name, idx)
+                retriever.retrieve(queries[0], 10)  # loads what it needs once
+                times = []
+                for query in queries:
+                    started = time.perf_counter()
+                    retriever.retrieve(query, 10)
+                    times.append((time.perf_counter() - started) * 1000)
+                key = name if search == "auto" else f"{name}_exact"
+                result["latency_ms"][key] = {
+                    "p50": percentile(times, 50),
+                    "p95": percentile(times, 95),
+                }
+    found = [len(a & e) / 10 for a, e in zip(tops["auto"], tops["exact"], strict=True)]
+    result["ivf_recall_at_10"] = float(np.mean(found))
+    return result
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -215,8 +235,11 @@ def _print(row: dict, previous: dict | None) -> None:
         f"{row['size']:>9,} passages: index {row['index_s']:.0f} s, graphs {row['graph_s']:.0f} s "
         f"(peak {row['graph_peak_gb']:.2f} GB){growth}, semantic recall@10 "
         f"{row['semantic_recall_at_10']:.3f}; add 1,000 {row['add_1000_s']:.1f} s, "
-        f"delete 1,000 {row['delete_1000_s']:.1f} s; p95 dense {lat['dense']['p95']:.1f} ms, "
-        f"gnn_ret {lat['gnn_ret']['p95']:.1f} ms; peak {row['peak_gb']:.2f} GB"
+        f"delete 1,000 {row['delete_1000_s']:.1f} s; p95 dense {lat['dense']['p95']:.1f} ms "
+        f"(exact {lat['dense_exact']['p95']:.1f}), gnn_ret {lat['gnn_ret']['p95']:.1f} ms "
+        f"(exact {lat['gnn_ret_exact']['p95']:.1f}), IVF recall@10 {row['ivf_recall_at_10']:.3f}; "
+        f"two MCP servers {row['serving']['pss_total_mb']:.0f} MB PSS "
+        f"({row['serving']['rss_total_mb']:.0f} MB RSS); peak {row['peak_gb']:.2f} GB"
     )
 
 
