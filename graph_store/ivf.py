@@ -11,9 +11,11 @@ quarter of what the float32 rows would take, with SIMD. It only proposes candida
 - the file is memory-mapped (faiss's ``IO_FLAG_MMAP``): every process on the machine shares its
   pages, as it shares the vector table's.
 
-Sizes: ``nlist`` = 2·√rows lists (2,000 at a million rows), ``nprobe`` = max(64, 3 % of them);
-chosen on the dev sets (docs/scaling.md: at 64 probes dense's top 10 keeps 99 % of the exact
-one on 2wiki, whose comparison questions need the most probes; 16 kept 88 %).
+Sizes: ``nlist`` = 2·√rows lists (2,000 at a million rows), ``nprobe`` = max(128, 6 % of them),
+about 2 ms a query at a million rows. Chosen on the dev sets and on MiniLM vectors tiled to 100k
+and 1M rows (docs/scaling.md): on 2wiki's 169 lists 16 probes kept 88 % of dense's exact top 10
+and 64 kept 99 %; at 100k rows 64 / 128 / 256 of 632 lists keep 96.5 / 98.5 / 99.7 %, at 1M
+64 / 128 of 2,000 keep 99.6 / 99.7 %.
 """
 
 from __future__ import annotations
@@ -31,8 +33,8 @@ MIN_ROWS = 20_000
 """Segments smaller than this are scanned exactly: below it a scan costs about what a probe
 does, and the eval sets (2,600–7,100 chunks) stay exact unless asked (``--search ann``)."""
 LISTS_PER_SQRT = 2
-MIN_PROBE = 64
-PROBE_SHARE = 0.03
+MIN_PROBE = 128
+PROBE_SHARE = 0.06
 TRAIN_PER_LIST = 64
 """Sample rows per centroid for k-means (faiss's default is 256: 4× the training time)."""
 

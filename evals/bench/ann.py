@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from hopgraph.core.settings import cache_dir
+from hopgraph.core.settings import DEFAULT_MODEL, cache_dir
 from hopgraph.evals.bench import save_json
 from hopgraph.evals.bench.graphs import hierarchical_vectors, synthetic_vectors
 from hopgraph.graph_store import Index
@@ -41,11 +41,15 @@ DIMENSION = 256  # the synthetic vectors', as in the scale benchmark
 
 
 def real_vectors(size: int, noise: float, seed: int = 0) -> np.ndarray:
-    """Return ``size`` unit rows: each cached eval chunk vector once, then noisy copies."""
+    """Return ``size`` unit rows: each cached eval chunk vector once, then noisy copies.
+
+    The vectors of the default model's (MiniLM) indexes only: other embedders' have other sizes.
+    """
     found = []
     for directory in sorted((cache_dir() / "eval-indexes").glob("*/")):
         with Index.open(directory) as index:
-            found.append(index.embedding_matrix)
+            if index.manifest.settings.model == DEFAULT_MODEL:
+                found.append(index.embedding_matrix)
     if not found:
         raise SystemExit("no cached eval index: run `hopgraph eval --data ...` once first")
     base = np.unique(np.concatenate(found).astype(np.float32), axis=0)  # no exact duplicates

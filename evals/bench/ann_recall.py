@@ -82,7 +82,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data", type=Path, default=Path("../shared/data"))
     parser.add_argument("--sets", default=",".join(SETS))
     parser.add_argument("--out", type=Path)
+    parser.add_argument(
+        "--probes",
+        type=int,
+        help="lists each query reads at least (default: the IVF's own, graph_store.ivf."
+        "MIN_PROBE, which covers every list of an eval set: give fewer to see what they cost)",
+    )
     args = parser.parse_args(argv)
+    if args.probes:
+        from hopgraph.graph_store import ivf
+
+        ivf.MIN_PROBE = args.probes
     rows = []
     for name in args.sets.split(","):
         row = measure(args.data / name)

@@ -39,6 +39,7 @@ from hopgraph.graph_store import Document, Index, add_documents, build_index, de
 from hopgraph.graph_store import build as build_module
 from hopgraph.graph_store.build import build_graphs
 from hopgraph.graph_store.graph_build import NEIGHBOURS_FILE, GraphSettings
+from hopgraph.graph_store.manifest import read_manifest
 from hopgraph.graph_store.passage_graph import Neighbours, exact_top_k
 from hopgraph.tools import make_retriever
 
@@ -67,7 +68,7 @@ def _child(phase: str) -> dict[str, float]:
     }
 
 
-PHASES = ("index", "graph", "recall", "add", "delete", "latency", "serve")
+PHASES = ("index", "graph", "recall", "add", "delete", "latency", "serve", "disk")
 RECALL_SAMPLE = 2000
 
 
@@ -135,6 +136,8 @@ def run_phase(phase: str, size: int, workdir: Path) -> dict:
         return {"delete_added_1000_s": seconds, "delete_peak_gb": _peak_gb()} | _child("delete")
     if phase == "serve":
         return {"serving": serving_memory(path, change["queries"][:5])}
+    if phase == "disk":
+        return {"disk_mb": disk_parts(path)}
     return _latency(path, change["queries"])
 
 
@@ -154,6 +157,28 @@ def semantic_recall(path: Path) -> float:
     k = lists.shape[1]
     asked = np.sort(np.random.default_rng(3).choice(len(ids), RECALL_SAMPLE, replace=False))
     return recall(lists[asked], exact_top_k(vectors, k, 256, asked)[0], vectors, asked)
+
+
+def disk_parts(path: Path) -> dict[str, float]:
+    """Return the MB on disk of each part of the index's committed generation."""
+    manifest = read_manifest(path)
+    parts: dict[str, float] = {}
+    named = {
+        "chunk and document tables": [manifest.files["chunks"], manifest.files["documents"]],
+        "vector table": [f"{v}/vectors.npy" for v in manifest.vectors],
+        "IVF": list(manifest.ann.values()),
+        "BM25": manifest.segments,
+        "graphs": [manifest.files["graph"]] if manifest.graph else [],
+        "Chroma": [manifest.chroma_dir] if manifest.chroma_dir else [],
+    }
+    for part, names in named.items():
+        total = 0
+        for name in names:
+            where = path / name
+            files = [where] if where.is_file() else [p for p in where.rglob("*") if p.is_file()]
+            total += sum(f.stat().st_size for f in files)
+        parts[part] = total / 1024**2
+    return parts
 
 
 def _give(vectors: dict[str, np.ndarray]) -> None:

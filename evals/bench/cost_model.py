@@ -1,0 +1,123 @@
+"""The cost model of docs/scaling.md: power laws fitted to the scale measurements, projected.
+
+``python -m hopgraph.evals.bench.cost_model`` reads the measurements in
+``evals/results/scale/measurements.json`` (each figure with its size, the command that produced it
+and its date), fits ``cost = a · passages^b`` per figure by least squares on the logarithms,
+projects it to 10M and 100M passages, finds the size at which each figure with a limit on this
+machine (2 cores, 24 GB of memory, 250 GB of disk, a 60 s write) reaches it, and writes the
+tables into docs/scaling.md between its ``cost-model`` markers (``--check``: fail if they differ,
+as the test suite does). Two sizes give an exact fit and no check of the law; the figures measured
+at four sizes say how well it holds (their largest deviation from the fit is in the table).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+MEASUREMENTS = ROOT / "evals" / "results" / "scale" / "measurements.json"
+DOC = ROOT / "docs" / "scaling.md"
+START, END = "<!-- cost-model:start -->", "<!-- cost-model:end -->"
+SIZES = (10_000_000, 100_000_000)
+
+
+@dataclass(frozen=True)
+class Fit:
+    """``value = a · n^b`` and the largest relative deviation of a measurement from it."""
+
+    a: float
+    b: float
+    deviation: float
+
+    def at(self, n: float) -> float:
+        """Return the projected value at ``n`` passages."""
+        return self.a * n**self.b
+
+    def reaching(self, limit: float) -> float:
+        """Return the passages at which the value reaches ``limit``."""
+        return (limit / self.a) ** (1 / self.b) if self.b > 0 else math.inf
+
+
+def fit(points: list[tuple[int, float]]) -> Fit:
+    """Fit a power law through (passages, value) points (least squares on the logarithms)."""
+    xs = [math.log(n) for n, _ in points]
+    ys = [math.log(v) for _, v in points]
+    mean_x, mean_y = sum(xs) / len(xs), sum(ys) / len(ys)
+    spread = sum((x - mean_x) ** 2 for x in xs)
+    b = sum((x - mean_x) * (y - mean_y) for x, y in zip(xs, ys, strict=True)) / spread
+    a = math.exp(mean_y - b * mean_x)
+    model = Fit(a, b, 0.0)
+    worst = max(abs(v / model.at(n) - 1) for n, v in points)
+    return Fit(a, b, worst)
+
+
+def _number(value: float, unit: str) -> str:
+    if unit == "s" and value >= 3600:
+        return f"{value / 3600:.1f} h"
+    if unit == "MB" and value >= 1024:
+        return f"{value / 1024:.1f} GB"
+    return f"{value:.3g} {unit}" if value < 100 else f"{value:,.0f} {unit}"
+
+
+def render(measurements: dict) -> str:
+    """Return the markdown of the cost model (the text between the markers)."""
+    lines = [
+        "| figure | measured | fitted b (cost ∝ n^b) | worst deviation | 10M | 100M | "
+        "limit on this machine | reached at |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for figure in measurements["figures"]:
+        points = [(int(n), float(v)) for n, v in figure["points"]]
+        model = fit(points)
+        unit = figure["unit"]
+        measured = ", ".join(f"{n / 1e6:g}M: {_number(v, unit)}" for n, v in points)
+        limit = figure.get("limit")
+        reached = f"{model.reaching(limit) / 1e6:,.1f}M" if limit else ""
+        lines.append(
+            f"| {figure['name']} | {measured} | {model.b:.2f} | {100 * model.deviation:.0f} % | "
+            f"{_number(model.at(SIZES[0]), unit)} | {_number(model.at(SIZES[1]), unit)} | "
+            f"{_number(limit, unit) if limit else ''} | {reached} |"
+        )
+    sources = sorted({f["source"] for f in measurements["figures"]})
+    lines += ["", "Sources (each figure's command and date):", ""]
+    lines += [f"- {s}" for s in sources]
+    return "\n".join(lines)
+
+
+def updated(text: str, table: str) -> str:
+    """Return ``text`` with the table between the markers replaced."""
+    head, rest = text.split(START, 1)
+    _, tail = rest.split(END, 1)
+    return f"{head}{START}\n{table}\n{END}{tail}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Write the cost model into docs/scaling.md, or check it (--check)."""
+    parser = argparse.ArgumentParser(
+        prog="python -m hopgraph.evals.bench.cost_model",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--check", action="store_true", help="fail if docs/scaling.md differs")
+    args = parser.parse_args(argv)
+    table = render(json.loads(MEASUREMENTS.read_text(encoding="utf-8")))
+    text = DOC.read_text(encoding="utf-8")
+    fresh = updated(text, table)
+    if args.check:
+        if fresh != text:
+            print("docs/scaling.md's cost model differs from the measurements: run "
+                  "`python -m hopgraph.evals.bench.cost_model`", file=sys.stderr)  # fmt: skip
+            return 1
+        return 0
+    DOC.write_text(fresh, encoding="utf-8")
+    print(table)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
