@@ -165,13 +165,25 @@ class VectorTable:
         return VectorTable([*self.segments, *new.segments])
 
     def compacted(self, ids: Sequence[str], root: Path, path: str) -> VectorTable:
-        """Return this table, or its live rows (``ids``) merged into one segment at ``path``.
+        """Return this table, or with some segments merged into one at ``path``.
 
-        They are merged past :data:`MAX_SEGMENTS` segments or :data:`MAX_DEAD_SHARE` dead rows.
+        Past :data:`MAX_DEAD_SHARE` dead rows, every live row (``ids``) is merged into one
+        segment. Past :data:`MAX_SEGMENTS` segments, the segments other than the largest are
+        merged when the largest holds most rows (size-tiered: the large segment and its IVF stay
+        as they are, so a write's merge costs what the small segments hold, not the corpus),
+        else all of them.
         """
         live = set(ids)
         rows = sum(len(s.ids) for s in self.segments)
         dead = sum(1 for s in self.segments for i in s.ids if i not in live)
         if len(self.segments) <= MAX_SEGMENTS and dead <= MAX_DEAD_SHARE * rows:
             return self
-        return VectorTable.build(ids, self.matrix(ids), root, path, self.dtype)
+        largest = max(range(len(self.segments)), key=lambda s: len(self.segments[s].ids))
+        if dead > MAX_DEAD_SHARE * rows or 2 * len(self.segments[largest].ids) < rows:
+            return VectorTable.build(ids, self.matrix(ids), root, path, self.dtype)
+        holder: dict[str, int] = {}  # a later segment wins a repeated id
+        for s, segment in enumerate(self.segments):
+            holder.update(dict.fromkeys(segment.ids, s))
+        rest = [i for i in ids if holder[i] != largest]
+        merged = VectorTable.build(rest, self.matrix(rest), root, path, self.dtype)
+        return VectorTable([self.segments[largest], *merged.segments])

@@ -387,8 +387,14 @@ def test_a_write_that_merges_vector_segments_commits_the_merged_one(tmp_path, mo
     add_documents(directory, ALL[4:], show_progress=False)
     manifest = read_manifest(directory)
     folder = folder_name(manifest.generation)
-    assert manifest.vectors == [f"{folder}/vectors-merged"]
+    # size-tiered: the largest segment (4 of the 6 rows) stays, the rest are merged
+    assert manifest.vectors == ["g000001/vectors", f"{folder}/vectors-merged"]
     assert not (directory / folder / "vectors").exists()  # the unmerged segment is gone
+    delete_documents(directory, [d.id for d in ALL[:2]])  # a third dead: everything merges
+    merged = read_manifest(directory)
+    assert merged.vectors == [f"{folder_name(merged.generation)}/vectors-merged"]
+    add_documents(directory, ALL[:2], show_progress=False)
+    manifest = read_manifest(directory)
     chunks = read_chunks(directory, manifest)
     build(tmp_path / "fresh")
     fresh = read_manifest(tmp_path / "fresh")
