@@ -134,6 +134,12 @@ def build_options(parser: argparse.ArgumentParser) -> None:
         metavar="URL",
         help="use a Chroma server (e.g. http://127.0.0.1:8000) instead of the embedded store",
     )
+    parser.add_argument(
+        "--vector-dtype",
+        choices=["float32", "float16"],
+        help="how the vector table stores vectors (default float32; float16 halves its memory "
+        "and disk, cosines change in the fourth decimal; docs/scaling.md)",
+    )
 
 
 def where_option(parser: argparse.ArgumentParser) -> None:

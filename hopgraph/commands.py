@@ -42,6 +42,7 @@ def settings_from(args: argparse.Namespace) -> IndexSettings:
             batch_size=args.batch_size,
             chroma_url=args.chroma_url,
             embeddings_url=getattr(args, "embeddings_url", None),
+            vector_dtype=getattr(args, "vector_dtype", None),
         )
     except ValidationError as err:
         problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in err.errors())

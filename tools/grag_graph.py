@@ -189,7 +189,7 @@ class GraphBuilder:
         query = self.index.embed_query(question).astype(np.float32)
         wanted = self.question_concepts(question)
         paths = tuple(self.concepts.path_string(int(r), wanted) for r in rows)
-        passages = self.index.embedding_matrix[rows].astype(np.float32)
+        passages = self.index.vector_search.matrix(rows)  # these rows only, not the table
         concepts = self.encode(paths)
         cosine = passages @ query
         prior = -np.log(np.arange(1, len(rows) + 1, dtype=np.float32))

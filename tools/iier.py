@@ -210,11 +210,11 @@ class IIERRetriever(Guarded):
         edges = scaled_edges(self.graph.edge_features_rows(path[-1], candidates))
         if self.scorer is None:
             return similarity[candidates] + self.edge_weight * edges.mean(axis=1)
-        vectors = self.index.embedding_matrix
+        vectors = self.index.vector_search  # these rows only, not the table
         step = Step(
             question=query,
-            path=vectors[path].mean(axis=0).astype(np.float32),
-            candidates=vectors[candidates].astype(np.float32),
+            path=vectors.matrix(np.array(path)).mean(axis=0),
+            candidates=vectors.matrix(np.array(candidates)),
             edges=edges,
         )
         return self.scorer.rank(step)

@@ -60,6 +60,9 @@ class Settings(BaseSettings):
     embeddings_url: str | None = Field(
         None, description="OpenAI-compatible embeddings endpoint of new indexes (…/v1)"
     )
+    vector_dtype: Literal["float32", "float16"] = Field(
+        "float32", description="how new indexes store vectors (float16: half the memory)"
+    )
     embeddings_api_key: SecretStr | None = Field(
         None, description="its API key (else the LLM's, else none)"
     )
@@ -258,6 +261,7 @@ class IndexSettings(BaseModel):
             "batch_size": current.batch_size,
             "chroma_url": current.chroma_url,
             "embeddings_url": current.embeddings_url,
+            "vector_dtype": current.vector_dtype,
         }
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls.model_validate(values)
