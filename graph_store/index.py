@@ -96,6 +96,7 @@ class Index:
         self.keywords = BM25Store.load(manifest.path(directory, "bm25"), directory, chunks)
         self._query_vectors: dict[str, np.ndarray] = {}
         self._last_similarities: tuple[str, np.ndarray] | None = None
+        self._last_top: tuple[str, int, np.ndarray, np.ndarray] | None = None
         self._matching: dict[bytes, frozenset[str]] = {}
         self._cache_lock = threading.Lock()
 
@@ -219,9 +220,16 @@ class Index:
     ) -> tuple[np.ndarray, np.ndarray]:
         """Return the ``n`` chunk rows nearest query ``text`` and their cosines, best first.
 
-        ``allowed``: rank only these chunk rows.
+        ``allowed``: rank only these chunk rows. The last query's answer is kept: a guarded
+        method and its guard ask for the same query (a shorter list is a prefix of a longer).
         """
-        return self.vector_search.top(self.embed_query(text), n, allowed)
+        if allowed is not None:
+            return self.vector_search.top(self.embed_query(text), n, allowed)
+        last = self._last_top  # one read: another thread may replace it meanwhile
+        if last is None or last[0] != text or last[1] < n:
+            rows, scores = self.vector_search.top(self.embed_query(text), n)
+            last = self._last_top = (text, n, rows, scores)
+        return last[2][:n], last[3][:n]
 
     @cached_property
     def triple_matrix(self) -> np.ndarray:
@@ -292,6 +300,7 @@ class Index:
         """Drop the cached query vectors (so a timing includes embedding the query)."""
         self._query_vectors.clear()
         self._last_similarities = None
+        self._last_top = None
 
     @cached_property
     def ids(self) -> list[str]:

@@ -11,16 +11,15 @@ quarter of what the float32 rows would take, with SIMD. It only proposes candida
 - the file is memory-mapped (faiss's ``IO_FLAG_MMAP``): every process on the machine shares its
   pages, as it shares the vector table's.
 
-Sizes: ``nlist`` = 2·√rows lists (2,000 at a million rows), ``nprobe`` = max(128, 6 % of them),
-about 2 ms a query at a million rows. Chosen on the dev sets and on MiniLM vectors tiled to 100k
-and 1M rows (docs/scaling.md): on 2wiki's 169 lists 16 probes kept 88 % of dense's exact top 10
-and 64 kept 99 %; at 100k rows 64 / 128 / 256 of 632 lists keep 96.5 / 98.5 / 99.7 %, at 1M
-64 / 128 of 2,000 keep 99.6 / 99.7 %.
+Sizes: lists of about 256 rows (3,906 at a million rows), 128 of them read per query: about
+32,000 rows' codes, 1.4 ms at 100k rows and 1.9 ms at 1M (p95). Chosen on the dev sets and on
+MiniLM vectors tiled to 100k and 1M rows (docs/scaling.md, ``python -m
+hopgraph.evals.bench.ivf_recall``): 128 lists keep 99.4 % of dense's exact top 10 at 100k and
+99.9 % at 1M; with 2·√rows lists, 16 of 169 kept 88 % on 2wiki and 64 kept 99 %.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,9 +31,11 @@ IVF_FILE = "ivf.faiss"
 MIN_ROWS = 20_000
 """Segments smaller than this are scanned exactly: below it a scan costs about what a probe
 does, and the eval sets (2,600–7,100 chunks) stay exact unless asked (``--search ann``)."""
-LISTS_PER_SQRT = 2
-MIN_PROBE = 128
-PROBE_SHARE = 0.06
+LIST_ROWS = 256
+"""Rows per list: lists grow in number, not size, so a query reads about as many rows at any
+size (128 lists × 256 rows), and its time stays flat as the corpus grows."""
+PROBES = 128
+"""Lists a query reads (all of them below 128 × 256 rows: exact there)."""
 TRAIN_PER_LIST = 64
 """Sample rows per centroid for k-means (faiss's default is 256: 4× the training time)."""
 
@@ -58,7 +59,7 @@ class IVF:
     @property
     def nprobe(self) -> int:
         """Return how many lists a query reads."""
-        return min(self.lists, max(MIN_PROBE, math.ceil(PROBE_SHARE * self.lists)))
+        return min(self.lists, PROBES)
 
     @classmethod
     def build(cls, vectors: np.ndarray) -> IVF:
@@ -66,7 +67,7 @@ class IVF:
         import faiss
 
         rows, dim = vectors.shape
-        nlist = max(1, min(rows // 8, round(LISTS_PER_SQRT * math.sqrt(rows))))
+        nlist = max(1, round(rows / LIST_ROWS))
         quantizer = faiss.IndexFlatIP(dim)
         index = faiss.IndexIVFScalarQuantizer(
             quantizer, dim, nlist, faiss.ScalarQuantizer.QT_8bit, faiss.METRIC_INNER_PRODUCT

@@ -195,7 +195,7 @@ class GNNRetriever(Guarded):
             ([index.passage_graph.edges[t] for t in c.edge_types], c.alpha) for c in self.channels
         ]
         while True:
-            start = self._candidates(vector, keyword_rows, scaled, weight, depth, chunks)
+            start = self._candidates(query, vector, keyword_rows, scaled, weight, depth, chunks)
             found, exact = propagate_local(
                 h0_of, start, channels, self.top_k, self.layers, self.only_lower
             )
@@ -209,6 +209,7 @@ class GNNRetriever(Guarded):
 
     def _candidates(
         self,
+        query: str,
         vector: np.ndarray | None,
         keyword_rows: np.ndarray,
         scaled: np.ndarray,
@@ -219,7 +220,7 @@ class GNNRetriever(Guarded):
         """Return dense's and BM25's top ``depth`` and the h⁰ every other chunk has at least."""
         parts, dense_floor, keyword_floor = [], -np.inf, 0.0
         if vector is not None:
-            rows, scores = self.index.vector_search.top(vector, depth)
+            rows, scores = self.index.dense_top(query, depth)
             parts.append(rows)
             dense_floor = float(scores[-1]) if len(rows) == depth else -np.inf
         if weight < 1 and len(keyword_rows):

@@ -85,14 +85,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--probes",
         type=int,
-        help="lists each query reads at least (default: the IVF's own, graph_store.ivf."
-        "MIN_PROBE, which covers every list of an eval set: give fewer to see what they cost)",
+        help="lists each query reads (default: graph_store.ivf.PROBES, which covers every list "
+        "of an eval set: give fewer to see what fewer cost)",
     )
     args = parser.parse_args(argv)
     if args.probes:
         from hopgraph.graph_store import ivf
 
-        ivf.MIN_PROBE = args.probes
+        ivf.PROBES = args.probes
     rows = []
     for name in args.sets.split(","):
         row = measure(args.data / name)
