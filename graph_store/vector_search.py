@@ -35,8 +35,8 @@ log = logging.getLogger(__name__)
 SearchMode = Literal["auto", "exact", "ann"]
 SEARCH_MODES: tuple[str, ...] = ("auto", "exact", "ann")
 RESCORED = 32
-"""Candidates beyond the n asked that the IVF proposes and the table scores exactly (its 8-bit
-codes misorder near-ties)."""
+"""Candidates beyond the n asked (at least; an eighth of n for large n) that the IVF proposes
+and the table scores exactly: its 8-bit codes misorder near-ties."""
 EXACT_BELOW = 20_000
 """Chunks up to which a search restricted to some chunks (a filter) scores them all exactly."""
 
@@ -55,7 +55,7 @@ class SearchSegment:
             scores = _dot(self.vectors, query)
             rows = np.arange(len(scores))
         else:  # the IVF proposes, the table scores: every cosine returned is exact
-            rows = np.sort(self.ivf.candidates(query, max(2 * n, n + RESCORED)))
+            rows = np.sort(self.ivf.candidates(query, n + max(n // 8, RESCORED)))
             scores = _dot(self.vectors[rows], query)
         chunk_rows = self.chunk_rows[rows]
         live = chunk_rows >= 0

@@ -356,7 +356,7 @@ def build_parser() -> argparse.ArgumentParser:
         choices=["auto", "exact", "ann"],
         default="auto",
         help="how dense search reads the vectors (docs/scaling.md): auto (through the index's "
-        "IVF files, which segments of 20,000 chunks or more have), exact (every vector), ann "
+        "IVF files, which segments of 32,768 chunks or more have), exact (every vector), ann "
         "(an IVF for every segment, built in memory when the index has none: to measure what "
         "the approximate search costs on a small corpus); default: auto",
     )

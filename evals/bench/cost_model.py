@@ -1,13 +1,15 @@
 """The cost model of docs/scaling.md: power laws fitted to the scale measurements, projected.
 
 ``python -m hopgraph.evals.bench.cost_model`` reads the measurements in
-``evals/results/scale/measurements.json`` (each figure with its size, the command that produced it
-and its date), fits ``cost = a · passages^b`` per figure by least squares on the logarithms,
-projects it to 10M and 100M passages, finds the size at which each figure with a limit on this
-machine (2 cores, 24 GB of memory, 250 GB of disk, a 60 s write) reaches it, and writes the
-tables into docs/scaling.md between its ``cost-model`` markers (``--check``: fail if they differ,
-as the test suite does). Two sizes give an exact fit and no check of the law; the figures measured
-at four sizes say how well it holds (their largest deviation from the fit is in the table).
+``evals/results/scale/measurements.json`` (each figure with its sizes and the commands and dates
+that produced them), fits ``cost = a · passages^b`` per figure by least squares on the
+logarithms, projects it to 10M and 100M passages, finds the size at which each figure with a
+limit on this machine (24 GB of memory, a 60 s write, 250 GB of disk) reaches it, and writes the
+table into docs/scaling.md between its ``cost-model`` markers; and the table of the IVF against
+exact search on the eval sets, from ``evals/results/scale/ann-recall.json``, between the
+``ann-recall`` markers. ``--check`` fails if either differs (the test suite runs it). Two sizes
+give an exact fit and no check of the law; figures measured at four sizes say how well it holds
+(the largest deviation of a measurement from the fit is in the table).
 """
 
 from __future__ import annotations
@@ -21,8 +23,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 MEASUREMENTS = ROOT / "evals" / "results" / "scale" / "measurements.json"
+ANN_RECALL = ROOT / "evals" / "results" / "scale" / "ann-recall.json"
 DOC = ROOT / "docs" / "scaling.md"
-START, END = "<!-- cost-model:start -->", "<!-- cost-model:end -->"
+MARKERS = {
+    "cost-model": ("<!-- cost-model:start -->", "<!-- cost-model:end -->"),
+    "ann-recall": ("<!-- ann-recall:start -->", "<!-- ann-recall:end -->"),
+}
 SIZES = (10_000_000, 100_000_000)
 
 
@@ -89,11 +95,37 @@ def render(measurements: dict) -> str:
     return "\n".join(lines)
 
 
-def updated(text: str, table: str) -> str:
-    """Return ``text`` with the table between the markers replaced."""
-    head, rest = text.split(START, 1)
-    _, tail = rest.split(END, 1)
-    return f"{head}{START}\n{table}\n{END}{tail}"
+def render_recall(runs: list[dict]) -> str:
+    """Return the markdown of the IVF-against-exact table (evals/bench/ann_recall.py runs)."""
+    lines = [
+        "| set | chunks | lists read / lists | dense recall@10 vs exact | dense R@5 exact → IVF | "
+        "gnn_ret R@5 exact → IVF | dense R@2 exact → IVF | gnn_ret R@2 exact → IVF | "
+        "local GNN-Ret = full scan |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for run in runs:
+        for row in run["rows"]:
+
+            def pair(method: str, at: str, row: dict = row) -> str:
+                return f"{row[method + '_exact'][at]:.1f} → {row[method + '_ann'][at]:.1f}"
+
+            lines.append(
+                f"| {row['set']} | {row['chunks']:,} | {row['probed'][0]} / {row['lists'][0]} | "
+                f"{row['dense_recall_at_10']:.4f} | {pair('dense', 'r@5')} | "
+                f"{pair('gnn_ret', 'r@5')} | {pair('dense', 'r@2')} | {pair('gnn_ret', 'r@2')} | "
+                f"{100 * row['gnn_local_same_top10']:.0f} % of questions |"
+            )
+    lines += ["", "Runs:", ""]
+    lines += [f"- {run['partition']}: `{run['command']}` ({run['date']})" for run in runs]
+    return "\n".join(lines)
+
+
+def updated(text: str, name: str, table: str) -> str:
+    """Return ``text`` with the table between ``name``'s markers replaced."""
+    start, end = MARKERS[name]
+    head, rest = text.split(start, 1)
+    _, tail = rest.split(end, 1)
+    return f"{head}{start}\n{table}\n{end}{tail}"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -106,8 +138,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true", help="fail if docs/scaling.md differs")
     args = parser.parse_args(argv)
     table = render(json.loads(MEASUREMENTS.read_text(encoding="utf-8")))
+    recall = render_recall(json.loads(ANN_RECALL.read_text(encoding="utf-8")))
     text = DOC.read_text(encoding="utf-8")
-    fresh = updated(text, table)
+    fresh = updated(updated(text, "cost-model", table), "ann-recall", recall)
     if args.check:
         if fresh != text:
             print("docs/scaling.md's cost model differs from the measurements: run "
@@ -115,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         return 0
     DOC.write_text(fresh, encoding="utf-8")
-    print(table)
+    print(table, recall, sep="\n\n")
     return 0
 
 

@@ -39,3 +39,20 @@ def test_write_replaces_only_what_lies_between_the_markers(tmp_path):
     assert "\n<!-- table:quality:end -->\nafter\n" in text
     assert "old" not in quality_table.block(text, "quality")
     assert quality_table.block(text, "presets") == "old"  # its table lives in docs/methods.md
+
+
+def test_the_scaling_documents_tables_are_the_ones_their_measurements_render(capsys):
+    from hopgraph.evals.bench import cost_model
+
+    assert cost_model.main(["--check"]) == 0, capsys.readouterr().err
+
+
+def test_the_cost_model_fits_a_power_law_and_finds_where_a_limit_is_reached():
+    from hopgraph.evals.bench.cost_model import fit
+
+    model = fit([(100_000, 2.0), (1_000_000, 20.0), (400_000, 8.0)])  # linear: b = 1
+    assert model.b == pytest.approx(1.0) and model.deviation == pytest.approx(0.0, abs=1e-9)
+    assert model.at(10_000_000) == pytest.approx(200.0)
+    assert model.reaching(60.0) == pytest.approx(3_000_000)
+    curved = fit([(100_000, 1.0), (200_000, 4.0), (400_000, 16.0)])
+    assert curved.b == pytest.approx(2.0)
