@@ -68,6 +68,8 @@ def _child(phase: str) -> dict[str, float]:
     }
 
 
+DENSE_BASE = {"base": "dense"}
+"""gnn_ret on dense alone: what it costs without BM25, whose postings grow with the corpus."""
 PHASES = ("index", "graph", "recall", "add", "delete", "latency", "serve", "disk")
 RECALL_SAMPLE = 2000
 
@@ -196,8 +198,10 @@ def _latency(path: Path, queries: list[str]) -> dict:
                 idx.embed_query(query)  # query embedding is not what is timed
             tops[search] = [set(idx.dense_top(q, 10)[0].tolist()) for q in queries]
             result[f"approximate_{search}"] = idx.vector_search.approximate
-            for name in ("dense", "gnn_ret"):
-                retriever = make_retriever(name, idx)
+            for name, options in (("dense", {}), ("gnn_ret", {}), ("gnn_ret_dense", DENSE_BASE)):
+                if name == "gnn_ret_dense" and search == "exact":
+                    continue
+                retriever = make_retriever(name.removesuffix("_dense"), idx, **options)
                 retriever.retrieve(queries[0], 10)  # loads what it needs once
                 times = []
                 for query in queries:
