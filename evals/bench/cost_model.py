@@ -77,18 +77,26 @@ def render(measurements: dict) -> str:
         "limit on this machine | reached at |",
         "|---|---|---|---|---|---|---|---|",
     ]
+    reached_at: list[tuple[float, str]] = []
     for figure in measurements["figures"]:
         points = [(int(n), float(v)) for n, v in figure["points"]]
         model = fit(points)
         unit = figure["unit"]
         measured = ", ".join(f"{n / 1e6:g}M: {_number(v, unit)}" for n, v in points)
         limit = figure.get("limit")
-        reached = f"{model.reaching(limit) / 1e6:,.1f}M" if limit else ""
+        reached = ""
+        if limit:
+            at = model.reaching(limit)
+            reached = f"{at / 1e6:,.1f}M" if at <= SIZES[1] else "beyond 100M"
+            if min(n for n, _ in points) <= at <= SIZES[1]:
+                reached_at.append((at, f"{figure['name']} ({_number(limit, unit)}) at {reached}"))
         lines.append(
             f"| {figure['name']} | {measured} | {model.b:.2f} | {100 * model.deviation:.0f} % | "
             f"{_number(model.at(SIZES[0]), unit)} | {_number(model.at(SIZES[1]), unit)} | "
             f"{_number(limit, unit) if limit else ''} | {reached} |"
         )
+    order = "; ".join(text for _, text in sorted(reached_at))
+    lines += ["", f"Limits in the order the fits reach them: {order}."]
     sources = sorted({f["source"] for f in measurements["figures"]})
     lines += ["", "Sources (each figure's command and date):", ""]
     lines += [f"- {s}" for s in sources]
