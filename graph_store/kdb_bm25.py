@@ -279,10 +279,16 @@ class BM25Store:
                 parts.append(idf * tf / (tf + norm))
         if not found:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
-        rows, inverse = np.unique(np.concatenate(found), return_inverse=True)
-        # summed in the order the terms came, in float64, as one dense array += per term did
-        totals = np.bincount(inverse, weights=np.concatenate(parts).astype(np.float64))
-        return rows.astype(np.int64), totals.astype(np.float32)
+        at, weights = np.concatenate(found), np.concatenate(parts).astype(np.float64)
+        # Summed in the order the terms came, in float64, as one dense array += per term did.
+        # Past a third of the chunks in postings, a tally over every row beats sorting them
+        # (a million chunks: 6.5 against 20 ms for a million postings; 1.3 ms sorted at 100k).
+        if 3 * len(at) > len(self.ids):
+            tally = np.bincount(at, weights=weights, minlength=len(self.ids))
+            rows = np.flatnonzero(tally)  # every contribution is positive
+            return rows.astype(np.int64), tally[rows].astype(np.float32)
+        rows, inverse = np.unique(at, return_inverse=True)
+        return rows.astype(np.int64), np.bincount(inverse, weights=weights).astype(np.float32)
 
     def query(self, text: str, k: int) -> Scored:
         """Return up to ``k`` (id, score) pairs with a positive score, best first."""

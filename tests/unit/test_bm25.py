@@ -78,3 +78,18 @@ def test_an_index_of_format_1_is_read_by_tokenizing_its_chunks(tmp_path):
     retriever.save(str(tmp_path / "bm25"))
     store = BM25Store.load(tmp_path / "bm25", tmp_path, chunks)
     assert store.query("gamma", 2)[0][0] == "b"
+
+
+def test_sparse_scores_tally_and_sort_agree_with_bm25s(tmp_path):
+    """A query whose words are in most chunks takes the tally; a rare word, the sort."""
+    chunks = [Chunk(f"c{i}", f"d{i}", "", f"river stone {'rare' if i == 3 else 'plain'} {i}")
+              for i in range(30)]  # fmt: skip
+    store = BM25Store.build(chunks, tmp_path, "seg")
+    for query in ("river stone", "rare"):
+        rows, scores = store.sparse_scores(query)
+        dense = np.zeros(len(chunks), dtype=np.float32)
+        dense[rows] = scores
+        np.testing.assert_allclose(dense, bm25s_scores(chunks, query), rtol=1e-5)
+        assert np.all(np.diff(rows) > 0) and np.all(scores > 0)
+    assert len(store.sparse_scores("river stone")[0]) == 30
+    assert store.sparse_scores("rare")[0].tolist() == [3]
