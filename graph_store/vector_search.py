@@ -172,6 +172,39 @@ class VectorSearch:
         return out
 
 
+class Cosines:
+    """One query's cosines to the chunks, computed for the rows asked and kept: never a scan.
+
+    Indexed like the full array it stands for (``cosines[row]``, ``cosines[rows]``), for the
+    methods that look up the chunks they reach (IIER's chains, ToG-2's entity chunks).
+    """
+
+    def __init__(self, search: VectorSearch, query: np.ndarray) -> None:
+        self.search = search
+        self.query = np.asarray(query, dtype=np.float32)
+        self._known: dict[int, float] = {}
+
+    def __getitem__(
+        self, rows: int | np.integer | Sequence[int] | np.ndarray
+    ) -> float | np.ndarray:
+        if isinstance(rows, int | np.integer):
+            return float(self._lookup([int(rows)])[0])
+        return self._lookup(np.asarray(rows, dtype=np.int64).tolist())
+
+    def top(self, n: int) -> np.ndarray:
+        """Return the ``n`` nearest chunk rows, best first (ties: lower row first)."""
+        rows, scores = self.search.top(self.query, n)
+        self._known.update(zip(rows.tolist(), scores.tolist(), strict=True))
+        return rows
+
+    def _lookup(self, rows: list[int]) -> np.ndarray:
+        missing = sorted({r for r in rows if r not in self._known})
+        if missing:
+            found = self.search.scores(self.query, np.array(missing, dtype=np.int64))
+            self._known.update(zip(missing, found.tolist(), strict=True))
+        return np.array([self._known[r] for r in rows], dtype=np.float32)
+
+
 def _dot(vectors: np.ndarray, query: np.ndarray, block: int = 262_144) -> np.ndarray:
     """Return ``vectors @ query`` in float32 (float16 tables are widened block by block)."""
     if vectors.dtype == np.float32:

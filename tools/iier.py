@@ -35,6 +35,7 @@ from hopgraph.graph_store.extraction.offline import (
     token_key,
 )
 from hopgraph.graph_store.extraction.parsing import parse_string_list
+from hopgraph.graph_store.vector_search import Cosines
 from hopgraph.prompts.iier import QUESTION_KEYWORDS
 
 from .base import Bases
@@ -173,22 +174,21 @@ class IIERRetriever(Guarded):
         # IIER's keywords are entity-like phrases; plain words only when the question names none.
         return set(linked.entities) or set(linked.content_words())
 
-    def seeds(self, wanted: set[str], similarity: np.ndarray) -> list[int]:
+    def seeds(self, wanted: set[str], similarity: Cosines) -> list[int]:
         """Greedy set cover of ``wanted`` by chunk keywords (§3.2); never empty."""
         remaining, chosen = set(wanted), []
         while remaining:
-            candidates = {row for w in remaining for row in self.by_keyword.get(w, ())}
-            candidates -= set(chosen)
+            candidates = sorted({row for w in remaining for row in self.by_keyword.get(w, ())})
+            candidates = [r for r in candidates if r not in chosen]
             if not candidates:
                 break
-            best = max(
-                candidates, key=lambda r: (len(self.keywords[r] & remaining), similarity[r], -r)
-            )
+            cosine = dict(zip(candidates, similarity[candidates].tolist(), strict=True))
+            best = max(candidates, key=lambda r: (len(self.keywords[r] & remaining), cosine[r], -r))
             chosen.append(best)
             remaining -= self.keywords[best]
-        return chosen or [int(np.argmax(similarity))]
+        return chosen or [int(similarity.top(1)[0])]
 
-    def chain(self, seed: int, similarity: np.ndarray, query: np.ndarray) -> list[int]:
+    def chain(self, seed: int, similarity: Cosines, query: np.ndarray) -> list[int]:
         """Grow one chain greedily from ``seed`` (§3.3): best unvisited neighbour of the last."""
         path = [seed]
         while len(path) < self.max_length:
@@ -204,7 +204,7 @@ class IIERRetriever(Guarded):
         return path
 
     def next_scores(
-        self, path: list[int], candidates: list[int], similarity: np.ndarray, query: np.ndarray
+        self, path: list[int], candidates: list[int], similarity: Cosines, query: np.ndarray
     ) -> np.ndarray:
         """Score the candidates for the chain's next chunk: trained scorer, else similarity."""
         edges = scaled_edges(self.graph.edge_features_rows(path[-1], candidates))
@@ -221,10 +221,10 @@ class IIERRetriever(Guarded):
 
     def _retrieve(self, query: str, k: int) -> list[Hit]:
         vector = self.index.embed_query(query).astype(np.float32)
-        similarity = self.index.similarities(vector)
+        similarity = Cosines(self.index.vector_search, vector)  # of the chunks reached only
         seeds = self.seeds(self.question_keywords(query), similarity)
         if self.dense_seeds:  # the chunks closest to the question seed chains too
-            closest = np.argsort(-similarity, kind="stable")[: self.dense_seeds]
+            closest = similarity.top(self.dense_seeds)
             seeds = list(dict.fromkeys([*seeds, *(int(r) for r in closest)]))
         if self.seed_order == "similarity":
             seeds = sorted(seeds, key=lambda row: -similarity[row])

@@ -18,6 +18,7 @@ from langgraph.runtime import Runtime
 from hopgraph.agents.answering import answer_line, answer_with_citations
 from hopgraph.agents.evidence import Evidence, chunk_evidence, evidence_of
 from hopgraph.core.llm import ask_structured, labelled, no_usage
+from hopgraph.graph_store.vector_search import Cosines
 from hopgraph.prompts.tog2 import REASON, REFORM, RELATION_PRUNE, TOPIC_PRUNE
 
 from .context import Context
@@ -49,16 +50,18 @@ def entity_chunks(ctx: Context, entity: str) -> list[str]:
     return list(dict.fromkeys(found))
 
 
-def _closest_chunks(ctx: Context, entity: str, similarity: np.ndarray) -> list[str]:
+def _closest_chunks(ctx: Context, entity: str, similarity: Cosines) -> list[str]:
     """Return the ``chunks_per_entity`` chunks of Doc(entity) closest to the query."""
     rows = ctx.index.rows
-    ranked = sorted(entity_chunks(ctx, entity), key=lambda c: -similarity[rows[c]])
+    chunks = list(entity_chunks(ctx, entity))
+    cosine = similarity[[rows[c] for c in chunks]].tolist() if chunks else []
+    ranked = [c for _, c in sorted(zip(cosine, chunks, strict=True), key=lambda p: -p[0])]
     return ranked[: ctx.chunks_per_entity]
 
 
-def _similarity(ctx: Context, query: str) -> tuple[np.ndarray, dict[str, int]]:
-    """Return cosine(query, chunk) for every chunk, and each chunk id's row."""
-    return ctx.index.query_similarities(query), ctx.index.rows
+def _similarity(ctx: Context, query: str) -> tuple[Cosines, dict[str, int]]:
+    """Return cosine(query, chunk) as the chunks are looked up, and each chunk id's row."""
+    return Cosines(ctx.index.vector_search, ctx.index.embed_query(query)), ctx.index.rows
 
 
 def link_entities(state: State, runtime: Runtime[Context]) -> dict:
@@ -276,7 +279,7 @@ def prune_entities(state: State, runtime: Runtime[Context]) -> dict:
 
 
 def _with_topic_chunks(
-    ctx: Context, topics: list, similarity: np.ndarray, found: list[tuple[str, float]]
+    ctx: Context, topics: list, similarity: Cosines, found: list[tuple[str, float]]
 ) -> list[tuple[str, float]]:
     """Return Ctx: the candidates' best chunks and the topics' chunks, K best by the query."""
     rows = ctx.index.rows
