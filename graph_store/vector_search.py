@@ -50,7 +50,7 @@ class SearchSegment:
     ivf: IVF | None
 
     def top(self, query: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
-        """Return up to ``n`` live (chunk rows, cosines) of this segment, unordered."""
+        """Return this segment's ``n`` best live (chunk rows, cosines), ties included, unordered."""
         if self.ivf is None:
             scores = _dot(self.vectors, query)
             rows = np.arange(len(scores))
@@ -60,8 +60,9 @@ class SearchSegment:
         chunk_rows = self.chunk_rows[rows]
         live = chunk_rows >= 0
         chunk_rows, scores = chunk_rows[live], scores[live]
-        if len(scores) > n:
-            keep = np.argpartition(-scores, n - 1)[:n]
+        if len(scores) > n:  # ties at the n-th score stay: the caller breaks them by row
+            cut = np.partition(scores, len(scores) - n)[len(scores) - n]
+            keep = scores >= cut
             chunk_rows, scores = chunk_rows[keep], scores[keep]
         return chunk_rows, scores
 

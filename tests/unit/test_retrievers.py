@@ -1,6 +1,7 @@
 import pytest
 
 from hopgraph.core.errors import InputError, UnknownMethodError
+from hopgraph.graph_store.vector_search import Cosines
 from hopgraph.tools import RETRIEVERS, make_retriever, parse_methods
 from hopgraph.tools.langchain import RetrieveInput, retrieval_tools
 
@@ -86,7 +87,7 @@ def test_iier_keywords_seed_and_chain(index):
     assert iier.question_keywords(question) == {"larry alcala"}  # entities, not plain words
     rows = {chunk_id: row for row, chunk_id in enumerate(iier.ids)}
     vector = index.embed_query(question)
-    similarity = index.similarities(vector)
+    similarity = Cosines(index.vector_search, vector)  # the cosines of the chunks reached
     assert iier.seeds({"larry alcala"}, similarity) == [rows["d1"]]
     # d1 mentions the University of Santo Tomas, whose page d2 is linked by an entity edge
     assert iier.chain(rows["d1"], similarity, vector) == [rows["d1"], rows["d2"]]
@@ -96,7 +97,7 @@ def test_iier_keywords_seed_and_chain(index):
     assert hits[1].provenance[0].via == ("d1", "d2")
     assert hits[2].provenance[-1].step == "base retrieval"  # chains ran out: the base fills
     # a question naming nothing known falls back to its words, and always has a seed
-    assert iier.seeds(set(), similarity) == [int(similarity.argmax())]
+    assert iier.seeds(set(), similarity) == [int(index.similarities(vector).argmax())]
 
 
 def test_iier_reads_question_keywords_with_an_llm(index):

@@ -165,3 +165,17 @@ def test_local_gnn_ranks_as_the_full_scan(seed, only_lower, layers):
             break
     else:
         pytest.fail("the bound never held")
+
+
+def test_cosines_are_the_full_scans_for_the_rows_asked_only(ivf_index):
+    from hopgraph.graph_store.vector_search import Cosines
+
+    with Index.open(ivf_index, search="exact") as idx:
+        vector = idx.embed_query("castle river")
+        full = idx.similarities(vector)
+        cosines = Cosines(idx.vector_search, vector)
+        rows = np.array([5, 1, 5, 400])
+        np.testing.assert_allclose(cosines[rows], full[rows], rtol=1e-6)
+        assert cosines[7] == pytest.approx(float(full[7]), rel=1e-6)
+        assert cosines.top(3).tolist() == np.argsort(-full, kind="stable")[:3].tolist()
+        assert len(cosines._known) <= 4 + 3 < len(idx.chunks)  # 1, 5, 400, 7 and the top 3
