@@ -12,7 +12,7 @@ quarter of what the float32 rows would take, with SIMD. It only proposes candida
   pages, as it shares the vector table's.
 
 Sizes: lists of about 256 rows (3,906 at a million rows), 128 of them read per query: about
-32,000 rows' codes, 1.4 ms at 100k rows and 1.9 ms at 1M (p95). Chosen on the dev sets and on
+32,000 rows' codes, 1.36 ms at 100k rows and 1.55 ms at 1M (p95). Chosen on the dev sets and on
 MiniLM vectors tiled to 100k and 1M rows (docs/scaling.md, ``python -m
 hopgraph.evals.bench.ivf_recall``): 128 lists keep 99.4 % of dense's exact top 10 at 100k and
 99.9 % at 1M; with 2·√rows lists, 16 of 169 kept 88 % on 2wiki and 64 kept 99 %.
@@ -49,7 +49,8 @@ class IVF:
 
     index: object  # faiss.IndexIVFScalarQuantizer
     _last: list = field(default_factory=list, compare=False, repr=False)
-    """The last query's candidates, [(query bytes, rows)]: a deeper ask for it reuses them."""
+    """The last query's candidates, [(query bytes, rows, whether faiss had no more)]: a deeper
+    ask for the same query reuses them."""
 
     @property
     def rows(self) -> int:
