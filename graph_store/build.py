@@ -443,10 +443,14 @@ def _write_report(
 
 @paused_gc()
 def build_graphs(
-    directory: str | Path, settings: GraphSettings, show_progress: bool = True
+    directory: str | Path, settings: GraphSettings | None = None, show_progress: bool = True
 ) -> dict[str, Any]:
-    """Build (or rebuild) both graphs of an index from scratch as one write; return their info."""
+    """Build (or rebuild) both graphs of an index from scratch as one write; return their info.
+
+    ``settings``: how (graph_build.GraphSettings); default, the offline extractor's defaults.
+    """
     directory = Path(directory)
+    settings = settings if settings is not None else GraphSettings()
     with write_lock(directory):
         old = read_manifest(directory)
         chunks = read_chunks(directory, old)
