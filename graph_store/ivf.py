@@ -53,11 +53,6 @@ class IVF:
     ask for the same query reuses them."""
 
     @property
-    def rows(self) -> int:
-        """Return the number of rows indexed."""
-        return int(self.index.ntotal)
-
-    @property
     def lists(self) -> int:
         """Return the number of lists."""
         return int(self.index.nlist)

@@ -28,7 +28,7 @@ from hopgraph.core.errors import IndexStateError
 
 from .ivf import IVF
 from .manifest import Manifest, ann_hint, crc32
-from .vector_table import VectorSegment
+from .vector_table import VectorSegment, VectorTable
 
 log = logging.getLogger(__name__)
 
@@ -95,14 +95,12 @@ class VectorSearch:
         if mode not in SEARCH_MODES:
             raise ValueError(f"search mode must be one of {SEARCH_MODES}, got {mode!r}")
         position = {chunk_id: row for row, chunk_id in enumerate(ids)}
-        loaded = [VectorSegment.load(directory, path) for path in manifest.vectors]
-        winner: dict[str, int] = {}  # a later segment wins a repeated id (a replaced chunk)
-        for s, segment in enumerate(loaded):
-            winner.update(dict.fromkeys(segment.ids, s))
+        table = VectorTable.load(directory, manifest.vectors)
+        holder = table.holders()  # a later segment wins a repeated id (a replaced chunk)
         segments = []
-        for s, segment in enumerate(loaded):
+        for s, segment in enumerate(table.segments):
             chunk_rows = np.array(
-                [position.get(i, -1) if winner[i] == s else -1 for i in segment.ids],
+                [position.get(i, -1) if holder[i][0] == s else -1 for i in segment.ids],
                 dtype=np.int64,
             )
             ivf = None if mode == "exact" else _ivf(directory, manifest, segment, mode)

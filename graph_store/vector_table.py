@@ -118,11 +118,16 @@ class VectorTable:
         """Open the segments the manifest names."""
         return cls([VectorSegment.load(root, p) for p in paths])
 
-    def matrix(self, ids: Sequence[str]) -> np.ndarray:
-        """Return the vectors of ``ids``, in that order (a later segment wins a repeated id)."""
+    def holders(self) -> dict[str, tuple[int, int]]:
+        """Return where each id's vector lies: (segment, row); a later segment wins a repeat."""
         where: dict[str, tuple[int, int]] = {}
         for s, segment in enumerate(self.segments):
             where.update((chunk_id, (s, row)) for row, chunk_id in enumerate(segment.ids))
+        return where
+
+    def matrix(self, ids: Sequence[str]) -> np.ndarray:
+        """Return the vectors of ``ids``, in that order (a later segment wins a repeated id)."""
+        where = self.holders()
         missing = [i for i in ids if i not in where]
         if missing:
             raise IndexStateError(
@@ -181,9 +186,7 @@ class VectorTable:
         largest = max(range(len(self.segments)), key=lambda s: len(self.segments[s].ids))
         if dead > MAX_DEAD_SHARE * rows or 2 * len(self.segments[largest].ids) < rows:
             return VectorTable.build(ids, self.matrix(ids), root, path, self.dtype)
-        holder: dict[str, int] = {}  # a later segment wins a repeated id
-        for s, segment in enumerate(self.segments):
-            holder.update(dict.fromkeys(segment.ids, s))
-        rest = [i for i in ids if holder[i] != largest]
+        holder = self.holders()
+        rest = [i for i in ids if holder[i][0] != largest]
         merged = VectorTable.build(rest, self.matrix(rest), root, path, self.dtype)
         return VectorTable([self.segments[largest], *merged.segments])

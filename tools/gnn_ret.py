@@ -188,7 +188,7 @@ class GNNRetriever(Guarded):
             if vector is not None:
                 similarity += weight * self._cosines(vector, rows, known[-1] if known else None)
             if weight < 1:
-                similarity += (1 - weight) * _sparse_at(keyword_rows, scaled, rows)
+                similarity += (1 - weight) * _sparse_at(keyword_rows, scaled, rows)[1]
             return 1.0 - similarity
 
         chunks = len(index.chunks)
@@ -197,11 +197,11 @@ class GNNRetriever(Guarded):
             ([index.passage_graph.edges[t] for t in c.edge_types], c.alpha) for c in self.channels
         ]
         while True:
-            start = self._candidates(query, vector, keyword_rows, scaled, weight, depth, chunks)
-            if vector is not None:
-                rows, scores = index.dense_top(query, depth)
-                order = np.argsort(rows)
-                known.append((rows[order], scores[order]))
+            dense = index.dense_top(query, depth) if vector is not None else None
+            start = self._candidates(dense, keyword_rows, scaled, weight, depth, chunks)
+            if dense is not None:
+                order = np.argsort(dense[0])
+                known.append((dense[0][order], dense[1][order]))
             found, exact = propagate_local(
                 h0_of, start, channels, self.top_k, self.layers, self.only_lower
             )
@@ -217,30 +217,29 @@ class GNNRetriever(Guarded):
         self, vector: np.ndarray, rows: np.ndarray, known: tuple[np.ndarray, np.ndarray] | None
     ) -> np.ndarray:
         """Return the cosines at ``rows``: dense search's where it scored them, else the table's."""
-        out = np.empty(len(rows), dtype=np.float32)
-        missing = np.ones(len(rows), dtype=bool)
-        if known is not None and len(known[0]):
-            at = np.minimum(np.searchsorted(known[0], rows), len(known[0]) - 1)
-            missing = known[0][at] != rows
-            out[~missing] = known[1][at[~missing]]
+        hit, out = _sparse_at(*known, rows) if known is not None else (
+            np.zeros(len(rows), dtype=bool), np.zeros(len(rows), dtype=np.float32))  # fmt: skip
+        missing = ~hit
         if missing.any():
             out[missing] = self.index.vector_search.scores(vector, rows[missing])
         return out
 
     def _candidates(
         self,
-        query: str,
-        vector: np.ndarray | None,
+        dense: tuple[np.ndarray, np.ndarray] | None,
         keyword_rows: np.ndarray,
         scaled: np.ndarray,
         weight: float,
         depth: int,
         chunks: int,
     ) -> Candidates:
-        """Return dense's and BM25's top ``depth`` and the h⁰ every other chunk has at least."""
+        """Return dense's and BM25's top ``depth`` and the h⁰ every other chunk has at least.
+
+        ``dense``: dense search's top ``depth`` (rows, cosines); None on the BM25 base.
+        """
         parts, dense_floor, keyword_floor = [], -np.inf, 0.0
-        if vector is not None:
-            rows, scores = self.index.dense_top(query, depth)
+        if dense is not None:
+            rows, scores = dense
             parts.append(rows)
             dense_floor = float(scores[-1]) if len(rows) == depth else -np.inf
         if weight < 1 and len(keyword_rows):
@@ -251,10 +250,10 @@ class GNNRetriever(Guarded):
             else:
                 parts.append(keyword_rows)
         rows = np.unique(np.concatenate(parts)) if parts else np.zeros(0, dtype=np.int64)
-        everything = len(rows) >= chunks or (vector is not None and dense_floor == -np.inf)
+        everything = len(rows) >= chunks or (dense is not None and dense_floor == -np.inf)
         if everything:
             return Candidates(rows if len(rows) >= chunks else np.arange(chunks), np.inf)
-        if vector is None:  # BM25 alone: every chunk outside has at most the floor
+        if dense is None:  # BM25 alone: every chunk outside has at most the floor
             return Candidates(rows, 1.0 - keyword_floor)
         return Candidates(rows, 1.0 - (weight * dense_floor + (1 - weight) * keyword_floor))
 
@@ -285,14 +284,17 @@ class GNNRetriever(Guarded):
         return (self.index.passage_graph.ids[sender], *kinds)
 
 
-def _sparse_at(rows: np.ndarray, values: np.ndarray, wanted: np.ndarray) -> np.ndarray:
-    """Return the values at ``wanted`` of a sparse vector (``rows`` ascending), 0 elsewhere."""
+def _sparse_at(
+    rows: np.ndarray, values: np.ndarray, wanted: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Look ``wanted`` up in a sparse vector (``rows`` ascending): (held, values, 0 elsewhere)."""
     out = np.zeros(len(wanted), dtype=np.float32)
+    hit = np.zeros(len(wanted), dtype=bool)
     if len(rows):
         at = np.minimum(np.searchsorted(rows, wanted), len(rows) - 1)
         hit = rows[at] == wanted
         out[hit] = values[at[hit]]
-    return out
+    return hit, out
 
 
 def load_channels(path: Path, index: Index) -> tuple[Channel, ...]:

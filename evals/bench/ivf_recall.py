@@ -26,14 +26,26 @@ from hopgraph.evals.metrics import percentile
 from hopgraph.graph_store.vector_search import SearchSegment
 
 
-def measure(vectors: np.ndarray, queries: int, k: int = 10, noise: float = 0.05) -> dict:
+def noisy_queries(vectors: np.ndarray, count: int, noise: float = 0.05) -> np.ndarray:
+    """Return ``count`` unit queries near, not on, random rows (σ ``noise`` per dimension)."""
+    rng = np.random.default_rng(11)
+    asked = vectors[rng.integers(0, len(vectors), count)]
+    asked = asked + noise * rng.standard_normal(asked.shape).astype(np.float32)
+    return asked / np.linalg.norm(asked, axis=1, keepdims=True)
+
+
+def share_found(
+    vectors: np.ndarray, query: np.ndarray, rows: np.ndarray, kth: float, k: int
+) -> float:
+    """Return recall@k of found ``rows``: those reaching the exact k-th cosine (ties count)."""
+    return min(int((vectors[rows] @ query >= kth - 1e-6).sum()), k) / k
+
+
+def measure(vectors: np.ndarray, queries: int, k: int = 10) -> dict:
     """Return the IVF's build time, recall@k against exact and query times over ``vectors``."""
     from hopgraph.graph_store.ivf import IVF
 
-    rng = np.random.default_rng(11)
-    asked = vectors[rng.integers(0, len(vectors), queries)]
-    asked = asked + noise * rng.standard_normal(asked.shape).astype(np.float32)
-    asked /= np.linalg.norm(asked, axis=1, keepdims=True)
+    asked = noisy_queries(vectors, queries)
     started = time.perf_counter()
     ivf = IVF.build(vectors)
     build_s = time.perf_counter() - started
@@ -45,9 +57,7 @@ def measure(vectors: np.ndarray, queries: int, k: int = 10, noise: float = 0.05)
         rows, _ = approximate.top(query, k)
         times.append((time.perf_counter() - started) * 1000)
         _, scores = exact.top(query, k)
-        kth = np.min(scores)
-        hit = vectors[rows] @ query >= kth - 1e-6  # a tie with the exact k-th is not a miss
-        found.append(min(int(hit.sum()), k) / k)
+        found.append(share_found(vectors, query, rows, float(np.min(scores)), k))
     return {
         "rows": len(vectors),
         "lists": ivf.lists,

@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from hopgraph.evals.bench import save_json
+from hopgraph.evals.bench.ivf_recall import noisy_queries, share_found
 from hopgraph.evals.metrics import percentile
 
 
@@ -54,10 +55,7 @@ def measure(vectors: np.ndarray, shards: int, queries: int = 300, k: int = 10) -
         workers.append(worker)
     builds = [pipe.recv() for pipe in pipes]
     build_wall = time.perf_counter() - started
-    rng = np.random.default_rng(11)
-    asked = vectors[rng.integers(0, len(vectors), queries)]
-    asked = asked + 0.05 * rng.standard_normal(asked.shape).astype(np.float32)
-    asked /= np.linalg.norm(asked, axis=1, keepdims=True)
+    asked = noisy_queries(vectors, queries)
     found, times = [], []
     for query in asked:
         began = time.perf_counter()
@@ -68,8 +66,8 @@ def measure(vectors: np.ndarray, shards: int, queries: int = 300, k: int = 10) -
         scores = np.concatenate([a[1] for a in answers])
         merged = rows[np.argsort(-scores, kind="stable")[:k]]
         times.append((time.perf_counter() - began) * 1000)
-        kth = np.partition(vectors @ query, -k)[-k]
-        found.append(min(int((vectors[merged] @ query >= kth - 1e-6).sum()), k) / k)
+        kth = float(np.partition(vectors @ query, -k)[-k])
+        found.append(share_found(vectors, query, merged, kth, k))
     for pipe in pipes:
         pipe.send(None)
     for worker in workers:

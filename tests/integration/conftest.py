@@ -1,7 +1,6 @@
 import contextlib
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -11,15 +10,10 @@ from pathlib import Path
 import pytest
 
 from hopgraph.demo import sample_dir
+from hopgraph.evals.bench.serving import free_port
 from hopgraph.graph_store import load_documents
 
 pytestmark = pytest.mark.integration
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def wait_until_up(
