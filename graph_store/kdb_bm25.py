@@ -17,6 +17,7 @@ import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 import bm25s
@@ -24,6 +25,7 @@ import numpy as np
 import scipy.sparse as sp
 import Stemmer
 
+from hopgraph.core.arrays import unique_rows
 from hopgraph.core.errors import IndexStateError
 
 from .base import Scored
@@ -114,6 +116,11 @@ class Segment:
         counts = np.asarray((self.tf[np.flatnonzero(rows)] > 0).sum(axis=0)).ravel()
         terms = list(self.vocab)
         return {terms[col]: int(counts[col]) for col in np.flatnonzero(counts)}
+
+
+def impact(idf: float, tf: np.ndarray, lengths: np.ndarray, mean_length: float) -> np.ndarray:
+    """Return one term's BM25 score in chunks with these term counts and lengths (float32)."""
+    return idf * tf / (tf + K1 * (1 - B + B * lengths / mean_length))
 
 
 def _live_rows(segments: Sequence[Segment], ids: Sequence[str]) -> list[np.ndarray]:
@@ -245,6 +252,34 @@ class BM25Store:
             ) from err
         return cls(segments, paths, ids, stats)
 
+    @property
+    def mean_length(self) -> float:
+        """The live chunks' mean length in tokens."""
+        return self.stats["total_length"] / max(self.stats["n"], 1)
+
+    def query_terms(self, text: str) -> list[tuple[str, float]]:
+        """Return the query's indexed terms and their idf, in query order.
+
+        A repeated query term is listed again: it counts again, as in bm25s.
+        """
+        n, df = self.stats["n"], self.stats["df"]
+        return [
+            (term, math.log(1 + (n - df[term] + 0.5) / (df[term] + 0.5)))
+            for term in tokenize([text])[0]
+            if term in df
+        ]
+
+    @cached_property
+    def places(self) -> tuple[np.ndarray, np.ndarray]:
+        """Each chunk's segment and row in it: the inverse of ``rows``, for score look-ups."""
+        segment = np.full(len(self.ids), -1, dtype=np.int32)
+        local = np.full(len(self.ids), -1, dtype=np.int64)
+        for at, rows in enumerate(self.rows):
+            live = np.flatnonzero(rows >= 0)
+            segment[rows[live]] = at
+            local[rows[live]] = live
+        return segment, local
+
     def scores(self, text: str) -> np.ndarray:
         """Return the BM25 score of every chunk for ``text``, in the order of ``self.ids``."""
         out = np.zeros(len(self.ids), dtype=np.float32)
@@ -258,14 +293,10 @@ class BM25Store:
         Reads only the query terms' postings: what a query costs does not grow with the chunks
         that share none of its words.
         """
-        n, df = self.stats["n"], self.stats["df"]
-        mean_length = self.stats["total_length"] / max(n, 1)
+        mean_length = self.mean_length
         found: list[np.ndarray] = []
         parts: list[np.ndarray] = []
-        for term in tokenize([text])[0]:  # a repeated query term counts again, as in bm25s
-            if term not in df:
-                continue
-            idf = math.log(1 + (n - df[term] + 0.5) / (df[term] + 0.5))
+        for term, idf in self.query_terms(text):
             for segment, rows in zip(self.segments, self.rows, strict=True):
                 col = segment.vocab.get(term)
                 if col is None:
@@ -274,9 +305,8 @@ class BM25Store:
                 at, tf = segment.tf.indices[start:end], segment.tf.data[start:end]
                 live = rows[at] >= 0
                 at, tf = at[live], tf[live]
-                norm = K1 * (1 - B + B * segment.lengths[at] / mean_length)
                 found.append(rows[at])
-                parts.append(idf * tf / (tf + norm))
+                parts.append(impact(idf, tf, segment.lengths[at], mean_length))
         if not found:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
         at, weights = np.concatenate(found), np.concatenate(parts).astype(np.float64)
@@ -287,7 +317,8 @@ class BM25Store:
             tally = np.bincount(at, weights=weights, minlength=len(self.ids))
             rows = np.flatnonzero(tally)  # every contribution is positive
             return rows.astype(np.int64), tally[rows].astype(np.float32)
-        rows, inverse = np.unique(at, return_inverse=True)
+        rows = unique_rows(at)
+        inverse = np.searchsorted(rows, at)
         return rows.astype(np.int64), np.bincount(inverse, weights=weights).astype(np.float32)
 
     def query(self, text: str, k: int) -> Scored:

@@ -24,6 +24,8 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from hopgraph.core.arrays import union_rows, unique_rows
+
 from .gnn_layers import smallest, typed_layer
 
 Distances = Callable[[np.ndarray], np.ndarray]
@@ -76,7 +78,7 @@ def edges_from(matrix: sp.csr_matrix, senders: np.ndarray) -> tuple[np.ndarray, 
 def receivers(matrices: Sequence[sp.csr_matrix], senders: np.ndarray) -> np.ndarray:
     """Return every chunk a message from ``senders`` reaches over these edge matrices."""
     found = [edges_from(matrix, senders)[1] for matrix in matrices]
-    return np.unique(np.concatenate(found)) if found else np.zeros(0, dtype=np.int64)
+    return union_rows(*found)
 
 
 def local_adjacency(
@@ -110,7 +112,7 @@ def propagate_local(
     Returns the ranking and whether the bound held at every layer (then every sender was the
     full scan's).
     """
-    rows = np.unique(start.rows)
+    rows = unique_rows(start.rows)
     h = h0_of(rows)  # float32, as the full scan's h⁰: its first layer blends in float32
     sender = np.full(len(rows), -1, dtype=np.int64)
     channel = np.full(len(rows), -1, dtype=np.int64)
@@ -120,7 +122,7 @@ def propagate_local(
         exact &= start.bound == np.inf or (
             len(top) == top_k and bool(np.max(_at(h, rows, top)) <= start.bound)
         )
-        reached = np.union1d(rows, np.concatenate([receivers(m, top) for m, _ in channels]))
+        reached = union_rows(rows, *[receivers(m, top) for m, _ in channels])
         if len(reached) > len(rows):
             h, sender, channel = _grown(h0_of, rows, reached, h, sender, channel)
             rows = reached

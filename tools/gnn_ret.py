@@ -33,8 +33,10 @@ from typing import Any, ClassVar
 import numpy as np
 import scipy.sparse as sp
 
+from hopgraph.core.arrays import union_rows
 from hopgraph.core.errors import IndexStateError, InputError
 from hopgraph.graph_store import Index
+from hopgraph.graph_store.bm25_query import KeywordTop, QueryScores
 from hopgraph.graph_store.passage_graph import DIRECTED, EDGE_TYPES
 
 from .gnn_layers import propagate
@@ -176,10 +178,11 @@ class GNNRetriever(Guarded):
         """
         weight, index = self._weight, self.index
         vector = index.embed_query(query) if weight > 0 else None
-        keyword_rows, keyword_scores = index.keywords.sparse_scores(query) if weight < 1 else (
-            np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32))  # fmt: skip
-        top_score = keyword_scores.max() if len(keyword_scores) else 0.0
-        scaled = keyword_scores / top_score if top_score > 0 else keyword_scores
+        keywords = QueryScores(index.keywords, query) if weight < 1 else None
+        depth = max(FIRST_DEPTH, 2 * k, 2 * self.top_k)
+        keyword_top = keywords.top(depth) if keywords is not None else None
+        # The best BM25 score of all, as the full scan scales by (``top`` certifies it).
+        top_score = keyword_top.scores.max() if keyword_top and len(keyword_top.scores) else None
 
         known: list[tuple[np.ndarray, np.ndarray]] = []  # dense's exact cosines, by row
 
@@ -187,18 +190,20 @@ class GNNRetriever(Guarded):
             similarity = np.zeros(len(rows), dtype=np.float32)
             if vector is not None:
                 similarity += weight * self._cosines(vector, rows, known[-1] if known else None)
-            if weight < 1:
-                similarity += (1 - weight) * _sparse_at(keyword_rows, scaled, rows)[1]
+            if keywords is not None and top_score:
+                similarity += (1 - weight) * (keywords.at(rows) / top_score)
             return 1.0 - similarity
 
         chunks = len(index.chunks)
-        depth = max(FIRST_DEPTH, 2 * k, 2 * self.top_k)
         channels = [
             ([index.passage_graph.edges[t] for t in c.edge_types], c.alpha) for c in self.channels
         ]
         while True:
             dense = index.dense_top(query, depth) if vector is not None else None
-            start = self._candidates(dense, keyword_rows, scaled, weight, depth, chunks)
+            if keywords is not None and keyword_top is None:
+                keyword_top = keywords.top(depth)
+            start = self._candidates(dense, keyword_top, top_score, depth, chunks)
+            keyword_top = None
             if dense is not None:
                 order = np.argsort(dense[0])
                 known.append((dense[0][order], dense[1][order]))
@@ -227,34 +232,32 @@ class GNNRetriever(Guarded):
     def _candidates(
         self,
         dense: tuple[np.ndarray, np.ndarray] | None,
-        keyword_rows: np.ndarray,
-        scaled: np.ndarray,
-        weight: float,
+        keywords: KeywordTop | None,
+        top_score: float | None,
         depth: int,
         chunks: int,
     ) -> Candidates:
-        """Return dense's and BM25's top ``depth`` and the h⁰ every other chunk has at least.
+        """Return dense's and BM25's top chunks and the h⁰ every other chunk has at least.
 
-        ``dense``: dense search's top ``depth`` (rows, cosines); None on the BM25 base.
+        ``dense``: dense search's top ``depth`` (rows, cosines), None on the BM25 base;
+        ``keywords``: BM25's top and the ceiling of the rest, None on the dense base; ``top_score``:
+        the best BM25 score, by which scores are scaled.
         """
         parts, dense_floor, keyword_floor = [], -np.inf, 0.0
         if dense is not None:
             rows, scores = dense
             parts.append(rows)
             dense_floor = float(scores[-1]) if len(rows) == depth else -np.inf
-        if weight < 1 and len(keyword_rows):
-            if len(keyword_rows) > depth:
-                cut = np.argpartition(-scaled, depth - 1)[:depth]
-                keyword_floor = float(scaled[cut].min())
-                parts.append(keyword_rows[cut])
-            else:
-                parts.append(keyword_rows)
-        rows = np.unique(np.concatenate(parts)) if parts else np.zeros(0, dtype=np.int64)
+        if keywords is not None and top_score:
+            parts.append(keywords.rows)
+            keyword_floor = keywords.ceiling / float(top_score)
+        rows = union_rows(*parts)
         everything = len(rows) >= chunks or (dense is not None and dense_floor == -np.inf)
         if everything:
             return Candidates(rows if len(rows) >= chunks else np.arange(chunks), np.inf)
         if dense is None:  # BM25 alone: every chunk outside has at most the floor
             return Candidates(rows, 1.0 - keyword_floor)
+        weight = self._weight
         return Candidates(rows, 1.0 - (weight * dense_floor + (1 - weight) * keyword_floor))
 
     def _retrieve(self, query: str, k: int) -> list[Hit]:

@@ -1,0 +1,174 @@
+"""One query's BM25 scores, computed only where they can matter (MaxScore's pruning).
+
+At a million chunks a query word as common as "the" after stop words has close to a million
+postings and an idf near zero; reading them all cost a GNN-Ret query 4 ms at p95 and grew with
+the corpus. MaxScore (Turtle & Flood, 1995) splits the query terms: the *essential* ones, read
+in full, and the rest, whose total upper bound (count × idf, since tf / (tf + norm) < 1) caps
+the score of any chunk that holds none of the essential terms. So :meth:`QueryScores.top`
+reads the postings of the rarest terms (up to a budget that grows with the depth asked), scores
+those chunks in full by looking the other terms up in their postings, and returns them with a
+*ceiling* that no other chunk exceeds: the caller certifies its result against that ceiling, as
+GNN-Ret's local computation does (tools/gnn_local.py), and asks again deeper when it cannot.
+
+Scores are summed term by term in query order in float64, as :meth:`BM25Store.sparse_scores`
+sums them, so a score here equals the full scan's bit for bit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from hopgraph.core.arrays import union_rows
+
+from .kdb_bm25 import BM25Store, impact
+
+POSTINGS_PER_DEPTH = 64
+"""A term with more postings than this per chunk asked for (32,768 at GNN-Ret's first depth of
+512) may be left out of the chunks read in full."""
+
+NEGLIGIBLE = 0.02
+"""How far below the best score the left-out terms' bounds must stay, as a share of it: GNN-Ret
+scales BM25 by the best score, so its bound on the other chunks moves by at most this × (1 − w)."""
+
+
+@dataclass(frozen=True)
+class KeywordTop:
+    """Chunk rows (ascending), their BM25 scores, and a score no other chunk exceeds."""
+
+    rows: np.ndarray
+    scores: np.ndarray
+    ceiling: float
+
+
+@dataclass(frozen=True)
+class _Term:
+    idf: float
+    count: int
+    postings: tuple[tuple[int, int, int], ...]  # (segment, start, end) in its CSC arrays
+
+    @property
+    def size(self) -> int:
+        return sum(end - start for _, start, end in self.postings)
+
+    @property
+    def bound(self) -> float:
+        return self.count * self.idf
+
+
+class QueryScores:
+    """The BM25 scores of one query: at given chunks, or the top ones with a ceiling."""
+
+    def __init__(self, store: BM25Store, text: str) -> None:
+        """Find the query's terms and their postings in ``store`` (nothing is scored yet)."""
+        self.store = store
+        self.sequence = store.query_terms(text)  # query order, repeats kept: the sum's order
+        terms: dict[str, _Term] = {}
+        for term, idf in self.sequence:
+            if term in terms:
+                seen = terms[term]
+                terms[term] = _Term(idf, seen.count + 1, seen.postings)
+                continue
+            postings = []
+            for at, segment in enumerate(store.segments):
+                col = segment.vocab.get(term)
+                if col is not None:
+                    start, end = segment.tf.indptr[col], segment.tf.indptr[col + 1]
+                    postings.append((at, int(start), int(end)))
+            terms[term] = _Term(idf, 1, tuple(postings))
+        self.terms = terms
+
+    def at(self, rows: np.ndarray) -> np.ndarray:
+        """Return the BM25 scores (float32) of the chunks at ``rows``."""
+        total = np.zeros(len(rows), dtype=np.float64)
+        for term, idf in self.sequence:
+            held, values = self._lookup(term, idf, rows)
+            total[held] += values
+        return total.astype(np.float32)
+
+    def top(self, depth: int) -> KeywordTop:
+        """Return up to ``depth`` chunks that hold the best scores, and the ceiling of the rest.
+
+        Terms with more postings than the budget are left out while the sum of their bounds
+        stays within :data:`NEGLIGIBLE` of the best score; the chunks of the other terms are
+        scored in full. The best score returned is the best of all.
+        """
+        order = sorted(self.terms, key=lambda t: (-self.terms[t].bound, self.terms[t].size))
+        budget = POSTINGS_PER_DEPTH * depth
+        essential = len(order)
+        while essential > 1 and self.terms[order[essential - 1]].size > budget:
+            essential -= 1
+        while True:
+            read = set(order[:essential])
+            rows, scores = self._scored(read)
+            left_out = sum(self.terms[t].bound for t in order[essential:])
+            cut = 0.0  # the depth-th best score: no better chunk was cut
+            if len(rows) > depth:
+                keep = np.sort(np.argpartition(-scores, depth - 1)[:depth])
+                cut = float(scores[keep].min())
+                rows, scores = rows[keep], scores[keep]
+            best = float(scores.max()) if len(scores) else 0.0
+            # MaxScore's test (the left-out terms cannot lift a chunk past the cut), or bounds
+            # too small to matter beside the best score.
+            if essential == len(order) or left_out <= max(cut, NEGLIGIBLE * best):
+                return KeywordTop(rows, scores, max(cut, left_out))
+            essential += 1
+
+    def _scored(self, read: set[str]) -> tuple[np.ndarray, np.ndarray]:
+        """Return the chunks (ascending) holding any term in ``read``, and their full scores.
+
+        Summed as :meth:`BM25Store.sparse_scores` sums: term by term in query order, float64.
+        """
+        held = [rows for term in read for rows, _ in self._postings(term, 0.0, scored=False)]
+        if not held:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+        rows = union_rows(*held)
+        places, parts = [], []
+        for term, idf in self.sequence:
+            if term in read:
+                for chunk_rows, values in self._postings(term, idf):
+                    places.append(np.searchsorted(rows, chunk_rows))
+                    parts.append(values)
+            else:
+                place, values = self._lookup(term, idf, rows)
+                places.append(place)
+                parts.append(values)
+        weights = np.concatenate(parts).astype(np.float64)
+        return rows, np.bincount(np.concatenate(places), weights, len(rows)).astype(np.float32)
+
+    def _postings(
+        self, term: str, idf: float, scored: bool = True
+    ) -> list[tuple[np.ndarray, np.ndarray | None]]:
+        """Per segment, the live chunk rows holding ``term`` and (if ``scored``) its scores."""
+        out = []
+        for at, start, end in self.terms[term].postings:
+            segment, chunk_rows = self.store.segments[at], self.store.rows[at]
+            local = segment.tf.indices[start:end]
+            live = chunk_rows[local] >= 0
+            values = None
+            if scored:
+                tf, lengths = segment.tf.data[start:end][live], segment.lengths[local[live]]
+                values = impact(idf, tf, lengths, self.store.mean_length)
+            out.append((chunk_rows[local[live]], values))
+        return out
+
+    def _lookup(self, term: str, idf: float, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Return the positions in ``rows`` whose chunks hold ``term``, and its scores there."""
+        segment_of, local_of = self.store.places
+        segments, locals_ = segment_of[rows], local_of[rows]
+        places, parts = [], []
+        for at, start, end in self.terms[term].postings:
+            segment = self.store.segments[at]
+            mine, postings = np.flatnonzero(segments == at), segment.tf.indices[start:end]
+            if not len(mine) or not len(postings):
+                continue
+            wanted = locals_[mine]
+            place = np.minimum(np.searchsorted(postings, wanted), len(postings) - 1)
+            hit = postings[place] == wanted
+            tf, lengths = segment.tf.data[start:end][place[hit]], segment.lengths[wanted[hit]]
+            places.append(mine[hit])
+            parts.append(impact(idf, tf, lengths, self.store.mean_length))
+        if not places:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+        return np.concatenate(places), np.concatenate(parts)

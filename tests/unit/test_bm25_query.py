@@ -1,0 +1,74 @@
+"""Pruned BM25 scores of one query equal the full scan's; the ceiling bounds every other chunk."""
+
+import random
+
+import numpy as np
+import pytest
+
+from hopgraph.graph_store import bm25_query, kdb_bm25
+from hopgraph.graph_store.bm25_query import QueryScores
+from hopgraph.graph_store.documents import Chunk
+from hopgraph.graph_store.kdb_bm25 import BM25Store
+from tests.unit.test_incremental_graphs import random_chunk
+
+QUERIES = ["river stone", "Love film district", "the band of the lake", "York York hill", "zzz"]
+
+
+def written_store(tmp_path, seed: int) -> BM25Store:
+    """A store after a few writes: several segments, dead and replaced rows."""
+    rng = random.Random(seed)
+    corpus = {c.id: c for c in (random_chunk(rng, i) for i in range(30))}
+    store = BM25Store.build(sorted(corpus.values(), key=lambda c: c.id), tmp_path, "s0")
+    for step in range(1, 4):
+        for gone in rng.sample(sorted(corpus), k=3):
+            del corpus[gone]
+        added = [random_chunk(rng, 100 * step + j) for j in range(6)]
+        corpus.update({c.id: c for c in added})
+        chunks = sorted(corpus.values(), key=lambda c: c.id)
+        store = store.updated(chunks, added, tmp_path, f"s{step}")
+    assert len(store.segments) > 1 and any((rows < 0).any() for rows in store.rows)
+    return store
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_scores_at_any_rows_equal_the_full_scan_bit_for_bit(tmp_path, seed):
+    store = written_store(tmp_path, seed)
+    rows = np.random.default_rng(seed).permutation(len(store.ids))[:25]
+    for query in QUERIES:
+        full = store.scores(query)
+        assert np.array_equal(QueryScores(store, query).at(rows), full[rows])
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_top_holds_the_best_and_the_ceiling_bounds_the_rest(tmp_path, seed, monkeypatch):
+    monkeypatch.setattr(bm25_query, "POSTINGS_PER_DEPTH", 1)  # prune as hard as it can
+    monkeypatch.setattr(bm25_query, "NEGLIGIBLE", 1.0)
+    monkeypatch.setattr(kdb_bm25, "MAX_SEGMENTS", 8)
+    store = written_store(tmp_path, seed)
+    pruned = 0
+    for query in QUERIES:
+        full = store.scores(query)
+        for depth in (1, 3, 10, 100):
+            top = QueryScores(store, query).top(depth)
+            assert len(top.rows) <= depth and np.all(np.diff(top.rows) > 0)
+            assert np.array_equal(top.scores, full[top.rows])
+            others = np.setdiff1d(np.arange(len(full)), top.rows)
+            assert np.all(full[others] <= top.ceiling)
+            if full.max() > 0:
+                assert top.scores.max() == full.max()
+                # A ceiling above every other chunk's score: the bound of a term left out.
+                pruned += bool(len(others)) and top.ceiling > full[others].max()
+    assert pruned
+
+
+def test_a_word_in_every_chunk_is_looked_up_not_read(tmp_path):
+    chunks = [Chunk(f"c{i}", f"d{i}", "", f"common {'rare' if i == 7 else 'plain'} {i}")
+              for i in range(300)]  # fmt: skip
+    store = BM25Store.build(chunks, tmp_path, "seg")
+    full = store.scores("rare common")
+    top = QueryScores(store, "rare common").top(4)  # budget 256 postings: "common" has 300
+    assert top.rows.tolist() == [7] and top.scores[0] == full[7]
+    assert 0 < top.ceiling == pytest.approx(full.max() - full[7] + full[8], rel=1e-3) or (
+        top.ceiling <= bm25_query.NEGLIGIBLE * full[7]
+    )
+    assert np.all(np.delete(full, 7) <= top.ceiling)
