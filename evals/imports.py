@@ -3,32 +3,14 @@
     python -m hopgraph.evals.imports
 
 import-linter (``lint-imports``, run by the unit suite) enforces the layers; this counts them.
-Both read the package laid out as installed (:func:`installed_layout`): in a checkout,
-hopgraph's subpackages sit beside its folder (pyproject.toml's package-dir), where a static
-reader of the ``hopgraph`` folder would not find them.
+Each floor is a top-level folder of the checkout (core/, graph_store/, tools/, agents/, evals/,
+prompts/; the surfaces are hopgraph/, which links to the others), read as installed.
 """
 
 from __future__ import annotations
 
-import shutil
-import sys
-import tempfile
-from pathlib import Path
-
-ROOT = Path(__file__).resolve().parent.parent
-SUBPACKAGES = ("agents", "tools", "graph_store", "prompts", "evals")
 FLOORS = ("prompts", "core", "graph_store", "tools", "agents", "evals")
 """From the bottom; every other module of hopgraph is a surface, the top floor."""
-
-
-def installed_layout(target: Path) -> Path:
-    """Copy the sources into ``target``/hopgraph as an installed hopgraph has them."""
-    skip = shutil.ignore_patterns("__pycache__", "weights_data", "sample")
-    shutil.copytree(ROOT / "hopgraph", target / "hopgraph", ignore=skip)
-    for name in SUBPACKAGES:
-        shutil.copytree(ROOT / name, target / "hopgraph" / name, ignore=skip)
-    (target / "hopgraph" / "__init__.py").write_text('"""hopgraph, as installed."""\n')
-    return target
 
 
 def _floor(module: str) -> int:
@@ -41,12 +23,7 @@ def draw() -> dict[str, int]:
     import grimp  # import-linter's graph builder (the test extra)
     import networkx as nx
 
-    with tempfile.TemporaryDirectory() as tmp:
-        sys.path.insert(0, str(installed_layout(Path(tmp))))
-        try:
-            graph = grimp.build_graph("hopgraph", cache_dir=None)
-        finally:
-            sys.path.remove(tmp)
+    graph = grimp.build_graph("hopgraph", cache_dir=None)
     edges = [(m, i) for m in graph.modules for i in graph.find_modules_directly_imported_by(m)]
     between = {(_floor(m), _floor(i)) for m, i in edges if _floor(m) != _floor(i)}
     return {

@@ -17,19 +17,19 @@ def test_ruff(args):
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-def test_imports_only_run_downward(tmp_path):
+def test_imports_only_run_downward():
     """The import-linter contracts of pyproject.toml, and the drawing: nothing up, no circles.
 
-    Both read a copy laid out as installed (hopgraph.evals.imports.installed_layout).
+    ``lint-imports`` runs on the checkout as it is, as a developer would run it.
     """
-    from hopgraph.evals.imports import draw, installed_layout
+    from hopgraph.evals.imports import draw
 
     counts = draw()
     assert counts["arrows_running_up"] == 0 and counts["module_circles"] == 0, counts
     lint = Path(sys.executable).parent / "lint-imports"
     result = subprocess.run(
         [str(lint), "--no-cache", "--config", str(ROOT / "pyproject.toml")],
-        cwd=installed_layout(tmp_path),
+        cwd=ROOT,
         capture_output=True,
         text=True,
         check=False,
