@@ -219,7 +219,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         type=Path,
         default=None,
         metavar="FILE",
-        help=f"SQLite file of run checkpoints (default {default_checkpoints()})",
+        help="SQLite file of run checkpoints (default $HOPGRAPH_CACHE/runs.sqlite, the cache "
+        "being ~/.cache/hopgraph unless set)",
     )
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(func=ask)

@@ -27,18 +27,21 @@ def test_a_changed_figure_in_a_report_changes_the_table(tmp_path):
 
 
 def test_write_replaces_only_what_lies_between_the_markers(tmp_path):
+    every = "".join(
+        f"<!-- table:{name}:start -->\nold\n<!-- table:{name}:end -->\n"
+        for name in quality_table.TABLES
+    )
     for document in {d for _, d in quality_table.TABLES.values()}:
         (tmp_path / document).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / document).write_text(
-            "before\n<!-- table:quality:start -->\nold\n<!-- table:quality:end -->\nafter\n"
-            "<!-- table:presets:start -->\nold\n<!-- table:presets:end -->\n"
-        )
+        (tmp_path / document).write_text("before\n" + every + "after\n")
     quality_table.write(tmp_path)
-    text = (tmp_path / "README.md").read_text()
+    text = (tmp_path / "docs/evaluation.md").read_text()
     assert text.startswith("before\n<!-- table:quality:start -->\n| dataset | method |")
-    assert "\n<!-- table:quality:end -->\nafter\n" in text
+    assert "\n<!-- table:quality:end -->\n" in text and text.endswith("after\n")
     assert "old" not in quality_table.block(text, "quality")
     assert quality_table.block(text, "presets") == "old"  # its table lives in docs/methods.md
+    readme = (tmp_path / "README.md").read_text()
+    assert quality_table.block(readme, "headline").startswith("| dev set | dense | hybrid |")
 
 
 def test_the_scaling_documents_tables_are_the_ones_their_measurements_render(capsys):

@@ -1,0 +1,164 @@
+"""The documentation's CLI and configuration references, generated from the code.
+
+    python -m hopgraph.reference            # print both pages' generated parts
+    python -m hopgraph.reference --write    # put them between their markers in docs/
+    python -m hopgraph.reference --check    # exit 1 when a page differs (the unit suite runs it)
+
+The CLI reference (docs/cli.md) is every command's ``--help``, as the parsers print it at 100
+columns; the configuration reference (docs/configuration.md) is every field of the settings
+models: its variable, its key in ``hopgraph.toml``, its type, default and description. So the
+pages cannot drift from the code: a new flag or setting fails the check until it is written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import types
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, Literal, Union, get_args, get_origin
+
+from pydantic import BaseModel, SecretStr
+from pydantic.fields import FieldInfo
+
+ROOT = Path(__file__).resolve().parent.parent
+COLUMNS = "100"
+"""The width argparse wraps help to (it reads $COLUMNS): the same page on every terminal."""
+PAGES = {"cli": "docs/cli.md", "configuration": "docs/configuration.md"}
+
+
+def _commands(
+    parser: argparse.ArgumentParser, path: tuple[str, ...] = ()
+) -> Iterator[tuple[tuple[str, ...], argparse.ArgumentParser]]:
+    """Yield every parser below ``parser`` (depth first), with its command words."""
+    yield path, parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, child in action.choices.items():
+                yield from _commands(child, (*path, name))
+
+
+def cli_reference() -> str:
+    """Render every command's help, as ``hopgraph COMMAND --help`` prints it."""
+    from .cli import build_parser
+
+    before = os.environ.get("COLUMNS")
+    os.environ["COLUMNS"] = COLUMNS
+    try:
+        parts = []
+        for words, parser in _commands(build_parser()):
+            title = " ".join(("hopgraph", *words))
+            text = parser.format_help().rstrip()
+            parts.append(f"## `{title}`\n\n```text\n{text}\n```")
+        return "\n\n".join(parts)
+    finally:
+        if before is None:
+            del os.environ["COLUMNS"]
+        else:
+            os.environ["COLUMNS"] = before
+
+
+def _type(annotation: Any) -> str:
+    """Name a field's type as a user writes its value."""
+    origin, args = get_origin(annotation), get_args(annotation)
+    if origin is Literal:
+        return " \\| ".join(f"`{a}`" for a in args)
+    if origin in (Union, types.UnionType):
+        kinds = [_type(a) for a in args if a is not type(None)]
+        return " or ".join(kinds) + (" (optional)" if type(None) in args else "")
+    if origin in (list, tuple):
+        return f"list of {_type(args[0])}"
+    names = {str: "text", int: "integer", float: "number", bool: "true / false", Path: "path"}
+    if annotation is SecretStr:
+        return "secret text"
+    return names.get(annotation, getattr(annotation, "__name__", str(annotation)))
+
+
+def _default(field: FieldInfo) -> str:
+    value = field.get_default(call_default_factory=True)
+    if value is None or value == [] or value == ():
+        return "–"
+    if isinstance(value, tuple | list):
+        return ", ".join(f"`{v}`" for v in value)
+    return f"`{value}`"
+
+
+def _table(model: type[BaseModel], variables: bool) -> str:
+    head = ["setting", *(["variable"] if variables else []), "type", "default", "meaning"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for name, field in model.model_fields.items():
+        cells = [f"`{name}`", *([f"`HOPGRAPH_{name.upper()}`"] if variables else [])]
+        cells += [_type(field.annotation), _default(field), (field.description or "").strip()]
+        lines.append("| " + " | ".join(c.replace("\n", " ") for c in cells) + " |")
+    return "\n".join(lines)
+
+
+def configuration_reference() -> str:
+    """Render the settings models' fields as tables."""
+    from hopgraph.core.settings import IndexSettings, Settings
+    from hopgraph.graph_store.graph_build import GraphSettings
+
+    return "\n\n".join(
+        [
+            "### Settings (`hopgraph.toml`, `HOPGRAPH_*`, flags)",
+            _table(Settings, variables=True),
+            "### Index settings (chosen when an index is built; kept in its manifest)",
+            _table(IndexSettings, variables=False),
+            "### Graph settings (`hopgraph graph build`; kept in the manifest)",
+            _table(GraphSettings, variables=False),
+        ]
+    )
+
+
+RENDER = {"cli": cli_reference, "configuration": configuration_reference}
+
+
+def _markers(name: str) -> tuple[str, str]:
+    return f"<!-- generated:{name}:start -->", f"<!-- generated:{name}:end -->"
+
+
+def replaced(text: str, name: str, body: str) -> str:
+    """Return ``text`` with what lies between ``name``'s markers replaced by ``body``."""
+    start, end = _markers(name)
+    if start not in text or end not in text:
+        raise ValueError(f"the page has no {start} … {end} markers")
+    head, rest = text.split(start, 1)
+    return f"{head}{start}\n{body}\n{end}{rest.split(end, 1)[1]}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Print, write or check the generated parts of the reference pages."""
+    parser = argparse.ArgumentParser(
+        prog="python -m hopgraph.reference",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--write", action="store_true", help="write them into docs/")
+    mode.add_argument("--check", action="store_true", help="exit 1 when a page differs")
+    args = parser.parse_args(argv)
+    stale = []
+    for name, page in PAGES.items():
+        body = RENDER[name]()
+        if not (args.write or args.check):
+            print(body)
+            continue
+        path = ROOT / page
+        text = path.read_text(encoding="utf-8")
+        new = replaced(text, name, body)
+        if args.write and new != text:
+            path.write_text(new, encoding="utf-8")
+            print(f"wrote {page}")
+        elif args.check and new != text:
+            stale.append(page)
+    if stale:
+        print(f"out of date: {', '.join(stale)}; run python -m hopgraph.reference --write",
+              file=sys.stderr)  # fmt: skip
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
