@@ -47,3 +47,25 @@ def test_the_site_builds_in_strict_mode(tmp_path):
 
 def test_the_readme_stays_a_page_a_new_user_reads():
     assert len((ROOT / "README.md").read_text(encoding="utf-8").splitlines()) <= 250
+
+
+def test_every_shell_example_runs_or_says_why():
+    """tests/integration/test_doc_examples.py runs them; here, that they parse and are counted."""
+    from tests.doc_examples import PAGES, examples
+
+    found = [e for page in PAGES for e in examples(page)]
+    assert all(e.commands for e in found), [e.where for e in found if not e.commands]
+    assert all(e.runs or e.reason.strip() for e in found)
+    run = sum(len(e.commands) for e in found if e.runs)
+    assert run >= 45, run  # the tour, the everyday commands, filters, graphs, agents, explain
+    readme = [e for e in found if e.page == "README.md" and e.runs]
+    assert any(c.expected for e in readme for c in e.commands)  # the tour shows its output
+
+
+def test_an_output_line_the_command_does_not_print_is_named():
+    from tests.doc_examples import shown
+
+    output = " 1. 0.817  anna-benson.md  Anna Benson\n 2. 0.787  kris-benson.md  Kris Benson\n"
+    assert shown([" 1. 0.817  anna-benson.md  Anna Benson", "…", " 2. … Kris"], output) is None
+    assert shown([" 2. … Kris Benson", " 1. … Anna Benson"], output) == " 1. … Anna Benson"
+    assert shown(["built my-index: 60 documents"], output) == "built my-index: 60 documents"
