@@ -1,6 +1,8 @@
-"""Render the README's embedder comparison from `hopgraph eval` reports, never by hand.
+"""Render the embedder comparison from `hopgraph eval` reports, never by hand.
 
 ``python -m hopgraph.evals.embedder_table runs/embedders/minilm-* runs/embedders/mpnet-*``
+(``--keep``: copy them to evals/results/embedders/ first, whence ``quality_table --write`` renders
+docs/evaluation.md's table; the unit suite checks it)
 
 Each argument is an eval output folder (report.json); the index it names gives the build
 figures (its manifest's index, embedding, graph and triple-embedding seconds). Prints one
@@ -64,12 +66,23 @@ def render(runs: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+KEPT = Path(__file__).resolve().parent / "results" / "embedders"
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Print the table of the runs named on the command line."""
-    named = [Path(a) for a in (sys.argv[1:] if argv is None else argv)]
-    runs = [load(p) for p in named if (p / "report.json").is_file()]  # logs beside are skipped
+    """Print the table of the runs named on the command line (``--keep``: keep them first)."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    keep = "--keep" in args
+    named = [p for p in map(Path, args) if (p / "report.json").is_file()]  # not logs, not --keep
+    runs = [load(p) for p in named]
     if not runs:
         raise SystemExit(__doc__)
+    if keep:  # the report with its index's timings, as the docs' table is rendered from it
+        KEPT.mkdir(parents=True, exist_ok=True)
+        for path, run in zip(
+            [p for p in named if (p / "report.json").is_file()], runs, strict=True
+        ):
+            (KEPT / f"{path.name}.json").write_text(json.dumps(run, indent=1) + "\n")
     print(render(runs))
     return 0
 

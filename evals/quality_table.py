@@ -10,6 +10,12 @@ tables from the kept reports and fails when a document's table differs
 - ``quality`` (docs/evaluation.md): every method, tuned preset, one row per method and dataset.
 - ``presets`` (docs/methods.md): tuned against paper, R@2 / R@5 / R@15 / MRR.
 - ``headline`` (README.md): R@5 of dense, hybrid and gnn_ret beside the best published figure.
+- ``docsets`` (docs/evaluation.md): the documentation sets, scored by section, from the reports
+  kept in evals/results/docsets/ (``hopgraph eval --data evals/docsets/SET``).
+- ``startup`` (docs/benchmarks.md): ``python -m hopgraph.evals.bench startup --out FILE``, kept as
+  evals/results/bench/startup.json.
+- ``embedders`` (docs/evaluation.md): two embedders side by side (evals/embedder_table.py), from
+  the reports kept in evals/results/embedders/ (``python -m hopgraph.evals.embedder_table --keep``).
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = Path(__file__).resolve().parent / "results" / "quality"
+EMBEDDERS = RESULTS.parent / "embedders"
 DATASETS = {
     "musique": "musique",
     "hotpotqa": "hotpotqa",
@@ -115,6 +122,63 @@ def headline(results: Path = RESULTS) -> str:
     return "\n".join(lines)
 
 
+def embedders(results: Path = RESULTS) -> str:
+    """Render evaluation.md's embedder table from the kept runs (datasets in table order)."""
+    from .embedder_table import render
+
+    kept = results.parent / "embedders"
+    order = [name for name in DATASETS if name != "nq-dev"]
+    paths = sorted(
+        kept.glob("*.json"), key=lambda p: (order.index(p.stem.split("-", 1)[1]), p.stem)
+    )
+    return render([json.loads(p.read_text(encoding="utf-8")) for p in paths])
+
+
+def docsets(results: Path = RESULTS) -> str:
+    """Render evaluation.md's documentation-set table; each set's best figure in bold."""
+    head = ["R@2", "R@5", "R@10", "All@5", "MRR", "two-section R@5", "p50 ms"]
+    lines = ["| set | method | " + " | ".join(head) + " |", "|---" * (len(head) + 2) + "|"]
+    for path in sorted((results.parent / "docsets").glob("*.json")):
+        report = json.loads(path.read_text(encoding="utf-8"))
+        rows = {
+            s["method"]: [s["recall"]["2"], s["recall"]["5"], s["recall"]["10"], s["all"]["5"],
+                          s["mrr"], s["by_hops"].get("2", float("nan"))]
+            for s in report["scores"]
+        }  # fmt: skip
+        best = [max(r[i] for r in rows.values()) for i in range(len(head) - 1)]
+        for n, s in enumerate(report["scores"]):
+            cells = [f"**{v:.1f}**" if v == b else f"{v:.1f}"
+                     for v, b in zip(rows[s["method"]], best, strict=True)]  # fmt: skip
+            label = f"{path.stem} ({report['config']['questions']} q)" if n == 0 else ""
+            lines.append(
+                f"| {label} | {_method(s['method'])} | " + " | ".join(cells)
+                + f" | {s['latency_p50_ms']:.1f} |"
+            )  # fmt: skip
+    return "\n".join(lines)
+
+
+STARTUP = {
+    "--help": ("hopgraph --help", 0.3),
+    "retrieve bm25": ("hopgraph retrieve QUESTION --method bm25", 1.0),
+    "retrieve dense": ("hopgraph retrieve QUESTION --method dense", 3.5),
+    "check": ("hopgraph check", 1.0),
+}
+"""The start-up benchmark's commands, as the table names them, and their targets (issue 36)."""
+
+
+def startup(results: Path = RESULTS) -> str:
+    """Render benchmarks.md's start-up table from the kept benchmark report."""
+    report = json.loads((results.parent / "bench" / "startup.json").read_text(encoding="utf-8"))
+    lines = ["| command | median | slowest | target |", "|---|---|---|---|"]
+    for key, (command, target) in STARTUP.items():
+        timing = report["commands"][key]
+        lines.append(
+            f"| `{command}` | **{timing['median_s']:.2f} s** | {timing['max_s']:.2f} s "
+            f"| ≤ {target:.1f} s |"
+        )
+    return "\n".join(lines)
+
+
 def _cells(s: dict[str, Any]) -> str:
     r = s["recall"]
     return " | ".join(f"{v:.1f}" for v in (r["2"], r["5"], r["15"], s["mrr"]))
@@ -124,6 +188,9 @@ TABLES: dict[str, tuple[Callable[..., str], str]] = {
     "quality": (quality, "docs/evaluation.md"),
     "presets": (presets, "docs/methods.md"),
     "headline": (headline, "README.md"),
+    "embedders": (embedders, "docs/evaluation.md"),
+    "startup": (startup, "docs/benchmarks.md"),
+    "docsets": (docsets, "docs/evaluation.md"),
 }
 
 
