@@ -7,9 +7,10 @@ logarithms, projects it to 10M and 100M passages, finds the size at which each f
 limit on this machine (24 GB of memory, a 60 s write, 250 GB of disk) reaches it, and writes the
 table into docs/scaling.md between its ``cost-model`` markers; and the table of the IVF against
 exact search on the eval sets, from ``evals/results/scale/ann-recall.json``, between the
-``ann-recall`` markers. ``--check`` fails if either differs (the test suite runs it). Two sizes
-give an exact fit and no check of the law; figures measured at four sizes say how well it holds
-(the largest deviation of a measurement from the fit is in the table).
+``ann-recall`` markers; and the scatter-gather table from ``shards-*.json`` (``evals.bench.shards
+--out``) between the ``shards`` markers. ``--check`` fails if any differs (the test suite runs
+it). Two sizes give an exact fit and no check of the law; figures measured at four sizes say how
+well it holds (the largest deviation of a measurement from the fit is in the table).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ DOC = ROOT / "docs" / "scaling.md"
 MARKERS = {
     "cost-model": ("<!-- cost-model:start -->", "<!-- cost-model:end -->"),
     "ann-recall": ("<!-- ann-recall:start -->", "<!-- ann-recall:end -->"),
+    "shards": ("<!-- shards:start -->", "<!-- shards:end -->"),
 }
 SIZES = (10_000_000, 100_000_000)
 
@@ -136,6 +138,25 @@ def updated(text: str, name: str, table: str) -> str:
     return f"{head}{start}\n{table}\n{end}{tail}"
 
 
+def render_shards(results: list[dict]) -> str:
+    """Render the scatter-gather table from ``evals.bench.shards --out`` reports, fewest first."""
+    lines = [
+        "| shards | build, wall | recall@10 against exact | query p50 / p95 |",
+        "|---|---|---|---|",
+    ]
+    for r in sorted(results, key=lambda r: r["shards"]):
+        each = r["build_per_shard_s"]
+        build = f"{r['build_wall_s']:.1f} s"
+        if len(each) > 1:
+            build += f" (each shard {min(each):.1f}–{max(each):.1f} s)"
+        label = f"{r['shards']} (processes, 2 cores)" if r["shards"] > 1 else "1"
+        lines.append(
+            f"| {label} | {build} | {r['recall_at_10']:.4f} "
+            f"| {r['query_ms_p50']:.2f} / {r['query_ms_p95']:.2f} ms |"
+        )
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Write the cost model into docs/scaling.md, or check it (--check)."""
     parser = argparse.ArgumentParser(
@@ -147,8 +168,16 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     table = render(json.loads(MEASUREMENTS.read_text(encoding="utf-8")))
     recall = render_recall(json.loads(ANN_RECALL.read_text(encoding="utf-8")))
+    shards = render_shards(
+        [
+            json.loads(p.read_text(encoding="utf-8"))
+            for p in MEASUREMENTS.parent.glob("shards-*.json")
+        ]
+    )
     text = DOC.read_text(encoding="utf-8")
-    fresh = updated(updated(text, "cost-model", table), "ann-recall", recall)
+    fresh = updated(
+        updated(updated(text, "cost-model", table), "ann-recall", recall), "shards", shards
+    )
     if args.check:
         if fresh != text:
             print("docs/scaling.md's cost model differs from the measurements: run "
@@ -156,7 +185,7 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         return 0
     DOC.write_text(fresh, encoding="utf-8")
-    print(table, recall, sep="\n\n")
+    print(table, recall, shards, sep="\n\n")
     return 0
 
 
