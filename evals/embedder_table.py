@@ -1,7 +1,7 @@
 """Render the embedder comparison from `hopgraph eval` reports, never by hand.
 
 ``python -m hopgraph.evals.embedder_table runs/embedders/minilm-* runs/embedders/mpnet-*``
-(``--keep``: copy them to evals/results/embedders/ first, whence ``quality_table --write`` renders
+(``--keep``: copy them to evals/results/embedders/ first, whence ``doc_tables --write`` renders
 docs/evaluation.md's table; the unit suite checks it)
 
 Each argument is an eval output folder (report.json); the index it names gives the build

@@ -1,35 +1,30 @@
-"""Render the quality tables of the README and the docs from eval reports, never by hand.
+"""The evaluation tables of the README and the docs, rendered from kept eval reports.
 
-``python -m hopgraph.evals.quality_table`` prints them; ``--write`` puts them between their
-markers (``<!-- table:NAME:start -->`` … ``<!-- table:NAME:end -->``) in their documents;
-``--from DIR`` first copies the ``report.json`` of named runs (``DIR/DATASET[-paper]/report.json``)
-into evals/results/quality/. The test suite renders the
-tables from the kept reports and fails when a document's table differs
-(tests/unit/test_generated_tables.py).
+Each renderer reads reports kept under evals/results/ and returns a Markdown table;
+evals/doc_tables.py puts them between their markers and the unit suite checks them.
 
-- ``quality`` (docs/evaluation.md): every method, tuned preset, one row per method and dataset.
+- ``quality`` (docs/evaluation.md): every method, tuned preset, one row per method and dataset,
+  from evals/results/quality/DATASET.json (:func:`keep` copies the ``report.json`` of named runs).
 - ``presets`` (docs/methods.md): tuned against paper, R@2 / R@5 / R@15 / MRR.
 - ``headline`` (README.md): R@5 of dense, hybrid and gnn_ret beside the best published figure.
 - ``docsets`` (docs/evaluation.md): the documentation sets, scored by section, from the reports
   kept in evals/results/docsets/ (``hopgraph eval --data evals/docsets/SET``).
-- ``startup`` (docs/benchmarks.md): ``python -m hopgraph.evals.bench startup --out FILE``, kept as
-  evals/results/bench/startup.json.
+- ``rerank`` (docs/evaluation.md): G-RAG against the hybrid top 100 it reranks
+  (``python -m hopgraph.evals.rerank --out FILE``), kept as evals/results/rerank.json.
+- ``iier-scorer`` (docs/evaluation.md): IIER with its trained chain scorer and without
+  (``hopgraph eval --methods iier --weights iier=FILE|none``), kept as
+  evals/results/iier/SET-trained.json and SET-untrained.json.
 - ``embedders`` (docs/evaluation.md): two embedders side by side (evals/embedder_table.py), from
   the reports kept in evals/results/embedders/ (``python -m hopgraph.evals.embedder_table --keep``).
 """
 
 from __future__ import annotations
 
-import argparse
 import json
-import re
 import shutil
-import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
 RESULTS = Path(__file__).resolve().parent / "results" / "quality"
 EMBEDDERS = RESULTS.parent / "embedders"
 DATASETS = {
@@ -157,67 +152,32 @@ def docsets(results: Path = RESULTS) -> str:
     return "\n".join(lines)
 
 
-STARTUP = {
-    "--help": ("hopgraph --help", 0.3),
-    "retrieve bm25": ("hopgraph retrieve QUESTION --method bm25", 1.0),
-    "retrieve dense": ("hopgraph retrieve QUESTION --method dense", 3.5),
-    "check": ("hopgraph check", 1.0),
-}
-"""The start-up benchmark's commands, as the table names them, and their targets (issue 36)."""
+def rerank(results: Path = RESULTS) -> str:
+    """Render evaluation.md's G-RAG table (evals/rerank.py's own rendering of its report)."""
+    from .rerank import markdown
+
+    kept = results.parent / "rerank.json"
+    return markdown(json.loads(kept.read_text(encoding="utf-8")))
 
 
-def startup(results: Path = RESULTS) -> str:
-    """Render benchmarks.md's start-up table from the kept benchmark report."""
-    report = json.loads((results.parent / "bench" / "startup.json").read_text(encoding="utf-8"))
-    lines = ["| command | median | slowest | target |", "|---|---|---|---|"]
-    for key, (command, target) in STARTUP.items():
-        timing = report["commands"][key]
-        lines.append(
-            f"| `{command}` | **{timing['median_s']:.2f} s** | {timing['max_s']:.2f} s "
-            f"| ≤ {target:.1f} s |"
-        )
+IIER_SETS = ("musique", "hotpotqa", "2wiki")
+
+
+def iier_scorer(results: Path = RESULTS) -> str:
+    """Render evaluation.md's IIER table: R@5 and All@5 with the untrained and trained scorer."""
+    lines = ["| dataset | scorer | R@5 | All@5 |", "|---|---|---|---|"]
+    for name in IIER_SETS:
+        for n, scorer in enumerate(("untrained", "trained")):
+            path = results.parent / "iier" / f"{name}-{scorer}.json"
+            s = json.loads(path.read_text(encoding="utf-8"))["scores"][0]
+            label = name if n == 0 else ""
+            lines.append(f"| {label} | {scorer} | {s['recall']['5']:.1f} | {s['all']['5']:.1f} |")
     return "\n".join(lines)
 
 
 def _cells(s: dict[str, Any]) -> str:
     r = s["recall"]
     return " | ".join(f"{v:.1f}" for v in (r["2"], r["5"], r["15"], s["mrr"]))
-
-
-TABLES: dict[str, tuple[Callable[..., str], str]] = {
-    "quality": (quality, "docs/evaluation.md"),
-    "presets": (presets, "docs/methods.md"),
-    "headline": (headline, "README.md"),
-    "embedders": (embedders, "docs/evaluation.md"),
-    "startup": (startup, "docs/benchmarks.md"),
-    "docsets": (docsets, "docs/evaluation.md"),
-}
-
-
-def markers(name: str) -> re.Pattern[str]:
-    """Return the pattern of a table's block in its document (the markers stay)."""
-    return re.compile(
-        rf"(<!-- table:{name}:start -->\n).*?(\n<!-- table:{name}:end -->)", flags=re.DOTALL
-    )
-
-
-def block(document: str, name: str) -> str | None:
-    """Return the table held between a document's markers, or None without them."""
-    found = markers(name).search(document)
-    return found.group(0).split("\n", 1)[1].rsplit("\n", 1)[0] if found else None
-
-
-def write(root: Path = ROOT, results: Path = RESULTS) -> None:
-    """Put every table between its markers in its document."""
-    for name, (render, document) in TABLES.items():
-        path = root / document
-        text = path.read_text(encoding="utf-8")
-        if block(text, name) is None:
-            raise SystemExit(f"{path}: no <!-- table:{name}:start --> … end --> markers")
-        table = render(results)
-        start, end = markers(name).search(text).span()  # type: ignore[union-attr]
-        head, tail = text[start:end].split("\n", 1)[0], text[start:end].rsplit("\n", 1)[1]
-        path.write_text(f"{text[:start]}{head}\n{table}\n{tail}{text[end:]}", encoding="utf-8")
 
 
 def keep(runs: Path, results: Path = RESULTS) -> None:
@@ -228,22 +188,3 @@ def keep(runs: Path, results: Path = RESULTS) -> None:
             report = runs / f"{name}{suffix}" / "report.json"
             if report.is_file():
                 shutil.copyfile(report, results / f"{name}{suffix}.json")
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Print the tables, or keep runs' reports and write the tables into the documents."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--from", dest="runs", type=Path, help="eval runs to keep first")
-    parser.add_argument("--write", action="store_true", help="write the documents' tables")
-    args = parser.parse_args(argv)
-    if args.runs:
-        keep(args.runs)
-    if args.write:
-        write()
-    for name, (render, document) in TABLES.items():
-        print(f"{name} ({document}):\n{render()}\n")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

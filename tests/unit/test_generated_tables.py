@@ -1,20 +1,20 @@
-"""The documents' quality tables are the ones their kept reports render (evals/quality_table.py)."""
+"""The documents' tables are the ones their kept reports render (evals/doc_tables.py)."""
 
 import json
 import shutil
 
 import pytest
 
-from hopgraph.evals import quality_table
+from hopgraph.evals import doc_tables, quality_table
 
-HINT = "regenerate: python -m hopgraph.evals.quality_table --write"
+HINT = "regenerate: python -m hopgraph.evals.doc_tables --write"
 
 
-@pytest.mark.parametrize("name", list(quality_table.TABLES))
+@pytest.mark.parametrize("name", list(doc_tables.TABLES))
 def test_a_documents_table_is_the_one_its_reports_render(name):
-    render, document = quality_table.TABLES[name]
-    text = (quality_table.ROOT / document).read_text(encoding="utf-8")
-    assert quality_table.block(text, name) == render(), HINT
+    render, document = doc_tables.TABLES[name]
+    text = (doc_tables.ROOT / document).read_text(encoding="utf-8")
+    assert doc_tables.block(text, name) == render(), HINT
 
 
 def test_a_changed_figure_in_a_report_changes_the_table(tmp_path):
@@ -29,19 +29,19 @@ def test_a_changed_figure_in_a_report_changes_the_table(tmp_path):
 def test_write_replaces_only_what_lies_between_the_markers(tmp_path):
     every = "".join(
         f"<!-- table:{name}:start -->\nold\n<!-- table:{name}:end -->\n"
-        for name in quality_table.TABLES
+        for name in doc_tables.TABLES
     )
-    for document in {d for _, d in quality_table.TABLES.values()}:
+    for document in {d for _, d in doc_tables.TABLES.values()}:
         (tmp_path / document).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / document).write_text("before\n" + every + "after\n")
-    quality_table.write(tmp_path)
+    doc_tables.write(tmp_path)
     text = (tmp_path / "docs/evaluation.md").read_text()
     assert text.startswith("before\n<!-- table:quality:start -->\n| dataset | method |")
     assert "\n<!-- table:quality:end -->\n" in text and text.endswith("after\n")
-    assert "old" not in quality_table.block(text, "quality")
-    assert quality_table.block(text, "presets") == "old"  # its table lives in docs/methods.md
+    assert "old" not in doc_tables.block(text, "quality")
+    assert doc_tables.block(text, "presets") == "old"  # its table lives in docs/methods.md
     readme = (tmp_path / "README.md").read_text()
-    assert quality_table.block(readme, "headline").startswith("| dev set | dense | hybrid |")
+    assert doc_tables.block(readme, "headline").startswith("| dev set | dense | hybrid |")
 
 
 def test_the_scaling_documents_tables_are_the_ones_their_measurements_render(capsys):

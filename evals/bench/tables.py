@@ -1,0 +1,136 @@
+"""The benchmark tables of the docs, rendered from kept benchmark reports (evals/results/bench/).
+
+evals/doc_tables.py puts them between their markers and the unit suite checks them.
+
+- ``startup`` (docs/benchmarks.md): ``python -m hopgraph.evals.bench startup --out FILE``, kept as
+  evals/results/bench/startup.json.
+- ``latency`` (docs/benchmarks.md): ``python -m hopgraph.evals.bench --data DATA --index DIR
+  --out FILE`` on each benchmark's cached index, kept as evals/results/bench/latency-SET.json.
+- ``index-build`` (docs/benchmarks.md): ``python -m hopgraph.evals.bench --data DATA --out FILE``
+  (a fresh index of 2wiki), kept as evals/results/bench/build-2wiki.json.
+- ``graph-build`` (docs/benchmarks.md) and ``graph-stats`` (docs/graphs.md):
+  ``python -m hopgraph.evals.bench.graphs --index DIR | --synthetic N --out FILE``, kept as
+  evals/results/bench/graphs-NAME.json.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+RESULTS = Path(__file__).resolve().parents[1] / "results" / "bench"
+
+
+STARTUP = {
+    "--help": ("hopgraph --help", 0.3),
+    "retrieve bm25": ("hopgraph retrieve QUESTION --method bm25", 1.0),
+    "retrieve dense": ("hopgraph retrieve QUESTION --method dense", 3.5),
+    "check": ("hopgraph check", 1.0),
+}
+"""The start-up benchmark's commands, as the table names them, and their targets (issue 36)."""
+
+
+def startup(results: Path = RESULTS) -> str:
+    """Render benchmarks.md's start-up table from the kept benchmark report."""
+    report = json.loads((results / "startup.json").read_text(encoding="utf-8"))
+    lines = ["| command | median | slowest | target |", "|---|---|---|---|"]
+    for key, (command, target) in STARTUP.items():
+        timing = report["commands"][key]
+        lines.append(
+            f"| `{command}` | **{timing['median_s']:.2f} s** | {timing['max_s']:.2f} s "
+            f"| ≤ {target:.1f} s |"
+        )
+    return "\n".join(lines)
+
+
+LATENCY_SETS = ("musique", "hotpotqa", "2wiki")
+LATENCY_METHODS = ("query embedding", "bm25", "dense", "hybrid", "gnn_ret", "iier", "naive_ge")
+
+
+def latency(results: Path = RESULTS) -> str:
+    """Render benchmarks.md's query-latency table: p50 / p95 ms per method, and × dense's p95."""
+    lines = [
+        "| dataset (queries) | " + " | ".join(LATENCY_METHODS) + " |",
+        "|---" * (len(LATENCY_METHODS) + 1) + "|",
+    ]
+    for name in LATENCY_SETS:
+        report = json.loads((results / f"latency-{name}.json").read_text(encoding="utf-8"))
+        timed = report["query_latency"]
+        dense = timed["dense"]["p95_ms"]
+        cells = []
+        for method in LATENCY_METHODS:
+            t = timed[method]
+            cell = f"{t['p50_ms']:.2f} / {t['p95_ms']:.2f}"
+            if method not in ("query embedding", "dense"):
+                cell += f" ({t['p95_ms'] / dense:.0f}×)"
+            cells.append(cell)
+        queries = timed["dense"]["queries"]
+        lines.append(f"| {name} ({queries}) | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def _graphs(results: Path, name: str) -> dict:
+    return json.loads((results / f"graphs-{name}.json").read_text(encoding="utf-8"))
+
+
+def graph_build(results: Path = RESULTS) -> str:
+    """Render benchmarks.md's graph-construction table (2wiki's index, 100k synthetic chunks)."""
+    lines = [
+        "| corpus | extraction | passage graph | knowledge graph | neighbour lookup "
+        "| one propagation step | peak RSS |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for name, label in (("2wiki", "2wiki"), ("100k", "synthetic")):
+        g = _graphs(results, name)
+        t, c = g["timings"], g["counts"]
+        edges = sum(c["edges"].values())
+        lines.append(
+            f"| {label}, {c['chunks']:,} chunks ({edges / 1e6:.2f} M edges, "
+            f"{c['triples'] / 1e3:.0f} k triples) | {t['extract_s']:.1f} s "
+            f"| {t['passage_graph_s']:.1f} s | {t['knowledge_graph_s']:.1f} s "
+            f"| {t['neighbours_us_per_lookup']:.0f} µs | {t['propagation_ms']:.1f} ms "
+            f"| {g['peak_rss_mb'] / 1024:.2f} GB |"
+        )
+    return "\n".join(lines)
+
+
+GRAPH_SETS = ("musique", "hotpotqa", "2wiki")
+EDGE_TYPES = ("structural", "entity", "keyword", "semantic", "link")
+
+
+def graph_stats(results: Path = RESULTS) -> str:
+    """Render graphs.md's table of the benchmark corpora's graphs."""
+    lines = [
+        "| dataset | chunks | " + " | ".join(EDGE_TYPES) + " edges | mean degree | entities "
+        "| triples / chunk | extraction + graphs | peak RSS |",
+        "|---" * 12 + "|",
+    ]
+    for name in GRAPH_SETS:
+        g = _graphs(results, name)
+        t, c = g["timings"], g["counts"]
+        edges = " | ".join(f"{c['edges'][e]:,}" for e in EDGE_TYPES)
+        lines.append(
+            f"| {name} | {c['chunks']:,} | {edges} | {c['mean_degree']:.1f} | {c['entities']:,} "
+            f"| {c['triples_per_chunk']:.1f} | {t['total_s']:.1f} s "
+            f"| {g['peak_rss_mb'] / 1024:.2f} GB |"
+        )
+    return "\n".join(lines)
+
+
+def index_build(results: Path = RESULTS) -> str:
+    """Render benchmarks.md's index-build table: the whole build against the embedder alone."""
+    report = json.loads((results / "build-2wiki.json").read_text(encoding="utf-8"))
+    built = report["indexing"]
+    return "\n".join(
+        [
+            "| measure | figure |",
+            "|---|---|",
+            f"| embedder alone on the chunk texts | {built['embed_only_s']:.1f} s "
+            f"({built['embed_passages_per_s']:.1f} passages/s) |",
+            f"| whole index build (load, chunk, embed, Chroma, BM25, vector table, manifest) "
+            f"| {built['build_s']:.1f} s ({built['build_passages_per_s']:.1f} passages/s) "
+            f"= **{built['ratio']:.2f} ×** the embedder alone (target ≤ 1.3) |",
+            f"| peak memory (the build and every method's queries) "
+            f"| {report['peak_rss_mb']:,.0f} MB RSS |",
+        ]
+    )

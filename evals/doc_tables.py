@@ -1,0 +1,89 @@
+"""Every generated table of the README and the docs: where each lives and what renders it.
+
+    python -m hopgraph.evals.doc_tables            # print them
+    python -m hopgraph.evals.doc_tables --write    # put them between their markers
+    python -m hopgraph.evals.doc_tables --from runs/quality --write   # keep new eval reports first
+
+A table lives between ``<!-- table:NAME:start -->`` and ``<!-- table:NAME:end -->`` in its
+document, and is rendered from reports kept under evals/results/ (evals/quality_table.py,
+evals/bench/tables.py), never typed by hand: the unit suite renders each and fails when a
+document's table differs (tests/unit/test_generated_tables.py). docs/scaling.md's tables come from
+evals/bench/cost_model.py, checked the same way.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from . import quality_table as quality
+from .bench import tables as bench
+
+ROOT = Path(__file__).resolve().parent.parent
+
+TABLES: dict[str, tuple[Callable[[], str], str]] = {
+    "quality": (quality.quality, "docs/evaluation.md"),
+    "presets": (quality.presets, "docs/methods.md"),
+    "headline": (quality.headline, "README.md"),
+    "embedders": (quality.embedders, "docs/evaluation.md"),
+    "startup": (bench.startup, "docs/benchmarks.md"),
+    "latency": (bench.latency, "docs/benchmarks.md"),
+    "graph-build": (bench.graph_build, "docs/benchmarks.md"),
+    "index-build": (bench.index_build, "docs/benchmarks.md"),
+    "docsets": (quality.docsets, "docs/evaluation.md"),
+    "rerank": (quality.rerank, "docs/evaluation.md"),
+}
+
+
+def markers(name: str) -> re.Pattern[str]:
+    """Return the pattern of a table's block in its document (the markers stay)."""
+    return re.compile(
+        rf"(<!-- table:{name}:start -->\n).*?(\n<!-- table:{name}:end -->)", flags=re.DOTALL
+    )
+
+
+def block(document: str, name: str) -> str | None:
+    """Return the table held between a document's markers, or None without them."""
+    found = markers(name).search(document)
+    return found.group(0).split("\n", 1)[1].rsplit("\n", 1)[0] if found else None
+
+
+def write(root: Path = ROOT) -> None:
+    """Put every table between its markers in its document (under ``root``)."""
+    for name, (render, document) in TABLES.items():
+        path = root / document
+        text = path.read_text(encoding="utf-8")
+        if block(text, name) is None:
+            raise SystemExit(f"{path}: no <!-- table:{name}:start --> … end --> markers")
+        table = render()
+        start, end = markers(name).search(text).span()  # type: ignore[union-attr]
+        head, tail = text[start:end].split("\n", 1)[0], text[start:end].rsplit("\n", 1)[1]
+        path.write_text(f"{text[:start]}{head}\n{table}\n{tail}{text[end:]}", encoding="utf-8")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Print the tables, or keep runs' reports and write the tables into the documents."""
+    parser = argparse.ArgumentParser(
+        prog="python -m hopgraph.evals.doc_tables",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--from", dest="runs", type=Path, help="keep these eval runs' reports first (DIR/DATASET)"
+    )
+    parser.add_argument("--write", action="store_true", help="write the documents' tables")
+    args = parser.parse_args(argv)
+    if args.runs:
+        quality.keep(args.runs)
+    if args.write:
+        write()
+    for name, (render, document) in TABLES.items():
+        print(f"{name} ({document}):\n{render()}\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
