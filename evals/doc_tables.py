@@ -33,8 +33,13 @@ TABLES: dict[str, tuple[Callable[[], str], str]] = {
     "latency": (bench.latency, "docs/benchmarks.md"),
     "graph-build": (bench.graph_build, "docs/benchmarks.md"),
     "index-build": (bench.index_build, "docs/benchmarks.md"),
+    "writes": (bench.writes, "docs/benchmarks.md"),
+    "graph-stats": (bench.graph_stats, "docs/graphs.md"),
     "docsets": (quality.docsets, "docs/evaluation.md"),
     "rerank": (quality.rerank, "docs/evaluation.md"),
+    "iier-scorer": (quality.iier_scorer, "docs/evaluation.md"),
+    "oracle": (quality.oracle, "docs/agents.md"),
+    "coverage": (quality.coverage, "docs/graphs.md"),
 }
 
 
@@ -52,16 +57,22 @@ def block(document: str, name: str) -> str | None:
 
 
 def write(root: Path = ROOT) -> None:
-    """Put every table between its markers in its document (under ``root``)."""
+    """Put every table between its markers in its document (under ``root``).
+
+    Every table is rendered, and every document's markers found, before a file is written: a
+    missing report or marker leaves every document as it was.
+    """
+    texts: dict[str, str] = {}
     for name, (render, document) in TABLES.items():
-        path = root / document
-        text = path.read_text(encoding="utf-8")
-        if block(text, name) is None:
-            raise SystemExit(f"{path}: no <!-- table:{name}:start --> … end --> markers")
-        table = render()
-        start, end = markers(name).search(text).span()  # type: ignore[union-attr]
-        head, tail = text[start:end].split("\n", 1)[0], text[start:end].rsplit("\n", 1)[1]
-        path.write_text(f"{text[:start]}{head}\n{table}\n{tail}{text[end:]}", encoding="utf-8")
+        text = texts.get(document) or (root / document).read_text(encoding="utf-8")
+        found = markers(name).search(text)
+        if found is None:
+            raise SystemExit(f"{root / document}: no <!-- table:{name}:start --> … end --> markers")
+        head = text[found.start() : found.end()].split("\n", 1)[0]
+        tail = text[found.start() : found.end()].rsplit("\n", 1)[1]
+        texts[document] = f"{text[: found.start()]}{head}\n{render()}\n{tail}{text[found.end() :]}"
+    for document, text in texts.items():
+        (root / document).write_text(text, encoding="utf-8")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -14,6 +14,11 @@ evals/doc_tables.py puts them between their markers and the unit suite checks th
 - ``iier-scorer`` (docs/evaluation.md): IIER with its trained chain scorer and without
   (``hopgraph eval --methods iier --weights iier=FILE|none``), kept as
   evals/results/iier/SET-trained.json and SET-untrained.json.
+- ``oracle`` (docs/agents.md): each agent under the oracle reasoner (``hopgraph eval --answers
+  --llm oracle``) and RGNN-Ret teacher-forced (``evals.rgnn_teacher_forced``), kept in
+  evals/results/answers/.
+- ``coverage`` (docs/graphs.md): bridge coverage (``hopgraph graph coverage --json``), kept as
+  evals/results/graphs/coverage-SET.json.
 - ``embedders`` (docs/evaluation.md): two embedders side by side (evals/embedder_table.py), from
   the reports kept in evals/results/embedders/ (``python -m hopgraph.evals.embedder_table --keep``).
 """
@@ -172,6 +177,66 @@ def iier_scorer(results: Path = RESULTS) -> str:
             s = json.loads(path.read_text(encoding="utf-8"))["scores"][0]
             label = name if n == 0 else ""
             lines.append(f"| {label} | {scorer} | {s['recall']['5']:.1f} | {s['all']['5']:.1f} |")
+    return "\n".join(lines)
+
+
+AGENT_LABELS = {"gnn_ret": "gnn_ret (retrieve 5, read)"}
+
+
+def oracle(results: Path = RESULTS) -> str:
+    """Render agents.md's oracle table: what each loop gathers, at what cost, by hop count."""
+    kept = results.parent / "answers"
+    report = json.loads((kept / "oracle-musique.json").read_text(encoding="utf-8"))
+    forced = json.loads((kept / "rgnn-teacher-forced.json").read_text(encoding="utf-8"))
+    rows = report["scores"]
+    best = {k: max(r[k] for r in rows) for k in ("gathered_recall", "evidence_recall_5", "em")}
+
+    def bold(row: dict[str, Any], key: str) -> str:
+        return f"**{row[key]:.1f}**" if row[key] == best[key] else f"{row[key]:.1f}"
+
+    lines = [
+        "| method | gathered recall | R@5 of its evidence | EM | LLM calls / q (p95) | tokens / q "
+        "| 2-hop / 3-hop / 4-hop gathered recall |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        hops = " / ".join(f"{r['by_hops'][h]['gathered_recall']:.1f}" for h in sorted(r["by_hops"]))
+        tokens = r["prompt_tokens"] + r["completion_tokens"]
+        lines.append(
+            f"| {AGENT_LABELS.get(r['method'], r['method'])} | {bold(r, 'gathered_recall')} "
+            f"| {bold(r, 'evidence_recall_5')} | {bold(r, 'em')} "
+            f"| {r['calls']:.1f} ({r['calls_p95']:.0f}) | {tokens:,.0f} | {hops} |"
+        )
+    lines.append(
+        f"| RGNN-Ret teacher-forced (gold sub-questions) | {forced['gathered_recall']:.1f} "
+        f"| {forced['final_R@5']:.1f} | – | 0 | – | – |"
+    )
+    return "\n".join(lines)
+
+
+def coverage(results: Path = RESULTS) -> str:
+    """Render graphs.md's bridge-coverage table from the kept coverage reports."""
+    lines = [
+        "| dataset | passage graph (all edges) | structural + link only (mean degree) "
+        "| chain-shaped questions | comparison-shaped | knowledge graph, hub-capped (mean degree) "
+        "| knowledge graph, all entities (mean degree) |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for name in IIER_SETS:
+        path = results.parent / "graphs" / f"coverage-{name}.json"
+        c = json.loads(path.read_text(encoding="utf-8"))
+        graph, kg = c["passage_graph"], c["knowledge_graph"]
+        every = f"{graph['all']['coverage']:.1f}%"
+        if "bridge" in c["by_type"]:
+            every += f" (bridge type {c['by_type']['bridge']:.1f}%)"
+        link = graph["structural+link"]
+        capped, flooded = kg["hub-capped"], kg["all entities"]
+        lines.append(
+            f"| {name} | {every} | {link['coverage']:.1f}% ({link['mean_degree']:.1f}) "
+            f"| {c['by_shape']['chain']:.1f}% | {c['by_shape']['comparison']:.1f}% "
+            f"| {capped['coverage']:.1f}% ({capped['mean_degree']:.1f}) "
+            f"| {flooded['coverage']:.1f}% ({flooded['mean_degree']:.1f}) |"
+        )
     return "\n".join(lines)
 
 

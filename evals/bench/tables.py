@@ -8,6 +8,8 @@ evals/doc_tables.py puts them between their markers and the unit suite checks th
   --out FILE`` on each benchmark's cached index, kept as evals/results/bench/latency-SET.json.
 - ``index-build`` (docs/benchmarks.md): ``python -m hopgraph.evals.bench --data DATA --out FILE``
   (a fresh index of 2wiki), kept as evals/results/bench/build-2wiki.json.
+- ``writes`` (docs/benchmarks.md): ``python -m hopgraph.evals.bench.writes --index DIR --data DATA
+  --docs 5 --out FILE`` on a copy of 2wiki's index, kept as evals/results/bench/writes-2wiki.json.
 - ``graph-build`` (docs/benchmarks.md) and ``graph-stats`` (docs/graphs.md):
   ``python -m hopgraph.evals.bench.graphs --index DIR | --synthetic N --out FILE``, kept as
   evals/results/bench/graphs-NAME.json.
@@ -132,5 +134,26 @@ def index_build(results: Path = RESULTS) -> str:
             f"= **{built['ratio']:.2f} ×** the embedder alone (target ≤ 1.3) |",
             f"| peak memory (the build and every method's queries) "
             f"| {report['peak_rss_mb']:,.0f} MB RSS |",
+        ]
+    )
+
+
+def writes(results: Path = RESULTS) -> str:
+    """Render benchmarks.md's writes table: a full graph build against an add and a delete."""
+    w = json.loads((results / "writes-2wiki.json").read_text(encoding="utf-8"))
+    full, add = w["full_graph_build_timings"], w["add_graph_timings"]
+    rest = w["add_s"] - w["add_embed_s"] - sum(add.values())
+    return "\n".join(
+        [
+            "| write | seconds |",
+            "|---|---|",
+            f"| full graph build of {w['chunks']:,} chunks (extraction "
+            f"{full['extract_seconds']:.1f}, graphs {full['graph_seconds']:.1f}, triple vectors "
+            f"{full['triple_embed_seconds']:.1f}) | {w['full_graph_build_s']:.2f} |",
+            f"| add {w['add_docs']} documents: embed {w['add_embed_s']:.2f}, extraction "
+            f"{add['extract_seconds']:.2f}, graphs {add['graph_seconds']:.2f}, new triples "
+            f"{add['triple_embed_seconds']:.2f}, tables and commit {rest:.2f} "
+            f"| {w['add_s']:.2f} ({100 * w['add_share_of_full_build']:.0f} % of the full build) |",
+            f"| delete the same {w['add_docs']} documents | {w['delete_s']:.2f} |",
         ]
     )
