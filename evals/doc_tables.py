@@ -19,6 +19,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from . import guard_table
 from . import quality_table as quality
 from .bench import tables as bench
 
@@ -40,6 +41,7 @@ TABLES: dict[str, tuple[Callable[[], str], str]] = {
     "iier-scorer": (quality.iier_scorer, "docs/evaluation.md"),
     "oracle": (quality.oracle, "docs/agents.md"),
     "coverage": (quality.coverage, "docs/graphs.md"),
+    "guard": (guard_table.kept, "docs/methods.md"),
 }
 
 

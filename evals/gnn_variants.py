@@ -5,12 +5,15 @@
 Each variant is the tuned GNN-Ret with one or two constructor options changed, unguarded
 (``keep=0``: the guard would hide what the propagation does). Prints R@2, R@5 and R@5 per
 number of gold passages (MuSiQue's 2-, 3- and 4-hop questions). Choices are made on the train
-splits and confirmed on dev (docs/methods.md, "More hops without an LLM").
+splits and confirmed on dev (docs/methods.md, "More hops without an LLM"). ``--out FILE`` writes
+the figures as JSON; kept as evals/results/gnn-variants/SET-SPLIT.json, they render
+docs/methods.md's table (:func:`table`, evals/doc_tables.py).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -43,8 +46,8 @@ VARIANTS: dict[str, dict[str, Any]] = {
 }
 
 
-def score(index: Index, questions: list, options: dict[str, Any]) -> str:
-    """Return one row: R@2, R@5 and R@5 by number of gold passages."""
+def score(index: Index, questions: list, options: dict[str, Any]) -> dict[str, Any]:
+    """Return R@2, R@5 and R@5 by number of gold passages (percent)."""
     retriever = make_retriever("gnn_ret", index, keep=0, **options)
     r2, r5, by = 0.0, 0.0, {}
     for q in questions:
@@ -53,22 +56,52 @@ def score(index: Index, questions: list, options: dict[str, Any]) -> str:
         r5 += recall_at_k(docs, q.gold_ids, 5)
         by.setdefault(len(q.gold_ids), []).append(recall_at_k(docs, q.gold_ids, 5))
     n = len(questions)
-    hops = " ".join(f"{h}: {100 * sum(v) / len(v):.1f}" for h, v in sorted(by.items()))
-    return f"R@2 {100 * r2 / n:5.1f}  R@5 {100 * r5 / n:5.1f}  R@5 by gold passages {hops}"
+    hops = {str(h): 100 * sum(v) / len(v) for h, v in sorted(by.items())}
+    return {"r2": 100 * r2 / n, "r5": 100 * r5 / n, "r5_by_gold": hops}
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Print every variant's row on one split."""
+    """Print every variant's row on one split (and write them as JSON with --out)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, required=True)
     parser.add_argument("--split", default="dev")
+    parser.add_argument("--out", type=Path, help="write the figures here (JSON)")
     args = parser.parse_args(argv)
     index = eval_index(args.data, IndexSettings(), None, False, with_graphs=True)
     questions = load_questions(args.data, args.split)
     print(f"{args.data.name} / {args.split}: {len(questions)} questions")
+    found = {}
     for label, options in VARIANTS.items():
-        print(f"{label:<24} {score(index, questions, options)}", flush=True)
+        found[label] = row = score(index, questions, options)
+        hops = " ".join(f"{h}: {v:.1f}" for h, v in row["r5_by_gold"].items())
+        print(f"{label:<24} R@2 {row['r2']:5.1f}  R@5 {row['r5']:5.1f}  by gold passages {hops}")
+    if args.out:
+        report = {"data": args.data.name, "split": args.split, "variants": found}
+        args.out.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
     return 0
+
+
+KEPT = Path(__file__).resolve().parent / "results" / "gnn-variants"
+COLUMNS = ("musique-train", "hotpotqa-train", "2wiki-train", "musique", "hotpotqa", "2wiki")
+
+
+def table(kept: Path = KEPT) -> str:
+    """Render docs/methods.md's table: R@5 per split, musique dev by number of gold passages."""
+    runs = {c: json.loads((kept / f"{c}.json").read_text(encoding="utf-8")) for c in COLUMNS}
+    heads = [f"{c} dev" if "train" not in c else c for c in COLUMNS]
+    heads[3] = "musique dev (2 / 3 / 4)"
+    lines = ["| variant | " + " | ".join(heads) + " |", "|---" * (len(COLUMNS) + 1) + "|"]
+    for label in VARIANTS:
+        cells = []
+        for column in COLUMNS:
+            row = runs[column]["variants"][label]
+            cell = f"{row['r5']:.1f}"
+            if column == "musique":
+                cell += " (" + " / ".join(f"{v:.1f}" for v in row["r5_by_gold"].values()) + ")"
+            cells.append(cell)
+        name = f"**{label}**" if label == "tuned" else label
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

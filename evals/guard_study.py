@@ -170,6 +170,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--limit", type=int)
     parser.add_argument("--store", type=Path, help="keep each set's rankings here, reuse them")
     parser.add_argument("--margin", type=float, default=MARGIN, help="the guard's margin")
+    parser.add_argument("--out", type=Path, help="write every rule's figures here (JSON)")
     parser.add_argument(
         "--train-data",
         type=Path,
@@ -201,15 +202,68 @@ def main(argv: list[str] | None = None) -> int:
         (f"tuned, floor {f}", lambda c, f=f: (0, f) if aside(c.multi_hop, c.lead) else (KEEP, 0))
         for f in (2, 3, 5)
     ]
+    figures = {
+        label: {name: scores(g, rule, args.margin) for name, g in groups.items()}
+        for label, rule in rules
+    }
     print(f"{'rule':<16}" + "".join(f"{name:>26}" for name in groups))
     print(f"{'':<16}" + "".join(f"{'R@2   R@5   MRR':>26}" for _ in groups))
-    for label, rule in rules:
-        row = "".join(
-            "{:>10.1f}{:>6.1f}{:>10.1f}".format(*scores(g, rule, args.margin))
-            for g in groups.values()
-        )
+    for label, by_group in figures.items():
+        row = "".join("{:>10.1f}{:>6.1f}{:>10.1f}".format(*by_group[g]) for g in groups)
         print(f"{label:<16}{row}")
+    if args.out:  # docs/methods.md's study tables are rendered from it (study_tables)
+        args.out.write_text(json.dumps({"method": args.method, "figures": figures}, indent=1))
     return 0
+
+
+KEPT = Path(__file__).resolve().parent / "results" / "guard" / "study-gnn_ret.json"
+MARGIN_ROWS = {
+    "dense": "dense alone",
+    "no guard": "no guard",
+    "keep 1": "keep dense top-1",
+    "always (today)": "**top-1, and top-2 when within 0.05** (always)",
+}
+SELECTIVE_ROWS = {
+    "dense": "dense alone",
+    "no guard": "no guard",
+    "always (today)": "always (the previous tuned guard)",
+    "lead ≥ 0.05": "dense's lead ≥ 0.05 only",
+    "p<0.2 | lead≥0.08": "p < 0.2 or lead ≥ 0.08",
+    "p<0.3 | lead≥0.08": "p < 0.3 or lead ≥ 0.08 (tuned)",
+    "p<0.5 | lead≥0.08": "p < 0.5 or lead ≥ 0.08",
+    "tuned, floor 2": "tuned, floor 2",
+    "tuned, floor 3": "**tuned, floor 3**",
+}
+"""The study's rules each table shows, and how it names them."""
+
+
+def _rows(rows: dict[str, str], cells: Callable[[str, list[float]], str], kept: Path) -> str:
+    figures = json.loads(kept.read_text(encoding="utf-8"))["figures"]
+    groups = list(next(iter(figures.values())))
+    head = "| rule (gnn_ret) | " + " | ".join(g.replace("-A", " A").replace("-B", " B")
+                                             for g in groups) + " |"  # fmt: skip
+    lines = [head, "|---" * (len(groups) + 1) + "|"]
+    for label, name in rows.items():
+        lines.append(
+            f"| {name} | " + " | ".join(cells(g, figures[label][g]) for g in groups) + " |"
+        )
+    return "\n".join(lines)
+
+
+def margin_table(kept: Path = KEPT) -> str:
+    """Render the keep-what table: R@2 / R@5 on the multi-hop sets, R@2 / MRR on NQ's halves."""
+    return _rows(
+        MARGIN_ROWS,
+        lambda g, f: (
+            f"{f[0]:.1f} / {f[2]:.1f}" if g.startswith("nq") else f"{f[0]:.1f} / {f[1]:.1f}"
+        ),
+        kept,
+    )
+
+
+def selective_table(kept: Path = KEPT) -> str:
+    """Render the when-to-guard table: R@2 / MRR everywhere."""
+    return _rows(SELECTIVE_ROWS, lambda g, f: f"{f[0]:.1f} / {f[2]:.1f}", kept)
 
 
 if __name__ == "__main__":

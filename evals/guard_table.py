@@ -8,6 +8,10 @@ multi-hop set and graph method: R@2 before → after. NQ is cut into its odd (A)
 questions, as the guard study cuts it; each half shows R@2 / MRR after the guard against dense.
 A ✗ marks a figure outside the issue's bound: multi-hop R@2 more than 1 point below its
 pre-guard figure, NQ R@2 or MRR more than 1 point below dense on either half.
+
+``--keep`` writes what the table needs (per question: R@2 and the reciprocal rank, by method) to
+evals/results/guard/SET-before.json and SET-after.json, whence docs/methods.md's table is
+rendered (:func:`kept`, evals/doc_tables.py) and checked by the unit suite.
 """
 
 from __future__ import annotations
@@ -20,6 +24,9 @@ from typing import Any
 
 TOLERANCE = 1.0
 """Points a figure may fall short of its bound (the issue's "within 1 point")."""
+
+
+KEPT = Path(__file__).resolve().parent / "results" / "guard"
 
 
 def per_question(run: Path) -> dict[str, list[dict[str, Any]]]:
@@ -52,6 +59,11 @@ def render(before: list[Path], after: list[Path]) -> str:
     """Return the Markdown table of the guard's effect and whether each bound holds."""
     old = {dataset(r): per_question(r) for r in before}
     new = {dataset(r): per_question(r) for r in after}
+    return table(old, new)
+
+
+def table(old: dict[str, dict], new: dict[str, dict]) -> str:
+    """Render the table from per-question rows by dataset and method (before, after)."""
     before_methods = next(iter(old.values()))
     methods = [m for m in next(iter(new.values())) if m != "dense" and m in before_methods]
     sets = [s for s in new if s in old]
@@ -63,6 +75,38 @@ def render(before: list[Path], after: list[Path]) -> str:
         cells = [_cell(old[s], new[s], method, s.startswith("nq")) for s in sets]
         lines.append(f"| {method} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def keep(before: list[Path], after: list[Path], kept: Path = KEPT) -> None:
+    """Write each run's per-question R@2 and reciprocal rank by method (a few hundred KB)."""
+    kept.mkdir(parents=True, exist_ok=True)
+    for side, runs in (("before", before), ("after", after)):
+        for run in runs:
+            rows = {
+                method: {"r2": [round(r["recall"]["2"], 4) for r in found],
+                         "rr": [round(r["rr"], 4) for r in found]}
+                for method, found in per_question(run).items()
+            }  # fmt: skip
+            out = kept / f"{dataset(run)}-{side}.json"
+            out.write_text(json.dumps({"dataset": dataset(run), "methods": rows}) + "\n")
+
+
+SETS = ("musique", "hotpotqa", "2wiki", "nq")
+
+
+def kept(folder: Path = KEPT) -> str:
+    """Render the table from the kept per-question figures (datasets in table order)."""
+    sides: dict[str, dict[str, dict]] = {"before": {}, "after": {}}
+    for side, found in sides.items():
+        for name in SETS:
+            held = json.loads((folder / f"{name}-{side}.json").read_text(encoding="utf-8"))
+            found[name] = {
+                method: [
+                    {"recall": {"2": r2}, "rr": rr} for r2, rr in zip(v["r2"], v["rr"], strict=True)
+                ]
+                for method, v in held["methods"].items()
+            }
+    return table(sides["before"], sides["after"])
 
 
 def _cell(old: dict, new: dict, method: str, single_hop: bool) -> str:
@@ -86,7 +130,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--before", type=Path, nargs="+", required=True, help="--guard off runs")
     parser.add_argument("--after", type=Path, nargs="+", required=True, help="runs to judge")
+    parser.add_argument("--keep", action="store_true", help="keep them for docs/methods.md")
     args = parser.parse_args(argv)
+    if args.keep:
+        keep(args.before, args.after)
     print(render(args.before, args.after))
     return 0
 

@@ -17,6 +17,8 @@ evals/doc_tables.py puts them between their markers and the unit suite checks th
 - ``oracle`` (docs/agents.md): each agent under the oracle reasoner (``hopgraph eval --answers
   --llm oracle``) and RGNN-Ret teacher-forced (``evals.rgnn_teacher_forced``), kept in
   evals/results/answers/.
+- ``local-model`` (docs/agents.md): each agent with SmolLM2-135M in process (``hopgraph eval
+  --answers --llm local --limit 50``), kept as evals/results/answers/local-musique.json.
 - ``coverage`` (docs/graphs.md): bridge coverage (``hopgraph graph coverage --json``), kept as
   evals/results/graphs/coverage-SET.json.
 - ``embedders`` (docs/evaluation.md): two embedders side by side (evals/embedder_table.py), from
@@ -211,6 +213,26 @@ def oracle(results: Path = RESULTS) -> str:
         f"| RGNN-Ret teacher-forced (gold sub-questions) | {forced['gathered_recall']:.1f} "
         f"| {forced['final_R@5']:.1f} | – | 0 | – | – |"
     )
+    return "\n".join(lines)
+
+
+def local_model(results: Path = RESULTS) -> str:
+    """Render agents.md's local-model table: answers, readability of replies, cost."""
+    path = results.parent / "answers" / "local-musique.json"
+    report = json.loads(path.read_text(encoding="utf-8"))
+    lines = [
+        "| method | EM | F1 | F1 naming the first passage's title (no model) | gathered recall "
+        "| R@5 | first replies unreadable | repaired | fell back | LLM calls / q (p95) | s / q |",
+        "|---" * 11 + "|",
+    ]
+    for r in report["scores"]:
+        fell_back = r["parse_failure_rate"] * (1 - r["repair_rate"] / 100)
+        lines.append(
+            f"| {AGENT_LABELS.get(r['method'], r['method'])} | {r['em']:.1f} | {r['f1']:.1f} "
+            f"| {r['title_f1']:.1f} | {r['gathered_recall']:.1f} | {r['evidence_recall_5']:.1f} "
+            f"| {r['parse_failure_rate']:.0f} % | {r['repair_rate']:.0f} % | {fell_back:.0f} % "
+            f"| {r['calls']:.1f} ({r['calls_p95']:.0f}) | {r['seconds_mean']:.1f} |"
+        )
     return "\n".join(lines)
 
 
