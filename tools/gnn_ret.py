@@ -179,10 +179,10 @@ class GNNRetriever(Guarded):
         weight, index = self._weight, self.index
         vector = index.embed_query(query) if weight > 0 else None
         keywords = QueryScores(index.keywords, query) if weight < 1 else None
-        depth = max(FIRST_DEPTH, 2 * k, 2 * self.top_k)
-        keyword_top = keywords.top(depth) if keywords is not None else None
+        first = depth = max(FIRST_DEPTH, 2 * k, 2 * self.top_k)
+        first_top = keywords.top(first) if keywords is not None else None
         # The best BM25 score of all, as the full scan scales by (``top`` certifies it).
-        top_score = keyword_top.scores.max() if keyword_top and len(keyword_top.scores) else None
+        top_score = first_top.scores.max() if first_top and len(first_top.scores) else None
 
         known: list[tuple[np.ndarray, np.ndarray]] = []  # dense's exact cosines, by row
 
@@ -200,10 +200,8 @@ class GNNRetriever(Guarded):
         ]
         while True:
             dense = index.dense_top(query, depth) if vector is not None else None
-            if keywords is not None and keyword_top is None:
-                keyword_top = keywords.top(depth)
+            keyword_top = first_top if depth == first or keywords is None else keywords.top(depth)
             start = self._candidates(dense, keyword_top, top_score, depth, chunks)
-            keyword_top = None
             if dense is not None:
                 order = np.argsort(dense[0])
                 known.append((dense[0][order], dense[1][order]))
@@ -252,7 +250,10 @@ class GNNRetriever(Guarded):
             parts.append(keywords.rows)
             keyword_floor = keywords.ceiling / float(top_score)
         rows = union_rows(*parts)
-        everything = len(rows) >= chunks or (dense is not None and dense_floor == -np.inf)
+        # At a depth of every chunk the bound is no longer needed: the last round is the full scan.
+        everything = (
+            depth >= chunks or len(rows) >= chunks or (dense is not None and dense_floor == -np.inf)
+        )
         if everything:
             return Candidates(rows if len(rows) >= chunks else np.arange(chunks), np.inf)
         if dense is None:  # BM25 alone: every chunk outside has at most the floor

@@ -72,3 +72,22 @@ def test_a_word_in_every_chunk_is_looked_up_not_read(tmp_path):
         top.ceiling <= bm25_query.NEGLIGIBLE * full[7]
     )
     assert np.all(np.delete(full, 7) <= top.ceiling)
+
+
+@pytest.mark.parametrize("base", ["hybrid", "dense", "bm25"])
+def test_gnn_rets_local_ranking_is_its_full_scans_through_widening_rounds(
+    docs_index, monkeypatch, base
+):
+    """A first depth of 1 makes every query widen its candidates round after round."""
+    from hopgraph.tools import gnn_ret
+    from hopgraph.tools.gnn_layers import smallest
+
+    monkeypatch.setattr(gnn_ret, "FIRST_DEPTH", 1)
+    monkeypatch.setattr(bm25_query, "POSTINGS_PER_DEPTH", 1)
+    retriever = gnn_ret.GNNRetriever(docs_index, base=base, keep=0)
+    for query in ["Where was the founder of the band born?", "river stone lake", "film"]:
+        found = retriever.local_ranking(query, 3)
+        full, _, _ = retriever.ranking(query)
+        best = found.best(3)
+        assert found.rows[best].tolist() == smallest(full, 3).tolist(), query
+        np.testing.assert_allclose(found.h[best], np.sort(full)[:3], rtol=1e-6)
