@@ -19,7 +19,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from . import guard_table
+from . import guard_study, guard_table
 from . import quality_table as quality
 from .bench import tables as bench
 
@@ -40,8 +40,11 @@ TABLES: dict[str, tuple[Callable[[], str], str]] = {
     "rerank": (quality.rerank, "docs/evaluation.md"),
     "iier-scorer": (quality.iier_scorer, "docs/evaluation.md"),
     "oracle": (quality.oracle, "docs/agents.md"),
+    "local-model": (quality.local_model, "docs/agents.md"),
     "coverage": (quality.coverage, "docs/graphs.md"),
     "guard": (guard_table.kept, "docs/methods.md"),
+    "guard-margin": (guard_study.margin_table, "docs/methods.md"),
+    "guard-selective": (guard_study.selective_table, "docs/methods.md"),
 }
 
 
