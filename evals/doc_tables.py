@@ -6,9 +6,9 @@
 
 A table lives between ``<!-- table:NAME:start -->`` and ``<!-- table:NAME:end -->`` in its
 document, and is rendered from reports kept under evals/results/ (evals/quality_table.py,
-evals/bench/tables.py), never typed by hand: the unit suite renders each and fails when a
-document's table differs (tests/unit/test_generated_tables.py). docs/scaling.md's tables come from
-evals/bench/cost_model.py, checked the same way.
+evals/bench/tables.py, and the studies' own modules), never typed by hand: the unit suite renders
+each and fails when a document's table differs (tests/unit/test_generated_tables.py).
+docs/scaling.md's tables come from evals/bench/cost_model.py, checked the same way.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from . import guard_study, guard_table
+from . import gnn_variants, guard_study, guard_table, naive_ge_fusion
 from . import quality_table as quality
 from .bench import tables as bench
 
@@ -45,6 +45,8 @@ TABLES: dict[str, tuple[Callable[[], str], str]] = {
     "guard": (guard_table.kept, "docs/methods.md"),
     "guard-margin": (guard_study.margin_table, "docs/methods.md"),
     "guard-selective": (guard_study.selective_table, "docs/methods.md"),
+    "gnn-variants": (gnn_variants.table, "docs/methods.md"),
+    "naive-ge-fusion": (naive_ge_fusion.table, "docs/methods.md"),
 }
 
 
