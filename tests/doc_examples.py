@@ -1,10 +1,11 @@
-"""The shell examples of README.md and docs/, read as a user reads them.
+"""The shell and Python examples of README.md and docs/, read as a user reads them.
 
 A fenced ``bash`` block is a list of commands; a ``console`` block holds commands after ``$ ``
 and, under each, lines its output must show (``…`` stands for anything, within a line or as a
-line of its own). A block that cannot run as written says why on the line before it:
-``<!-- example: REASON -->``. Blocks that need an LLM endpoint run against a scripted one
-(their ``export`` lines, which name the user's server, are left out).
+line of its own); a ``python`` block is one program, run by the environment's Python. A block
+that cannot run as written says why on the line before it: ``<!-- example: REASON -->``. Blocks
+that need an LLM endpoint run against a scripted one (their ``export`` lines, which name the
+user's server, are left out).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PAGES = ["README.md", *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "docs").glob("*.md"))]
 NEEDS_LLM = "needs an LLM endpoint"
 BLOCK = re.compile(
-    r"(?:<!-- example: (?P<reason>[^\n]+?) -->\n)?^```(?P<lang>bash|console|sh|shell)\n"
+    r"(?:<!-- example: (?P<reason>[^\n]+?) -->\n)?^```(?P<lang>bash|console|sh|shell|python)\n"
     r"(?P<body>.*?)^```",
     flags=re.DOTALL | re.MULTILINE,
 )
@@ -73,7 +74,10 @@ def examples(page: str) -> list[Example]:
     found = []
     for match in BLOCK.finditer(text):
         body, lang = match.group("body"), match.group("lang")
-        commands = _console(body) if lang == "console" else _bash(body)
+        if lang == "python":  # one program: a heredoc, so the shell runs it like the rest
+            commands = [Command(f"python - <<'PYTHON'\n{body}PYTHON")]
+        else:
+            commands = _console(body) if lang == "console" else _bash(body)
         line = text.count("\n", 0, match.start("lang")) + 1
         found.append(Example(page, line, match.group("reason"), commands))
     return found

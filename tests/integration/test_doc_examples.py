@@ -1,11 +1,12 @@
-"""Every shell example of README.md and docs/ runs against the bundled sample, as written.
+"""Every shell and Python example of README.md and docs/ runs against the bundled sample.
 
-Each page runs in its own folder holding ``hopgraph/sample/notes`` (the README's tour copies it
-from there); pages other than the README and Getting started, which build ``my-index``
-themselves, also find ``my-index`` built from those notes with its graphs. ``HOPGRAPH_INDEX``
-is ``my-index``, as a user who follows the tour would set it. Blocks that need an LLM run against
-a scripted OpenAI-compatible server; blocks marked otherwise are counted, not run (the unit
-test ``test_every_shell_example_runs_or_says_why`` holds the count).
+Each page runs in its own folder laid out like the checkout's root (``hopgraph/`` links to the
+package, whose ``sample/notes`` the README's tour copies); pages other than the README and
+Getting started, which build ``my-index`` themselves, also find ``my-index`` built from those
+notes with its graphs. ``HOPGRAPH_INDEX`` is ``my-index``, as a user who follows the tour would
+set it. Blocks that need an LLM run against a scripted OpenAI-compatible server; blocks marked
+otherwise are counted, not run (the unit test ``test_every_shell_example_runs_or_says_why``
+holds the count).
 """
 
 from __future__ import annotations
@@ -67,7 +68,9 @@ def _run(command: str, folder: Path, env: dict[str, str]) -> str:
 
 @pytest.mark.parametrize("page", RUNNABLE)
 def test_a_pages_shell_examples_run_and_show_what_it_says(page, built, tmp_path, tmp_path_factory):
-    shutil.copytree(ROOT / "hopgraph/sample/notes", tmp_path / "hopgraph/sample/notes")
+    # The folder looks like the checkout's root, where the README's tour starts: `hopgraph/` is
+    # the package (a partial copy would shadow the installed one for `python -`).
+    (tmp_path / "hopgraph").symlink_to(ROOT / "hopgraph", target_is_directory=True)
     if page not in BUILDS_ITS_INDEX:
         shutil.copytree(built, tmp_path / "my-index")
         shutil.copytree(ROOT / "hopgraph/sample/notes", tmp_path / "notes")
