@@ -14,7 +14,6 @@ docs/scaling.md's tables come from evals/bench/cost_model.py, checked the same w
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -22,6 +21,7 @@ from pathlib import Path
 from . import gnn_variants, guard_study, guard_table, naive_ge_fusion
 from . import quality_table as quality
 from .bench import tables as bench
+from .doc_markers import between, replaced
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -50,17 +50,14 @@ TABLES: dict[str, tuple[Callable[[], str], str]] = {
 }
 
 
-def markers(name: str) -> re.Pattern[str]:
-    """Return the pattern of a table's block in its document (the markers stay)."""
-    return re.compile(
-        rf"(<!-- table:{name}:start -->\n).*?(\n<!-- table:{name}:end -->)", flags=re.DOTALL
-    )
+def markers(name: str) -> tuple[str, str]:
+    """Return a table's start and end markers in its document (the markers stay)."""
+    return f"<!-- table:{name}:start -->", f"<!-- table:{name}:end -->"
 
 
 def block(document: str, name: str) -> str | None:
     """Return the table held between a document's markers, or None without them."""
-    found = markers(name).search(document)
-    return found.group(0).split("\n", 1)[1].rsplit("\n", 1)[0] if found else None
+    return between(document, *markers(name))
 
 
 def write(root: Path = ROOT) -> None:
@@ -72,12 +69,10 @@ def write(root: Path = ROOT) -> None:
     texts: dict[str, str] = {}
     for name, (render, document) in TABLES.items():
         text = texts.get(document) or (root / document).read_text(encoding="utf-8")
-        found = markers(name).search(text)
-        if found is None:
-            raise SystemExit(f"{root / document}: no <!-- table:{name}:start --> … end --> markers")
-        head = text[found.start() : found.end()].split("\n", 1)[0]
-        tail = text[found.start() : found.end()].rsplit("\n", 1)[1]
-        texts[document] = f"{text[: found.start()]}{head}\n{render()}\n{tail}{text[found.end() :]}"
+        try:
+            texts[document] = replaced(text, *markers(name), render())
+        except ValueError as err:
+            raise SystemExit(f"{root / document}: {err}") from err
     for document, text in texts.items():
         (root / document).write_text(text, encoding="utf-8")
 

@@ -23,6 +23,8 @@ from typing import Any, Literal, Union, get_args, get_origin
 from pydantic import BaseModel, SecretStr
 from pydantic.fields import FieldInfo
 
+from hopgraph.evals.doc_markers import replaced as between_markers
+
 ROOT = Path(__file__).resolve().parent.parent
 COLUMNS = "100"
 """The width argparse wraps help to (it reads $COLUMNS): the same page on every terminal."""
@@ -121,11 +123,7 @@ def _markers(name: str) -> tuple[str, str]:
 
 def replaced(text: str, name: str, body: str) -> str:
     """Return ``text`` with what lies between ``name``'s markers replaced by ``body``."""
-    start, end = _markers(name)
-    if start not in text or end not in text:
-        raise ValueError(f"the page has no {start} … {end} markers")
-    head, rest = text.split(start, 1)
-    return f"{head}{start}\n{body}\n{end}{rest.split(end, 1)[1]}"
+    return between_markers(text, *_markers(name), body)
 
 
 def main(argv: list[str] | None = None) -> int:

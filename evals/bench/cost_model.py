@@ -22,6 +22,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from hopgraph.evals.doc_markers import replaced
+
 ROOT = Path(__file__).resolve().parents[2]
 MEASUREMENTS = ROOT / "evals" / "results" / "scale" / "measurements.json"
 ANN_RECALL = ROOT / "evals" / "results" / "scale" / "ann-recall.json"
@@ -132,10 +134,7 @@ def render_recall(runs: list[dict]) -> str:
 
 def updated(text: str, name: str, table: str) -> str:
     """Return ``text`` with the table between ``name``'s markers replaced."""
-    start, end = MARKERS[name]
-    head, rest = text.split(start, 1)
-    _, tail = rest.split(end, 1)
-    return f"{head}{start}\n{table}\n{end}{tail}"
+    return replaced(text, *MARKERS[name], table)
 
 
 def render_shards(results: list[dict]) -> str:

@@ -59,3 +59,12 @@ def test_the_cost_model_fits_a_power_law_and_finds_where_a_limit_is_reached():
     assert model.reaching(60.0) == pytest.approx(3_000_000)
     curved = fit([(100_000, 1.0), (200_000, 4.0), (400_000, 16.0)])
     assert curved.b == pytest.approx(2.0)
+
+
+def test_a_document_without_its_markers_is_named_and_nothing_is_written(tmp_path):
+    for document in {d for _, d in doc_tables.TABLES.values()}:
+        (tmp_path / document).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / document).write_text("no markers here\n")
+    with pytest.raises(SystemExit, match="no <!-- table:"):
+        doc_tables.write(tmp_path)
+    assert (tmp_path / "README.md").read_text() == "no markers here\n"
