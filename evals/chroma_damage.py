@@ -4,8 +4,10 @@
 
 For each file under the index's Chroma folder and each damage (cut to half, deleted, 16 bytes
 inverted at its head, a quarter, the middle, three quarters), a copy of the index is damaged
-and checked; with ``--repair``, each detected copy is repaired and checked again. Prints one
-line per case and the totals. The index itself is never touched.
+and checked; with ``--repair``, each detected copy is repaired, checked again and asked a fixed
+question by every method that reads stored vectors (dense: the chunks'; naive_ge: the
+triples'), whose top 5 (ids and scores) must be the undamaged index's. Prints one line per case
+and the totals. The index itself is never touched.
 """
 
 from __future__ import annotations
@@ -63,6 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     from hopgraph.graph_store.repair import repair
 
+    expected = _answers(args.index)
     files = sorted(p.relative_to(args.index) for p in (args.index / "chroma").rglob("*"))
     found = missed = mended = 0
     with tempfile.TemporaryDirectory() as scratch:
@@ -80,14 +83,35 @@ def main(argv: list[str] | None = None) -> int:
                 if problems and args.repair:
                     repair(copy)
                     sound = not check_index(copy)
-                    mended += sound
-                    status += ", repaired" if sound else ", REPAIR FAILED"
+                    same = sound and _answers(copy) == expected
+                    mended += same
+                    failed = "check still fails" if not sound else "other answers"
+                    status += ", repaired" if same else f", REPAIR FAILED ({failed})"
                 print(f"{name!s:<60} {damage:<10} {status}", flush=True)
     total = found + missed
     print(
         f"named {found} of {total} damaged copies" + (f"; repaired {mended}" if args.repair else "")
     )
     return 0
+
+
+QUESTION = "When did military instruction start where Larry Alcala studied?"
+METHODS = ("dense", "naive_ge")
+
+
+def _answers(directory: Path) -> dict[str, list[tuple[str, float]]]:
+    """Return each method's top 5 for :data:`QUESTION`: ids and scores (rounded to 1e-5)."""
+    from hopgraph.graph_store.index import Index
+    from hopgraph.tools.registry import make_retriever
+
+    with Index.open(directory) as index:
+        return {
+            method: [
+                (hit.id, round(hit.score, 5))
+                for hit in make_retriever(method, index).retrieve(QUESTION, 5)
+            ]
+            for method in METHODS
+        }
 
 
 if __name__ == "__main__":

@@ -40,7 +40,15 @@ from .graph_build import GraphSettings, write_graphs
 from .index import read_vectors
 from .kdb_bm25 import BM25Store
 from .loaders import check_unique_ids, quote_ids
-from .manifest import FORMAT_VERSION, MANIFEST, Manifest, now, package_versions, read_manifest
+from .manifest import (
+    FORMAT_VERSION,
+    MANIFEST,
+    TRIPLE_VECTORS,
+    Manifest,
+    now,
+    package_versions,
+    read_manifest,
+)
 from .vdb_chroma import ChromaLocation, ChromaVectorStore
 from .vector_table import VectorTable
 
@@ -532,8 +540,9 @@ def successor_manifest(old: Manifest, chunks: Sequence[Chunk]) -> Manifest:
     manifest = old.model_copy(deep=True)
     manifest.format_version = FORMAT_VERSION
     manifest.files = {part: str(old.path(Path(), part)) for part in ("chunks", "bm25", "graph")}
-    if "documents" in old.files:
-        manifest.files["documents"] = old.files["documents"]
+    for part in ("documents", TRIPLE_VECTORS):  # the triple table: until the graphs' write
+        if part in old.files:
+            manifest.files[part] = old.files[part]
     manifest.counts = {"documents": len({c.doc_id for c in chunks}), "chunks": len(chunks)}
     manifest.versions = package_versions()
     manifest.updated_at = now()

@@ -10,6 +10,9 @@ a vector, or an HNSW file cut short, gave answers and no error. So the check rea
   and the document table (document id);
 - a sample of chunks searched by their own vector: each must come back first.
 
+An index whose last write sealed its store (graph_store.chroma_seal) is checked against the
+seal instead, without opening the store: that sees every changed byte, read or not.
+
 It runs in a forked child process (graph_store.chroma_child): a native library that crashes
 on a damaged file takes the child down, not the check, which names it.
 """
@@ -27,9 +30,10 @@ import numpy as np
 
 from hopgraph.core.errors import IndexStateError
 
+from . import chroma_seal
 from .chunk_table import read_chunks
 from .documents import Chunk
-from .generations import passages_location
+from .generations import passages_location, write_under_way
 from .manifest import Manifest, read_manifest
 from .vdb_chroma import HNSW, ChromaVectorStore
 from .vector_table import VectorTable
@@ -44,6 +48,8 @@ TOLERANCE = 1e-4
 def chroma_problems(directory: Path) -> list[str]:
     """Return what is wrong with the Chroma store of the index at ``directory`` (in process)."""
     manifest = read_manifest(directory)
+    if manifest.chroma_files and not write_under_way(directory, manifest):
+        return chroma_seal.broken(directory, manifest)  # opening the store would change it
     location = passages_location(directory, manifest)
     if location.path is not None:
         found = file_problems(location.path, manifest)

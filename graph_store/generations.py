@@ -21,6 +21,7 @@ from types import TracebackType
 
 from hopgraph.core.errors import IndexStateError
 
+from . import chroma_seal
 from .atomic import LOCK_FILE
 from .manifest import MANIFEST, Manifest, fsync_directory, record_files
 from .vdb_chroma import ChromaLocation, ChromaVectorStore, CollectionMissingError
@@ -91,12 +92,14 @@ class Generation:
         manifest.generation = self.number
         fsync_tree(self.folder)
         record_files(self.directory, manifest, self.committed)
+        manifest.chroma_files = {}  # this write changed Chroma: sealed below, after its purge
         manifest.write(self.directory)
         self.committed_now = True
         (self.directory / JOURNAL).unlink(missing_ok=True)
         purge(self.directory, manifest)
-        if any(manifest.purge.values()):  # done: later readers need not skip those rows
-            manifest.purge = {}
+        purged, manifest.purge = any(manifest.purge.values()), {}  # later readers skip none
+        chroma_seal.seal(self.directory, manifest)
+        if purged or manifest.chroma_files:
             manifest.write(self.directory)
         # The previous generation's files stay for readers that opened its manifest just now.
         keep = _referenced(manifest) | (_referenced(self.committed) if self.committed else set())
@@ -109,6 +112,16 @@ class Generation:
         except IndexStateError as err:  # e.g. the server went away: the next write recovers
             # the folder stays: it tells the next write that rows may need removing
             log.warning("could not undo the failed write yet (%s); the next write will", err)
+
+
+def write_under_way(directory: Path, committed: Manifest) -> bool:
+    """Tell whether a write began after ``committed`` (running, or killed before its commit)."""
+    if (directory / JOURNAL).is_file():
+        return True
+    return any(
+        entry.is_dir() and (generation_of(entry.name) or 0) > committed.generation
+        for entry in directory.iterdir()
+    )
 
 
 def recover(directory: Path, committed: Manifest | None) -> None:

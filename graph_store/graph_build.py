@@ -25,7 +25,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from hopgraph.core.errors import IndexStateError
 
-from .documents import Chunk
+from . import triple_table
+from .documents import Chunk, Scalar
 from .embedding import embed_with_progress, embedder_for
 from .extraction import Extractor
 from .extraction.readings import CorpusReadings, OfflineExtractor
@@ -33,8 +34,8 @@ from .extraction.table import EXTRACTIONS_FILE, ExtractionTable
 from .forked import Forked
 from .generations import Generation, folder_name, passages_location
 from .index import read_vectors
-from .knowledge_graph import KnowledgeGraph, build_knowledge_graph
-from .manifest import Manifest, now
+from .knowledge_graph import KnowledgeGraph, StoredTriple, build_knowledge_graph
+from .manifest import TRIPLE_VECTORS, Manifest, now
 from .passage_graph import (
     EDGE_TYPES,
     SPARE_NEIGHBOURS,
@@ -154,9 +155,8 @@ def write_graphs(
             passage_graph.save(target)
             knowledge, *kg_sizes = kg.result()
     built = time.perf_counter()
-    passages = passages_location(directory, manifest)
     embedded, gone = sync_triples(
-        passages.triples(), knowledge, manifest, gen.number, settings.embed_triples, show_progress
+        directory, gen, knowledge, manifest, settings.embed_triples, show_progress
     )
     manifest.files["graph"] = f"{folder_name(gen.number)}/{GRAPH_DIR}"
     manifest.purge["triples"] = gone
@@ -263,23 +263,25 @@ def _neighbours(
 
 
 def sync_triples(
-    location: ChromaLocation,
+    directory: Path,
+    gen: Generation,
     knowledge: KnowledgeGraph | None,
     manifest: Manifest,
-    generation: int,
     embed: bool,
     show_progress: bool,
 ) -> tuple[int, list[str]]:
-    """Embed the graph's new triples (tagged ``generation``); return their count and gone ids.
+    """Embed the graph's new triples (tagged ``gen``); return their count and gone ids.
 
-    ``knowledge`` is needed only to ``embed``. Gone triples are not deleted here: the caller
-    purges them once its write is committed.
+    ``knowledge`` is needed only to ``embed``. Every triple's vector goes to Chroma's triple
+    collection and to the generation's triple table (graph_store.triple_table), which readers
+    use. Gone triples are not deleted here: the caller purges them once its write is committed.
     """
-    store = _open_or_create(location)
+    store = _open_or_create(passages_location(directory, manifest).triples())
     try:
         stored = set(store.collection.get(include=[])["ids"]) if store.count() else set()
         wanted = {t.id: t for t in knowledge.triples} if embed and knowledge else {}
         new = [t for tid, t in wanted.items() if tid not in stored]
+        vectors = np.zeros((0, 0), dtype=np.float32)
         if new:
             embedder = embedder_for(manifest.settings)
             vectors = embed_with_progress(
@@ -289,20 +291,59 @@ def sync_triples(
                 [t.id for t in new],
                 vectors,
                 [t.text for t in new],
-                [
-                    {
-                        "chunk_id": t.chunk_id,
-                        "subject": t.subject,
-                        "predicate": t.predicate,
-                        "object": t.object,
-                        GENERATION: generation,
-                    }
-                    for t in new
-                ],
+                [_triple_fields(t, gen.number) for t in new],
             )
+        if wanted:
+            fresh = {t.id: v for t, v in zip(new, vectors, strict=True)}
+            triple_table.save(directory, manifest, folder_name(gen.number), list(wanted), fresh,
+                              lambda ids: _stored_vectors(store, ids))  # fmt: skip
+        else:
+            manifest.files.pop(TRIPLE_VECTORS, None)
         return len(new), sorted(stored - wanted.keys())
     finally:
         store.close()
+
+
+def restore_triples(directory: Path, gen: Generation, manifest: Manifest) -> int:
+    """Write the triple table into a new triple collection of ``manifest``'s store; count them.
+
+    For a repaired store: the vectors come from the table, nothing is embedded again.
+    """
+    triples = KnowledgeGraph.load(manifest.path(directory, "graph")).triples
+    vectors = triple_table.load(directory, manifest, [t.id for t in triples])
+    assert vectors is not None, "restore_triples needs the triple table"
+    store = gen.create_collection(passages_location(directory, manifest).triples())
+    try:
+        store.upsert_records([t.id for t in triples], vectors, [t.text for t in triples],
+                             [_triple_fields(t, gen.number) for t in triples])  # fmt: skip
+    finally:
+        store.close()
+    return len(triples)
+
+
+def _triple_fields(triple: StoredTriple, generation: int) -> dict[str, Scalar]:
+    return {
+        "chunk_id": triple.chunk_id,
+        "subject": triple.subject,
+        "predicate": triple.predicate,
+        "object": triple.object,
+        GENERATION: generation,
+    }
+
+
+def _stored_vectors(store: ChromaVectorStore, ids: list[str]) -> np.ndarray:
+    """Read ``ids``' vectors from Chroma, in that order (an index written before the table)."""
+    if not ids:
+        return np.zeros((0, 0), dtype=np.float32)
+    found = store.collection.get(ids=ids, include=["embeddings"])
+    by_id = dict(zip(found["ids"], found["embeddings"], strict=True))
+    missing = [i for i in ids if i not in by_id]
+    if missing:
+        raise IndexStateError(
+            f"{len(missing)} triples have no stored vector (e.g. {missing[0]!r})",
+            "rebuild the graphs: `hopgraph graph build --index DIR`",
+        )
+    return np.asarray([by_id[i] for i in ids], dtype=np.float32)
 
 
 def _knowledge(

@@ -19,6 +19,7 @@ import orjson
 
 from hopgraph.core.errors import IndexStateError
 
+from . import triple_table
 from .atomic import recover
 from .chunk_table import read_chunks
 from .doc_table import DocumentRecord, matching, read_documents
@@ -27,7 +28,7 @@ from .embedding import Embedder, embedder_for
 from .filters import Where, conditions
 from .generations import passages_location
 from .kdb_bm25 import BM25Store
-from .manifest import Manifest, damaged_files, read_manifest, repair_hint
+from .manifest import TRIPLE_VECTORS, Manifest, damaged_files, read_manifest, repair_hint
 from .vdb_chroma import ChromaLocation, ChromaVectorStore
 from .vector_search import SearchMode, VectorSearch
 from .vector_table import VectorTable
@@ -125,11 +126,19 @@ class Index:
             raise IndexStateError(f"{path} {what}{more}", repair_hint(directory, manifest, path))
         return cls(directory, manifest, read_chunks(directory, manifest), search)
 
+    @property
+    def location(self) -> ChromaLocation:
+        """Return where the generation's Chroma collection lives (nothing is opened)."""
+        return passages_location(self.directory, self.manifest)
+
     @cached_property
     def vectors(self) -> ChromaVectorStore:
-        """Connect to the generation's Chroma collection (on first use: dense, GEAR, check)."""
-        location = passages_location(self.directory, self.manifest)
-        return ChromaVectorStore(location, visible=self.chunks, rows=self.manifest.rows)
+        """Connect to the generation's Chroma collection.
+
+        Only for an index written before the vector table: opening an embedded store changes
+        its files, which the last write sealed (graph_store.chroma_seal).
+        """
+        return ChromaVectorStore(self.location, visible=self.chunks, rows=self.manifest.rows)
 
     @cached_property
     def embedder(self) -> Embedder:
@@ -180,14 +189,12 @@ class Index:
 
     def search_triples(self, query: str, k: int = 10) -> list[tuple[StoredTriple, float]]:
         """Return the ``k`` triples whose text is most similar to ``query`` (cosine)."""
-        self._require_triple_vectors()
-        kg = self.knowledge_graph
-        store = ChromaVectorStore(self.vectors.location.triples(), visible=kg.triple_position)
-        try:
-            scored = store.query(self.embed_query(query), k)
-        finally:
-            store.close()
-        return [(kg.triples[kg.triple_position[tid]], score) for tid, score in scored]
+        matrix, triples = self.triple_matrix, self.knowledge_graph.triples
+        if not len(matrix):
+            return []
+        scores = matrix @ self.embed_query(query)
+        top = np.argsort(-scores, kind="stable")[:k]
+        return [(triples[i], float(scores[i])) for i in top]
 
     def _graph_dir(self) -> Path:
         if self.manifest.graph is None:
@@ -235,8 +242,12 @@ class Index:
     def triple_matrix(self) -> np.ndarray:
         """Load every triple's stored vector, in knowledge-graph order."""
         self._require_triple_vectors()
-        found = stored_vectors(self.vectors.location.triples())
         triples = self.knowledge_graph.triples
+        table = triple_table.load(self.directory, self.manifest, [t.id for t in triples])
+        if table is not None:
+            return table
+        # written before the triple table: only Chroma holds them (opening it ends its seal)
+        found = stored_vectors(self.location.triples())
         if any(t.id not in found for t in triples):
             raise IndexStateError(
                 "the triple vectors are out of step with the knowledge graph",
@@ -249,7 +260,9 @@ class Index:
 
     def adopt(self, manifest: Manifest) -> None:
         """Take a newer generation that only added triple vectors (graph_store.triple_vectors)."""
-        if manifest.files != self.manifest.files or manifest.counts != self.manifest.counts:
+        others = {k: v for k, v in manifest.files.items() if k != TRIPLE_VECTORS}
+        mine = {k: v for k, v in self.manifest.files.items() if k != TRIPLE_VECTORS}
+        if others != mine or manifest.counts != self.manifest.counts:
             raise IndexStateError(
                 f"{self.directory} changed while it was open",
                 "open it again to read the newest generation",

@@ -29,6 +29,8 @@ READABLE_FORMATS = (1, 2)
 """Format 1 (one folder per index, rewritten whole on every write) is read as generation 0;
 its first write tags its Chroma rows and turns it into format 2."""
 LEGACY_FILES = {"chunks": "chunks.jsonl", "bm25": "bm25", "graph": "graph"}
+TRIPLE_VECTORS = "triple_vectors"
+"""The part (a key of ``Manifest.files``) holding the triple vectors (graph_store.triple_table)."""
 _VERSIONED = ("hopgraph", "chromadb", "bm25s", "sentence-transformers", "torch", "numpy")
 
 
@@ -51,7 +53,7 @@ class Manifest(BaseModel):
     """Settings, counts and timings of the passage and knowledge graphs, once built."""
     generation: int = 0
     files: dict[str, str] = {}
-    """Where each part lives, relative to the index folder: chunks, bm25, graph."""
+    """Where each part lives, relative to the index folder: chunks, bm25, graph, triple_vectors."""
     segments: list[str] = []
     """The BM25 segments the index is made of (folders relative to the index; kdb_bm25)."""
     vectors: list[str] = []
@@ -66,6 +68,10 @@ class Manifest(BaseModel):
     the index: readers check them when they open it (a truncated, emptied or missing file)."""
     checksums: dict[str, str] = {}
     """Their CRC-32s (hex), which `hopgraph check` verifies: damage that keeps a file's size."""
+    chroma_files: dict[str, tuple[int, str]] = {}
+    """Size and CRC-32 of every file of the embedded Chroma store as its write left it, by path
+    relative to the index (graph_store/chroma_seal.py). No reader opens Chroma, so they hold
+    until the next write; empty while a write's purge is under way and for Chroma servers."""
     rows: dict[str, str] = {}
     """Chunks whose Chroma row has another id: ``chunk id -> row id``. A chunk replaced under its
     id (a changed document in ``sync``) gets a new row, ``ID\x1fgN`` (documents.row_id), so that
@@ -175,7 +181,8 @@ def repair_hint(directory: Path, manifest: Manifest, path: str | Path) -> str:
     """Return the command that repairs a damaged file of the index."""
     if Path(path) in {directory / name for name in manifest.ann.values()}:
         return ann_hint(directory)
-    if manifest.graph and Path(path).is_relative_to(directory / manifest.files.get("graph", "")):
+    graph_parts = [manifest.files[p] for p in ("graph", TRIPLE_VECTORS) if p in manifest.files]
+    if manifest.graph and any(Path(path).is_relative_to(directory / p) for p in graph_parts):
         return graphs_hint(directory)
     return rebuild_hint(directory)
 

@@ -25,9 +25,9 @@ from .check import Problem, check_index
 from .chunk_table import read_chunks
 from .doc_table import read_documents
 from .generations import Generation, folder_name, passages_location
-from .graph_build import GraphSettings, write_graphs
+from .graph_build import GraphSettings, restore_triples, write_graphs
 from .ivf import IVF
-from .manifest import Manifest, ann_hint, read_manifest
+from .manifest import TRIPLE_VECTORS, Manifest, ann_hint, read_manifest
 from .vdb_chroma import ChromaLocation
 from .vector_table import VectorSegment, VectorTable
 
@@ -43,8 +43,12 @@ def repair(directory: Path, show_progress: bool = False) -> list[str]:
             return []
         chroma = [p for p in problems if p.where.startswith("Chroma")]
         manifest = read_manifest(directory)
-        graph = str(manifest.path(directory, "graph")) if manifest.graph else None
-        graphs = [p for p in problems if graph is not None and p.where.startswith(graph)]
+        derived = []  # the graphs' files; the triple table goes with them (embedded at first use)
+        if manifest.graph:
+            derived.append(str(manifest.path(directory, "graph")))
+            if TRIPLE_VECTORS in manifest.files:
+                derived.append(str(directory / manifest.files[TRIPLE_VECTORS]))
+        graphs = [p for p in problems if p.where.startswith(tuple(derived))]
         ivfs = _ivf_segments(directory, manifest, problems)
         other = [p for p in problems if p not in chroma and p not in graphs and p not in ivfs]
         if other:
@@ -96,8 +100,11 @@ def _rebuild(
             IVF.build(np.asarray(table.vectors, dtype=np.float32)).save(directory / name)
             manifest.ann = {**manifest.ann, segment: name}
             done.append(f"IVF of {segment}: built again from its {len(table.ids)} vectors")
-        if old.graph and rebuild_chroma and not rebuild_graphs:
-            # the triple vectors lived in the damaged store: the GEAR methods embed them again
+        if old.graph and rebuild_chroma and not rebuild_graphs and TRIPLE_VECTORS in old.files:
+            restored = restore_triples(directory, gen, manifest)
+            done.append(f"Chroma: {restored} triples written from the triple table")
+        elif old.graph and rebuild_chroma and not rebuild_graphs:
+            # before the triple table they lived only in the damaged store: embedded again
             manifest.graph = {
                 **old.graph,
                 "settings": {**old.graph["settings"], "embed_triples": False},

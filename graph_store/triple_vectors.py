@@ -14,7 +14,7 @@ from pathlib import Path
 from hopgraph.core.errors import IndexStateError
 
 from .atomic import write_lock
-from .generations import Generation, passages_location
+from .generations import Generation
 from .graph_build import sync_triples
 from .knowledge_graph import KnowledgeGraph
 from .manifest import Manifest, now, read_manifest
@@ -54,8 +54,7 @@ def _embed_triples(directory: Path, show_progress: bool) -> Manifest:
     with Generation(directory, old) as gen:
         manifest = old.model_copy(deep=True)  # the same files: only the triples are added
         manifest.updated_at, manifest.purge = now(), {}
-        location = passages_location(directory, old).triples()
-        embedded, _ = sync_triples(location, knowledge, manifest, gen.number, True, show_progress)
+        embedded, _ = sync_triples(directory, gen, knowledge, manifest, True, show_progress)
         assert manifest.graph is not None
         manifest.graph["settings"]["embed_triples"] = True
         manifest.graph["triples_embedded"] = embedded

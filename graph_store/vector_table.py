@@ -40,13 +40,16 @@ class VectorSegment:
     ids: list[str]
     vectors: np.ndarray
 
-    def save(self, root: Path, dtype: str = "float32") -> None:
-        """Write the segment under ``root`` as ``dtype``, with its IVF if it is large enough."""
+    def save(self, root: Path, dtype: str = "float32", ann: bool = True) -> None:
+        """Write the segment under ``root`` as ``dtype``, with its IVF if it is large enough.
+
+        ``ann=False``: never an IVF (a table read whole, e.g. the triple vectors).
+        """
         folder = root / self.path
         folder.mkdir(parents=True, exist_ok=True)
         np.save(folder / VECTORS_FILE, np.ascontiguousarray(self.vectors, dtype=dtype))
         (folder / IDS_FILE).write_text(json.dumps(self.ids), encoding="utf-8")
-        if len(self.ids) >= MIN_ROWS:
+        if ann and len(self.ids) >= MIN_ROWS:
             IVF.build(np.asarray(self.vectors, dtype=np.float32)).save(folder / IVF_FILE)
 
     @classmethod

@@ -233,7 +233,7 @@ def info(args: argparse.Namespace) -> None:
         print(f"documents  {manifest.counts['documents']}   chunks {manifest.counts['chunks']}")
         dims = manifest.embedder["dimension"]
         print(f"model      {s.model} ({dims}-d), chunks of ~{s.chunk_tokens} tokens")
-        print(f"vectors    {idx.vectors.location.describe()}")
+        print(f"vectors    {idx.location.describe()}")
         print(
             f"built      {manifest.created_at}, updated {manifest.updated_at} "
             f"(generation {manifest.generation}, format {manifest.format_version})"

@@ -37,7 +37,7 @@ def measure(index: Path, corpus: Path, docs: int, workdir: Path) -> dict:
     with Index.open(copy) as idx:
         manifest = idx.manifest
         held = idx.doc_ids
-        location = idx.vectors.location
+        location = idx.location
     if manifest.settings.chroma_url:
         raise SystemExit("benchmark an embedded index (a server-backed copy would share rows)")
     settings = GraphSettings.model_validate((manifest.graph or {}).get("settings", {}))

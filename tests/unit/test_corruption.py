@@ -1,6 +1,7 @@
 """A damaged index: every file of a graph-built index truncated, deleted or with lines dropped.
 
-(Chroma's damage: a method that searches it fails clearly; those that do not answer as before.)
+(Chroma's damage: no reader opens Chroma, so retrieval and `info` answer as before, and `check`
+names it.)
 
 `retrieve`, `info` and `check` each exit 2 with a message that names the damaged file and the
 command that repairs it; no traceback reaches the user.
@@ -54,15 +55,14 @@ def test_every_damaged_file_is_named_with_its_fix(pristine, tmp_path, capsys, da
         index = tmp_path / name.replace("/", "_") / "idx"
         shutil.copytree(pristine, index)
         damage(index / name)
-        # Dense search reads the vector table, not Chroma: a damaged Chroma leaves it working
-        # (graph_store/vector_search.py); info and check name the damage.
+        # No reader opens Chroma (dense search reads the vector table, graph_store/chroma_seal):
+        # a damaged Chroma leaves retrieval and info working; check names the damage.
         if name.startswith("chroma/"):
-            assert main(["retrieve", "Stanley", "--method", "dense", "--index", str(index)]) == 0
+            for argv in (["retrieve", "Stanley", "--method", "dense"], ["info"]):
+                assert main([*argv, "--index", str(index)]) == 0
             capsys.readouterr()
-        retrieve = (
-            [] if name.startswith("chroma/") else [["retrieve", "Stanley", "--method", "gnn_ret"]]
-        )
-        for argv in (*retrieve, ["info"], ["check"]):
+        readers = [["retrieve", "Stanley", "--method", "gnn_ret"], ["info"]]
+        for argv in ([] if name.startswith("chroma/") else readers) + [["check"]]:
             code = main([*argv, "--index", str(index)])
             err = capsys.readouterr().err
             where = f"{damage.__name__} {name}: {argv[0]}"
@@ -147,12 +147,57 @@ def test_repair_is_refused_while_another_process_writes(pristine, tmp_path, caps
         holder.wait()
 
 
-def test_a_flipped_byte_in_an_hnsw_header_is_named(pristine, tmp_path, capsys):
+def flip(path, at):
+    data = bytearray(path.read_bytes())
+    data[at] ^= 0xFF
+    path.write_bytes(bytes(data))
+
+
+def test_any_flipped_byte_of_the_sealed_store_is_named_and_repaired(pristine, tmp_path, capsys):
+    # Bytes Chroma never reads (HNSW capacity past its elements, SQLite free pages) included:
+    # the seal (graph_store/chroma_seal.py) holds every byte as the last write left it.
+    assert read_manifest(pristine).chroma_files
+    for n, path in enumerate(_chroma_files(pristine)):
+        size = path.stat().st_size
+        for at in (0, size // 2, size - 1):
+            index = tmp_path / f"f{n}-{at}" / "idx"
+            shutil.copytree(pristine, index)
+            flip(index / path.relative_to(pristine), at)
+            where = f"{path.name} byte {at}"
+            capsys.readouterr()
+            assert main(["check", "--index", str(index)]) == 2, where
+            err = capsys.readouterr().err
+            assert "Chroma" in err and path.name in err and "CRC-32" in err, (where, err)
+        assert main(["check", "--repair", "--index", str(index)]) == 0, where
+        assert main(["check", "--index", str(index)]) == 0, where
+
+
+def test_reading_with_every_method_leaves_the_store_as_sealed(pristine, tmp_path, capsys):
+    from hopgraph.tools.registry import RETRIEVERS
+
     index = tmp_path / "idx"
     shutil.copytree(pristine, index)
+    for method, kind in RETRIEVERS.items():  # naive_ge's first use embeds the triples: a write
+        if kind.needs_weights or kind.needs_llm:
+            continue
+        assert main(["retrieve", "Stanley", "--method", method, "--index", str(index)]) == 0
+    assert main(["info", "--index", str(index)]) == 0
+    for _ in range(2):  # nor does the check itself open it
+        assert main(["check", "--index", str(index)]) == 0, capsys.readouterr().err
+    assert read_manifest(index).files.get("triple_vectors")
+
+
+@pytest.mark.parametrize("unsealed", ["older index", "interrupted write"])
+def test_an_unsealed_store_is_read_for_itself(pristine, tmp_path, capsys, unsealed):
+    index = tmp_path / "idx"
+    shutil.copytree(pristine, index)
+    manifest = read_manifest(index)
+    if unsealed == "older index":  # written before the seal
+        manifest.chroma_files = {}
+        manifest.write(index)
+    else:  # a write killed before its commit left its folder (its rows may be in Chroma)
+        (index / f"g{manifest.generation + 1:06d}").mkdir()
     [header] = [p for p in (index / "chroma").rglob("header.bin")]
-    data = bytearray(header.read_bytes())
-    data[50] ^= 0xFF  # inside offsetData: the layout no longer agrees with the sizes
-    header.write_bytes(bytes(data))
+    flip(header, 50)  # inside offsetData: the layout no longer agrees with the sizes
     assert main(["check", "--index", str(index)]) == 2
     assert "HNSW segment" in capsys.readouterr().err

@@ -31,7 +31,7 @@ def make(path, docs):
 def snapshot(path):
     with Index.open(path) as idx:
         graph, kg = idx.passage_graph, idx.knowledge_graph
-        store = ChromaVectorStore(triples_location(idx.vectors.location))
+        store = ChromaVectorStore(triples_location(idx.location))
         stored = sorted(store.collection.get(include=[])["ids"])
         store.close()
         return {

@@ -58,3 +58,40 @@ def test_graph_build_leaves_triples_out_until_a_gear_method_first_runs(tmp_path,
         assert len(idx.triple_matrix) == len(idx.knowledge_graph.triples)
     assert main(["graph", "triples", "--index", str(path), "--quiet"]) == 0
     assert "embedded already" in capsys.readouterr().out
+
+
+def test_the_triple_table_keeps_chromas_vectors_through_writes_and_readers_skip_chroma(
+    tmp_path, monkeypatch
+):
+    import numpy as np
+
+    from hopgraph.graph_store import (
+        Document,
+        Index,
+        add_documents,
+        build_graphs,
+        build_index,
+        delete_documents,
+    )
+    from hopgraph.graph_store.graph_build import GraphSettings
+    from hopgraph.graph_store.index import stored_vectors
+
+    path = tmp_path / "idx"
+    docs = [Document(d["id"], d["title"], d["text"]) for d in DOCS]
+    build_index(docs[:4], path, IndexSettings(model="hashing"), show_progress=False)
+    build_graphs(path, GraphSettings(embed_triples=True), show_progress=False)
+    add_documents(path, docs[4:], show_progress=False)  # new triples embedded, old ones kept
+    delete_documents(path, [docs[0].id])
+    with Index.open(path) as idx:
+        ids = [t.id for t in idx.knowledge_graph.triples]
+        in_chroma = stored_vectors(idx.location.triples())
+        expected = np.stack([in_chroma[i] for i in ids])
+        assert idx.manifest.files["triple_vectors"].startswith(f"g{idx.generation:06d}/")
+
+        def no_chroma(*args, **kwargs):
+            raise AssertionError("a reader opened Chroma")
+
+        monkeypatch.setattr("hopgraph.graph_store.vdb_chroma.ChromaVectorStore.__init__", no_chroma)
+        np.testing.assert_allclose(idx.triple_matrix, expected, atol=1e-6)
+        [(best, score)] = idx.search_triples(idx.knowledge_graph.triples[3].text, k=1)
+        assert best == idx.knowledge_graph.triples[3] and score == pytest.approx(1.0, abs=1e-5)
