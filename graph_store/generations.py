@@ -127,12 +127,10 @@ def write_under_way(directory: Path, committed: Manifest) -> bool:
 def recover(directory: Path, committed: Manifest | None) -> None:
     """Bring the stores back to exactly the committed generation (see the module docstring)."""
     journal = directory / JOURNAL
-    if journal.is_file():
-        pending = json.loads(journal.read_text(encoding="utf-8"))
-        if committed is None or pending["generation"] > committed.generation:
-            for each in pending["collections"]:
-                drop_collection(ChromaLocation(each["collection"], _path(each), each["url"]))
-        journal.unlink()
+    pending = json.loads(journal.read_text(encoding="utf-8")) if journal.is_file() else None
+    if pending and (committed is None or pending["generation"] > committed.generation):
+        for each in pending["collections"]:
+            drop_collection(ChromaLocation(each["collection"], _path(each), each["url"]))
     done = committed.generation if committed else 0  # none: an unreadable index being replaced
     uncommitted = [
         folder
@@ -150,6 +148,12 @@ def recover(directory: Path, committed: Manifest | None) -> None:
                         store.tag_all(0)
                 finally:
                     store.close()
+    if committed is not None and committed.chroma_files and (pending or uncommitted):
+        # Chroma is the committed generation's again, not byte for byte: seal it anew while
+        # the journal or a folder still tells `check` to read it for itself.
+        chroma_seal.seal(directory, committed)
+        committed.write(directory)
+    journal.unlink(missing_ok=True)
     for folder in uncommitted:
         shutil.rmtree(folder, ignore_errors=True)
     if committed is not None:

@@ -13,6 +13,7 @@ from dataclasses import asdict
 import pytest
 
 from hopgraph.graph_store import Document, Index
+from hopgraph.graph_store.check import check_index
 from hopgraph.graph_store.documents import chunk_of_row
 from hopgraph.graph_store.vdb_chroma import ChromaVectorStore
 from hopgraph.tools import make_retriever
@@ -103,6 +104,8 @@ def test_a_killed_write_leaves_the_last_generation_and_the_next_write_works(
             assert stored_rows(killed) == sorted(idx.chunks)  # the purge was finished
     else:
         assert answers(killed) == before
+        assert check_index(killed) == []  # its folder left: Chroma is read for itself
         assert write(op, killed, url) == 0
         assert answers(killed) == after
+        assert check_index(killed) == []  # sealed again by the write
         assert stored_rows(killed) == after["chunks"]

@@ -6,6 +6,7 @@ import pytest
 
 from hopgraph.cli import main
 from hopgraph.graph_store import Index, build_graphs, load_corpus, sync_documents
+from hopgraph.graph_store.check import check_index
 from hopgraph.graph_store.embedding import HashingEmbedder
 from hopgraph.graph_store.graph_build import GraphSettings
 from tests.unit.test_index import build, results
@@ -170,7 +171,7 @@ def test_a_sync_that_fails_after_adding_rows_leaves_the_old_ones(tmp_path, folde
 
     def stored(path):
         with Index.open(path) as idx:
-            store = ChromaVectorStore(idx.vectors.location)
+            store = ChromaVectorStore(idx.location)
             try:
                 ids, vectors, texts, metadatas = next(store.records(batch=1000))
                 rows = zip(ids, vectors.tolist(), texts, metadatas, strict=True)
@@ -189,6 +190,7 @@ def test_a_sync_that_fails_after_adding_rows_leaves_the_old_ones(tmp_path, folde
         sync_documents(index, load_corpus(folder).documents, scope=folder, show_progress=False)
     monkeypatch.undo()
     assert results(index) == before
+    assert check_index(index) == []  # the rollback sealed Chroma anew (graph_store.chroma_seal)
     assert stored(index) == rows  # the new row rolled back, the old one never touched
     report = sync_documents(index, load_corpus(folder).documents, scope=folder, show_progress=False)
     assert report.changed == ["notes.txt"]
