@@ -1,9 +1,10 @@
 """`hopgraph check`: is every file of an index there and readable, and do they agree?
 
 Reads each part of the committed generation in turn: the manifest, the chunk and document
-tables, the vector table, BM25, the Chroma rows and the graphs. It then checks what must hold
-across them: the chunk ids are the vector ids, the BM25 ids, the Chroma rows and the graph's
-nodes, and the counts are the manifest's. Each problem names the file and the command that
+tables, the vector table, BM25, Chroma (its files against their seal, graph_store.chroma_seal,
+or its rows where the last write left none) and the graphs. It then checks what must hold
+across them: the chunk ids are the vector ids, the BM25 ids, Chroma's rows (when read) and the
+graph's nodes, and the counts are the manifest's. Each problem names the file and the command that
 repairs it. Commands that fail on a damaged index run this to say which file is at fault.
 """
 
@@ -17,7 +18,7 @@ from typing import Any
 
 from hopgraph.core.errors import HopgraphError, IndexStateError
 
-from . import chroma_child
+from . import chroma_child, triple_table
 from .chunk_table import read_chunks
 from .doc_table import read_documents
 from .documents import Chunk
@@ -25,6 +26,7 @@ from .generations import passages_location
 from .ivf import IVF, MIN_ROWS
 from .manifest import (
     MANIFEST,
+    TRIPLE_VECTORS,
     Manifest,
     ann_hint,
     crc32,
@@ -207,7 +209,11 @@ def _check_graphs(directory: Path, manifest: Manifest, ids: list[str], found: Fi
             raise ValueError("its nodes are not the index's chunks")
 
     found.attempt(str(folder), fix, passage_graph)
-    found.attempt(str(folder), fix, lambda: KnowledgeGraph.load(folder))
+    knowledge = found.attempt(str(folder), fix, lambda: KnowledgeGraph.load(folder))
+    if knowledge is not None and TRIPLE_VECTORS in manifest.files:
+        table = directory / manifest.files[TRIPLE_VECTORS]
+        triples = [t.id for t in knowledge.triples]
+        found.attempt(str(table), fix, lambda: triple_table.load(directory, manifest, triples))
     extractions = folder / EXTRACTIONS_FILE
     found.attempt(str(extractions), fix, lambda: ExtractionTable.load(extractions))
     if manifest.graph["settings"].get("extractor") == "offline":

@@ -295,17 +295,19 @@ def build_parser() -> argparse.ArgumentParser:
         "check",
         help="check that every file of an index is there, readable and in agreement",
         description="Read every part of the index (manifest, chunk and document tables, "
-        "vectors, BM25, Chroma rows, graphs) and check that they agree (the same chunks "
-        "everywhere, the manifest's counts). Each problem names the file and the command that "
-        "repairs it; exits 2 if there is any.",
+        "vectors, BM25, graphs, triple vectors; Chroma's files against the CRC-32s its last "
+        "write recorded, or its rows where there are none) and check that they agree (the same "
+        "chunks everywhere, the manifest's counts). Each problem names the file and the "
+        "command that repairs it; exits 2 if there is any.",
     )
     index_option(p)
     p.add_argument("--json", action="store_true", help="print the problems as JSON")
     p.add_argument(
         "--repair",
         action="store_true",
-        help="rebuild what can be derived, as one write: Chroma from the vector table (nothing "
-        "embedded again), the graphs from the chunks; other damage is named with its fix",
+        help="rebuild what can be derived, as one write: Chroma from the vector and triple "
+        "tables (nothing embedded again), the graphs from the chunks; other damage is named "
+        "with its fix",
     )
     p.set_defaults(func=lazy("check_command:check"))
 

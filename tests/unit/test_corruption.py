@@ -201,3 +201,21 @@ def test_an_unsealed_store_is_read_for_itself(pristine, tmp_path, capsys, unseal
     flip(header, 50)  # inside offsetData: the layout no longer agrees with the sizes
     assert main(["check", "--index", str(index)]) == 2
     assert "HNSW segment" in capsys.readouterr().err
+
+
+def test_a_damaged_triple_table_is_named_and_rebuilt_with_the_graphs(pristine, tmp_path, capsys):
+    import json
+
+    index = tmp_path / "idx"
+    shutil.copytree(pristine, index)
+    assert main(["retrieve", "Stanley", "--method", "naive_ge", "--index", str(index)]) == 0
+    table = index / read_manifest(index).files["triple_vectors"] / "ids.json"
+    ids = json.loads(table.read_text())
+    table.write_text(json.dumps(ids[::-1]))  # the same size: the open-time size check passes
+    capsys.readouterr()
+    assert main(["check", "--index", str(index)]) == 2
+    err = capsys.readouterr().err
+    assert "triple-vectors" in err and "hopgraph graph build" in err, err
+    assert main(["check", "--repair", "--index", str(index)]) == 0
+    assert main(["check", "--index", str(index)]) == 0
+    assert main(["retrieve", "Stanley", "--method", "naive_ge", "--index", str(index)]) == 0
