@@ -3,12 +3,13 @@
 At a million chunks a query word as common as "the" after stop words has close to a million
 postings and an idf near zero; reading them all cost a GNN-Ret query 4 ms at p95 and grew with
 the corpus. MaxScore (Turtle & Flood, 1995) splits the query terms: the *essential* ones, read
-in full, and the rest, whose total upper bound (count × idf, since tf / (tf + norm) < 1) caps
-the score of any chunk that holds none of the essential terms. So :meth:`QueryScores.top`
-reads the postings of the rarest terms (up to a budget that grows with the depth asked), scores
-those chunks in full by looking the other terms up in their postings, and returns them with a
-*ceiling* that no other chunk exceeds: the caller certifies its result against that ceiling, as
-GNN-Ret's local computation does (tools/gnn_local.py), and asks again deeper when it cannot.
+in full, and the rest, whose total upper bound caps the score of any chunk that holds none of
+the essential terms (a term's bound: its idf times the largest ``tf / (tf + norm)`` in any of
+its chunks, Segment.impact_ceilings). So :meth:`QueryScores.top` reads the postings of the
+rarest terms (up to a budget that grows with the depth asked), scores those chunks in full by
+looking the other terms up in their postings, and returns them with a *ceiling* that no other
+chunk exceeds: the caller certifies its result against that ceiling, as GNN-Ret's local
+computation does (tools/gnn_local.py), and asks again deeper when it cannot.
 
 Scores are summed term by term in query order in float64, as :meth:`BM25Store.sparse_scores`
 sums them, so a score here equals the full scan's bit for bit.
@@ -27,6 +28,9 @@ from .kdb_bm25 import BM25Store, impact
 POSTINGS_PER_DEPTH = 64
 """A term with more postings than this per chunk asked for (32,768 at GNN-Ret's first depth of
 512) may be left out of the chunks read in full."""
+
+SAFETY = 1 + 1e-6
+"""Head-room on a term's bound for float rounding (scores are float32 sums)."""
 
 NEGLIGIBLE = 0.02
 """How far below the best score the left-out terms' bounds must stay, as a share of it: GNN-Ret
@@ -47,6 +51,8 @@ class _Term:
     idf: float
     count: int
     postings: tuple[tuple[int, int, int], ...]  # (segment, start, end) in its CSC arrays
+    ceiling: float
+    """The most ``tf / (tf + norm)`` reaches in any chunk holding the term (below 1)."""
 
     @property
     def size(self) -> int:
@@ -54,7 +60,7 @@ class _Term:
 
     @property
     def bound(self) -> float:
-        return self.count * self.idf
+        return self.count * self.idf * self.ceiling
 
 
 class QueryScores:
@@ -68,15 +74,18 @@ class QueryScores:
         for term, idf in self.sequence:
             if term in terms:
                 seen = terms[term]
-                terms[term] = _Term(idf, seen.count + 1, seen.postings)
+                terms[term] = _Term(idf, seen.count + 1, seen.postings, seen.ceiling)
                 continue
-            postings = []
+            postings, ceiling = [], 0.0
             for at, segment in enumerate(store.segments):
                 col = segment.vocab.get(term)
                 if col is not None:
                     start, end = segment.tf.indptr[col], segment.tf.indptr[col + 1]
                     postings.append((at, int(start), int(end)))
-            terms[term] = _Term(idf, 1, tuple(postings))
+                    most, mean = segment.impact_ceilings
+                    # A mean length above the segment's raises every score by at most its ratio.
+                    ceiling = max(ceiling, most[col] * max(1.0, store.mean_length / mean))
+            terms[term] = _Term(idf, 1, tuple(postings), min(1.0, ceiling * SAFETY))
         self.terms = terms
 
     def at(self, rows: np.ndarray) -> np.ndarray:

@@ -61,6 +61,25 @@ def test_the_top_holds_the_best_and_the_ceiling_bounds_the_rest(tmp_path, seed, 
     assert pruned
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_each_terms_bound_holds_in_every_chunk_and_is_reached(tmp_path, seed):
+    # The segments' own mean lengths differ from the store's (bounds scaled by their ratio).
+    store = written_store(tmp_path, seed)
+    means = {round(float(s.lengths.mean()), 3) for s in store.segments}
+    assert len(means) > 1 and store.mean_length not in means
+    reached = 0
+    for query in QUERIES:
+        scores = QueryScores(store, query)
+        for term, idf in set(scores.sequence):
+            alone = np.zeros(len(store.ids))
+            for chunk_rows, values in scores._postings(term, idf):
+                alone[chunk_rows] = values
+            bound = scores.terms[term].bound / scores.terms[term].count
+            assert alone.max() <= bound < idf
+            reached += alone.max() > 0.9 * bound  # tight where the chunk is live
+    assert reached
+
+
 def test_a_word_in_every_chunk_is_looked_up_not_read(tmp_path):
     chunks = [Chunk(f"c{i}", f"d{i}", "", f"common {'rare' if i == 7 else 'plain'} {i}")
               for i in range(300)]  # fmt: skip
