@@ -170,6 +170,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--limit", type=int)
     parser.add_argument("--store", type=Path, help="keep each set's rankings here, reuse them")
     parser.add_argument("--margin", type=float, default=MARGIN, help="the guard's margin")
+    parser.add_argument(
+        "--confident",
+        type=float,
+        default=None,
+        help="the selective guard's sure lead (default tools/guard.py's; IIER's tuned: 0.15)",
+    )
     parser.add_argument("--out", type=Path, help="write every rule's figures here (JSON)")
     parser.add_argument(
         "--train-data",
@@ -199,7 +205,10 @@ def main(argv: list[str] | None = None) -> int:
         for g in (0.05, 0.08, 0.12)
     ]
     rules += [
-        (f"tuned, floor {f}", lambda c, f=f: (0, f) if aside(c.multi_hop, c.lead) else (KEEP, 0))
+        (
+            f"tuned, floor {f}",
+            lambda c, f=f: (0, f) if aside(c.multi_hop, c.lead, args.confident) else (KEEP, 0),
+        )
         for f in (2, 3, 5)
     ]
     figures = {

@@ -31,7 +31,7 @@ from hopgraph.prompts.gear import READ
 
 from .base import Bases
 from .fusion import reciprocal_rank_fusion
-from .guard import KEEP, MARGIN, Guarded
+from .guard import CONFIDENT, KEEP, MARGIN, Guarded
 from .hits import Hit, Provenance
 
 Beam = tuple[float, list[int]]
@@ -139,6 +139,7 @@ class NaiveGERetriever(Guarded):
         keep: int = KEEP,
         margin: float = MARGIN,
         selective: bool = True,
+        confident: float = CONFIDENT,
         *,
         bases: Bases,
     ) -> None:
@@ -153,11 +154,11 @@ class NaiveGERetriever(Guarded):
         chain reaches by stepping onto the page of an entity its first passage names (a
         ``link`` edge of the passage graph) placed after the base's first ``after`` places
         (docs/methods.md: offline triples make the other chain steps mostly noise).
-        ``keep``, ``margin``, ``selective``: the no-harm guard (tools/guard.py).
+        ``keep``, ``margin``, ``selective``, ``confident``: the no-harm guard (tools/guard.py).
         ``bases`` makes ``base``.
         """
         super().__init__(index)
-        self.guard(index, keep, margin, selective)
+        self.guard(index, keep, margin, selective, confident)
         if base_depth is not None and base_depth < 1:
             raise ValueError(f"base_depth must be at least 1, got {base_depth}")
         if fusion not in ("rrf", "page_step"):

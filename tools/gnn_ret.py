@@ -41,7 +41,7 @@ from hopgraph.graph_store.passage_graph import DIRECTED, EDGE_TYPES
 
 from .gnn_layers import propagate
 from .gnn_local import FIRST_DEPTH, Candidates, LocalRanking, propagate_local
-from .guard import KEEP, MARGIN, Guarded
+from .guard import CONFIDENT, KEEP, MARGIN, Guarded
 from .hits import Hit, Provenance
 
 
@@ -117,13 +117,15 @@ class GNNRetriever(Guarded):
         keep: int = KEEP,
         margin: float = MARGIN,
         selective: bool = True,
+        confident: float = CONFIDENT,
     ) -> None:
         """Set up over ``index``; ``weights`` is a file of learned α's (`hopgraph train`).
 
-        ``keep``, ``selective``: the no-harm guard (tools/guard.py), dense's top ``keep`` first.
+        ``keep``, ``selective``, ``confident``: the no-harm guard (tools/guard.py), dense's top
+        ``keep`` first.
         """
         super().__init__(index)
-        self.guard(index, keep, margin, selective)
+        self.guard(index, keep, margin, selective, confident)
         if weights is not None:
             channels = load_channels(Path(weights), index)
         if base not in BASES:

@@ -16,7 +16,7 @@ from hopgraph.graph_store import Index
 
 from .base import Bases
 from .grag_graph import DocumentGraph, GRAGSettings, GraphBuilder
-from .guard import KEEP, MARGIN, Guarded
+from .guard import CONFIDENT, KEEP, MARGIN, Guarded
 from .hits import Hit, Provenance
 
 
@@ -41,19 +41,20 @@ class GRAGRetriever(Guarded):
         keep: int = KEEP,
         margin: float = MARGIN,
         selective: bool = True,
+        confident: float = CONFIDENT,
         *,
         bases: Bases,
     ) -> None:
         """Set up over ``index`` with trained weights (default: see :func:`find_weights`).
 
-        ``keep``, ``selective``: the no-harm guard (tools/guard.py). ``bases`` makes the base
-        the weights name.
+        ``keep``, ``selective``, ``confident``: the no-harm guard (tools/guard.py). ``bases`` makes
+        the base the weights name.
         """
         from .grag_model import load_model
         from .weights import find_weights
 
         super().__init__(index)
-        self.guard(index, keep, margin, selective)
+        self.guard(index, keep, margin, selective, confident)
         path = Path(weights) if weights is not None else find_weights(index, self.name)
         self.model, self.record = load_model(path, index)
         self.settings = GRAGSettings(**self.record["settings"])

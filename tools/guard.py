@@ -33,7 +33,9 @@ MARGIN = 0.05
 MULTI_HOP = 0.3
 """The hop classifier's probability from which a question counts as multi-hop (chosen on dev)."""
 CONFIDENT = 0.08
-"""Dense's cosine lead (first − second) from which it is sure of its first chunk (dev)."""
+"""Dense's cosine lead (first − second) from which it is sure of its first chunk (dev). IIER
+uses its margin (0.15): its guard decides its second place, and dense's second within the
+margin is the one the guard would put there."""
 FLOOR = 3
 """Where the guard stands aside, dense's first chunk still ranks no lower than this (dev:
 hotpotqa R@5 89.5 → 90.2 for gnn_ret, R@2 untouched; docs/methods.md)."""
@@ -67,11 +69,20 @@ class Guarded(Retriever):
     keep: int = 0
     margin: float = 0.0
     selective: bool = False
+    confident: float = CONFIDENT
 
-    def guard(self, index: Index, keep: int, margin: float = 0.0, selective: bool = False) -> None:
+    def guard(
+        self,
+        index: Index,
+        keep: int,
+        margin: float = 0.0,
+        selective: bool = False,
+        confident: float = CONFIDENT,
+    ) -> None:
         """Keep dense's first chunk, and up to ``keep`` within ``margin`` of it (0: off).
 
-        ``selective``: not on questions that look multi-hop where dense is unsure (module doc).
+        ``selective``: not on questions that look multi-hop where dense is unsure (module doc):
+        where its first chunk leads the second by less than ``confident``.
         """
         if isinstance(keep, bool) or not isinstance(keep, int) or keep < 0:
             raise ValueError(f"keep must be a whole number ≥ 0, got {keep!r}")
@@ -79,7 +90,10 @@ class Guarded(Retriever):
             raise ValueError(f"margin must be a cosine difference in [0, 2], got {margin!r}")
         if not isinstance(selective, bool):
             raise ValueError(f"selective must be true or false, got {selective!r}")
+        if not 0.0 <= confident <= 2.0:
+            raise ValueError(f"confident must be a cosine difference in [0, 2], got {confident!r}")
         self.keep, self.margin, self.selective = keep, margin, selective
+        self.confident = confident
         self._dense = DenseRetriever(index) if keep else None
 
     def retrieve(self, query: str, k: int = 5, where: Where | None = None) -> list[Hit]:
@@ -106,13 +120,16 @@ class Guarded(Retriever):
         anchors = [h for h in top if top[0].score - h.score < self.margin or h is top[0]]
         return keep_top(anchors, hits, k, self.name)
 
-    @staticmethod
-    def stands_aside(query: str, top: list[Hit]) -> bool:
+    def stands_aside(self, query: str, top: list[Hit]) -> bool:
         """Whether the selective guard lets the method lead (:func:`aside`) for this query."""
         lead = top[0].score - top[1].score if len(top) > 1 else 1.0
-        return aside(shipped().multi_hop(query), lead)
+        return aside(shipped().multi_hop(query), lead, self.confident)
 
 
-def aside(multi_hop: float, lead: float) -> bool:
-    """Tell whether the selective guard stands aside: multi-hop wording, dense unsure."""
-    return lead < CONFIDENT and multi_hop >= MULTI_HOP
+def aside(multi_hop: float, lead: float, confident: float | None = None) -> bool:
+    """Tell whether the selective guard stands aside: multi-hop wording, dense unsure.
+
+    ``confident``: the lead from which dense is sure (default :data:`CONFIDENT`).
+    """
+    sure = CONFIDENT if confident is None else confident
+    return lead < sure and multi_hop >= MULTI_HOP

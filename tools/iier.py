@@ -102,6 +102,7 @@ class IIERRetriever(Guarded):
         keep: int = KEEP,
         margin: float = 0.15,
         selective: bool = True,
+        confident: float = 0.15,
         *,
         bases: Bases,
     ) -> None:
@@ -114,7 +115,9 @@ class IIERRetriever(Guarded):
         ``seed_order``: chains start in set-cover order (the paper) or by the seed's similarity
         to the question; ``dense_seeds``: the chunks closest to the question seed chains too
         (the cover misses single-hop answers whose keywords differ from the question's);
-        ``keep``, ``margin``, ``selective``: the no-harm guard (tools/guard.py).
+        ``keep``, ``margin``, ``selective``, ``confident``: the no-harm guard (tools/guard.py;
+        IIER stands aside on a multi-hop question wherever dense's second is within its margin,
+        the place the guard would give it).
         ``bases`` makes ``base``.
         """
         if seed_order not in ("cover", "similarity"):
@@ -127,7 +130,7 @@ class IIERRetriever(Guarded):
             raise ValueError(f"order must be 'breadth' or 'chains', got {order!r}")
         self.order = order
         super().__init__(index)
-        self.guard(index, keep, margin, selective)
+        self.guard(index, keep, margin, selective, confident)
         self.max_length, self.edge_weight, self.chat = max_length, edge_weight, chat
         if weights is False:
             path = None

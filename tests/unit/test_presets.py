@@ -5,7 +5,7 @@ import pytest
 from hopgraph.core.errors import UnknownMethodError
 from hopgraph.tools import PRESETS, RETRIEVERS, guard, make_retriever
 from hopgraph.tools.gnn_ret import PAPER_CHANNELS
-from hopgraph.tools.guard import Guarded, keep_top
+from hopgraph.tools.guard import keep_top
 from hopgraph.tools.hits import Hit, Provenance
 from hopgraph.tools.hop_classifier import HopClassifier, features, shipped
 
@@ -77,13 +77,21 @@ def test_the_hop_classifier_keeps_its_weights_through_save_and_load(tmp_path):
     assert again.multi_hop("who was born") == pytest.approx(model.multi_hop("who was born"))
 
 
-def test_the_selective_guard_stands_aside_only_when_multi_hop_and_dense_is_unsure():
+def test_the_selective_guard_stands_aside_only_when_multi_hop_and_dense_is_unsure(index):
     def top(lead):
         return [hit("a", 0.7), hit("b", 0.7 - lead)]
 
-    assert Guarded.stands_aside(MULTI_HOP_QUESTION, top(guard.CONFIDENT / 2))
-    assert not Guarded.stands_aside(MULTI_HOP_QUESTION, top(guard.CONFIDENT * 2))
-    assert not Guarded.stands_aside(SINGLE_HOP_QUESTION, top(guard.CONFIDENT / 2))
+    tuned = make_retriever("gnn_ret", index)
+    assert tuned.stands_aside(MULTI_HOP_QUESTION, top(guard.CONFIDENT / 2))
+    assert not tuned.stands_aside(MULTI_HOP_QUESTION, top(guard.CONFIDENT * 2))
+    assert not tuned.stands_aside(SINGLE_HOP_QUESTION, top(guard.CONFIDENT / 2))
+    # IIER: dense's second within IIER's margin is no sure lead (the place the guard decides)
+    iier = make_retriever("iier", index)
+    assert iier.confident == iier.margin == 0.15
+    assert iier.stands_aside(MULTI_HOP_QUESTION, top(0.12))
+    assert not tuned.stands_aside(MULTI_HOP_QUESTION, top(0.12))
+    with pytest.raises(ValueError, match="confident"):
+        make_retriever("gnn_ret", index, confident=-0.1)
 
 
 @pytest.mark.parametrize("method", GRAPH_METHODS)
@@ -91,22 +99,21 @@ def test_standing_aside_gives_the_methods_own_ranking(index, method, monkeypatch
     query = "Which county seat is Stanley?"
     own = [h.id for h in make_retriever(method, index, keep=0).retrieve(query, 4)]
     always = [h.id for h in make_retriever(method, index, selective=False).retrieve(query, 4)]
-    monkeypatch.setattr(guard, "CONFIDENT", 3.0)  # dense is never sure
     monkeypatch.setattr(guard, "MULTI_HOP", 0.0)  # every question looks multi-hop
-    aside = make_retriever(method, index, selective=True).retrieve(query, 4)
+    unsure = {"selective": True, "confident": 2.0}  # dense is never sure (leads are below 2)
+    aside = make_retriever(method, index, **unsure).retrieve(query, 4)
     assert [h.id for h in aside] == own
     monkeypatch.setattr(guard, "MULTI_HOP", 1.1)  # none does
-    kept = make_retriever(method, index, selective=True).retrieve(query, 4)
+    kept = make_retriever(method, index, **unsure).retrieve(query, 4)
     assert [h.id for h in kept] == always
 
 
 def test_standing_aside_still_keeps_dense_first_within_the_floor(index, monkeypatch):
     query = "Which county seat is Stanley?"
     dense_first = make_retriever("dense", index).retrieve(query, 1)[0].id
-    monkeypatch.setattr(guard, "CONFIDENT", 3.0)
     monkeypatch.setattr(guard, "MULTI_HOP", 0.0)
     monkeypatch.setattr(guard, "FLOOR", 1)  # aside, yet dense's first may not fall below 1st
-    hits = make_retriever("gnn_ret", index).retrieve(query, 4)
+    hits = make_retriever("gnn_ret", index, confident=2.0).retrieve(query, 4)
     assert hits[0].id == dense_first and len({h.id for h in hits}) == 4
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
 
