@@ -95,3 +95,33 @@ def test_the_triple_table_keeps_chromas_vectors_through_writes_and_readers_skip_
         np.testing.assert_allclose(idx.triple_matrix, expected, atol=1e-6)
         [(best, score)] = idx.search_triples(idx.knowledge_graph.triples[3].text, k=1)
         assert best == idx.knowledge_graph.triples[3] and score == pytest.approx(1.0, abs=1e-5)
+
+
+def test_an_index_written_before_the_triple_table_reads_chroma_until_its_next_write(tmp_path):
+    import numpy as np
+
+    from hopgraph.graph_store import Document, Index, add_documents, build_graphs, build_index
+    from hopgraph.graph_store.graph_build import GraphSettings
+    from hopgraph.graph_store.manifest import read_manifest
+
+    path = tmp_path / "idx"
+    docs = [Document(d["id"], d["title"], d["text"]) for d in DOCS]
+    build_index(docs[:4], path, IndexSettings(model="hashing"), show_progress=False)
+    build_graphs(path, GraphSettings(embed_triples=True), show_progress=False)
+    with Index.open(path) as idx:
+        table = idx.triple_matrix
+        before = {t.id: row for t, row in zip(idx.knowledge_graph.triples, table, strict=True)}
+    manifest = read_manifest(path)  # as an index written before the table: Chroma holds them
+    del manifest.files["triple_vectors"]
+    manifest.chroma_files = {}
+    manifest.write(path)
+    with Index.open(path) as idx:
+        np.testing.assert_allclose(idx.triple_matrix, table, atol=1e-6)
+    add_documents(path, docs[4:], show_progress=False)  # the old triples' vectors from Chroma
+    with Index.open(path) as idx:
+        assert "triple_vectors" in idx.manifest.files
+        ids = [t.id for t in idx.knowledge_graph.triples]
+        after = dict(zip(ids, idx.triple_matrix, strict=True))
+    assert len(after) > len(before) and before.keys() <= after.keys()
+    for triple_id, row in before.items():
+        np.testing.assert_allclose(after[triple_id], row, atol=1e-6)
