@@ -35,7 +35,7 @@ from .forked import Forked
 from .generations import Generation, folder_name, passages_location
 from .index import read_vectors
 from .knowledge_graph import KnowledgeGraph, StoredTriple, build_knowledge_graph
-from .manifest import TRIPLE_VECTORS, Manifest, now
+from .manifest import TRIPLE_VECTORS, Manifest, graphs_hint, now
 from .passage_graph import (
     EDGE_TYPES,
     SPARE_NEIGHBOURS,
@@ -296,7 +296,7 @@ def sync_triples(
         if wanted:
             fresh = {t.id: v for t, v in zip(new, vectors, strict=True)}
             triple_table.save(directory, manifest, folder_name(gen.number), list(wanted), fresh,
-                              lambda ids: _stored_vectors(store, ids))  # fmt: skip
+                              lambda ids: _stored_vectors(store, ids, directory))  # fmt: skip
         else:
             manifest.files.pop(TRIPLE_VECTORS, None)
         return len(new), sorted(stored - wanted.keys())
@@ -331,7 +331,7 @@ def _triple_fields(triple: StoredTriple, generation: int) -> dict[str, Scalar]:
     }
 
 
-def _stored_vectors(store: ChromaVectorStore, ids: list[str]) -> np.ndarray:
+def _stored_vectors(store: ChromaVectorStore, ids: list[str], directory: Path) -> np.ndarray:
     """Read ``ids``' vectors from Chroma, in that order (an index written before the table)."""
     if not ids:
         return np.zeros((0, 0), dtype=np.float32)
@@ -341,7 +341,7 @@ def _stored_vectors(store: ChromaVectorStore, ids: list[str]) -> np.ndarray:
     if missing:
         raise IndexStateError(
             f"{len(missing)} triples have no stored vector (e.g. {missing[0]!r})",
-            "rebuild the graphs: `hopgraph graph build --index DIR`",
+            graphs_hint(directory),
         )
     return np.asarray([by_id[i] for i in ids], dtype=np.float32)
 
