@@ -37,14 +37,14 @@ def save(
     ``fresh``: the vectors this write embedded, by triple id; the others come from the
     previous generation's table, or ``stored(ids)`` (Chroma) for an index written before it.
     """
-    kept = [i for i in ids if i not in fresh]
+    is_fresh = np.array([i in fresh for i in ids], dtype=bool)
+    kept = [i for i in ids if i not in fresh]  # the rows of ~is_fresh, in order
     known = _previous(directory, manifest, kept)
-    old = known if known is not None else stored(kept)
-    rows = dict(zip(kept, range(len(kept)), strict=True))
-    dimension = int(manifest.embedder["dimension"])
-    matrix = np.empty((len(ids), dimension), dtype=np.float32)
-    for position, triple_id in enumerate(ids):
-        matrix[position] = fresh[triple_id] if triple_id in fresh else old[rows[triple_id]]
+    matrix = np.empty((len(ids), int(manifest.embedder["dimension"])), dtype=np.float32)
+    if kept:
+        matrix[~is_fresh] = known if known is not None else stored(kept)
+    if fresh:
+        matrix[is_fresh] = np.stack([fresh[i] for i in ids if i in fresh])
     path = f"{folder}/{FOLDER}"
     VectorSegment(path, list(ids), matrix).save(directory, ann=False)
     manifest.files[PART] = path
