@@ -32,6 +32,7 @@ TABLES: dict[str, tuple[Callable[[], str], str]] = {
     "embedders": (quality.embedders, "docs/evaluation.md"),
     "startup": (bench.startup, "docs/benchmarks.md"),
     "latency": (bench.latency, "docs/benchmarks.md"),
+    "latency-e2e": (bench.latency_end_to_end, "docs/benchmarks.md"),
     "graph-build": (bench.graph_build, "docs/benchmarks.md"),
     "index-build": (bench.index_build, "docs/benchmarks.md"),
     "writes": (bench.writes, "docs/benchmarks.md"),

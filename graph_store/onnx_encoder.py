@@ -128,6 +128,11 @@ class OnnxEmbedder:
 
         options = ort.SessionOptions()
         options.log_severity_level = 3  # warnings about unused initialisers are noise
+        # ONNX Runtime's idle threads spin, waiting for the next run: between one query's
+        # embedding and its retrieval they took the second core from the search (dense, query
+        # embedded each time, musique dev on 2 cores: p50 / p95 8.0 / 14.3 ms spinning, 5.1 /
+        # 6.0 ms not; evals/bench --index, "with the query's embedding").
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         self.session = ort.InferenceSession(
             str(spec.exported), options, providers=["CPUExecutionProvider"]
         )

@@ -4,8 +4,9 @@ evals/doc_tables.py puts them between their markers and the unit suite checks th
 
 - ``startup`` (docs/benchmarks.md): ``python -m hopgraph.evals.bench startup --out FILE``, kept as
   evals/results/bench/startup.json.
-- ``latency`` (docs/benchmarks.md): ``python -m hopgraph.evals.bench --data DATA --index DIR
-  --out FILE`` on each benchmark's cached index, kept as evals/results/bench/latency-SET.json.
+- ``latency`` and ``latency-e2e`` (docs/benchmarks.md): ``python -m hopgraph.evals.bench --data
+  DATA --index DIR --out FILE`` on each benchmark's cached index, kept as
+  evals/results/bench/latency-SET.json (the second with the query's embedding in every call).
 - ``index-build`` (docs/benchmarks.md): ``python -m hopgraph.evals.bench --data DATA --out FILE``
   (a fresh index of 2wiki), kept as evals/results/bench/build-2wiki.json.
 - ``writes`` (docs/benchmarks.md): ``python -m hopgraph.evals.bench.writes --index DIR --data DATA
@@ -68,6 +69,27 @@ def latency(results: Path = RESULTS) -> str:
             cells.append(cell)
         queries = timed["dense"]["queries"]
         lines.append(f"| {name} ({queries}) | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def latency_end_to_end(results: Path = RESULTS) -> str:
+    """Render the latency table with the query's embedding in every call: what a caller waits for.
+
+    p50 / p95 ms per method, and × dense's p95 (docs/benchmarks.md).
+    """
+    methods = [m for m in LATENCY_METHODS if m != "query embedding"]
+    lines = ["| dataset (queries) | " + " | ".join(methods) + " |"]
+    lines.append("|---" * (len(methods) + 1) + "|")
+    for name in LATENCY_SETS:
+        report = json.loads((results / f"latency-{name}.json").read_text(encoding="utf-8"))
+        timed = report["end_to_end_latency"]
+        dense = timed["dense"]["p95_ms"]
+        cells = [
+            f"{timed[m]['p50_ms']:.2f} / {timed[m]['p95_ms']:.2f}"
+            + (f" ({timed[m]['p95_ms'] / dense:.1f}×)" if m != "dense" else "")
+            for m in methods
+        ]
+        lines.append(f"| {name} ({timed['dense']['queries']}) | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
