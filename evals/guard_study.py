@@ -30,7 +30,7 @@ from hopgraph.evals.hop_classifier import fit, training_questions
 from hopgraph.evals.metrics import recall_at_k, reciprocal_rank
 from hopgraph.evals.runner import eval_index
 from hopgraph.tools import make_retriever
-from hopgraph.tools.guard import KEEP, MARGIN, aside
+from hopgraph.tools.guard import CONFIDENT, KEEP, MARGIN, aside
 from hopgraph.tools.hop_classifier import shipped
 
 PROBABILITIES = [0.2, 0.3, 0.5]
@@ -173,8 +173,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--confident",
         type=float,
-        default=None,
-        help="the selective guard's sure lead (default tools/guard.py's; IIER's tuned: 0.15)",
+        default=CONFIDENT,
+        help=f"the selective guard's sure lead (default {CONFIDENT}; IIER's tuned: 0.15)",
     )
     parser.add_argument("--out", type=Path, help="write every rule's figures here (JSON)")
     parser.add_argument(

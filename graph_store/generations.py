@@ -116,12 +116,16 @@ class Generation:
 
 def write_under_way(directory: Path, committed: Manifest) -> bool:
     """Tell whether a write began after ``committed`` (running, or killed before its commit)."""
-    if (directory / JOURNAL).is_file():
-        return True
-    return any(
-        entry.is_dir() and (generation_of(entry.name) or 0) > committed.generation
-        for entry in directory.iterdir()
-    )
+    return (directory / JOURNAL).is_file() or bool(_uncommitted(directory, committed.generation))
+
+
+def _uncommitted(directory: Path, done: int) -> list[Path]:
+    """Return the generation folders of writes after generation ``done``."""
+    return [
+        folder
+        for folder in directory.iterdir()
+        if folder.is_dir() and (generation_of(folder.name) or 0) > done
+    ]
 
 
 def recover(directory: Path, committed: Manifest | None) -> None:
@@ -132,11 +136,7 @@ def recover(directory: Path, committed: Manifest | None) -> None:
         for each in pending["collections"]:
             drop_collection(ChromaLocation(each["collection"], _path(each), each["url"]))
     done = committed.generation if committed else 0  # none: an unreadable index being replaced
-    uncommitted = [
-        folder
-        for folder in directory.iterdir()
-        if folder.is_dir() and (generation_of(folder.name) or 0) > done
-    ]
+    uncommitted = _uncommitted(directory, done)
     # A write tags rows only after making its folder, so without one no rows need finding: at
     # a million rows the search by tag takes seconds. The folders go last, once the rows have.
     if committed is not None and (uncommitted or committed.format_version == 1):

@@ -133,10 +133,10 @@ class Index:
 
     @cached_property
     def vectors(self) -> ChromaVectorStore:
-        """Connect to the generation's Chroma collection.
+        """Connect to the generation's Chroma collection, to inspect it: no query reads it.
 
-        Only for an index written before the vector table: opening an embedded store changes
-        its files, which the last write sealed (graph_store.chroma_seal).
+        Opening an embedded store changes its files, which the last write sealed
+        (graph_store.chroma_seal): `check` then names them changed until the next write.
         """
         return ChromaVectorStore(self.location, visible=self.chunks, rows=self.manifest.rows)
 

@@ -126,10 +126,9 @@ class Guarded(Retriever):
         return aside(shipped().multi_hop(query), lead, self.confident)
 
 
-def aside(multi_hop: float, lead: float, confident: float | None = None) -> bool:
+def aside(multi_hop: float, lead: float, confident: float = CONFIDENT) -> bool:
     """Tell whether the selective guard stands aside: multi-hop wording, dense unsure.
 
-    ``confident``: the lead from which dense is sure (default :data:`CONFIDENT`).
+    ``confident``: the lead from which dense is sure of its first chunk.
     """
-    sure = CONFIDENT if confident is None else confident
-    return lead < sure and multi_hop >= MULTI_HOP
+    return lead < confident and multi_hop >= MULTI_HOP

@@ -171,7 +171,9 @@ def main(argv: list[str] | None = None) -> int:
             # The graph methods need graphs; triple vectors play no part in query latency.
             build_graphs(Path(tmp) / "index", GraphSettings(embed_triples=False), False)
             latency = time_queries(Path(tmp) / "index", questions, args.k, methods)
-            end_to_end = time_queries(Path(tmp) / "index", questions, args.k, methods, True)
+            end_to_end = time_queries(
+                Path(tmp) / "index", questions, args.k, methods, embedded=True
+            )
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     result = {
         "data": str(args.data),
