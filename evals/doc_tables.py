@@ -39,6 +39,7 @@ TABLES: dict[str, tuple[Callable[[], str], str]] = {
     "graph-stats": (bench.graph_stats, "docs/graphs.md"),
     "docsets": (quality.docsets, "docs/evaluation.md"),
     "rerank": (quality.rerank, "docs/evaluation.md"),
+    "grag-paths": (quality.grag_paths, "docs/methods.md"),
     "iier-scorer": (quality.iier_scorer, "docs/evaluation.md"),
     "oracle": (quality.oracle, "docs/agents.md"),
     "local-model": (quality.local_model, "docs/agents.md"),

@@ -8,7 +8,8 @@ pairs (tools/hop_classifier.py). This study fits a logistic regression on the em
 question vectors instead (the vector dense retrieval computes anyway), on the same training
 questions (evals/hop_classifier.py: the train splits against single-hop ones, NQ dev's half A
 out of fold), and scores the guard's rule offline on the dev cases of evals/guard_study.py
-(their ``--store``), for thresholds ``t`` and dense leads ``gap``. Printed per rule: R@2 on the
+(their ``--store``), for thresholds ``t`` and dense leads ``gap``; ``mean`` averages the two
+classifiers' probabilities. Printed per rule: R@2 on the
 multi-hop dev sets and on NQ's halves A and B, NQ's MRR, and whether the rule meets issue 37's
 point (multi-hop R@2 within a point of the unguarded method, NQ R@2 and MRR within a point of
 dense): ``A`` on half A (where a rule may be chosen), ``A+B`` on both. Not adopted yet
@@ -109,10 +110,10 @@ def main(argv: list[str] | None = None) -> int:
     dense = {n: scores(g, "dense", margin) for n, g in groups.items()}
     print("unguarded R@2", {n: round(unguarded[n][0], 2) for n in groups})
     print("dense R@2, MRR", {n: (round(dense[n][0], 2), round(dense[n][2], 2)) for n in groups})
-    for label, p in (
-        ("words", word_probabilities(groups, args.data)),
-        ("embedding", embedding_probabilities(groups, args.data, args.model)),
-    ):
+    words = word_probabilities(groups, args.data)
+    embedding = embedding_probabilities(groups, args.data, args.model)
+    both = {n: (words[n] + embedding[n]) / 2 for n in groups}
+    for label, p in (("words", words), ("embedding", embedding), ("mean", both)):
         for t in THRESHOLDS:
             for gap in GAPS:
                 r = rule_scores(groups, p, t, gap, margin)

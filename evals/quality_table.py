@@ -167,6 +167,44 @@ def rerank(results: Path = RESULTS) -> str:
     return markdown(json.loads(kept.read_text(encoding="utf-8")))
 
 
+GRAG_PATH_SETS = (("musique", "musique"), ("hotpotqa", "hotpotqa"), ("2wiki", "2wiki"),
+                  ("nq-dev", "nq"))  # fmt: skip
+"""The rerank report's sets and the latency benchmark's (NQ: its unseen half; all of dev)."""
+
+
+def grag_paths(results: Path = RESULTS) -> str:
+    """Render methods.md's G-RAG table: concept paths encoded (shipped) against left out.
+
+    Kept reports: evals/results/rerank.json and bench/latency-SET.json (shipped weights),
+    grag-paths/rerank-none.json and grag-paths/latency-none-SET.json (``--concept-paths none``).
+    """
+    kept = results.parent
+    reports = {
+        "encoded": (kept / "rerank.json", kept / "bench" / "latency-{}.json"),
+        "none": (kept / "grag-paths" / "rerank-none.json",
+                 kept / "grag-paths" / "latency-none-{}.json"),
+    }  # fmt: skip
+    head = " | ".join(f"{r} ({b})" if r != b else r for r, b in GRAG_PATH_SETS)
+    lines = [f"| G-RAG, concept paths | {head} |", "|---" * (len(GRAG_PATH_SETS) + 1) + "|"]
+    for paths, (rerank, _) in reports.items():
+        scores = json.loads(rerank.read_text(encoding="utf-8"))
+        cells = [
+            f"{scores[r]['grag'][2]:.1f} / {scores[r]['grag'][0]:.1f}" for r, _ in GRAG_PATH_SETS
+        ]
+        lines.append(f"| {paths}: R@5 / MRR (rerank report) | " + " | ".join(cells) + " |")
+    for paths, (_, latency) in reports.items():
+        cells = []
+        for _, bench in GRAG_PATH_SETS:
+            timed = json.loads(Path(str(latency).format(bench)).read_text(encoding="utf-8"))
+            t, dense = timed["end_to_end_latency"]["grag"], timed["end_to_end_latency"]["dense"]
+            ratio = t["p95_ms"] / dense["p95_ms"]
+            cells.append(f"{t['p50_ms']:.1f} / {t['p95_ms']:.1f} ({ratio:.1f}×)")
+        lines.append(
+            f"| {paths}: p50 / p95 ms, query embedded (× dense) | " + " | ".join(cells) + " |"
+        )
+    return "\n".join(lines)
+
+
 IIER_SETS = ("musique", "hotpotqa", "2wiki")
 
 

@@ -39,6 +39,10 @@ if TYPE_CHECKING:  # networkx and the graph arrays: imported when a method opens
     from .knowledge_graph import KnowledgeGraph, StoredTriple
     from .passage_graph import PassageGraph
 
+QUERY_CACHE = 4096
+"""Query-time texts whose vectors an open index keeps (1.5k floats each): a question, and the
+few dozen concept paths G-RAG embeds for it, are embedded once however many methods read them."""
+
 
 def stored_vectors(location: ChromaLocation) -> dict[str, np.ndarray]:
     """Read every vector of a Chroma collection, by record id."""
@@ -299,15 +303,28 @@ class Index:
         return last[1]
 
     def embed_query(self, text: str) -> np.ndarray:
-        """Embed one query with the index's model (the last 256 are kept: methods share them)."""
-        vector = self._query_vectors.get(text)
-        if vector is None:
-            vector = self.embedder.embed([text])[0]
-            with self._cache_lock:  # requests on a server's worker threads share the cache
-                if len(self._query_vectors) >= 256:
-                    self._query_vectors.pop(next(iter(self._query_vectors)))
-                self._query_vectors[text] = vector
-        return vector
+        """Embed one query with the index's model (kept a while: methods share them)."""
+        return self.embed_queries([text])[0]
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed query-time texts as (len(texts), d), the ones not kept in one batch.
+
+        Queries and what methods embed at query time (G-RAG's concept paths) share one cache
+        of the last :data:`QUERY_CACHE` texts, emptied by :meth:`forget_queries`.
+        """
+        cache = self._query_vectors
+        missing = list(dict.fromkeys(t for t in texts if t not in cache))
+        fresh = dict(zip(missing, self.embedder.embed(missing), strict=True)) if missing else {}
+        dimension = int(self.manifest.embedder["dimension"])
+        out = np.zeros((len(texts), dimension), dtype=np.float32)
+        for row, text in enumerate(texts):
+            out[row] = fresh[text] if text in fresh else cache[text]
+        with self._cache_lock:  # requests on a server's worker threads share the cache
+            for text, vector in fresh.items():
+                if len(cache) >= QUERY_CACHE:
+                    cache.pop(next(iter(cache)))
+                cache[text] = vector
+        return out
 
     def forget_queries(self) -> None:
         """Drop the cached query vectors (so a timing includes embedding the query)."""

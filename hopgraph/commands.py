@@ -19,6 +19,7 @@ from hopgraph.graph_store import Index
 from hopgraph.graph_store.filters import WhereValue, parse_cli
 from hopgraph.tools import RETRIEVERS, make_retriever, parse_methods
 from hopgraph.tools.expand import Expansion, expand_hits
+from hopgraph.tools.registry import parse_weights
 
 from .cli_options import index_dir
 from .formatting import format_hits
@@ -334,29 +335,10 @@ def guard_options(guard: str | None, methods: list[str]) -> dict[str, dict[str, 
     return {m: dict(chosen) for m in guarded}
 
 
-WEIGHTED = ("gnn_ret", "grag", "iier")
-"""Methods that take trained weights (`hopgraph train`)."""
-
-
 def weights_options(args: argparse.Namespace) -> dict[str, dict[str, Path | bool]]:
     """Turn --weights METHOD=FILE (and --gnn-weights FILE) into retriever options."""
     given = list(args.weights) + ([f"gnn_ret={args.gnn_weights}"] if args.gnn_weights else [])
-    options: dict[str, dict[str, Path | bool]] = {}
-    for item in given:
-        method, sep, file = item.partition("=")
-        if not sep or method.strip() not in WEIGHTED or not file.strip():
-            raise InputError(
-                f"--weights {item!r} is not METHOD=FILE with a method that takes weights",
-                f"write it like --weights grag=runs/grag.pt; methods: {', '.join(WEIGHTED)}",
-            )
-        if method.strip() == "iier" and file.strip() == "none":
-            options["iier"] = {"weights": False}  # the untrained scorer
-            continue
-        path = Path(file.strip())
-        if not path.is_file():
-            raise InputError(f"--weights {item!r}: no file {path}", "check the path")
-        options[method.strip()] = {"weights": path}
-    return options
+    return parse_weights(given)
 
 
 def demo(args: argparse.Namespace) -> None:

@@ -133,7 +133,12 @@ class NetworkTrainer:
             from hopgraph.tools.grag_graph import GRAGSettings, GraphBuilder
             from hopgraph.tools.grag_training import make_graphs, train_grag
 
-            grag = GRAGSettings(hidden=args.hidden or 64, loss=args.loss, n=args.candidates)
+            grag = GRAGSettings(
+                hidden=args.hidden or 64,
+                loss=args.loss,
+                n=args.candidates,
+                concept_paths=args.concept_paths,
+            )
             return cls(
                 grag,
                 lambda idx, qs: make_graphs(
@@ -301,6 +306,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         type=positive,
         default=100,
         help="grag: base retriever's top-n to rerank (100)",
+    )
+    net.add_argument(
+        "--concept-paths",
+        choices=("encoded", "none"),
+        default="encoded",
+        help="grag: whether each candidate's concept path string is embedded into its features "
+        "(encoded, the default) or left out (none: no embedding but the question's at query "
+        "time, a little less accurate; docs/methods.md, G-RAG)",
     )
     net.add_argument("--epochs", type=positive, default=60, help="epoch cap (60)")
     net.add_argument(

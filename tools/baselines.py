@@ -15,13 +15,18 @@ class BM25Retriever(Retriever):
     """Lexical retrieval with bm25s (Lucene BM25, English stemming and stop words)."""
 
     name = "bm25"
+    step = "keyword match"
     description = (
         "Keyword search (BM25). Best for exact names, titles, rare terms and numbers. "
         "Returns passages with their title and text."
     )
 
     def _retrieve(self, query: str, k: int) -> list[Hit]:
-        return self._hits(self.index.keywords.query(query, k), "keyword match")
+        return self._hits(self.scored(query, k), self.step)
+
+    def scored(self, query: str, k: int) -> list[tuple[str, float]]:
+        """Return the first ``k`` (chunk id, BM25 score) pairs, best first."""
+        return self.index.keywords.query(query, k)
 
 
 class DenseRetriever(Retriever):
@@ -32,6 +37,7 @@ class DenseRetriever(Retriever):
     """
 
     name = "dense"
+    step = "embedding match"
     description = (
         "Semantic search over passage embeddings. Best for paraphrased or descriptive "
         "questions where the exact words may differ from the passage."
@@ -45,7 +51,13 @@ class DenseRetriever(Retriever):
         return self.top_hits(query, k, allowed)
 
     def top_hits(self, query: str, k: int, allowed: frozenset[str] | None = None) -> list[Hit]:
-        """Return the first ``k`` hits; ``allowed``: rank only these chunks.
+        """Return the first ``k`` hits; ``allowed``: rank only these chunks (:meth:`scored`)."""
+        return self._hits(self.scored(query, k, allowed), self.step)
+
+    def scored(
+        self, query: str, k: int, allowed: frozenset[str] | None = None
+    ) -> list[tuple[str, float]]:
+        """Return the first ``k`` (chunk id, cosine) pairs; ``allowed``: rank only these chunks.
 
         Ties are broken by id, on cosines rounded to 6 decimals (what float32 can tell apart),
         so a ranking does not depend on the order the chunks were written in.
@@ -62,7 +74,7 @@ class DenseRetriever(Retriever):
             zip(found.tolist(), scores.tolist(), strict=True),
             key=lambda p: (-round(p[1], 6), ids[p[0]]),
         )[:k]
-        return self._hits([(ids[r], s) for r, s in best], "embedding match")
+        return [(ids[r], s) for r, s in best]
 
 
 class HybridRetriever(Retriever):
@@ -86,14 +98,20 @@ class HybridRetriever(Retriever):
 
     def _retrieve(self, query: str, k: int) -> list[Hit]:
         depth = max(k, self.depth or k)
-        rankings = [part.retrieve(query, depth) for part in self.parts]
+        # Scored pairs, not hits: G-RAG fuses a hundred deep, and hits for chunks that do not
+        # make the fused top k cost more than the search (nq dev, top 100: 1.0 → 0.7 ms).
+        rankings = [part.scored(query, depth) for part in self.parts]
+        fused = reciprocal_rank_fusion([[c for c, _ in r] for r in rankings], self.rrf_k)[:k]
+        wanted = {chunk_id for chunk_id, _ in fused}
         # A chunk found by both parts keeps both provenances: a user sees why it ranks high.
-        found: dict[str, Hit] = {}
-        for hit in (h for ranking in rankings for h in ranking):
-            seen = found.get(hit.id)
-            found[hit.id] = seen.with_score(seen.score, *hit.provenance) if seen else hit
-        fused = reciprocal_rank_fusion([[h.id for h in r] for r in rankings], self.rrf_k)[:k]
+        why: dict[str, list[Provenance]] = {}
+        for part, ranking in zip(self.parts, rankings, strict=True):
+            for rank, (chunk_id, score) in enumerate(ranking, start=1):
+                if chunk_id in wanted:
+                    why.setdefault(chunk_id, []).append(
+                        Provenance(part.name, part.step, rank, score)
+                    )
         return [
-            found[chunk_id].with_score(score, Provenance(self.name, "rrf", rank, score))
+            self._hit(chunk_id, score, *why[chunk_id], Provenance(self.name, "rrf", rank, score))
             for rank, (chunk_id, score) in enumerate(fused, start=1)
         ]

@@ -14,9 +14,11 @@ from the index's offline extraction (``hopgraph graph build``):
   triples relate them to, breadth first, each concept once.
 
 Node features are [Encode(p_i) ; Encode(a_i)]: the passage vector is the one the index already
-stores, and the short path string is encoded on its own (and cached). Encoding the concatenation
-p_i ⊕ a_i, as the paper does, would cost 100 passage encodings per question (half a second on
-two cores); the two halves carry the same information to the first layer.
+stores, and the short path string is encoded on its own (kept with the query vectors).
+Encoding the concatenation p_i ⊕ a_i, as the paper does, would cost 100 passage encodings per
+question (half a second on two cores); the two halves carry the same information to the first
+layer. The path strings still cost several short encodings a question (hotpotqa: 7 distinct,
+9 ms); ``concept_paths="none"`` leaves them out (docs/methods.md has both measured).
 
 The score is Eq. 11's yᵀx_i^L plus two learned terms (a [DECISION] the spec leaves room for, §6):
 the passage's own cosine to the question, so the untrained model starts at dense retrieval, and
@@ -28,7 +30,6 @@ cannot see. Nodes without edges keep their self-loop, so isolated passages are s
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -40,6 +41,8 @@ from hopgraph.graph_store import Index
 from hopgraph.graph_store.extraction import Extraction
 
 from .base import Retriever
+
+CONCEPT_PATHS = ("encoded", "none")
 
 
 @dataclass(frozen=True)
@@ -54,6 +57,13 @@ class GRAGSettings:
     dropout: float = 0.1
     loss: str = "pairwise"
     """``pairwise`` (G-RAG-RL, Eq. 13, margin 1) or ``cross_entropy`` (Eq. 12)."""
+    concept_paths: str = "encoded"
+    """``encoded``: Encode(a_i) is in the node features and cos(q, a_i) in the relevance ones
+    (several short embeddings a question); ``none``: neither (docs/methods.md, G-RAG)."""
+
+    def __post_init__(self) -> None:
+        if self.concept_paths not in CONCEPT_PATHS:
+            raise ValueError(f"concept_paths must be one of {CONCEPT_PATHS}")
 
 
 @dataclass(frozen=True)
@@ -63,7 +73,7 @@ class DocumentGraph:
     rows: np.ndarray
     """Chunk rows of the candidates, in base order."""
     features: np.ndarray
-    """(n, 2d): [Encode(p_i) ; Encode(a_i)]."""
+    """(n, 2d): [Encode(p_i) ; Encode(a_i)]; (n, d) without concept paths."""
     weights: np.ndarray
     """(n, n): the normalised edge weight E1 + E2, zero diagonal."""
     cosine: np.ndarray
@@ -75,7 +85,7 @@ class DocumentGraph:
     relevance: np.ndarray
     """(n, 8): cos(q, p_i), cos(q, a_i), −log(base rank), share of question concepts held;
     then the best cos(q, p_j) and 1 / base rank of j over i's concept neighbours j, and over
-    the candidates j that link to i's page."""
+    the candidates j that link to i's page ((n, 7), no cos(q, a_i), without concept paths)."""
     paths: tuple[str, ...]
     """The concept path strings a_i (kept for provenance and inspection)."""
 
@@ -162,16 +172,12 @@ def best_neighbour(signal: np.ndarray, senders: np.ndarray) -> np.ndarray:
 class GraphBuilder:
     """Turns a question into its :class:`DocumentGraph` over one index."""
 
-    def __init__(
-        self, index: Index, settings: GRAGSettings, base: Retriever, cache_size: int = 50_000
-    ) -> None:
+    def __init__(self, index: Index, settings: GRAGSettings, base: Retriever) -> None:
         """Set up over ``index``; ``base`` (the retriever settings.base names) gives candidates."""
         self.index, self.settings = index, settings
         self.base = base
         self.concepts = ConceptIndex(index.extractions)
         self.links = index.passage_graph.edges["link"].tocsr()
-        self._encoded: OrderedDict[str, np.ndarray] = OrderedDict()
-        self.cache_size = cache_size
 
     def question_concepts(self, question: str) -> list[str]:
         """Return the question's entities (linked like chunk entities), then its content words."""
@@ -190,7 +196,6 @@ class GraphBuilder:
         wanted = self.question_concepts(question)
         paths = tuple(self.concepts.path_string(int(r), wanted) for r in rows)
         passages = self.index.vector_search.matrix(rows)  # these rows only, not the table
-        concepts = self.encode(paths)
         cosine = passages @ query
         prior = -np.log(np.arange(1, len(rows) + 1, dtype=np.float32))
         wanted_set = set(wanted)
@@ -201,13 +206,18 @@ class GraphBuilder:
         # links[j, i]: candidate j mentions the page of candidate i (the index's link edges)
         links = self.links[rows][:, rows].toarray() > 0
         signal = np.column_stack([np.clip(cosine, 0, None), 1 / np.arange(1, len(rows) + 1)])
+        if self.settings.concept_paths == "encoded":
+            concepts = self.index.embed_queries(paths)  # kept with the query vectors
+            features = np.hstack([passages, concepts])
+            own = [cosine, concepts @ query, prior, held]
+        else:
+            features, own = passages, [cosine, prior, held]
         relevance = np.column_stack(
-            [cosine, concepts @ query, prior, held]
-            + [best_neighbour(signal, m) for m in (counts[:, :, 0] > 0, links)]
+            own + [best_neighbour(signal, m) for m in (counts[:, :, 0] > 0, links)]
         )
         return DocumentGraph(
             rows=rows,
-            features=np.hstack([passages, concepts]),
+            features=features,
             weights=edge_weights(counts),
             cosine=cosine,
             prior=prior,
@@ -215,16 +225,3 @@ class GraphBuilder:
             relevance=relevance.astype(np.float32),
             paths=paths,
         )
-
-    def encode(self, texts: Sequence[str]) -> np.ndarray:
-        """Encode path strings with the index's model, each distinct string once (LRU cache)."""
-        missing = list(dict.fromkeys(t for t in texts if t not in self._encoded))
-        if missing:
-            for text, vector in zip(missing, self.index.embedder.embed(missing), strict=True):
-                self._encoded[text] = np.asarray(vector, dtype=np.float32)
-        for text in texts:
-            self._encoded.move_to_end(text)
-        out = np.stack([self._encoded[t] for t in texts])
-        while len(self._encoded) > self.cache_size:
-            self._encoded.popitem(last=False)
-        return out

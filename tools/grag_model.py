@@ -62,9 +62,11 @@ class GRAGNet(nn.Module):
 
     def __init__(self, dimension: int, settings: GRAGSettings) -> None:
         super().__init__()
-        self.first = GraphLayer(2 * dimension, settings.hidden)
+        paths = settings.concept_paths != "none"
+        self.first = GraphLayer((2 if paths else 1) * dimension, settings.hidden)
         self.second = GraphLayer(settings.hidden, dimension, silent=True)
-        self.relevance_first = GraphLayer(RELEVANCE_FEATURES, RELEVANCE_HIDDEN)
+        relevance = RELEVANCE_FEATURES if paths else RELEVANCE_FEATURES - 1  # no cos(q, a_i)
+        self.relevance_first = GraphLayer(relevance, RELEVANCE_HIDDEN)
         self.relevance_second = GraphLayer(RELEVANCE_HIDDEN, 1, silent=True)
         self.dropout = nn.Dropout(settings.dropout)
         self.mix = nn.Parameter(torch.tensor([1.0, 0.0]))

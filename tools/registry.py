@@ -10,9 +10,10 @@ from __future__ import annotations
 import importlib
 import sys
 from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Literal, get_args
 
-from hopgraph.core.errors import UnknownMethodError
+from hopgraph.core.errors import InputError, UnknownMethodError
 
 if TYPE_CHECKING:
     from hopgraph.graph_store import Index
@@ -112,6 +113,30 @@ def ensure_triple_vectors(index: Index) -> None:
     from hopgraph.graph_store.triple_vectors import embed_triple_vectors
 
     index.adopt(embed_triple_vectors(index.directory, show_progress=sys.stderr.isatty()))
+
+
+WEIGHTED = ("gnn_ret", "grag", "iier")
+"""Methods that take trained weights (`hopgraph train`)."""
+
+
+def parse_weights(items: Sequence[str]) -> dict[str, dict[str, Path | bool]]:
+    """Turn METHOD=FILE items (``--weights``) into retriever options; iier=none: untrained."""
+    options: dict[str, dict[str, Path | bool]] = {}
+    for item in items:
+        method, sep, file = item.partition("=")
+        if not sep or method.strip() not in WEIGHTED or not file.strip():
+            raise InputError(
+                f"--weights {item!r} is not METHOD=FILE with a method that takes weights",
+                f"write it like --weights grag=runs/grag.pt; methods: {', '.join(WEIGHTED)}",
+            )
+        if method.strip() == "iier" and file.strip() == "none":
+            options["iier"] = {"weights": False}  # the untrained scorer
+            continue
+        path = Path(file.strip())
+        if not path.is_file():
+            raise InputError(f"--weights {item!r}: no file {path}", "check the path")
+        options[method.strip()] = {"weights": path}
+    return options
 
 
 def parse_methods(text: str, choices: Sequence[str] | None = None) -> list[str]:

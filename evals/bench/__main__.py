@@ -19,7 +19,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from hopgraph.core.errors import HopgraphError
@@ -32,7 +32,7 @@ from hopgraph.graph_store.build import build_graphs, chunk_documents
 from hopgraph.graph_store.embedding import load_embedder
 from hopgraph.graph_store.graph_build import GraphSettings
 from hopgraph.tools import RETRIEVERS, make_retriever
-from hopgraph.tools.registry import parse_methods
+from hopgraph.tools.registry import parse_methods, parse_weights
 
 LLM_FREE = [n for n, cls in RETRIEVERS.items() if not (cls.needs_llm or cls.needs_weights)]
 
@@ -69,15 +69,22 @@ cores a one-off pause is not the method's: the ten slowest NaiveGE queries of on
 
 
 def time_queries(
-    index_dir: Path, questions: list[str], k: int, methods: Sequence[str], embedded: bool = False
+    index_dir: Path,
+    questions: list[str],
+    k: int,
+    methods: Sequence[str],
+    embedded: bool = False,
+    options: Mapping[str, Mapping[str, object]] | None = None,
 ) -> dict[str, dict[str, float]]:
     """Time each method over the questions, excluding the query embedding (``embedded``: with).
 
     Every method embeds the query the same way, so each question is embedded once up front (that
     time is reported as ``query embedding``) and the methods reuse it from the index's cache.
     With ``embedded``, the cache is emptied before every call, so each time is what a caller
-    waits for: the question's embedding and the retrieval. Each method makes :data:`PASSES`
-    passes; a question's time is its median over them.
+    waits for: the question's embedding and the retrieval, and whatever else a method embeds for
+    the question (G-RAG's concept paths share that cache). Each method makes :data:`PASSES`
+    passes; a question's time is its median over them. ``options``: per method, for
+    :func:`make_retriever` (``--weights``).
     """
     out = {}
     with Index.open(index_dir) as index:
@@ -89,7 +96,7 @@ def time_queries(
         if not embedded:
             out["query embedding"] = _summary(embedding)
         for name in methods:
-            retriever = make_retriever(name, index)
+            retriever = make_retriever(name, index, **(options or {}).get(name, {}))
             retriever.retrieve(questions[0], k)
             passes = []
             for _ in range(PASSES):
@@ -152,10 +159,18 @@ def main(argv: list[str] | None = None) -> int:
         default=",".join(LLM_FREE),
         help=f"comma-separated methods to time (default: the LLM-free ones, {','.join(LLM_FREE)})",
     )
+    parser.add_argument(
+        "--weights",
+        action="append",
+        default=[],
+        metavar="METHOD=FILE",
+        help="trained weights for a method (as `hopgraph eval --weights`); repeatable",
+    )
     parser.add_argument("--out", type=Path, help="write the figures as JSON here")
     args = parser.parse_args(argv)
     try:
         methods = parse_methods(args.methods)
+        options = parse_weights(args.weights)
     except HopgraphError as err:
         parser.error(str(err))
     os.environ.setdefault("HF_HUB_OFFLINE", "1")  # models are never downloaded
@@ -163,21 +178,25 @@ def main(argv: list[str] | None = None) -> int:
     questions = [q.question for q in load_questions(args.data, args.split, args.queries)]
     indexing = None
     if args.index:  # query latency only, on an index that has its graphs
-        latency = time_queries(args.index, questions, args.k, methods)
-        end_to_end = time_queries(args.index, questions, args.k, methods, embedded=True)
+        latency = time_queries(args.index, questions, args.k, methods, options=options)
+        end_to_end = time_queries(
+            args.index, questions, args.k, methods, embedded=True, options=options
+        )
     else:
         with tempfile.TemporaryDirectory(prefix="hopgraph-bench-") as tmp:
             indexing = time_indexing(args.data, settings, Path(tmp))
             # The graph methods need graphs; triple vectors play no part in query latency.
             build_graphs(Path(tmp) / "index", GraphSettings(embed_triples=False), False)
-            latency = time_queries(Path(tmp) / "index", questions, args.k, methods)
+            index_dir = Path(tmp) / "index"
+            latency = time_queries(index_dir, questions, args.k, methods, options=options)
             end_to_end = time_queries(
-                Path(tmp) / "index", questions, args.k, methods, embedded=True
+                index_dir, questions, args.k, methods, embedded=True, options=options
             )
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     result = {
         "data": str(args.data),
         "settings": settings.model_dump(),
+        "weights": args.weights,
         "indexing": indexing,
         "query_latency": latency,
         "end_to_end_latency": end_to_end,

@@ -5,8 +5,9 @@ evals/doc_tables.py puts them between their markers and the unit suite checks th
 - ``startup`` (docs/benchmarks.md): ``python -m hopgraph.evals.bench startup --out FILE``, kept as
   evals/results/bench/startup.json.
 - ``latency`` and ``latency-e2e`` (docs/benchmarks.md): ``python -m hopgraph.evals.bench --data
-  DATA --index DIR --out FILE`` on each benchmark's cached index, kept as
-  evals/results/bench/latency-SET.json (the second with the query's embedding in every call).
+  DATA --index DIR --methods bm25,dense,hybrid,gnn_ret,iier,naive_ge,grag --out FILE`` on each
+  benchmark's cached index, kept as evals/results/bench/latency-SET.json (the second with the
+  query's embedding in every call).
 - ``index-build`` (docs/benchmarks.md): ``python -m hopgraph.evals.bench --data DATA --out FILE``
   (a fresh index of 2wiki), kept as evals/results/bench/build-2wiki.json.
 - ``writes`` (docs/benchmarks.md): ``python -m hopgraph.evals.bench.writes --index DIR --data DATA
@@ -46,8 +47,17 @@ def startup(results: Path = RESULTS) -> str:
     return "\n".join(lines)
 
 
-LATENCY_SETS = ("musique", "hotpotqa", "2wiki")
-LATENCY_METHODS = ("query embedding", "bm25", "dense", "hybrid", "gnn_ret", "iier", "naive_ge")
+LATENCY_SETS = ("musique", "hotpotqa", "2wiki", "nq")
+LATENCY_METHODS = (
+    "query embedding",
+    "bm25",
+    "dense",
+    "hybrid",
+    "gnn_ret",
+    "iier",
+    "naive_ge",
+    "grag",
+)
 
 
 def latency(results: Path = RESULTS) -> str:

@@ -149,3 +149,53 @@ def test_training_on_several_datasets_needs_an_out_file(tmp_path, capsys):
     args = ["train", "grag", "--data", "a", "--data", "b", "--model", "hashing", "-q"]
     assert main(args) != 0
     assert "needs --out" in capsys.readouterr().err
+
+
+def test_without_concept_paths_only_the_question_is_embedded(tmp_path):
+    """--concept-paths none: a network over [Encode(p)] and 7 relevance numbers; no path is
+    embedded at query time, so a new question costs one embedding (issue 37's latency)."""
+    data, _, _ = train_twice(tmp_path, "grag", TRAIN)
+    out = tmp_path / "none.pt"
+    args = ["train", "grag", "--data", str(data), "--model", "hashing", "--out", str(out)]
+    assert main([*args, "--concept-paths", "none", "--epochs", "2", "--hidden", "4", "-q"]) == 0
+    record, state = torch.load(out, weights_only=True).values()
+    assert record["settings"]["concept_paths"] == "none"
+    assert state["first.own.weight"].shape[1] == record["dimension"]  # Encode(p) alone
+    assert state["relevance_first.own.weight"].shape[1] == 7  # no cos(q, a_i)
+    index_dir = next(p for p in (tmp_path / "cache" / "eval-indexes").iterdir() if p.is_dir())
+    with Index.open(index_dir) as idx:
+        grag = make_retriever("grag", idx, weights=out, keep=0)
+        embedded = []
+        embed = idx.embedder.embed
+        idx.embedder.embed = lambda texts, progress=None: embedded.extend(texts) or embed(texts)
+        hits = grag.retrieve("When did military instruction start at UST?", 3)
+        assert len(hits) == 3 and embedded == ["When did military instruction start at UST?"]
+        embedded.clear()
+        encoded = make_retriever("grag", idx, weights=tmp_path / "grag1.pt", keep=0)
+        encoded.retrieve("Which city is the seat of Mountrail County?", 3)
+        assert embedded[0] == "Which city is the seat of Mountrail County?"
+        assert all(t.startswith("question") for t in embedded[1:]) and len(embedded) > 1
+    with pytest.raises(ValueError, match="concept_paths must be one of"):
+        GRAGSettings(concept_paths="hashed")
+
+
+def test_the_latency_benchmark_counts_the_paths_a_new_question_embeds(tmp_path, monkeypatch):
+    """With the query embedded, every timed call embeds its concept paths too (shared cache)."""
+    from hopgraph.evals.bench.__main__ import PASSES, time_queries
+
+    train_twice(tmp_path, "grag", TRAIN)
+    index_dir = next(p for p in (tmp_path / "cache" / "eval-indexes").iterdir() if p.is_dir())
+    embedded = []
+    embed_queries = Index.embed_queries
+
+    def counted(self, texts):
+        embedded.extend(t for t in texts if t not in self._query_vectors)
+        return embed_queries(self, texts)
+
+    monkeypatch.setattr(Index, "embed_queries", counted)
+    question = "Which city is the seat of Mountrail County?"
+    options = {"grag": {"weights": tmp_path / "grag1.pt", "keep": 0}}
+    time_queries(index_dir, [question], 3, ["grag"], embedded=True, options=options)
+    paths = [t for t in embedded if t.startswith("question")]
+    assert embedded.count(question) == PASSES + 1  # up front (then cached), and each pass
+    assert paths and len(paths) % (PASSES + 1) == 0  # its paths: at the warm-up and each pass

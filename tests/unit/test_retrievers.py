@@ -209,3 +209,23 @@ def test_scores_never_rise_down_the_list(docs_index, method, preset):
     for query in ("Where was Larry Alcala educated?", "seat of Mountrail County", "Stanley"):
         scores = [h.score for h in retriever.retrieve(query, 6)]
         assert scores == sorted(scores, reverse=True), (method, preset, query, scores)
+
+
+def test_query_time_texts_are_embedded_once_and_forgotten_together(index, monkeypatch):
+    """Queries and what methods embed for them (G-RAG's concept paths) share one cache."""
+    calls = []
+    embed = index.embedder.embed
+    monkeypatch.setattr(
+        index.embedder,
+        "embed",
+        lambda texts, progress=None: calls.append(list(texts)) or embed(texts),
+    )
+    index.forget_queries()
+    alpha = index.embed_query("alpha")
+    both = index.embed_queries(["beta", "alpha", "beta"])
+    assert calls == [["alpha"], ["beta"]]  # each missing text once, in one batch
+    assert (both[1] == alpha).all() and (both[0] == both[2]).all()
+    index.forget_queries()
+    index.embed_query("alpha")
+    assert calls[-1] == ["alpha"]
+    assert index.embed_queries([]).shape == (0, len(alpha))
