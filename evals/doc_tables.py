@@ -18,7 +18,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from . import gnn_variants, guard_study, guard_table, naive_ge_fusion
+from . import gnn_variants, guard_study, guard_table, hop_embedding_study, naive_ge_fusion
 from . import quality_table as quality
 from .bench import tables as bench
 from .doc_markers import between, replaced
@@ -47,6 +47,7 @@ TABLES: dict[str, tuple[Callable[[], str], str]] = {
     "guard": (guard_table.kept, "docs/methods.md"),
     "guard-margin": (guard_study.margin_table, "docs/methods.md"),
     "guard-selective": (guard_study.selective_table, "docs/methods.md"),
+    "guard-classifier": (hop_embedding_study.table, "docs/methods.md"),
     "gnn-variants": (gnn_variants.table, "docs/methods.md"),
     "naive-ge-fusion": (naive_ge_fusion.table, "docs/methods.md"),
 }

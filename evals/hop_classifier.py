@@ -1,13 +1,14 @@
 """Fit the guard's hop classifier (tools/hop_classifier.py) on train splits and NQ dev's half A.
 
-``python -m hopgraph.evals.hop_classifier --data ../shared/data [--out FILE]``
+``python -m hopgraph.evals.hop_classifier --data ../shared/data [--out FILE] [--model NAME]``
 
 Multi-hop class: every question of the MuSiQue, HotpotQA and 2Wiki train splits. Single-hop
 class: MuSiQue train's sub-questions that stand alone (no ``#1`` placeholder, no ``a >> b``
 relation form) and the odd-numbered half of NQ dev (A: the half the guard study chooses on; the
 even half B is left for checking). A logistic regression (scikit-learn's defaults, classes
 balanced) over tools.hop_classifier.features; the fitted weights ship as
-tools/weights_data/hop_classifier.json.
+tools/weights_data/hop_classifier.json. The same questions' vectors under ``--model`` (default
+all-MiniLM-L6-v2) fit the vector model, shipped as tools/weights_data/hop_classifier-MODEL.json.
 """
 
 from __future__ import annotations
@@ -16,8 +17,16 @@ import argparse
 import sys
 from pathlib import Path
 
+import numpy as np
+
 from hopgraph.evals.datasets import load_questions
-from hopgraph.tools.hop_classifier import SHIPPED, HopClassifier, features
+from hopgraph.tools.hop_classifier import (
+    SHIPPED,
+    HopClassifier,
+    VectorHopClassifier,
+    features,
+    vector_path,
+)
 
 MULTI_HOP_SETS = ("musique-train", "hotpotqa-train", "2wiki-train")
 
@@ -47,11 +56,35 @@ def fit(multi: list[str], single: list[str]) -> HopClassifier:
     return HopClassifier(weights, float(model.intercept_[0]))
 
 
+def fit_vectors(multi: np.ndarray, single: np.ndarray, model: str) -> VectorHopClassifier:
+    """Fit the same regression on question vectors (rows) under the embedding ``model``."""
+    from sklearn.linear_model import LogisticRegression
+
+    x = np.vstack([multi, single])
+    y = [1] * len(multi) + [0] * len(single)
+    fitted = LogisticRegression(max_iter=5000, class_weight="balanced").fit(x, y)
+    return VectorHopClassifier(
+        model, fitted.coef_[0].astype(np.float32), float(fitted.intercept_[0])
+    )
+
+
+def question_vectors(texts: list[str], model: str) -> np.ndarray:
+    """Embed questions as the index's query embedder does."""
+    from hopgraph.core.settings import IndexSettings
+    from hopgraph.graph_store.embedding import embedder_for
+
+    return np.asarray(embedder_for(IndexSettings(model=model), queries=True).embed(texts))
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Fit on ``--data`` and write the model (default: the one hopgraph ships)."""
+    """Fit on ``--data`` and write the models (default: the ones hopgraph ships)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, required=True, help="folder holding the datasets")
-    parser.add_argument("--out", type=Path, default=SHIPPED)
+    parser.add_argument("--out", type=Path, default=SHIPPED, help="the words model's file")
+    parser.add_argument("--model", default="all-MiniLM-L6-v2", help="embedding model to fit for")
+    parser.add_argument(
+        "--vector-out", type=Path, help="the vector model's file (default: shipped)"
+    )
     args = parser.parse_args(argv)
     multi, single = training_questions(args.data)
     model = fit(multi, single)
@@ -61,6 +94,12 @@ def main(argv: list[str] | None = None) -> int:
         f"{args.out}: {len(model.weights)} features from {len(multi)} multi-hop and "
         f"{len(single)} single-hop questions"
     )
+    vectors = fit_vectors(
+        question_vectors(multi, args.model), question_vectors(single, args.model), args.model
+    )
+    out = args.vector_out or vector_path(args.model)
+    vectors.save(out, about)
+    print(f"{out}: {len(vectors.weights)} weights over {args.model}'s question vectors")
     return 0
 
 

@@ -9,7 +9,8 @@ further one (up to ``keep``) only while its cosine is within ``margin`` of the f
 while dense retrieval cannot tell them apart either. ``keep=0`` switches it off (the papers).
 
 The guard is selective (tuned presets; docs/methods.md "When to guard"): it stands aside, and the
-graph method leads, when the question looks multi-hop (tools/hop_classifier.py: p ≥ ``MULTI_HOP``)
+graph method leads, when the question looks multi-hop (tools/hop_classifier.py's words and, for
+models with one, question-vector classifiers: p ≥ ``MULTI_HOP``)
 and dense retrieval is unsure of its first chunk (its cosine lead over the second below
 ``CONFIDENT``); even then dense's first chunk ranks no lower than ``FLOOR``. On the multi-hop
 dev sets that wins back the R@2 that always guarding cost; on NQ, whose questions need one
@@ -24,7 +25,7 @@ from hopgraph.graph_store.filters import Where
 from .base import Retriever
 from .baselines import DenseRetriever
 from .hits import Hit, Provenance
-from .hop_classifier import shipped
+from .hop_classifier import multi_hop
 
 KEEP = 2
 """Dense chunks the tuned presets keep at most (chosen on dev: nq within 1 point of dense)."""
@@ -123,7 +124,10 @@ class Guarded(Retriever):
     def stands_aside(self, query: str, top: list[Hit]) -> bool:
         """Whether the selective guard lets the method lead (:func:`aside`) for this query."""
         lead = top[0].score - top[1].score if len(top) > 1 else 1.0
-        return aside(shipped().multi_hop(query), lead, self.confident)
+        # the query's vector is the one dense retrieval just computed (the index keeps it)
+        vector = self.index.embed_query(query)
+        p = multi_hop(query, vector, self.index.manifest.settings.model)
+        return aside(p, lead, self.confident)
 
 
 def aside(multi_hop: float, lead: float, confident: float = CONFIDENT) -> bool:

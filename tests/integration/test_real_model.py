@@ -96,3 +96,23 @@ def test_the_minilm_endpoint_gives_the_in_process_vectors(tmp_path, sample_docs)
         remote = embedder_for(IndexSettings(embeddings_url=server.url)).embed(texts)
     local = load_embedder("all-MiniLM-L6-v2").embed(texts)
     assert float(abs(remote - local).max()) < 1e-5
+
+
+def test_the_guard_reads_the_question_vector_under_all_minilm():
+    """The shipped vector classifier, on MiniLM's query vectors, sides with the words'."""
+    from hopgraph.core.settings import IndexSettings
+    from hopgraph.graph_store.embedding import embedder_for
+    from hopgraph.tools.guard import MULTI_HOP
+    from hopgraph.tools.hop_classifier import multi_hop, shipped, shipped_vector
+
+    model = "all-MiniLM-L6-v2"
+    found = shipped_vector(model)
+    assert found is not None and len(found.weights) == 384
+    embedder = embedder_for(IndexSettings(model=model), queries=True)
+    chain = "When did military instruction start at the place where Larry Alcala was educated?"
+    plain = "who wrote the first declaration of human rights"
+    vectors = embedder.embed([chain, plain])
+    assert found.multi_hop(vectors[0]) >= MULTI_HOP > found.multi_hop(vectors[1])
+    for question, vector in zip((chain, plain), vectors, strict=True):
+        words = shipped().multi_hop(question)
+        assert multi_hop(question, vector, model) == (words + found.multi_hop(vector)) / 2

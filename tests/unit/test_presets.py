@@ -1,13 +1,21 @@
 """Presets (tuned | paper), the no-harm guard and the options they switch."""
 
+import numpy as np
 import pytest
 
 from hopgraph.core.errors import UnknownMethodError
-from hopgraph.tools import PRESETS, RETRIEVERS, guard, make_retriever
+from hopgraph.tools import PRESETS, RETRIEVERS, guard, hop_classifier, make_retriever
 from hopgraph.tools.gnn_ret import PAPER_CHANNELS
 from hopgraph.tools.guard import keep_top
 from hopgraph.tools.hits import Hit, Provenance
-from hopgraph.tools.hop_classifier import HopClassifier, features, shipped
+from hopgraph.tools.hop_classifier import (
+    HopClassifier,
+    VectorHopClassifier,
+    features,
+    multi_hop,
+    shipped,
+    vector_path,
+)
 
 GRAPH_METHODS = ["gnn_ret", "iier", "naive_ge"]
 
@@ -75,6 +83,29 @@ def test_the_hop_classifier_keeps_its_weights_through_save_and_load(tmp_path):
     again = HopClassifier.load(tmp_path / "m.json")
     assert again.weights == {"born": 1.5, "who": -0.25} and again.bias == 0.1
     assert again.multi_hop("who was born") == pytest.approx(model.multi_hop("who was born"))
+
+
+def test_the_vector_classifier_is_averaged_in_only_for_its_own_model(tmp_path, monkeypatch):
+    model = VectorHopClassifier("some/model", np.array([2.0, 0.0], dtype=np.float32), bias=0.0)
+    model.save(tmp_path / "v.json", {"fitted_by": "test"})
+    again = VectorHopClassifier.load(tmp_path / "v.json")
+    assert again.model == "some/model" and again.multi_hop(np.array([1.0, 0.0])) == pytest.approx(
+        1 / (1 + np.exp(-2.0))
+    )
+    assert vector_path("some/model").name == "hop_classifier-some_model.json"
+    monkeypatch.setattr(hop_classifier, "WEIGHTS", tmp_path)
+    hop_classifier.shipped_vector.cache_clear()
+    (tmp_path / "v.json").rename(tmp_path / "hop_classifier-some_model.json")
+    try:
+        words = shipped().multi_hop(MULTI_HOP_QUESTION)
+        vector = np.array([1.0, 0.0], dtype=np.float32)
+        both = multi_hop(MULTI_HOP_QUESTION, vector, "some/model")
+        assert both == pytest.approx((words + again.multi_hop(vector)) / 2)
+        assert multi_hop(MULTI_HOP_QUESTION, vector, "hashing") == words  # none ships for it
+        assert multi_hop(MULTI_HOP_QUESTION, None, "some/model") == words
+        assert multi_hop(MULTI_HOP_QUESTION, np.ones(3), "some/model") == words  # other size
+    finally:
+        hop_classifier.shipped_vector.cache_clear()
 
 
 def test_the_selective_guard_stands_aside_only_when_multi_hop_and_dense_is_unsure(index):
