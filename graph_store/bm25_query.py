@@ -129,14 +129,16 @@ class QueryScores:
 
         Summed as :meth:`BM25Store.sparse_scores` sums: term by term in query order, float64.
         """
-        held = [rows for term in read for rows, _ in self._postings(term, 0.0, scored=False)]
+        # Each term's postings are read once (a repeated query word adds its scores again).
+        postings = {term: self._postings(term, self.terms[term].idf) for term in read}
+        held = [rows for found in postings.values() for rows, _ in found]
         if not held:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
         rows = union_rows(*held)
         places, parts = [], []
         for term, idf in self.sequence:
             if term in read:
-                for chunk_rows, values in self._postings(term, idf):
+                for chunk_rows, values in postings[term]:
                     places.append(np.searchsorted(rows, chunk_rows))
                     parts.append(values)
             else:
@@ -146,20 +148,18 @@ class QueryScores:
         weights = np.concatenate(parts).astype(np.float64)
         return rows, np.bincount(np.concatenate(places), weights, len(rows)).astype(np.float32)
 
-    def _postings(
-        self, term: str, idf: float, scored: bool = True
-    ) -> list[tuple[np.ndarray, np.ndarray | None]]:
-        """Per segment, the live chunk rows holding ``term`` and (if ``scored``) its scores."""
+    def _postings(self, term: str, idf: float) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Per segment, the live chunk rows holding ``term`` and its scores there."""
         out = []
         for at, start, end in self.terms[term].postings:
             segment, chunk_rows = self.store.segments[at], self.store.rows[at]
-            local = segment.tf.indices[start:end]
-            live = chunk_rows[local] >= 0
-            values = None
-            if scored:
-                tf, lengths = segment.tf.data[start:end][live], segment.lengths[local[live]]
-                values = impact(idf, tf, lengths, self.store.mean_length)
-            out.append((chunk_rows[local[live]], values))
+            local, tf = segment.tf.indices[start:end], segment.tf.data[start:end]
+            mapped = chunk_rows[local]
+            live = mapped >= 0
+            if not live.all():  # rows a later generation removed
+                mapped, local, tf = mapped[live], local[live], tf[live]
+            values = impact(idf, tf, segment.lengths[local], self.store.mean_length)
+            out.append((mapped, values))
         return out
 
     def _lookup(self, term: str, idf: float, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
