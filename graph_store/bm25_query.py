@@ -29,6 +29,11 @@ POSTINGS_PER_DEPTH = 64
 """A term with more postings than this per chunk asked for (32,768 at GNN-Ret's first depth of
 512) may be left out of the chunks read in full."""
 
+Postings = list[tuple[np.ndarray, np.ndarray]]
+"""A term's live chunk rows and scores there, per segment."""
+Lookups = dict[str, tuple[np.ndarray, np.ndarray]]
+"""Terms' scores at one set of rows: positions in the rows holding the term, and the scores."""
+
 SAFETY = 1 + 1e-6
 """Head-room on a term's bound for float rounding (scores are float32 sums)."""
 
@@ -68,8 +73,24 @@ class QueryScores:
 
     def __init__(self, store: BM25Store, text: str) -> None:
         """Find the query's terms and their postings in ``store`` (nothing is scored yet)."""
+        self._setup(store, store.query_terms(text), {})
+
+    def extended(self, more: str) -> QueryScores:
+        """Return the query of ``text + " " + more``: the same terms, then ``more``'s.
+
+        The tokenizer reads words one by one, so those are the longer text's terms; postings
+        this query has read are not read again (GNN-Ret's expanded question, tools/gnn_ret.py).
+        """
+        out = QueryScores.__new__(QueryScores)
+        out._setup(self.store, self.sequence + self.store.query_terms(more), self._read)
+        return out
+
+    def _setup(
+        self, store: BM25Store, sequence: list[tuple[str, float]], read: dict[str, Postings]
+    ) -> None:
         self.store = store
-        self.sequence = store.query_terms(text)  # query order, repeats kept: the sum's order
+        self.sequence = sequence  # query order, repeats kept: the sum's order
+        self._read = read  # each term's postings once read, shared with extended queries
         terms: dict[str, _Term] = {}
         for term, idf in self.sequence:
             if term in terms:
@@ -88,11 +109,18 @@ class QueryScores:
             terms[term] = _Term(idf, 1, tuple(postings), min(1.0, ceiling * SAFETY))
         self.terms = terms
 
-    def at(self, rows: np.ndarray) -> np.ndarray:
-        """Return the BM25 scores (float32) of the chunks at ``rows``."""
+    def at(self, rows: np.ndarray, looked_up: Lookups | None = None) -> np.ndarray:
+        """Return the BM25 scores (float32) of the chunks at ``rows``.
+
+        ``looked_up``: each term's scores at these same rows, shared with another query of the
+        same store that asks for them too (GNN-Ret's question and its expansion share words).
+        """
+        looked_up = {} if looked_up is None else looked_up
         total = np.zeros(len(rows), dtype=np.float64)
         for term, idf in self.sequence:
-            held, values = self._lookup(term, idf, rows)
+            if term not in looked_up:
+                looked_up[term] = self._lookup(term, idf, rows)
+            held, values = looked_up[term]
             total[held] += values
         return total.astype(np.float32)
 
@@ -130,7 +158,10 @@ class QueryScores:
         Summed as :meth:`BM25Store.sparse_scores` sums: term by term in query order, float64.
         """
         # Each term's postings are read once (a repeated query word adds its scores again).
-        postings = {term: self._postings(term, self.terms[term].idf) for term in read}
+        for term in read:
+            if term not in self._read:
+                self._read[term] = self._postings(term, self.terms[term].idf)
+        postings = {term: self._read[term] for term in read}
         held = [rows for found in postings.values() for rows, _ in found]
         if not held:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
@@ -148,7 +179,7 @@ class QueryScores:
         weights = np.concatenate(parts).astype(np.float64)
         return rows, np.bincount(np.concatenate(places), weights, len(rows)).astype(np.float32)
 
-    def _postings(self, term: str, idf: float) -> list[tuple[np.ndarray, np.ndarray]]:
+    def _postings(self, term: str, idf: float) -> Postings:
         """Per segment, the live chunk rows holding ``term`` and its scores there."""
         out = []
         for at, start, end in self.terms[term].postings:

@@ -36,6 +36,7 @@ from .vector_table import VectorTable
 if TYPE_CHECKING:  # networkx and the graph arrays: imported when a method opens the graphs
     from .entity_linker import EntityLinker
     from .extraction import Extraction
+    from .extraction.table import ExtractionTable
     from .knowledge_graph import KnowledgeGraph, StoredTriple
     from .passage_graph import PassageGraph
 
@@ -183,6 +184,16 @@ class Index:
         # graphs built before the extraction table kept one JSON line per chunk
         rows = (folder / "extractions.jsonl").read_text(encoding="utf-8").splitlines()
         return [Extraction.from_dict(json.loads(line)) for line in rows if line]
+
+    @cached_property
+    def extraction_table(self) -> ExtractionTable:
+        """Load the extractions as arrays (a chunk's decoded on demand; no Python object each)."""
+        from .extraction.table import EXTRACTIONS_FILE, ExtractionTable
+
+        path = self._graph_dir() / EXTRACTIONS_FILE
+        if path.is_file():
+            return ExtractionTable.load(path)
+        return ExtractionTable.from_extractions(self.extractions)
 
     @cached_property
     def knowledge_graph(self) -> KnowledgeGraph:

@@ -75,6 +75,13 @@ def edges_from(matrix: sp.csr_matrix, senders: np.ndarray) -> tuple[np.ndarray, 
     return source.astype(np.int64), np.concatenate(cols)[keep].astype(np.int64)
 
 
+def has_edge(matrix: sp.csr_matrix, source: int, target: int) -> bool:
+    """Whether ``matrix`` holds a non-zero edge source → target (its CSR row, read directly)."""
+    start, end = matrix.indptr[source], matrix.indptr[source + 1]
+    found = matrix.indices[start:end] == target
+    return bool(found.any() and matrix.data[start:end][found].any())
+
+
 def receivers(matrices: Sequence[sp.csr_matrix], senders: np.ndarray) -> np.ndarray:
     """Return every chunk a message from ``senders`` reaches over these edge matrices."""
     found = [edges_from(matrix, senders)[1] for matrix in matrices]

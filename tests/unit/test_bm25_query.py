@@ -39,6 +39,24 @@ def test_scores_at_any_rows_equal_the_full_scan_bit_for_bit(tmp_path, seed):
         assert np.array_equal(QueryScores(store, query).at(rows), full[rows])
 
 
+@pytest.mark.parametrize("seed", range(2))
+def test_an_extended_query_scores_as_the_longer_text(tmp_path, seed):
+    """GNN-Ret's expanded question: the question's terms, then the added words', as one text."""
+    store = written_store(tmp_path, seed)
+    rows = np.random.default_rng(seed).permutation(len(store.ids))[:25]
+    for query in QUERIES:
+        asked = QueryScores(store, query)
+        asked.top(5)  # postings read here are reused, not read again
+        for more in ("river", "lake ; York hill", "zzz"):
+            longer = f"{query} {more}"
+            extended = asked.extended(more)
+            assert extended.sequence == store.query_terms(longer)
+            assert np.array_equal(extended.at(rows), store.scores(longer)[rows])
+            top, again = extended.top(5), QueryScores(store, longer).top(5)
+            assert np.array_equal(top.rows, again.rows) and top.ceiling == again.ceiling
+            assert np.array_equal(top.scores, again.scores)
+
+
 @pytest.mark.parametrize("seed", range(4))
 def test_the_top_holds_the_best_and_the_ceiling_bounds_the_rest(tmp_path, seed, monkeypatch):
     monkeypatch.setattr(bm25_query, "POSTINGS_PER_DEPTH", 1)  # prune as hard as it can
@@ -93,18 +111,24 @@ def test_a_word_in_every_chunk_is_looked_up_not_read(tmp_path):
     assert np.all(np.delete(full, 7) <= top.ceiling)
 
 
+@pytest.mark.parametrize("expand", [0, 2])
 @pytest.mark.parametrize("base", ["hybrid", "dense", "bm25"])
 def test_gnn_rets_local_ranking_is_its_full_scans_through_widening_rounds(
-    docs_index, monkeypatch, base
+    docs_index, monkeypatch, base, expand
 ):
-    """A first depth of 1 makes every query widen its candidates round after round."""
+    """A first depth of 1 makes every query widen its candidates round after round (with the
+    expanded question, both texts' candidates)."""
     from hopgraph.tools import gnn_ret
     from hopgraph.tools.gnn_layers import smallest
 
     monkeypatch.setattr(gnn_ret, "FIRST_DEPTH", 1)
+    monkeypatch.setattr(gnn_ret, "CLOSEST", 1)
     monkeypatch.setattr(bm25_query, "POSTINGS_PER_DEPTH", 1)
-    retriever = gnn_ret.GNNRetriever(docs_index, base=base, keep=0)
+    monkeypatch.setattr(gnn_ret, "MULTI_HOP", 0.0)  # every question is expanded (expand > 0)
+    retriever = gnn_ret.GNNRetriever(docs_index, base=base, keep=0, expand=expand)
     for query in ["Where was the founder of the band born?", "river stone lake", "film"]:
+        closest = int(smallest(retriever._distances(query), 1)[0])
+        assert (retriever.expanded(query, closest) is not None) == bool(expand)
         found = retriever.local_ranking(query, 3)
         full, _, _ = retriever.ranking(query)
         best = found.best(3)

@@ -83,3 +83,31 @@ def test_smallest_equals_a_stable_sorts_first_k_with_ties(k):
     rng = np.random.default_rng(k)
     values = rng.integers(0, 5, 40).astype(np.float32)  # many ties
     assert smallest(values, k).tolist() == np.argsort(values, kind="stable")[:k].tolist()
+
+
+def test_the_question_borrows_the_closest_chunks_entities_it_does_not_name(docs_index, monkeypatch):
+    from hopgraph.tools import gnn_ret
+    from hopgraph.tools.gnn_layers import smallest
+
+    question = "When did military instruction start at the place where Larry Alcala was educated?"
+    retriever = gnn_ret.GNNRetriever(docs_index, keep=0)
+    closest = int(smallest(retriever._distances(question), 1)[0])
+    assert docs_index.extraction_table.extraction(closest).entities == (
+        "larry alcala", "filipino", "university of santo tomas")  # fmt: skip
+    # "larry alcala" is named by the question; the bridge, the university, is not
+    assert retriever.expanded(question, closest) == (
+        f"{question} filipino ; university of santo tomas"
+    )
+    one = gnn_ret.GNNRetriever(docs_index, keep=0, expand=1)
+    assert one.expanded(question, closest) == f"{question} filipino"
+    h0 = np.minimum(retriever._distances(question), retriever._distances(
+        f"{question} filipino ; university of santo tomas"))  # fmt: skip
+    np.testing.assert_array_equal(retriever.distances(question), h0)
+    off = gnn_ret.GNNRetriever(docs_index, keep=0, expand=0)
+    np.testing.assert_array_equal(off.distances(question), off._distances(question))
+    # only a question that looks multi-hop is expanded (the guard's classifier)
+    assert retriever.expands(question) and not retriever.expands("who wrote the declaration")
+    monkeypatch.setattr(gnn_ret, "HUB", 0)  # every entity is a hub now: nothing to borrow
+    assert retriever.expanded(question, closest) is None
+    with pytest.raises(ValueError, match="expand"):
+        gnn_ret.GNNRetriever(docs_index, expand=-1)
