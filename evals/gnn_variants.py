@@ -34,6 +34,9 @@ def channels(entity: float, link: float = 0.2) -> tuple[Channel, ...]:
 
 VARIANTS: dict[str, dict[str, Any]] = {
     "tuned": {},
+    "no expansion": {"expand": 0},
+    "expand 1": {"expand": 1},
+    "expand 3": {"expand": 3},
     "2 layers": {"layers": 2},
     "3 layers": {"layers": 3},
     "top_k 5": {"top_k": 5},

@@ -111,3 +111,19 @@ def test_the_question_borrows_the_closest_chunks_entities_it_does_not_name(docs_
     assert retriever.expanded(question, closest) is None
     with pytest.raises(ValueError, match="expand"):
         gnn_ret.GNNRetriever(docs_index, expand=-1)
+
+
+def test_small_indexes_scan_every_chunk_and_rank_as_the_local_computation(docs_index, monkeypatch):
+    from hopgraph.tools import gnn_ret
+
+    retriever = gnn_ret.GNNRetriever(docs_index)
+    calls = []
+    local = retriever.local_ranking
+    monkeypatch.setattr(retriever, "local_ranking", lambda q, k: calls.append(q) or local(q, k))
+    for question in ["Where was Larry Alcala educated?", "Which county seat is Stanley?"]:
+        scanned = retriever.retrieve(question, 4)
+        assert not calls  # a few chunks: every chunk's distance, no candidates
+        monkeypatch.setattr(gnn_ret, "FULL_SCAN_BELOW", 0)
+        assert retriever.retrieve(question, 4) == scanned and calls == [question]
+        monkeypatch.setattr(gnn_ret, "FULL_SCAN_BELOW", 32_768)
+        calls.clear()
