@@ -81,7 +81,6 @@ DEFAULT_CHANNELS = (Channel(("structural", "entity"), 0.65), Channel(("structura
 
 EXPAND = 2
 """Entities of the closest chunk appended to the question for its second h⁰ (module doc; 0: off)."""
-_KW = True
 FULL_SCAN_BELOW = 32_768
 """Chunks below which a query computes every chunk's distance (:meth:`GNNRetriever.ranking`)
 instead of the local computation: the same ranking, and faster there (2wiki dev, 7,101 chunks:
@@ -266,7 +265,7 @@ class GNNRetriever(Guarded):
         index, chunks = self.index, len(self.index.chunks)
         first = depth = max(FIRST_DEPTH, 2 * k, 2 * self.top_k)
         texts = [_Text(self, query, first, cached=True)]
-        expanded = self.expands(query) and self.expanded(query, texts[0].closest())
+        expanded = self.expanded(query, texts[0].closest()) if self.expands(query) else None
         if expanded:  # its dense search bypasses the index's one-query cache (the guard's)
             texts.append(_Text(self, expanded, first, cached=False, extends=texts[0]))
         channels = [
