@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+from functools import cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -27,6 +29,9 @@ from hopgraph.tools.hop_classifier import (
     features,
     vector_path,
 )
+
+if TYPE_CHECKING:
+    from hopgraph.graph_store.embedding import Embedder
 
 MULTI_HOP_SETS = ("musique-train", "hotpotqa-train", "2wiki-train")
 
@@ -70,10 +75,15 @@ def fit_vectors(multi: np.ndarray, single: np.ndarray, model: str) -> VectorHopC
 
 def question_vectors(texts: list[str], model: str) -> np.ndarray:
     """Embed questions as the index's query embedder does."""
+    return np.asarray(_query_embedder(model).embed(texts))
+
+
+@cache
+def _query_embedder(model: str) -> Embedder:
     from hopgraph.core.settings import IndexSettings
     from hopgraph.graph_store.embedding import embedder_for
 
-    return np.asarray(embedder_for(IndexSettings(model=model), queries=True).embed(texts))
+    return embedder_for(IndexSettings(model=model), queries=True)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -54,7 +54,6 @@ from .gnn_layers import propagate, smallest
 from .gnn_local import FIRST_DEPTH, Candidates, LocalRanking, has_edge, propagate_local
 from .guard import CONFIDENT, KEEP, MARGIN, MULTI_HOP, Guarded
 from .hits import Hit, Provenance
-from .hop_classifier import multi_hop
 
 
 @dataclass(frozen=True)
@@ -203,9 +202,7 @@ class GNNRetriever(Guarded):
         """
         if not self.expand:
             return False
-        vector = self.index.embed_query(query) if self._weight > 0 else None
-        model = self.index.manifest.settings.model
-        return multi_hop(query, vector, model) >= MULTI_HOP
+        return self.multi_hop(query, with_vector=self._weight > 0) >= MULTI_HOP
 
     def _distances(self, text: str) -> np.ndarray:
         """Return 1 − similarity under the base for every chunk (scores scaled to [0, 1])."""
@@ -406,15 +403,18 @@ class _Text:
         self.top_score = top.scores.max() if top and len(top.scores) else None
         self.known: list[tuple[np.ndarray, np.ndarray]] = []  # dense's exact cosines, by row
 
+    def dense(self, depth: int) -> tuple[np.ndarray, np.ndarray]:
+        """Return dense search's top ``depth`` (rows, cosines) for this text, best first."""
+        index = self.retriever.index
+        if self.cached:
+            return index.dense_top(self.text, depth)
+        return index.vector_search.top(self.vector, depth)
+
     def candidates(self, depth: int, chunks: int) -> Candidates:
         """Return dense's and BM25's top ``depth`` chunks and the h⁰ every other one has."""
-        index, dense = self.retriever.index, None
+        dense = None
         if self.vector is not None:
-            dense = (
-                index.dense_top(self.text, depth)
-                if self.cached
-                else index.vector_search.top(self.vector, depth)
-            )
+            dense = self.dense(depth)
             order = np.argsort(dense[0])
             self.known.append((dense[0][order], dense[1][order]))
         keywords = self.first_top
@@ -449,7 +449,7 @@ class _Text:
         while depth < self.first:
             parts, floor, complete = [], 0.0, False
             if self.vector is not None:
-                rows, scores = retriever.index.dense_top(self.text, self.first)
+                rows, scores = self.dense(self.first)  # the first round's, kept
                 parts.append(rows[:depth])
                 complete = len(rows) < depth  # every chunk is in the list
                 floor += weight * float(scores[depth - 1]) if not complete else 0.0

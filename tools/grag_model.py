@@ -62,7 +62,7 @@ class GRAGNet(nn.Module):
 
     def __init__(self, dimension: int, settings: GRAGSettings) -> None:
         super().__init__()
-        paths = settings.concept_paths != "none"
+        paths = settings.concept_paths == "encoded"
         self.first = GraphLayer((2 if paths else 1) * dimension, settings.hidden)
         self.second = GraphLayer(settings.hidden, dimension, silent=True)
         relevance = RELEVANCE_FEATURES if paths else RELEVANCE_FEATURES - 1  # no cos(q, a_i)

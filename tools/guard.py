@@ -124,10 +124,16 @@ class Guarded(Retriever):
     def stands_aside(self, query: str, top: list[Hit]) -> bool:
         """Whether the selective guard lets the method lead (:func:`aside`) for this query."""
         lead = top[0].score - top[1].score if len(top) > 1 else 1.0
-        # the query's vector is the one dense retrieval just computed (the index keeps it)
-        vector = self.index.embed_query(query)
-        p = multi_hop(query, vector, self.index.manifest.settings.model)
-        return aside(p, lead, self.confident)
+        return aside(self.multi_hop(query), lead, self.confident)
+
+    def multi_hop(self, query: str, with_vector: bool = True) -> float:
+        """Return p(multi-hop) for ``query`` (tools/hop_classifier.py, with the index's model).
+
+        The query's vector is the one dense retrieval computes anyway (the index keeps it);
+        ``with_vector=False``: the words' classifier alone, for a method that embeds nothing.
+        """
+        vector = self.index.embed_query(query) if with_vector else None
+        return multi_hop(query, vector, self.index.manifest.settings.model)
 
 
 def aside(multi_hop: float, lead: float, confident: float = CONFIDENT) -> bool:
