@@ -22,6 +22,8 @@ import numpy as np
 from hopgraph.core.errors import HopgraphError, InputError
 from hopgraph.core.settings import DEVICES, settings
 
+from .vector_cache import VectorCache
+
 if TYPE_CHECKING:
     from hopgraph.core.settings import IndexSettings
 
@@ -318,3 +320,37 @@ def announced(message: str, after: float = 1.0) -> Iterator[None]:
         yield
     finally:
         timer.cancel()
+
+
+def cached_embeddings(
+    embedder: Embedder,
+    texts: Sequence[str],
+    cache: VectorCache,
+    progress: Callable[[int], None] | None = None,
+    batch: int = 2048,
+) -> np.ndarray:
+    """Return ``texts``' vectors (len(texts), d): kept ones from ``cache``, the rest embedded.
+
+    Embedded texts are kept a batch at a time, so an interrupted run keeps what it paid for.
+    """
+    source = f"{getattr(embedder, 'url', 'local')}\0{embedder.name}\0{embedder.dimension}"
+
+    def key(text: str) -> str:
+        return hashlib.sha256(f"{source}\0{text}".encode()).hexdigest()
+
+    keys = [key(t) for t in texts]
+    found = cache.get(list(dict.fromkeys(keys)))
+    missing = list(dict.fromkeys(t for t, k in zip(texts, keys, strict=True) if k not in found))
+    if progress:
+        progress(len(texts) - len(missing))
+    for start in range(0, len(missing), batch):
+        part = missing[start : start + batch]
+        fresh = dict(zip(map(key, part), embedder.embed(part), strict=True))
+        cache.put(fresh)
+        found.update(fresh)
+        if progress:
+            progress(len(part))
+    out = np.zeros((len(texts), embedder.dimension), dtype=np.float32)
+    for row, k in enumerate(keys):
+        out[row] = found[k]
+    return out

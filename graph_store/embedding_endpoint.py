@@ -14,51 +14,20 @@ from __future__ import annotations
 
 import hashlib
 import re
-import sqlite3
-import threading
 from collections.abc import Callable, Sequence
-from pathlib import Path
 
 import numpy as np
 
 from hopgraph.core.errors import HopgraphError
 from hopgraph.core.settings import cache_dir, settings
 
+from .vector_cache import VectorCache
+
 _PIECE = re.compile(r"\w+|[^\w\s]")
 
 
 class EndpointError(HopgraphError):
     """The embeddings endpoint could not be used: down, refusing, or answering wrongly."""
-
-
-class VectorCache:
-    """Vectors by the hash of (URL, model, text), in one SQLite file shared by every index."""
-
-    def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("CREATE TABLE IF NOT EXISTS vectors (key TEXT PRIMARY KEY, v BLOB)")
-        self._lock = threading.Lock()
-
-    def get(self, keys: Sequence[str]) -> dict[str, np.ndarray]:
-        """Return the cached vectors among ``keys``."""
-        found: dict[str, np.ndarray] = {}
-        with self._lock:
-            for start in range(0, len(keys), 500):
-                part = keys[start : start + 500]
-                marks = ",".join("?" * len(part))
-                rows = self._db.execute(f"SELECT key, v FROM vectors WHERE key IN ({marks})", part)
-                found.update((k, np.frombuffer(v, dtype=np.float32)) for k, v in rows)
-        return found
-
-    def put(self, vectors: dict[str, np.ndarray]) -> None:
-        """Keep ``vectors`` (one transaction)."""
-        rows = [(k, v.astype(np.float32).tobytes()) for k, v in vectors.items()]
-        with self._lock:
-            self._db.execute("BEGIN")
-            self._db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?)", rows)
-            self._db.execute("COMMIT")
 
 
 class EndpointEmbedder:

@@ -309,11 +309,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     net.add_argument(
         "--concept-paths",
-        choices=("encoded", "none"),
-        default="encoded",
-        help="grag: whether each candidate's concept path string is embedded into its features "
-        "(encoded, the default) or left out (none: no embedding but the question's at query "
-        "time, a little less accurate; docs/methods.md, G-RAG)",
+        # tools.grag_graph.CONCEPT_PATHS, not imported: --help stays fast
+        choices=("encoded", "concepts", "none"),
+        default="concepts",
+        help="grag: how each candidate's concept path (the question's concepts it holds and "
+        "what its facts relate them to) enters its features: concepts (the default) sums "
+        "the concepts' vectors, embedded once per index; encoded embeds each path string at "
+        "query time (several embeddings a question, no more accurate); none leaves the path "
+        "out (a little less accurate); docs/methods.md, G-RAG",
     )
     net.add_argument("--epochs", type=positive, default=60, help="epoch cap (60)")
     net.add_argument(

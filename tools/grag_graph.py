@@ -14,11 +14,14 @@ from the index's offline extraction (``hopgraph graph build``):
   triples relate them to, breadth first, each concept once.
 
 Node features are [Encode(p_i) ; Encode(a_i)]: the passage vector is the one the index already
-stores, and the short path string is encoded on its own (kept with the query vectors).
-Encoding the concatenation p_i ⊕ a_i, as the paper does, would cost 100 passage encodings per
-question (half a second on two cores); the two halves carry the same information to the first
-layer. The path strings still cost several short encodings a question (hotpotqa: 7 distinct,
-9 ms); ``concept_paths="none"`` leaves them out (docs/methods.md has both measured).
+stores. Encoding the concatenation p_i ⊕ a_i, as the paper does, would cost 100 passage
+encodings per question (half a second on two cores); the two halves carry the same information
+to the first layer. Encode(a_i) is the unit sum of the vectors of the path's concepts
+(``concept_paths="concepts"``, the default): every concept of the index is embedded once, when
+G-RAG first opens it, and kept in hopgraph's vector cache, so a new question costs no
+embedding but its own. Embedding each path string at query time (``"encoded"``, several short
+embeddings a question, 4–9× dense's latency) was no more accurate; ``"none"`` leaves the path
+out (docs/methods.md has the three measured).
 
 The score is Eq. 11's yᵀx_i^L plus two learned terms (a [DECISION] the spec leaves room for, §6):
 the passage's own cosine to the question, so the untrained model starts at dense retrieval, and
@@ -32,17 +35,21 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
+from tqdm.auto import tqdm
 
 from hopgraph.graph_store import Index
+from hopgraph.graph_store.embedding import cached_embeddings
 from hopgraph.graph_store.extraction import Extraction
+from hopgraph.graph_store.vector_cache import default_cache
 
 from .base import Retriever
 
-CONCEPT_PATHS = ("encoded", "none")
+CONCEPT_PATHS = ("encoded", "concepts", "none")
 
 
 @dataclass(frozen=True)
@@ -57,9 +64,11 @@ class GRAGSettings:
     dropout: float = 0.1
     loss: str = "pairwise"
     """``pairwise`` (G-RAG-RL, Eq. 13, margin 1) or ``cross_entropy`` (Eq. 12)."""
-    concept_paths: str = "encoded"
+    concept_paths: str = "concepts"
     """``encoded``: Encode(a_i) is in the node features and cos(q, a_i) in the relevance ones
-    (several short embeddings a question); ``none``: neither (docs/methods.md, G-RAG)."""
+    (several short embeddings a question); ``concepts``: the same with Encode(a_i) summed from
+    its concepts' vectors, embedded once per index (no embedding a question but its own);
+    ``none``: neither (docs/methods.md, G-RAG)."""
 
     def __post_init__(self) -> None:
         if self.concept_paths not in CONCEPT_PATHS:
@@ -118,10 +127,27 @@ class ConceptIndex:
         out[out[:, :, 0] == 0] = 0.0
         return out
 
+    @cached_property
+    def vocabulary(self) -> dict[str, int]:
+        """Every concept a path can hold (concepts and what triples relate them to), numbered."""
+        words: dict[str, int] = {}
+        for concepts, related in zip(self.concepts, self.related, strict=True):
+            for concept in sorted(concepts):
+                words.setdefault(concept, len(words))
+            for others in related.values():
+                for other in others:
+                    words.setdefault(other, len(words))
+        return words
+
     def path_string(self, row: int, question: Sequence[str]) -> str:
-        """a_i (§4.2): BFS from ``question`` over the pair's concept graph, each concept once."""
+        """a_i (§4.2): the path's concepts after its ``question`` node, as one string."""
+        return " ".join(["question", *self.path(row, question)])
+
+    def path(self, row: int, question: Sequence[str]) -> list[str]:
+        """a_i's concepts: BFS from the question over the pair's concept graph, each once."""
         held = [c for c in question if c in self.concepts[row]]
-        out, seen, frontier = ["question"], set(held), held
+        out: list[str] = []
+        seen, frontier = set(held), held
         while frontier:
             out += frontier
             nxt = []
@@ -131,7 +157,7 @@ class ConceptIndex:
                         seen.add(other)
                         nxt.append(other)
             frontier = nxt
-        return " ".join(out)
+        return out
 
 
 def _incidence(sets: Sequence[set | frozenset]) -> sp.csr_matrix:
@@ -178,6 +204,29 @@ class GraphBuilder:
         self.base = base
         self.concepts = ConceptIndex(index.extractions)
         self.links = index.passage_graph.edges["link"].tocsr()
+        if settings.concept_paths == "concepts":
+            self.concept_vectors  # noqa: B018 (embedded when the retriever is made, not mid-query)
+
+    @cached_property
+    def concept_vectors(self) -> np.ndarray:
+        """(1 + |vocabulary|, d): Encode("question"), then every path concept's vector.
+
+        Embedded once per index and model: kept in hopgraph's vector cache on disk, so later
+        processes and later generations embed only concepts they have not seen.
+        """
+        texts = ["question", *self.concepts.vocabulary]
+        with tqdm(total=len(texts), desc="G-RAG concepts", unit="concept", delay=2) as bar:
+            return cached_embeddings(self.index.embedder, texts, default_cache(), bar.update)
+
+    def path_vectors(self, rows: np.ndarray, question: Sequence[str]) -> np.ndarray:
+        """Encode(a_i) for ``rows`` as the unit sum of the path's concept vectors."""
+        vocabulary, vectors = self.concepts.vocabulary, self.concept_vectors
+        out = np.empty((len(rows), vectors.shape[1]), dtype=np.float32)
+        for i, row in enumerate(rows):
+            held = [0] + [1 + vocabulary[c] for c in self.concepts.path(int(row), question)]
+            total = vectors[held].sum(axis=0)
+            out[i] = total / max(float(np.linalg.norm(total)), 1e-12)
+        return out
 
     def question_concepts(self, question: str) -> list[str]:
         """Return the question's entities (linked like chunk entities), then its content words."""
@@ -206,8 +255,12 @@ class GraphBuilder:
         # links[j, i]: candidate j mentions the page of candidate i (the index's link edges)
         links = self.links[rows][:, rows].toarray() > 0
         signal = np.column_stack([np.clip(cosine, 0, None), 1 / np.arange(1, len(rows) + 1)])
-        if self.settings.concept_paths == "encoded":
-            concepts = self.index.embed_queries(paths)  # kept with the query vectors
+        if self.settings.concept_paths != "none":
+            concepts = (
+                self.index.embed_queries(paths)  # kept with the query vectors
+                if self.settings.concept_paths == "encoded"
+                else self.path_vectors(rows, wanted)
+            )
             features = np.hstack([passages, concepts])
             own = [cosine, concepts @ query, prior, held]
         else:

@@ -62,7 +62,7 @@ class GRAGNet(nn.Module):
 
     def __init__(self, dimension: int, settings: GRAGSettings) -> None:
         super().__init__()
-        paths = settings.concept_paths == "encoded"
+        paths = settings.concept_paths != "none"
         self.first = GraphLayer((2 if paths else 1) * dimension, settings.hidden)
         self.second = GraphLayer(settings.hidden, dimension, silent=True)
         relevance = RELEVANCE_FEATURES if paths else RELEVANCE_FEATURES - 1  # no cos(q, a_i)
@@ -125,6 +125,8 @@ def score_graph(model: GRAGNet, graph: DocumentGraph) -> np.ndarray:
 def load_model(path: Path, index: Index) -> tuple[GRAGNet, dict[str, Any]]:
     """Load trained G-RAG weights checked against ``index`` (see ``tools/weights.py``)."""
     record, state = load_weights(path, index, "grag")
+    # Weights saved before concept_paths existed embedded the path strings.
+    record["settings"] = {"concept_paths": "encoded", **record["settings"]}
     model = GRAGNet(int(record["dimension"]), GRAGSettings(**record["settings"]))
     model.load_state_dict(state)
     model.eval()

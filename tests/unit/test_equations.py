@@ -490,16 +490,25 @@ def test_tog2_eq2_per_entity_prune_is_eq3_with_one_entity():
 def test_grag_eq1_2_node_features_are_the_passage_and_its_concept_path(docs_index):
     # Eq. 1: x̃_i = Encode(p_i); Eq. 2: x_i = Encode(p_i ⊕ a_i). Here x_i = [Encode(p_i) ;
     # Encode(a_i)] (docs/methods.md): the first half is the passage vector the index holds,
-    # the second the encoded path string a_i.
+    # the second the encoded path string a_i ("encoded"), or by default the unit sum of its
+    # concepts' vectors ("concepts": Encode("question") and each concept on the path).
     from hopgraph.tools.grag_graph import GRAGSettings, GraphBuilder
 
-    builder = GraphBuilder(docs_index, GRAGSettings(n=3), make_retriever("hybrid", docs_index))
-    graph = builder.build("Which city is the seat of Mountrail County?")
+    question = "Which city is the seat of Mountrail County?"
+    hybrid = make_retriever("hybrid", docs_index)
     d = docs_index.embedding_matrix.shape[1]
+    embed = docs_index.embedder.embed
+    encoded = GraphBuilder(docs_index, GRAGSettings(n=3, concept_paths="encoded"), hybrid)
+    graph = encoded.build(question)
     np.testing.assert_allclose(graph.features[:, :d], docs_index.embedding_matrix[graph.rows])
-    expected = docs_index.embedder.embed(list(graph.paths))
-    np.testing.assert_allclose(graph.features[:, d:], expected, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(graph.features[:, d:], embed(list(graph.paths)), atol=1e-6)
     assert all(path.startswith("question") for path in graph.paths)
+    summed = GraphBuilder(docs_index, GRAGSettings(n=3), hybrid).build(question)
+    np.testing.assert_array_equal(summed.rows, graph.rows)
+    wanted = encoded.question_concepts(question)
+    for row, got in zip(summed.rows, summed.features[:, d:], strict=True):
+        total = embed(["question", *encoded.concepts.path(int(row), wanted)]).sum(axis=0)
+        np.testing.assert_allclose(got, total / np.linalg.norm(total), atol=1e-6)
 
 
 def test_grag_eq2_concept_path_string_is_a_bfs_from_the_question():

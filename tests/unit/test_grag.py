@@ -1,5 +1,7 @@
 """G-RAG (spec g_rag): concept graph, edge weights, the network, its losses and its training."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
@@ -151,39 +153,78 @@ def test_training_on_several_datasets_needs_an_out_file(tmp_path, capsys):
     assert "needs --out" in capsys.readouterr().err
 
 
+def _train(tmp_path, data, concept_paths: str) -> Path:
+    out = tmp_path / f"{concept_paths}.pt"
+    args = ["train", "grag", "--data", str(data), "--model", "hashing", "--out", str(out)]
+    args += ["--concept-paths", concept_paths, "--epochs", "2", "--hidden", "4", "-q"]
+    assert main(args) == 0
+    return out
+
+
+def _count_embedded(idx: Index) -> list[str]:
+    embedded: list[str] = []
+    embed = idx.embedder.embed
+    idx.embedder.embed = lambda texts, progress=None: embedded.extend(texts) or embed(texts)
+    return embedded
+
+
 def test_without_concept_paths_only_the_question_is_embedded(tmp_path):
     """--concept-paths none: a network over [Encode(p)] and 7 relevance numbers; no path is
     embedded at query time, so a new question costs one embedding (issue 37's latency)."""
     data, _, _ = train_twice(tmp_path, "grag", TRAIN)
-    out = tmp_path / "none.pt"
-    args = ["train", "grag", "--data", str(data), "--model", "hashing", "--out", str(out)]
-    assert main([*args, "--concept-paths", "none", "--epochs", "2", "--hidden", "4", "-q"]) == 0
-    record, state = torch.load(out, weights_only=True).values()
+    none, encoded = _train(tmp_path, data, "none"), _train(tmp_path, data, "encoded")
+    record, state = torch.load(none, weights_only=True).values()
     assert record["settings"]["concept_paths"] == "none"
     assert state["first.own.weight"].shape[1] == record["dimension"]  # Encode(p) alone
     assert state["relevance_first.own.weight"].shape[1] == 7  # no cos(q, a_i)
     index_dir = next(p for p in (tmp_path / "cache" / "eval-indexes").iterdir() if p.is_dir())
     with Index.open(index_dir) as idx:
-        grag = make_retriever("grag", idx, weights=out, keep=0)
-        embedded = []
-        embed = idx.embedder.embed
-        idx.embedder.embed = lambda texts, progress=None: embedded.extend(texts) or embed(texts)
+        grag = make_retriever("grag", idx, weights=none, keep=0)
+        embedded = _count_embedded(idx)
         hits = grag.retrieve("When did military instruction start at UST?", 3)
         assert len(hits) == 3 and embedded == ["When did military instruction start at UST?"]
         embedded.clear()
-        encoded = make_retriever("grag", idx, weights=tmp_path / "grag1.pt", keep=0)
-        encoded.retrieve("Which city is the seat of Mountrail County?", 3)
+        make_retriever("grag", idx, weights=encoded, keep=0).retrieve(
+            "Which city is the seat of Mountrail County?", 3
+        )
         assert embedded[0] == "Which city is the seat of Mountrail County?"
         assert all(t.startswith("question") for t in embedded[1:]) and len(embedded) > 1
     with pytest.raises(ValueError, match="concept_paths must be one of"):
         GRAGSettings(concept_paths="hashed")
 
 
+def test_concept_paths_are_sums_of_concept_vectors_embedded_once_per_index(tmp_path):
+    """The default: the index's concepts are embedded when G-RAG first opens it and kept on
+    disk; a question embeds only itself, and Encode(a_i) is its path concepts' unit sum."""
+    train_twice(tmp_path, "grag", TRAIN)  # default settings: concept sums
+    index_dir = next(p for p in (tmp_path / "cache" / "eval-indexes").iterdir() if p.is_dir())
+    weights = tmp_path / "grag1.pt"
+    assert torch.load(weights, weights_only=True)["record"]["settings"]["concept_paths"] == (
+        "concepts"
+    )
+    with Index.open(index_dir) as idx:  # the training run embedded them: nothing is left
+        embedded = _count_embedded(idx)
+        grag = make_retriever("grag", idx, weights=weights, keep=0)
+        assert embedded == []
+        question = "Which city is the seat of Mountrail County?"
+        grag.retrieve(question, 3)
+        assert embedded == [question]
+        builder = grag.builder
+        wanted = builder.question_concepts(question)
+        row = next(r for r in range(len(idx.chunks)) if builder.concepts.path(r, wanted))
+        path = builder.concepts.path(row, wanted)
+        expected = idx.embedder.embed(["question", *path]).sum(axis=0)
+        got = builder.path_vectors(np.array([row]), wanted)[0]
+        assert np.allclose(got, expected / np.linalg.norm(expected), atol=1e-6)
+        assert builder.concepts.path_string(row, wanted) == " ".join(["question", *path])
+
+
 def test_the_latency_benchmark_counts_the_paths_a_new_question_embeds(tmp_path, monkeypatch):
     """With the query embedded, every timed call embeds its concept paths too (shared cache)."""
     from hopgraph.evals.bench.__main__ import PASSES, time_queries
 
-    train_twice(tmp_path, "grag", TRAIN)
+    data, _, _ = train_twice(tmp_path, "grag", TRAIN)
+    encoded = _train(tmp_path, data, "encoded")  # the paths embedded at query time
     index_dir = next(p for p in (tmp_path / "cache" / "eval-indexes").iterdir() if p.is_dir())
     embedded = []
     embed_queries = Index.embed_queries
@@ -194,7 +235,7 @@ def test_the_latency_benchmark_counts_the_paths_a_new_question_embeds(tmp_path, 
 
     monkeypatch.setattr(Index, "embed_queries", counted)
     question = "Which city is the seat of Mountrail County?"
-    options = {"grag": {"weights": tmp_path / "grag1.pt", "keep": 0}}
+    options = {"grag": {"weights": encoded, "keep": 0}}
     time_queries(index_dir, [question], 3, ["grag"], embedded=True, options=options)
     paths = [t for t in embedded if t.startswith("question")]
     assert embedded.count(question) == PASSES + 1  # up front (then cached), and each pass
