@@ -173,16 +173,20 @@ GRAG_PATH_SETS = (("musique", "musique"), ("hotpotqa", "hotpotqa"), ("2wiki", "2
 
 
 def grag_paths(results: Path = RESULTS) -> str:
-    """Render methods.md's G-RAG table: concept paths encoded (shipped) against left out.
+    """Render methods.md's G-RAG table: the three ways a concept path enters the features.
 
-    Kept reports: evals/results/rerank.json and bench/latency-SET.json (shipped weights),
-    grag-paths/rerank-none.json and grag-paths/latency-none-SET.json (``--concept-paths none``).
+    Kept reports: evals/results/rerank.json and bench/latency-SET.json (the shipped weights,
+    ``concepts``), grag-paths/rerank-MODE.json and grag-paths/latency-MODE-SET.json (the
+    weights of ``--concept-paths MODE``, encoded and none).
     """
     kept = results.parent
     reports = {
-        "encoded": (kept / "rerank.json", kept / "bench" / "latency-{}.json"),
-        "none": (kept / "grag-paths" / "rerank-none.json",
-                 kept / "grag-paths" / "latency-none-{}.json"),
+        "concepts (shipped)": (kept / "rerank.json", kept / "bench" / "latency-{}.json"),
+        **{
+            mode: (kept / "grag-paths" / f"rerank-{mode}.json",
+                   kept / "grag-paths" / f"latency-{mode}-{{}}.json")
+            for mode in ("encoded", "none")
+        },
     }  # fmt: skip
     head = " | ".join(f"{r} ({b})" if r != b else r for r, b in GRAG_PATH_SETS)
     lines = [f"| G-RAG, concept paths | {head} |", "|---" * (len(GRAG_PATH_SETS) + 1) + "|"]

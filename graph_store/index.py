@@ -337,9 +337,13 @@ class Index:
                 cache[text] = vector
         return out
 
-    def forget_queries(self) -> None:
-        """Drop the cached query vectors (so a timing includes embedding the query)."""
-        self._query_vectors.clear()
+    def forget_queries(self, vectors: bool = True) -> None:
+        """Drop what is kept for the last queries, so a timing includes computing it.
+
+        ``vectors=False`` keeps the query vectors and drops only the last query's searches.
+        """
+        if vectors:
+            self._query_vectors.clear()
         self._last_similarities = None
         self._last_top = None
 

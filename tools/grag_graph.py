@@ -20,7 +20,7 @@ to the first layer. Encode(a_i) is the unit sum of the vectors of the path's con
 (``concept_paths="concepts"``, the default): every concept of the index is embedded once, when
 G-RAG first opens it, and kept in hopgraph's vector cache, so a new question costs no
 embedding but its own. Embedding each path string at query time (``"encoded"``, several short
-embeddings a question, 4–9× dense's latency) was no more accurate; ``"none"`` leaves the path
+embeddings a question, 4–6× dense's latency) was no more accurate; ``"none"`` leaves the path
 out (docs/methods.md has the three measured).
 
 The score is Eq. 11's yᵀx_i^L plus two learned terms (a [DECISION] the spec leaves room for, §6):

@@ -82,33 +82,38 @@ def time_queries(
     time is reported as ``query embedding``) and the methods reuse it from the index's cache.
     With ``embedded``, the cache is emptied before every call, so each time is what a caller
     waits for: the question's embedding and the retrieval, and whatever else a method embeds for
-    the question (G-RAG's concept paths share that cache). Each method makes :data:`PASSES`
-    passes; a question's time is its median over them. ``options``: per method, for
-    :func:`make_retriever` (``--weights``).
+    the question (G-RAG's concept paths share that cache). The methods take turns on each
+    question, so a slow spell of the machine falls on all of them rather than on whichever
+    method it ran (runs of the same code timed method after method ranged 2.4–3.2× dense for
+    GNN-Ret); the last query's searches, which the index keeps for a method and its guard, are
+    dropped between turns. Each method makes :data:`PASSES` passes; a question's time is its
+    median over them. ``options``: per method, for :func:`make_retriever` (``--weights``).
     """
-    out = {}
     with Index.open(index_dir) as index:
         embedding = []
         for q in questions:
             started = time.perf_counter()
             index.embed_query(q)
             embedding.append((time.perf_counter() - started) * 1000)
-        if not embedded:
-            out["query embedding"] = _summary(embedding)
-        for name in methods:
-            retriever = make_retriever(name, index, **(options or {}).get(name, {}))
-            retriever.retrieve(questions[0], k)
-            passes = []
-            for _ in range(PASSES):
-                times = []
-                for q in questions:
-                    if embedded:
-                        index.forget_queries()
+        retrievers = {
+            name: make_retriever(name, index, **(options or {}).get(name, {})) for name in methods
+        }
+        for retriever in retrievers.values():
+            retriever.retrieve(questions[0], k)  # loads what it needs once
+        passes: dict[str, list[list[float]]] = {name: [] for name in methods}
+        for _ in range(PASSES):
+            times: dict[str, list[float]] = {name: [] for name in methods}
+            for q in questions:
+                for name, retriever in retrievers.items():
+                    index.forget_queries(vectors=embedded)
                     started = time.perf_counter()
                     retriever.retrieve(q, k)
-                    times.append((time.perf_counter() - started) * 1000)
-                passes.append(times)
-            out[name] = _summary([statistics.median(t) for t in zip(*passes, strict=True)])
+                    times[name].append((time.perf_counter() - started) * 1000)
+            for name in methods:
+                passes[name].append(times[name])
+    out = {} if embedded else {"query embedding": _summary(embedding)}
+    for name in methods:
+        out[name] = _summary([statistics.median(t) for t in zip(*passes[name], strict=True)])
     return out
 
 
