@@ -344,6 +344,8 @@ class Index:
         """
         if vectors:
             self._query_vectors.clear()
+        if "vector_search" in self.__dict__:  # opened: its IVFs keep the last search too
+            self.vector_search.forget()
         self._last_similarities = None
         self._last_top = None
 

@@ -103,6 +103,10 @@ class IVF:
         self._last[:] = [(key, found, len(found) < asked)]  # the last flag: nothing more there
         return found[:depth]
 
+    def forget(self) -> None:
+        """Drop the last search's candidates (so a timing includes the search)."""
+        self._last.clear()
+
     def save(self, path: Path) -> None:
         """Write the index to ``path``."""
         import faiss

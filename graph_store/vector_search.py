@@ -87,6 +87,12 @@ class VectorSearch:
                 "the index is damaged: rebuild it with `hopgraph index SOURCE --force`",
             )
 
+    def forget(self) -> None:
+        """Drop what the IVFs keep of the last query's search."""
+        for segment in self.segments:
+            if segment.ivf is not None:
+                segment.ivf.forget()
+
     @classmethod
     def open(
         cls, directory: Path, manifest: Manifest, ids: Sequence[str], mode: SearchMode = "auto"

@@ -119,6 +119,20 @@ def test_ann_mode_partitions_small_segments_in_memory(tmp_path):
     assert dense_ids(index, "ann") == dense_ids(index, "exact")
 
 
+def test_forgetting_the_last_queries_drops_the_ivfs_last_search(tmp_path):
+    """A timing that forgets the last queries pays for the IVF search again (evals/bench)."""
+    index = tmp_path / "idx"
+    build_index(documents(), index, IndexSettings(model="hashing"), show_progress=False)
+    with Index.open(index, search="ann") as idx:
+        [ivf] = [s.ivf for s in idx.vector_search.segments if s.ivf is not None]
+        idx.dense_top("Larry Alcala", 3)
+        assert ivf._last
+        idx.forget_queries(vectors=False)
+        assert not ivf._last and "Larry Alcala" in idx._query_vectors  # the vector is kept
+        idx.forget_queries()
+        assert "Larry Alcala" not in idx._query_vectors
+
+
 def test_a_float16_table_halves_the_vectors_and_keeps_the_ranking(tmp_path):
     half, full = tmp_path / "half", tmp_path / "full"
     build_index(documents(), half, IndexSettings(model="hashing", vector_dtype="float16"), False)
