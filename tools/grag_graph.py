@@ -141,7 +141,7 @@ class ConceptIndex:
 
     def path_string(self, row: int, question: Sequence[str]) -> str:
         """a_i (§4.2): the path's concepts after its ``question`` node, as one string."""
-        return " ".join(["question", *self.path(row, question)])
+        return path_text(self.path(row, question))
 
     def path(self, row: int, question: Sequence[str]) -> list[str]:
         """a_i's concepts: BFS from the question over the pair's concept graph, each once."""
@@ -158,6 +158,11 @@ class ConceptIndex:
                         nxt.append(other)
             frontier = nxt
         return out
+
+
+def path_text(walk: Sequence[str]) -> str:
+    """Return the string a_i of a path's concepts: its ``question`` node, then them."""
+    return " ".join(["question", *walk])
 
 
 def _incidence(sets: Sequence[set | frozenset]) -> sp.csr_matrix:
@@ -218,13 +223,12 @@ class GraphBuilder:
         with tqdm(total=len(texts), desc="G-RAG concepts", unit="concept", delay=2) as bar:
             return cached_embeddings(self.index.embedder, texts, default_cache(), bar.update)
 
-    def path_vectors(self, rows: np.ndarray, question: Sequence[str]) -> np.ndarray:
-        """Encode(a_i) for ``rows`` as the unit sum of the path's concept vectors."""
+    def path_vectors(self, paths: Sequence[Sequence[str]]) -> np.ndarray:
+        """Encode(a_i) of each path (its concepts) as the unit sum of "question" and theirs."""
         vocabulary, vectors = self.concepts.vocabulary, self.concept_vectors
-        out = np.empty((len(rows), vectors.shape[1]), dtype=np.float32)
-        for i, row in enumerate(rows):
-            held = [0] + [1 + vocabulary[c] for c in self.concepts.path(int(row), question)]
-            total = vectors[held].sum(axis=0)
+        out = np.empty((len(paths), vectors.shape[1]), dtype=np.float32)
+        for i, path in enumerate(paths):
+            total = vectors[[0] + [1 + vocabulary[c] for c in path]].sum(axis=0)
             out[i] = total / max(float(np.linalg.norm(total)), 1e-12)
         return out
 
@@ -243,7 +247,8 @@ class GraphBuilder:
         rows = self.base_rows(question) if rows is None else rows
         query = self.index.embed_query(question).astype(np.float32)
         wanted = self.question_concepts(question)
-        paths = tuple(self.concepts.path_string(int(r), wanted) for r in rows)
+        walks = [self.concepts.path(int(r), wanted) for r in rows]
+        paths = tuple(map(path_text, walks))
         passages = self.index.vector_search.matrix(rows)  # these rows only, not the table
         cosine = passages @ query
         prior = -np.log(np.arange(1, len(rows) + 1, dtype=np.float32))
@@ -259,7 +264,7 @@ class GraphBuilder:
             concepts = (
                 self.index.embed_queries(paths)  # kept with the query vectors
                 if self.settings.concept_paths == "encoded"
-                else self.path_vectors(rows, wanted)
+                else self.path_vectors(walks)
             )
             features = np.hstack([passages, concepts])
             own = [cosine, concepts @ query, prior, held]

@@ -214,7 +214,7 @@ def test_concept_paths_are_sums_of_concept_vectors_embedded_once_per_index(tmp_p
         row = next(r for r in range(len(idx.chunks)) if builder.concepts.path(r, wanted))
         path = builder.concepts.path(row, wanted)
         expected = idx.embedder.embed(["question", *path]).sum(axis=0)
-        got = builder.path_vectors(np.array([row]), wanted)[0]
+        got = builder.path_vectors([path])[0]
         assert np.allclose(got, expected / np.linalg.norm(expected), atol=1e-6)
         assert builder.concepts.path_string(row, wanted) == " ".join(["question", *path])
 
