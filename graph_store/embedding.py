@@ -22,7 +22,7 @@ import numpy as np
 from hopgraph.core.errors import HopgraphError, InputError
 from hopgraph.core.settings import DEVICES, settings
 
-from .vector_cache import VectorCache
+from .vector_cache import VectorCache, cached_vectors
 
 if TYPE_CHECKING:
     from hopgraph.core.settings import IndexSettings
@@ -331,26 +331,11 @@ def cached_embeddings(
 ) -> np.ndarray:
     """Return ``texts``' vectors (len(texts), d): kept ones from ``cache``, the rest embedded.
 
-    Embedded texts are kept a batch at a time, so an interrupted run keeps what it paid for.
+    Keyed as the endpoint embedder keys its own (URL or ``local``, and the model), so an
+    endpoint's vectors are found here without asking it again.
     """
-    source = f"{getattr(embedder, 'url', 'local')}\0{embedder.name}\0{embedder.dimension}"
-
-    def key(text: str) -> str:
-        return hashlib.sha256(f"{source}\0{text}".encode()).hexdigest()
-
-    keys = [key(t) for t in texts]
-    found = cache.get(list(dict.fromkeys(keys)))
-    missing = list(dict.fromkeys(t for t, k in zip(texts, keys, strict=True) if k not in found))
-    if progress:
-        progress(len(texts) - len(missing))
-    for start in range(0, len(missing), batch):
-        part = missing[start : start + batch]
-        fresh = dict(zip(map(key, part), embedder.embed(part), strict=True))
-        cache.put(fresh)
-        found.update(fresh)
-        if progress:
-            progress(len(part))
-    out = np.zeros((len(texts), embedder.dimension), dtype=np.float32)
-    for row, k in enumerate(keys):
-        out[row] = found[k]
-    return out
+    source = f"{getattr(embedder, 'url', 'local')}\0{embedder.name}"
+    found = cached_vectors(cache, source, texts, embedder.embed, batch, progress)
+    if not found:
+        return np.zeros((0, embedder.dimension), dtype=np.float32)
+    return np.stack(found).astype(np.float32)

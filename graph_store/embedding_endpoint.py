@@ -12,7 +12,6 @@ tokenizer to ask): chunks come out somewhat shorter than ``--chunk-tokens`` mode
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Callable, Sequence
 
@@ -21,7 +20,7 @@ import numpy as np
 from hopgraph.core.errors import HopgraphError
 from hopgraph.core.settings import cache_dir, settings
 
-from .vector_cache import VectorCache
+from .vector_cache import VectorCache, cached_vectors
 
 _PIECE = re.compile(r"\w+|[^\w\s]")
 
@@ -55,21 +54,13 @@ class EndpointEmbedder:
         self, texts: Sequence[str], progress: Callable[[int], None] | None = None
     ) -> np.ndarray:
         """Return the texts' normalised vectors: cached ones from the cache, the rest fetched."""
-        keys = [self._key(t) for t in texts]
-        found = self.cache.get(list(dict.fromkeys(keys)))
-        missing = list(dict.fromkeys(t for t, k in zip(texts, keys, strict=True) if k not in found))
-        for start in range(0, len(missing), self.batch_size * 8):
-            batch = missing[start : start + self.batch_size * 8]
-            fetched = dict(zip((self._key(t) for t in batch), self._fetch(batch), strict=True))
-            self.cache.put(fetched)
-            found.update(fetched)
-            if progress:
-                progress(len(batch))
-        if progress:
-            progress(len(texts) - len(missing))
+        source = f"{self.url}\0{self.name}"
+        found = cached_vectors(
+            self.cache, source, texts, self._fetch, self.batch_size * 8, progress
+        )
         if not texts:
             return np.zeros((0, getattr(self, "dimension", 0)), dtype=np.float32)
-        return np.stack([found[k] for k in keys]).astype(np.float32)
+        return np.stack(found).astype(np.float32)
 
     def embed_fresh(self, texts: Sequence[str]) -> np.ndarray:
         """Return vectors asked of the endpoint now, not from the cache (to check the model)."""
@@ -100,9 +91,6 @@ class EndpointEmbedder:
             )
         norms = np.linalg.norm(vectors, axis=1, keepdims=True)
         return vectors / np.where(norms == 0, 1.0, norms)
-
-    def _key(self, text: str) -> str:
-        return hashlib.sha256(f"{self.url}\0{self.name}\0{text}".encode()).hexdigest()
 
     def count_tokens(self, text: str) -> int:
         """Count words and punctuation marks (no tokenizer of the model is at hand)."""

@@ -8,9 +8,10 @@ pays only for text it never embedded. WAL mode lets readers and one writer work 
 
 from __future__ import annotations
 
+import hashlib
 import sqlite3
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -51,3 +52,36 @@ class VectorCache:
 def default_cache() -> VectorCache:
     """Return the cache in hopgraph's cache folder (the ``cache`` setting)."""
     return VectorCache(cache_dir() / "embeddings.sqlite")
+
+
+def cached_vectors(
+    cache: VectorCache,
+    source: str,
+    texts: Sequence[str],
+    compute: Callable[[list[str]], np.ndarray],
+    batch: int,
+    progress: Callable[[int], None] | None = None,
+) -> list[np.ndarray]:
+    """Return each text's vector: kept ones from ``cache``, the rest from ``compute``.
+
+    ``source`` names what makes the vectors (endpoint URL or ``local``, and the model): a key is
+    the hash of source and text. Computed vectors are kept a batch at a time, so an
+    interrupted run keeps what it paid for.
+    """
+
+    def key(text: str) -> str:
+        return hashlib.sha256(f"{source}\0{text}".encode()).hexdigest()
+
+    keys = [key(t) for t in texts]
+    found = cache.get(list(dict.fromkeys(keys)))
+    missing = list(dict.fromkeys(t for t, k in zip(texts, keys, strict=True) if k not in found))
+    for start in range(0, len(missing), batch):
+        part = missing[start : start + batch]
+        fresh = dict(zip(map(key, part), compute(part), strict=True))
+        cache.put(fresh)
+        found.update(fresh)
+        if progress:
+            progress(len(part))
+    if progress:
+        progress(len(texts) - len(missing))
+    return [found[k] for k in keys]
