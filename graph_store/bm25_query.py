@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hopgraph.core.arrays import union_rows
+from hopgraph.core.arrays import union_places
 
 from .kdb_bm25 import BM25Store, impact
 
@@ -91,6 +91,11 @@ class QueryScores:
         self.store = store
         self.sequence = sequence  # query order, repeats kept: the sum's order
         self._read = read  # each term's postings once read, shared with extended queries
+        # Chunks scored in full, by the terms read: a deeper ask (GNN-Ret's next round) that
+        # reads the same terms only cuts again. The fewest terms a deeper ask must read: a
+        # deeper cut is lower, so MaxScore's test needs at least as many.
+        self._scored_by: dict[frozenset[str], tuple[np.ndarray, np.ndarray]] = {}
+        self._least = 1
         terms: dict[str, _Term] = {}
         for term, idf in self.sequence:
             if term in terms:
@@ -134,11 +139,13 @@ class QueryScores:
         order = sorted(self.terms, key=lambda t: (-self.terms[t].bound, self.terms[t].size))
         budget = POSTINGS_PER_DEPTH * depth
         essential = len(order)
-        while essential > 1 and self.terms[order[essential - 1]].size > budget:
+        while essential > self._least and self.terms[order[essential - 1]].size > budget:
             essential -= 1
         while True:
-            read = set(order[:essential])
-            rows, scores = self._scored(read)
+            read = frozenset(order[:essential])
+            if read not in self._scored_by:
+                self._scored_by[read] = self._scored(read)
+            rows, scores = self._scored_by[read]
             left_out = sum(self.terms[t].bound for t in order[essential:])
             cut = 0.0  # the depth-th best score: no better chunk was cut
             if len(rows) > depth:
@@ -149,10 +156,11 @@ class QueryScores:
             # MaxScore's test (the left-out terms cannot lift a chunk past the cut), or bounds
             # too small to matter beside the best score.
             if essential == len(order) or left_out <= max(cut, NEGLIGIBLE * best):
+                self._least = max(self._least, essential)
                 return KeywordTop(rows, scores, max(cut, left_out))
             essential += 1
 
-    def _scored(self, read: set[str]) -> tuple[np.ndarray, np.ndarray]:
+    def _scored(self, read: frozenset[str]) -> tuple[np.ndarray, np.ndarray]:
         """Return the chunks (ascending) holding any term in ``read``, and their full scores.
 
         Summed as :meth:`BM25Store.sparse_scores` sums: term by term in query order, float64.
@@ -161,16 +169,22 @@ class QueryScores:
         for term in read:
             if term not in self._read:
                 self._read[term] = self._postings(term, self.terms[term].idf)
-        postings = {term: self._read[term] for term in read}
-        held = [rows for found in postings.values() for rows, _ in found]
+        read_terms = [term for term in dict.fromkeys(t for t, _ in self.sequence) if term in read]
+        held = [rows for term in read_terms for rows, _ in self._read[term]]
         if not held:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
-        rows = union_rows(*held)
+        rows, held_places = union_places(*held)
+        placed, start = {}, 0  # each read term's postings' positions in ``rows``
+        for term in read_terms:
+            for at, (chunk_rows, values) in enumerate(self._read[term]):
+                placed[term, at] = (held_places[start : start + len(chunk_rows)], values)
+                start += len(chunk_rows)
         places, parts = [], []
         for term, idf in self.sequence:
             if term in read:
-                for chunk_rows, values in postings[term]:
-                    places.append(np.searchsorted(rows, chunk_rows))
+                for at in range(len(self._read[term])):
+                    place, values = placed[term, at]
+                    places.append(place)
                     parts.append(values)
             else:
                 place, values = self._lookup(term, idf, rows)

@@ -13,7 +13,10 @@ and BM25 scores: a chunk in neither top list scores no better on either. When ea
 distance and the final k-th are within the bound, no outside chunk could have been a sender or
 a hit, and the ranking is the full scan's (up to ties at the bound, which the full scan breaks
 arbitrarily too, and up to what the IVF search misses when the index has one). Otherwise M
-grows ×4 and it runs again; at M = every chunk it is the full scan.
+grows and the ranking is first checked again, not recomputed (:func:`still_holds`): a chunk the
+deeper lists add was reached by no sender, so it keeps its h⁰, and if that h⁰ and the deeper
+bound are no smaller than each layer's K-th sender and the final k-th, no sender and no hit
+changes. Only when that fails does it run again; at M = every chunk it is the full scan.
 """
 
 from __future__ import annotations
@@ -47,12 +50,17 @@ class Candidates:
 
 @dataclass(frozen=True)
 class LocalRanking:
-    """The chunks reached, their final distances, senders (chunk rows, −1) and channels."""
+    """The chunks reached, their final distances, senders (chunk rows, −1) and channels.
+
+    ``worst_senders``: each layer's K-th smallest distance among the chunks it had (∞ when it
+    had fewer than K): a chunk from outside enters no layer's senders while it is farther.
+    """
 
     rows: np.ndarray
     h: np.ndarray
     sender: np.ndarray
     channel: np.ndarray
+    worst_senders: tuple[float, ...] = ()
 
     def best(self, k: int) -> np.ndarray:
         """Return the positions (in ``rows``) of the ``k`` smallest distances, ties by row."""
@@ -123,12 +131,10 @@ def propagate_local(
     h = h0_of(rows)  # float32, as the full scan's h⁰: its first layer blends in float32
     sender = np.full(len(rows), -1, dtype=np.int64)
     channel = np.full(len(rows), -1, dtype=np.int64)
-    exact = True
+    worst: list[float] = []
     for _ in range(layers):
         top = rows[smallest(h, top_k)]
-        exact &= start.bound == np.inf or (
-            len(top) == top_k and bool(np.max(_at(h, rows, top)) <= start.bound)
-        )
+        worst.append(float(np.max(_at(h, rows, top))) if len(top) == top_k else np.inf)
         reached = union_rows(rows, *[receivers(m, top) for m, _ in channels])
         if len(reached) > len(rows):
             h, sender, channel = _grown(h0_of, rows, reached, h, sender, channel)
@@ -139,7 +145,28 @@ def propagate_local(
         sender = np.where(moved, rows[np.maximum(layer.sender, 0)], sender)
         channel = np.where(moved, used, channel)
         h = layer.h
-    return LocalRanking(rows, h, sender, channel), exact
+    exact = start.bound == np.inf or all(w <= start.bound for w in worst)
+    return LocalRanking(rows, h, sender, channel, tuple(worst)), exact
+
+
+def still_holds(
+    found: LocalRanking, k: int, wanted: int, start: Candidates, h0_of: Distances
+) -> bool:
+    """Whether ``found`` is also the ranking from the deeper candidates ``start``.
+
+    A chunk of ``start`` that ``found`` lacks received no message (every receiver was reached),
+    so its distance stays its h⁰; with every other chunk at least ``start.bound``, none of them
+    enters a layer's senders or the top ``k`` if both stay at or above each layer's K-th sender
+    and the k-th hit (``wanted``: how many hits there must be, fewer when the index is small).
+    """
+    new = np.setdiff1d(start.rows, found.rows, assume_unique=True)
+    floor = start.bound
+    if len(new):
+        floor = min(floor, float(h0_of(new).min()))
+    best = found.best(k)
+    if len(best) != wanted or found.h[best].max() > floor:
+        return False
+    return all(w <= floor for w in found.worst_senders)
 
 
 def _at(h: np.ndarray, rows: np.ndarray, wanted: np.ndarray) -> np.ndarray:

@@ -13,7 +13,7 @@ from hopgraph.graph_store.ivf import IVF
 from hopgraph.graph_store.manifest import read_manifest
 from hopgraph.tools import make_retriever
 from hopgraph.tools.gnn_layers import propagate, smallest
-from hopgraph.tools.gnn_local import Candidates, propagate_local
+from hopgraph.tools.gnn_local import Candidates, propagate_local, still_holds
 
 WORDS = "river bridge castle harbour mountain forest library station market temple".split()
 QUESTIONS = ("castle river", "library market station", "temple forest harbour bridge")
@@ -179,6 +179,41 @@ def test_local_gnn_ranks_as_the_full_scan(seed, only_lower, layers):
             break
     else:
         pytest.fail("the bound never held")
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_deeper_candidates_confirm_a_local_ranking_only_where_it_is_the_full_scans(seed):
+    """A first round whose bound is too loose to certify it (the hybrid base's bound sums two
+    lists' floors) is checked against deeper lists: confirmed, it is the full scan's ranking; a
+    chunk the deeper lists bring closer than a sender is not."""
+    rng = np.random.default_rng(seed)
+    n, k, top_k, layers = 3000, 5, 10, 2  # fewer hits than senders
+    h0 = rng.random(n).astype(np.float32)
+    entity, link = random_graph(rng, n, 3), random_graph(rng, n, 2, directed=True)
+    full, _, _ = propagate(h0, [(entity, 0.65), (link, 0.2)], top_k, layers, True)
+    order = np.argsort(h0, kind="stable")
+    confirmed = senders = 0
+    for shallow in (12, 16, 24, 32):
+        start = Candidates(order[:shallow], float(h0[order[shallow // 2]]))  # loose, valid
+        found, exact = propagate_local(
+            lambda rows: h0[rows], start, [([entity], 0.65), ([link], 0.2)], top_k, layers, True
+        )
+        deeper = Candidates(order[: 8 * shallow], float(h0[order[4 * shallow]]))
+        if still_holds(found, k, k, deeper, lambda rows: h0[rows]):
+            confirmed += not exact
+            assert found.rows[found.best(k)].tolist() == smallest(full, k).tolist()
+        # a chunk outside the first round's, closer than every sender: never confirmed
+        outside = np.setdiff1d(order[shallow : 8 * shallow], found.rows)[0]
+        closer = h0.copy()
+        closer[outside] = 0.0
+        assert not still_holds(found, k, k, deeper, closer.__getitem__)
+        # nor one that would be no hit but a sender: its messages could move a hit
+        kth, worst = float(found.h[found.best(k)].max()), max(found.worst_senders)
+        if kth < worst:
+            closer[outside] = (kth + worst) / 2
+            assert not still_holds(found, k, k, deeper, closer.__getitem__)
+            senders += 1
+    assert confirmed and senders  # some first round failed its bound; the deeper lists confirmed it
 
 
 def test_cosines_are_the_full_scans_for_the_rows_asked_only(ivf_index):
