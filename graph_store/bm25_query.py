@@ -92,10 +92,11 @@ class QueryScores:
         self.sequence = sequence  # query order, repeats kept: the sum's order
         self._read = read  # each term's postings once read, shared with extended queries
         # Chunks scored in full, by the terms read: a deeper ask (GNN-Ret's next round) that
-        # reads the same terms only cuts again. The fewest terms a deeper ask must read: a
-        # deeper cut is lower, so MaxScore's test needs at least as many.
+        # reads the same terms only cuts again. It starts from the terms the last ask read (a
+        # deeper cut is lower, so MaxScore's test needs at least as many) and adds while the
+        # test fails, rather than from the budget, which would read more than it needs.
         self._scored_by: dict[frozenset[str], tuple[np.ndarray, np.ndarray]] = {}
-        self._least = 1
+        self._least = 0
         terms: dict[str, _Term] = {}
         for term, idf in self.sequence:
             if term in terms:
@@ -138,9 +139,11 @@ class QueryScores:
         """
         order = sorted(self.terms, key=lambda t: (-self.terms[t].bound, self.terms[t].size))
         budget = POSTINGS_PER_DEPTH * depth
-        essential = len(order)
-        while essential > self._least and self.terms[order[essential - 1]].size > budget:
-            essential -= 1
+        essential = self._least  # after a first ask, the terms that served it (then add)
+        if not essential:
+            essential = len(order)
+            while essential > 1 and self.terms[order[essential - 1]].size > budget:
+                essential -= 1
         while True:
             read = frozenset(order[:essential])
             if read not in self._scored_by:
