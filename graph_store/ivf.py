@@ -93,7 +93,7 @@ class IVF:
         import faiss
 
         key = np.asarray(query, dtype=np.float32).tobytes()
-        last = self._last[-1] if self._last else None  # one read: threads may replace it
+        last = (self._last[-1:] or [None])[0]  # one read: threads may replace it
         if last is not None and last[0] == key and (len(last[1]) >= depth or last[2]):
             return last[1][:depth]
         params = faiss.SearchParametersIVF(nprobe=self.nprobe)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
@@ -48,6 +48,9 @@ class SearchSegment:
     vectors: np.ndarray
     chunk_rows: np.ndarray
     ivf: IVF | None
+    _last: list = field(default_factory=list, compare=False, repr=False)
+    """The last query's rescored candidates, [(query bytes, rows, cosines)]: a deeper search for
+    the same query (GNN-Ret's next round) reads only the rows it adds from the table."""
 
     def top(self, query: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
         """Return this segment's ``n`` best live (chunk rows, cosines), ties included, unordered."""
@@ -56,7 +59,7 @@ class SearchSegment:
             rows = np.arange(len(scores))
         else:  # the IVF proposes, the table scores: every cosine returned is exact
             rows = np.sort(self.ivf.candidates(query, n + max(n // 8, RESCORED)))
-            scores = _dot(self.vectors[rows], query)
+            scores = self._rescored(query, rows)
         chunk_rows = self.chunk_rows[rows]
         live = chunk_rows >= 0
         chunk_rows, scores = chunk_rows[live], scores[live]
@@ -65,6 +68,26 @@ class SearchSegment:
             keep = scores >= cut
             chunk_rows, scores = chunk_rows[keep], scores[keep]
         return chunk_rows, scores
+
+    def _rescored(self, query: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """Return the exact cosines at ``rows`` (ascending), reusing the last search's."""
+        key = query.tobytes()
+        last = (self._last[-1:] or [None])[0]  # one read: threads may replace it
+        scores = np.empty(len(rows), dtype=np.float32)
+        todo = np.ones(len(rows), dtype=bool)
+        if last is not None and last[0] == key and len(last[1]):
+            at = np.minimum(np.searchsorted(last[1], rows), len(last[1]) - 1)
+            todo = last[1][at] != rows
+            scores[~todo] = last[2][at[~todo]]
+        scores[todo] = _dot(self.vectors[rows[todo]], query)
+        self._last[:] = [(key, rows, scores)]
+        return scores
+
+    def forget(self) -> None:
+        """Drop what is kept of the last query's search (so a timing includes it)."""
+        self._last.clear()
+        if self.ivf is not None:
+            self.ivf.forget()
 
 
 class VectorSearch:
@@ -88,10 +111,9 @@ class VectorSearch:
             )
 
     def forget(self) -> None:
-        """Drop what the IVFs keep of the last query's search."""
+        """Drop what the segments keep of the last query's search."""
         for segment in self.segments:
-            if segment.ivf is not None:
-                segment.ivf.forget()
+            segment.forget()
 
     @classmethod
     def open(

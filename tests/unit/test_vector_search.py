@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -11,6 +13,7 @@ from hopgraph.core.settings import IndexSettings
 from hopgraph.graph_store import Document, Index, build_index, vector_table
 from hopgraph.graph_store.ivf import IVF
 from hopgraph.graph_store.manifest import read_manifest
+from hopgraph.graph_store.vector_search import SearchSegment
 from hopgraph.tools import make_retriever
 from hopgraph.tools.gnn_layers import propagate, smallest
 from hopgraph.tools.gnn_local import Candidates, propagate_local, still_holds
@@ -214,6 +217,38 @@ def test_deeper_candidates_confirm_a_local_ranking_only_where_it_is_the_full_sca
             assert not still_holds(found, k, k, deeper, closer.__getitem__)
             senders += 1
     assert confirmed and senders  # some first round failed its bound; the deeper lists confirmed it
+
+
+class _CountedRows(np.ndarray):
+    """A vector table that records how many rows each gather reads."""
+
+    gathered: ClassVar[list[int]] = []
+
+    def __getitem__(self, key):
+        if isinstance(key, np.ndarray):
+            _CountedRows.gathered.append(len(key))
+        return np.asarray(super().__getitem__(key))
+
+
+def test_a_deeper_search_for_the_same_query_reads_only_the_rows_it_adds():
+    rng = np.random.default_rng(0)
+    vectors = rng.standard_normal((3000, 16)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    segment = SearchSegment(vectors.view(_CountedRows), np.arange(3000), IVF.build(vectors))
+    query = vectors[7]
+    _CountedRows.gathered.clear()
+    shallow = segment.top(query, 20)
+    deep = segment.top(query, 200)
+    first, second = _CountedRows.gathered
+    proposed = len(segment.ivf.candidates(query, 200 + 32))  # the IVF's, a prefix of which
+    assert first == 20 + 32 and second == proposed - first  # the shallow search read
+    assert set(shallow[0]) <= set(deep[0])
+    np.testing.assert_allclose(np.sort(deep[1]), np.sort(vectors[deep[0]] @ query), rtol=1e-6)
+    segment.forget()
+    _CountedRows.gathered.clear()
+    again = segment.top(query, 200)
+    assert _CountedRows.gathered[0] >= 200  # forgotten: every candidate read again
+    np.testing.assert_array_equal(np.sort(again[0]), np.sort(deep[0]))
 
 
 def test_cosines_are_the_full_scans_for_the_rows_asked_only(ivf_index):
