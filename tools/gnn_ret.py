@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -47,6 +47,7 @@ import scipy.sparse as sp
 
 from hopgraph.core.arrays import union_rows
 from hopgraph.core.errors import IndexStateError, InputError
+from hopgraph.core.threads import beside
 from hopgraph.graph_store import Index
 from hopgraph.graph_store.bm25_query import KeywordTop, Lookups, QueryScores
 from hopgraph.graph_store.passage_graph import DIRECTED, EDGE_TYPES, PassageGraphSettings
@@ -380,13 +381,6 @@ class GNNRetriever(Guarded):
         return (self.index.passage_graph.ids[sender], *kinds)
 
 
-_BESIDE = ThreadPoolExecutor(max_workers=4, thread_name_prefix="hopgraph-dense")
-"""Runs a text's first dense search while its BM25 top is read. faiss, the BLAS product that
-rescores its candidates and numpy's sorts release the GIL, so on two cores the hybrid base costs
-the slower of its halves, not their sum: at a million chunks BM25's top takes 1.1 ms (p95 2.7)
-beside the dense search's 2.5, and grows with the postings while the dense search does not."""
-
-
 class _Text:
     """One text's h⁰ under a retriever's base: its candidates at a depth, its distances at rows.
 
@@ -413,7 +407,7 @@ class _Text:
         self.keywords: QueryScores | None = None
         self._first_dense: Future | None = None
         if self.vector is not None and weight < 1:  # the two halves' first tops side by side
-            self._first_dense = _BESIDE.submit(self._dense, first)
+            self._first_dense = beside(self._dense, first)
         if weight < 1:
             self.keywords = (
                 extends.keywords.extended(text[len(extends.text) + 1 :])

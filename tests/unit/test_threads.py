@@ -1,0 +1,29 @@
+"""The pool a query's side work runs in."""
+
+import os
+import threading
+
+import pytest
+
+from hopgraph.core.threads import beside
+
+
+def test_work_runs_in_another_thread_and_its_failure_reaches_the_caller():
+    assert beside(threading.get_ident).result() != threading.get_ident()
+    assert beside(sum, [1, 2, 3]).result() == 6
+    with pytest.raises(ZeroDivisionError):
+        beside(divmod, 1, 0).result()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork here")
+def test_a_forked_child_gets_a_pool_of_its_own():
+    beside(int).result()  # the parent's pool has its threads now
+    child = os.fork()
+    if child == 0:  # the child inherits the pool object, none of its threads
+        code = 1
+        try:
+            code = 0 if beside(sum, [2, 3]).result(timeout=10) == 5 else 1
+        finally:
+            os._exit(code)  # never back into pytest
+    _, status = os.waitpid(child, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
