@@ -56,6 +56,7 @@ from .gnn_layers import propagate, smallest
 from .gnn_local import (
     FIRST_DEPTH,
     Candidates,
+    KnownDistances,
     LocalRanking,
     has_edge,
     propagate_local,
@@ -278,9 +279,11 @@ class GNNRetriever(Guarded):
             ([index.passage_graph.edges[t] for t in c.edge_types], c.alpha) for c in self.channels
         ]
 
-        def h0_of(rows: np.ndarray) -> np.ndarray:
+        def distances(rows: np.ndarray) -> np.ndarray:
             looked_up: Lookups = {}  # the expansion repeats the question's words
             return np.minimum.reduce([text.h0_of(rows, looked_up) for text in texts])
+
+        h0_of = KnownDistances(distances)
 
         found: LocalRanking | None = None
         while True:

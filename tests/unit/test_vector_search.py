@@ -16,7 +16,7 @@ from hopgraph.graph_store.manifest import read_manifest
 from hopgraph.graph_store.vector_search import SearchSegment
 from hopgraph.tools import make_retriever
 from hopgraph.tools.gnn_layers import propagate, smallest
-from hopgraph.tools.gnn_local import Candidates, propagate_local, still_holds
+from hopgraph.tools.gnn_local import Candidates, KnownDistances, propagate_local, still_holds
 
 WORDS = "river bridge castle harbour mountain forest library station market temple".split()
 QUESTIONS = ("castle river", "library market station", "temple forest harbour bridge")
@@ -217,6 +217,15 @@ def test_deeper_candidates_confirm_a_local_ranking_only_where_it_is_the_full_sca
             assert not still_holds(found, k, k, deeper, closer.__getitem__)
             senders += 1
     assert confirmed and senders  # some first round failed its bound; the deeper lists confirmed it
+
+
+def test_known_distances_compute_each_row_once_and_answer_in_the_order_asked():
+    h0 = np.random.default_rng(0).random(100).astype(np.float32)
+    asked: list[int] = []
+    known = KnownDistances(lambda rows: asked.extend(rows.tolist()) or h0[rows])
+    for rows in ([5, 9, 40], [1, 5, 40, 77], [9], [0, 1, 2, 99]):
+        np.testing.assert_array_equal(known(np.array(rows)), h0[rows])
+    assert sorted(asked) == [0, 1, 2, 5, 9, 40, 77, 99]  # each row once
 
 
 class _CountedRows(np.ndarray):
