@@ -13,6 +13,11 @@ before the clock starts), with the IVF's recall@10 against exact on those querie
 of two MCP servers on the index (evals/bench/serving.py: RSS, and PSS, which counts the pages
 they share once); and the growth per doubling. Each phase runs in its own process and reports
 its own peak RSS.
+
+``--one N --phase P --workdir DIR`` runs one phase of one size in a folder that is kept (index
+first, then graph, then any other). ``--growth DIR_100K DIR_1M`` times dense and gnn_ret on such
+folders in one process, the sizes taking turns on every query, and reports each p95 over the
+smallest's: the ratio a user would see, without the machine's drift between two runs.
 """
 
 from __future__ import annotations
@@ -303,6 +308,12 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(run_phase(args.phase, args.one, args.workdir)))
         return 0
     if args.growth:
+        for workdir in args.growth:
+            if not (workdir / "change.json").is_file() or not (workdir / "index").is_dir():
+                parser.error(
+                    f"{workdir} is no scale work folder (it needs index/ and change.json): make "
+                    f"one with `--one N --phase index --workdir {workdir}`, then `--phase graph`"
+                )
         return _print_growth(growth(args.growth), args.out)
     if args.one:
         with tempfile.TemporaryDirectory(prefix="hopgraph-scale-") as tmp:

@@ -1,4 +1,6 @@
-"""The latency benchmark times each method without, then with, the query's embedding."""
+"""The latency benchmarks: each method without, then with, the query embedding; sizes in turn."""
+
+import pytest
 
 from hopgraph.evals.bench.__main__ import time_queries
 from hopgraph.graph_store.index import Index
@@ -51,3 +53,12 @@ def test_growth_times_every_size_in_turn_and_reports_each_p95_over_the_first(tmp
         assert 0 < small[method]["p50"] <= small[method]["p95"]
         assert large["p95_growth"][method] == large[method]["p95"] / small[method]["p95"]
     assert "p95_growth" not in small
+
+
+def test_growth_names_a_folder_that_is_no_work_folder(tmp_path, capsys):
+    from hopgraph.evals.bench import scale
+
+    with pytest.raises(SystemExit) as exit_:
+        scale.main(["--growth", str(tmp_path)])
+    assert exit_.value.code == 2
+    assert "no scale work folder" in capsys.readouterr().err
