@@ -21,6 +21,19 @@ def unique_rows(rows: np.ndarray) -> np.ndarray:
     return ordered[keep]
 
 
+def sparse_at(
+    rows: np.ndarray, values: np.ndarray, wanted: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Look ``wanted`` up in a sparse vector (``rows`` ascending): (held, values, 0 elsewhere)."""
+    out = np.zeros(len(wanted), dtype=values.dtype)
+    hit = np.zeros(len(wanted), dtype=bool)
+    if len(rows):
+        at = np.minimum(np.searchsorted(rows, wanted), len(rows) - 1)
+        hit = rows[at] == wanted
+        out[hit] = values[at[hit]]
+    return hit, out
+
+
 def union_places(*parts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Return the distinct values of several integer arrays (ascending) and where each lands.
 

@@ -24,6 +24,7 @@ from typing import Literal
 
 import numpy as np
 
+from hopgraph.core.arrays import sparse_at
 from hopgraph.core.errors import IndexStateError
 
 from .ivf import IVF
@@ -73,13 +74,11 @@ class SearchSegment:
         """Return the exact cosines at ``rows`` (ascending), reusing the last search's."""
         key = query.tobytes()
         last = (self._last[-1:] or [None])[0]  # one read: threads may replace it
-        scores = np.empty(len(rows), dtype=np.float32)
-        todo = np.ones(len(rows), dtype=bool)
-        if last is not None and last[0] == key and len(last[1]):
-            at = np.minimum(np.searchsorted(last[1], rows), len(last[1]) - 1)
-            todo = last[1][at] != rows
-            scores[~todo] = last[2][at[~todo]]
-        scores[todo] = _dot(self.vectors[rows[todo]], query)
+        known, scores = (
+            sparse_at(last[1], last[2], rows) if last is not None and last[0] == key
+            else (np.zeros(len(rows), dtype=bool), np.zeros(len(rows), dtype=np.float32))
+        )  # fmt: skip
+        scores[~known] = _dot(self.vectors[rows[~known]], query)
         self._last[:] = [(key, rows, scores)]
         return scores
 

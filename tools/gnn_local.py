@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from hopgraph.core.arrays import union_rows, unique_rows
+from hopgraph.core.arrays import sparse_at, union_rows, unique_rows
 
 from .gnn_layers import smallest, typed_layer
 
@@ -81,12 +81,7 @@ class KnownDistances:
 
     def __call__(self, rows: np.ndarray) -> np.ndarray:
         """Return h⁰ at ``rows`` (distinct), computing only the rows not asked before."""
-        out = np.empty(len(rows), dtype=np.float32)
-        known = np.zeros(len(rows), dtype=bool)
-        if len(self._rows):
-            at = np.minimum(np.searchsorted(self._rows, rows), len(self._rows) - 1)
-            known = self._rows[at] == rows
-            out[known] = self._h[at[known]]
+        known, out = sparse_at(self._rows, self._h, rows)
         if not known.all():
             missing = rows[~known]
             out[~known] = fresh = self._h0_of(missing)

@@ -45,7 +45,7 @@ from typing import Any, ClassVar
 import numpy as np
 import scipy.sparse as sp
 
-from hopgraph.core.arrays import union_rows
+from hopgraph.core.arrays import sparse_at, union_rows
 from hopgraph.core.errors import IndexStateError, InputError
 from hopgraph.core.threads import beside
 from hopgraph.graph_store import Index
@@ -312,7 +312,7 @@ class GNNRetriever(Guarded):
         self, vector: np.ndarray, rows: np.ndarray, known: tuple[np.ndarray, np.ndarray] | None
     ) -> np.ndarray:
         """Return the cosines at ``rows``: dense search's where it scored them, else the table's."""
-        hit, out = _sparse_at(*known, rows) if known is not None else (
+        hit, out = sparse_at(*known, rows) if known is not None else (
             np.zeros(len(rows), dtype=bool), np.zeros(len(rows), dtype=np.float32))  # fmt: skip
         missing = ~hit
         if missing.any():
@@ -493,19 +493,6 @@ class _Text:
                 return int(rows[at])
             depth *= 4
         return int(smallest(retriever._distances(self.text), 1)[0])
-
-
-def _sparse_at(
-    rows: np.ndarray, values: np.ndarray, wanted: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """Look ``wanted`` up in a sparse vector (``rows`` ascending): (held, values, 0 elsewhere)."""
-    out = np.zeros(len(wanted), dtype=np.float32)
-    hit = np.zeros(len(wanted), dtype=bool)
-    if len(rows):
-        at = np.minimum(np.searchsorted(rows, wanted), len(rows) - 1)
-        hit = rows[at] == wanted
-        out[hit] = values[at[hit]]
-    return hit, out
 
 
 def load_channels(path: Path, index: Index) -> tuple[Channel, ...]:
