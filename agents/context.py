@@ -13,7 +13,7 @@ from typing import Any, ClassVar, Self
 from langchain_core.language_models import BaseChatModel
 
 from hopgraph.graph_store import Index
-from hopgraph.graph_store.filters import Where
+from hopgraph.graph_store.documents.filters import Where
 from hopgraph.tools import DEFAULT_PRESET, Hit, Retriever, check_preset, make_retriever
 from hopgraph.tools.expand import EXPAND_HELP, Expansion, expand_hits
 
@@ -37,7 +37,7 @@ class AgentContext:
         default=None,
         metadata={
             "description": "only passages that pass this filter, e.g. "
-            '{"section": {"$has": "Signals"}} (hopgraph.graph_store.filters)'
+            '{"section": {"$has": "Signals"}} (hopgraph.graph_store.documents.filters)'
         },
     )
     expand: str | None = field(

@@ -8,7 +8,7 @@ from typing import Any
 from typing_extensions import TypedDict  # pydantic reads it on Python < 3.12 (server schemas)
 
 from hopgraph.graph_store import Index
-from hopgraph.graph_store.filters import Where
+from hopgraph.graph_store.documents.filters import Where
 from hopgraph.prompts import passage
 from hopgraph.tools import RETRIEVERS, Hit, make_retriever
 from hopgraph.tools.expand import Expansion, expand_hits

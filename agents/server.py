@@ -26,7 +26,7 @@ from hopgraph.core.errors import HopgraphError, InputError
 from hopgraph.core.llm import choose_chat, required_chat
 from hopgraph.core.settings import default_index_dir, settings
 from hopgraph.graph_store import Index, LiveIndex
-from hopgraph.graph_store.filters import JSON_HELP, WhereValue
+from hopgraph.graph_store.documents.filters import JSON_HELP, WhereValue
 from hopgraph.tools import DEFAULT_PRESET
 from hopgraph.tools.expand import EXPAND_HELP
 

@@ -199,7 +199,7 @@ def default_index_dir() -> Path:
 
 
 def encoders_dir() -> Path:
-    """Return where the ONNX exports of embedding models are kept (graph_store.onnx_encoder)."""
+    """Return where the ONNX exports of embedding models are kept (embedding/onnx_encoder.py)."""
     return settings().encoders or cache_dir() / "encoders"
 
 

@@ -19,7 +19,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from hopgraph.graph_store.check import check_index
+from hopgraph.graph_store.index.check import check_index
 
 DAMAGES: dict[str, Callable[[Path], None]] = {}
 
@@ -63,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--index", type=Path, required=True, help="a graph-built index")
     parser.add_argument("--repair", action="store_true", help="repair what check finds")
     args = parser.parse_args(argv)
-    from hopgraph.graph_store.repair import repair
+    from hopgraph.graph_store.index.repair import repair
 
     expected = _answers(args.index)
     files = sorted(p.relative_to(args.index) for p in (args.index / "chroma").rglob("*"))
@@ -101,7 +101,7 @@ METHODS = ("dense", "naive_ge")
 
 def _answers(directory: Path) -> dict[str, list[tuple[str, float]]]:
     """Return each method's top 5 for :data:`QUESTION`: ids and scores (rounded to 1e-5)."""
-    from hopgraph.graph_store.index import Index
+    from hopgraph.graph_store.index.reader import Index
     from hopgraph.tools.registry import make_retriever
 
     with Index.open(directory) as index:

@@ -15,10 +15,10 @@ import sys
 from pathlib import Path
 
 from hopgraph.core.settings import settings
-from hopgraph.graph_store.chunking import chunk_document
-from hopgraph.graph_store.documents import Chunk, Document
-from hopgraph.graph_store.embedding import load_embedder
-from hopgraph.graph_store.loaders import load_corpus
+from hopgraph.graph_store.documents.chunking import chunk_document
+from hopgraph.graph_store.documents.loaders import load_corpus
+from hopgraph.graph_store.documents.schema import Chunk, Document
+from hopgraph.graph_store.embedding.embedders import load_embedder
 
 
 def rst_heading_paths(path: Path) -> set[str]:
@@ -26,7 +26,7 @@ def rst_heading_paths(path: Path) -> set[str]:
     from docutils import nodes
     from docutils.core import publish_doctree
 
-    from hopgraph.graph_store import rst, rst_sphinx
+    from hopgraph.graph_store.documents import rst, rst_sphinx
 
     text = path.read_text(encoding="utf-8")
     rst_sphinx.register_unknown(text)

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from hopgraph.graph_store.embedding import load_embedder
+from hopgraph.graph_store.embedding.embedders import load_embedder
 
 from .json_server import Answer, LocalJSONServer
 

@@ -31,7 +31,7 @@ from hopgraph.tools.hop_classifier import (
 )
 
 if TYPE_CHECKING:
-    from hopgraph.graph_store.embedding import Embedder
+    from hopgraph.graph_store.embedding.embedders import Embedder
 
 MULTI_HOP_SETS = ("musique-train", "hotpotqa-train", "2wiki-train")
 
@@ -81,7 +81,7 @@ def question_vectors(texts: list[str], model: str) -> np.ndarray:
 @cache
 def _query_embedder(model: str) -> Embedder:
     from hopgraph.core.settings import IndexSettings
-    from hopgraph.graph_store.embedding import embedder_for
+    from hopgraph.graph_store.embedding.embedders import embedder_for
 
     return embedder_for(IndexSettings(model=model), queries=True)
 

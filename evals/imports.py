@@ -4,36 +4,76 @@
 
 import-linter (``lint-imports``, run by the unit suite) enforces the layers; this counts them.
 Each floor is a top-level folder of the checkout (core/, graph_store/, tools/, agents/, evals/,
-prompts/; the surfaces are hopgraph/, which links to the others), read as installed.
+prompts/; the surfaces are hopgraph/, which links to the others), read as installed, and
+graph_store's rooms are floors of their own: its sub-packages, with its face (the package's
+``__init__``, which names the public ``Index``, ``build_index``, ...) above them. A floor may hold
+rooms that must not import one another (stores and embedding): an arrow between them is counted
+apart, as an arrow across a floor.
 """
 
 from __future__ import annotations
 
-FLOORS = ("prompts", "core", "graph_store", "tools", "agents", "evals")
-"""From the bottom; every other module of hopgraph is a surface, the top floor."""
+FLOORS: tuple[tuple[str, ...], ...] = (
+    ("prompts",),
+    ("core",),
+    ("graph_store.documents",),
+    ("graph_store.embedding", "graph_store.stores"),
+    ("graph_store.graphs",),
+    ("graph_store.index",),
+    ("graph_store",),
+    ("tools",),
+    ("agents",),
+    ("evals",),
+)
+"""From the bottom, each floor's rooms; every other module of hopgraph is a surface, the top
+floor. The order is pyproject.toml's layer contracts."""
+
+SURFACES = "surfaces"
 
 
-def _floor(module: str) -> int:
-    parts = module.split(".")
-    return FLOORS.index(parts[1]) if len(parts) > 1 and parts[1] in FLOORS else len(FLOORS)
+def room(module: str) -> str:
+    """Return the room a module of hopgraph belongs to: the longest name of FLOORS it is in."""
+    name = module.removeprefix("hopgraph.")
+    rooms = [r for floor in FLOORS for r in floor if name == r or name.startswith(r + ".")]
+    return max(rooms, key=len) if rooms else SURFACES
+
+
+def floor_of(room_name: str) -> int:
+    """Return a room's floor, 0 at the bottom; the surfaces are the top floor."""
+    for number, floor in enumerate(FLOORS):
+        if room_name in floor:
+            return number
+    return len(FLOORS)
 
 
 def draw() -> dict[str, int]:
-    """Return the counts: floors, arrows between floors, arrows running up, module circles."""
+    """Return the counts: floors, arrows between floors, arrows running up or across, circles."""
     import grimp  # import-linter's graph builder (the test extra)
     import networkx as nx
 
     graph = grimp.build_graph("hopgraph", cache_dir=None)
     edges = [(m, i) for m in graph.modules for i in graph.find_modules_directly_imported_by(m)]
-    between = {(_floor(m), _floor(i)) for m, i in edges if _floor(m) != _floor(i)}
+    between = {(room(m), room(i)) for m, i in edges if room(m) != room(i)}
     return {
         "floors": len(FLOORS) + 1,
-        "arrows_between_floors": len(between),
-        "arrows_running_up": sum(1 for a, b in between if b > a),
+        "rooms": sum(map(len, FLOORS)) + 1,
+        "arrows_between_rooms": len(between),
+        "arrows_running_up": sum(1 for a, b in between if floor_of(b) > floor_of(a)),
+        "arrows_across_a_floor": sum(1 for a, b in between if floor_of(b) == floor_of(a)),
         "module_circles": sum(1 for _ in nx.simple_cycles(nx.DiGraph(edges))),
     }
 
 
+def floors_text() -> str:
+    """Return the floors from the top, a line each, with their rooms."""
+    lines = [f"{len(FLOORS):>2}  {SURFACES}"]
+    for number in range(len(FLOORS) - 1, -1, -1):
+        lines.append(f"{number:>2}  {' | '.join(FLOORS[number])}")
+    return "\n".join(lines)
+
+
 if __name__ == "__main__":
+    print(floors_text())
+    print()
     for name, count in draw().items():
         print(f"{name:<22} {count}")

@@ -14,11 +14,11 @@ from tqdm.auto import tqdm
 from hopgraph.core.errors import InputError
 from hopgraph.core.settings import IndexSettings, cache_dir
 from hopgraph.graph_store import Document, Index, build_index, load_corpus, load_documents
-from hopgraph.graph_store.build import build_graphs
-from hopgraph.graph_store.graph_build import GraphSettings
-from hopgraph.graph_store.manifest import MANIFEST
-from hopgraph.graph_store.triple_vectors import embed_triple_vectors
-from hopgraph.graph_store.vector_search import SearchMode
+from hopgraph.graph_store.index.build import build_graphs
+from hopgraph.graph_store.index.graph_build import GraphSettings
+from hopgraph.graph_store.index.triple_vectors import embed_triple_vectors
+from hopgraph.graph_store.stores.manifest import MANIFEST
+from hopgraph.graph_store.stores.vector_search import SearchMode
 from hopgraph.tools import DEFAULT_PRESET, Hit, Retriever, make_retriever
 
 from .datasets import Question, corpus_of, section_key
@@ -76,7 +76,7 @@ def eval_index(
     against ``expect_model`` when the user named a model. ``with_graphs`` builds the graphs
     (default settings) if the index has none; ``with_triple_vectors`` embeds their triples
     when they are not there (a method searches them; triple_vectors.embed_triple_vectors).
-    ``search``: how dense search reads the vectors (graph_store/vector_search.py).
+    ``search``: how dense search reads the vectors (graph_store/stores/vector_search.py).
     """
     corpus = corpus_of(data)
     if index_dir is None:

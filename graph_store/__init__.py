@@ -1,5 +1,11 @@
 """The index: documents, chunks, Chroma vectors and BM25 in one directory.
 
+Its rooms, from the ground up: ``documents`` (reading a source into documents and chunks),
+``embedding`` and ``stores`` (the embedders; where chunks, vectors and keywords are kept),
+``graphs`` (extraction, the passage and knowledge graphs) and ``index`` (the index's life:
+opened, written, checked and mended). Each imports only the rooms below it (pyproject.toml's
+contracts).
+
 The names below are imported on first use (PEP 562): a command that only reads the manifest
 does not import Chroma, networkx or the embedding model's libraries.
 """
@@ -10,36 +16,30 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .build import (
-        SyncReport,
-        WriteReport,
-        add_documents,
-        build_graphs,
-        build_index,
-        delete_documents,
-        sync_documents,
-    )
-    from .documents import Chunk, Document
-    from .index import Index
-    from .live import LiveIndex
-    from .loaders import Loaded, LoadReport, load_corpus, load_documents
+    from .documents.loaders import Loaded, LoadReport, load_corpus, load_documents
+    from .documents.schema import Chunk, Document
+    from .index.build import build_graphs, build_index
+    from .index.changes import SyncReport, add_documents, delete_documents, sync_documents
+    from .index.live import LiveIndex
+    from .index.reader import Index
+    from .index.writes import WriteReport
 
 _LAZY = {
-    "SyncReport": "build",
-    "WriteReport": "build",
-    "add_documents": "build",
-    "build_graphs": "build",
-    "build_index": "build",
-    "delete_documents": "build",
-    "sync_documents": "build",
-    "Chunk": "documents",
-    "Document": "documents",
-    "Index": "index",
-    "LiveIndex": "live",
-    "Loaded": "loaders",
-    "LoadReport": "loaders",
-    "load_corpus": "loaders",
-    "load_documents": "loaders",
+    "SyncReport": "index.changes",
+    "WriteReport": "index.writes",
+    "add_documents": "index.changes",
+    "build_graphs": "index.build",
+    "build_index": "index.build",
+    "delete_documents": "index.changes",
+    "sync_documents": "index.changes",
+    "Chunk": "documents.schema",
+    "Document": "documents.schema",
+    "Index": "index.reader",
+    "LiveIndex": "index.live",
+    "Loaded": "documents.loaders",
+    "LoadReport": "documents.loaders",
+    "load_corpus": "documents.loaders",
+    "load_documents": "documents.loaders",
 }
 
 __all__ = [

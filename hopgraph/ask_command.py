@@ -35,7 +35,7 @@ def ask(args: argparse.Namespace) -> None:
     """Answer a question; print the answer, its citations, the steps and the LLM usage."""
     from hopgraph.agents.run import checkpointer, run_agent
     from hopgraph.graph_store import Index
-    from hopgraph.graph_store.manifest import read_manifest
+    from hopgraph.graph_store.stores.manifest import read_manifest
 
     from .commands import index_dir, where_of
     from .core.llm import choose_chat, describe

@@ -6,7 +6,7 @@ import argparse
 import json
 
 from hopgraph.core.errors import IndexStateError
-from hopgraph.graph_store import chroma_child
+from hopgraph.graph_store.stores import chroma_child
 
 from .cli_options import index_dir
 
@@ -15,7 +15,7 @@ def check(args: argparse.Namespace) -> None:
     """Check (after ``--repair``, mend) an index; raise naming every problem found."""
     directory = index_dir(args)
     if args.repair:
-        from hopgraph.graph_store.repair import repair
+        from hopgraph.graph_store.index.repair import repair
 
         done = repair(directory)
         for line in done:
@@ -25,7 +25,7 @@ def check(args: argparse.Namespace) -> None:
     # The Chroma check runs in a child process that imports Chroma: started before this one
     # imports the rest, the two take about as long as either.
     chroma = chroma_child.start(directory)
-    from hopgraph.graph_store.check import check_index
+    from hopgraph.graph_store.index.check import check_index
 
     problems = check_index(directory, chroma)
     if args.json:
@@ -34,7 +34,7 @@ def check(args: argparse.Namespace) -> None:
         listed = "\n".join(str(p) for p in problems)
         raise IndexStateError(f"{directory} is damaged ({len(problems)} problem(s)):\n{listed}")
     if not args.json:
-        from hopgraph.graph_store.manifest import read_manifest
+        from hopgraph.graph_store.stores.manifest import read_manifest
 
         manifest = read_manifest(directory)  # sound, as just checked: its counts hold
         counts = manifest.counts

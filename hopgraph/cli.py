@@ -519,8 +519,8 @@ def _diagnose(args: argparse.Namespace | None) -> str | None:
     """Say what `hopgraph check` finds wrong with the command's index, or ``None``."""
     if args is None or not hasattr(args, "index"):
         return None
-    from hopgraph.graph_store.check import check_index
-    from hopgraph.graph_store.manifest import MANIFEST
+    from hopgraph.graph_store.index.check import check_index
+    from hopgraph.graph_store.stores.manifest import MANIFEST
 
     from .commands import index_dir
 

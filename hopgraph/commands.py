@@ -16,7 +16,7 @@ from pydantic import ValidationError
 from hopgraph.core.errors import InputError
 from hopgraph.core.settings import IndexSettings, named_setting
 from hopgraph.graph_store import Index
-from hopgraph.graph_store.filters import WhereValue, parse_cli
+from hopgraph.graph_store.documents.filters import WhereValue, parse_cli
 from hopgraph.tools import RETRIEVERS, make_retriever, parse_methods
 from hopgraph.tools.expand import Expansion, expand_hits
 from hopgraph.tools.registry import parse_weights
@@ -26,8 +26,9 @@ from .formatting import format_hits
 
 if TYPE_CHECKING:  # the write path (loaders, parsers, graph building) is imported by writes
     from hopgraph.evals.datasets import Question
-    from hopgraph.graph_store.build import SyncReport, WriteReport
-    from hopgraph.graph_store.loaders import Loaded
+    from hopgraph.graph_store.documents.loaders import Loaded
+    from hopgraph.graph_store.index.changes import SyncReport
+    from hopgraph.graph_store.index.writes import WriteReport
 
 
 SHOWN_IDS = 20
@@ -64,7 +65,7 @@ def load(args: argparse.Namespace, verbose: bool = True) -> Loaded:
     Not ``verbose`` (each batch of a watched folder): only the documents that could not be read
     and the warnings, not the summary nor the files of other kinds.
     """
-    from hopgraph.graph_store.loaders import NOT_A_DOCUMENT, load_corpus
+    from hopgraph.graph_store.documents.loaders import NOT_A_DOCUMENT, load_corpus
 
     loaded = load_corpus(args.source, args.include or (), args.exclude or (), args.strict)
     report = loaded.report
@@ -82,7 +83,7 @@ def load(args: argparse.Namespace, verbose: bool = True) -> Loaded:
 
 def index(args: argparse.Namespace) -> None:
     """Build an index from a corpus."""
-    from hopgraph.graph_store.build import build_index
+    from hopgraph.graph_store.index.build import build_index
 
     settings = settings_from(args)
     docs = load(args).documents
@@ -93,7 +94,7 @@ def index(args: argparse.Namespace) -> None:
 
 def add(args: argparse.Namespace) -> None:
     """Add documents to an index."""
-    from hopgraph.graph_store.build import add_documents
+    from hopgraph.graph_store.index.changes import add_documents
 
     docs = load(args).documents
     _report("updated", add_documents(index_dir(args), docs, show_progress=not args.quiet))
@@ -111,8 +112,8 @@ def sync(args: argparse.Namespace) -> None:
 
 def sync_once(args: argparse.Namespace, verbose: bool = True) -> SyncReport:
     """Sync once and return the report; ``verbose``: print its summary and the ids touched."""
-    from hopgraph.graph_store.build import sync_documents
-    from hopgraph.graph_store.loaders import quote_ids
+    from hopgraph.graph_store.documents.loaders import quote_ids
+    from hopgraph.graph_store.index.changes import sync_documents
 
     loaded = load(args, verbose)
     root = Path(args.source)
@@ -172,7 +173,7 @@ def docs(args: argparse.Namespace) -> None:
 
 def delete(args: argparse.Namespace) -> None:
     """Delete documents from an index."""
-    from hopgraph.graph_store.build import delete_documents
+    from hopgraph.graph_store.index.changes import delete_documents
 
     ids = list(args.doc_ids)
     if args.ids_file:
@@ -357,7 +358,7 @@ def mcp(args: argparse.Namespace) -> None:
 
     secret = settings().token
     token = secret.get_secret_value() if secret else None
-    from hopgraph.graph_store.live import LiveIndex
+    from hopgraph.graph_store.index.live import LiveIndex
 
     with LiveIndex(index_dir(args)) as live:
         serve(live, args.http, token)

@@ -14,8 +14,8 @@ from hopgraph.core.settings import IndexSettings
 from hopgraph.evals.datasets import load_questions
 from hopgraph.evals.metrics import all_at_k, recall_at_k
 from hopgraph.graph_store import Index, build_graphs, build_index, load_documents
-from hopgraph.graph_store.graph_build import GraphSettings
-from hopgraph.graph_store.manifest import MANIFEST
+from hopgraph.graph_store.index.graph_build import GraphSettings
+from hopgraph.graph_store.stores.manifest import MANIFEST
 from hopgraph.tools import RETRIEVERS, Retriever, make_retriever
 
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import networkx as nx
 
 from hopgraph.graph_store import Index
-from hopgraph.graph_store.passage_graph import DIRECTED, EDGE_TYPES
+from hopgraph.graph_store.graphs.passage_graph import DIRECTED, EDGE_TYPES
 
 MAX_ENTITIES = 20
 COLOURS = {

@@ -14,11 +14,11 @@ from pydantic import ValidationError
 from hopgraph.commands import index_dir, settings_from
 from hopgraph.core.errors import InputError
 from hopgraph.graph_store import Index
-from hopgraph.graph_store.build import build_graphs
-from hopgraph.graph_store.graph_build import GraphSettings, sparse_reason
-from hopgraph.graph_store.manifest import read_manifest
-from hopgraph.graph_store.passage_graph import EDGE_TYPES
-from hopgraph.graph_store.triple_vectors import embed_triple_vectors
+from hopgraph.graph_store.graphs.passage_graph import EDGE_TYPES
+from hopgraph.graph_store.index.build import build_graphs
+from hopgraph.graph_store.index.graph_build import GraphSettings, sparse_reason
+from hopgraph.graph_store.index.triple_vectors import embed_triple_vectors
+from hopgraph.graph_store.stores.manifest import read_manifest
 
 
 def graph_settings(args: argparse.Namespace) -> GraphSettings:

@@ -21,7 +21,7 @@ from pydantic import Field
 from hopgraph.agents.registry import DEFAULT_METHOD, agent_methods
 from hopgraph.core.network import bearer_matches, check_exposure, parse_host_port
 from hopgraph.graph_store import LiveIndex
-from hopgraph.graph_store.filters import JSON_HELP, WhereValue
+from hopgraph.graph_store.documents.filters import JSON_HELP, WhereValue
 from hopgraph.tools.expand import EXPAND_HELP
 from hopgraph.tools.registry import DEFAULT_PRESET, RETRIEVERS, Preset
 
@@ -35,7 +35,8 @@ AskMethod = Literal[tuple(agent_methods())]  # type: ignore[valid-type]  # the r
 
 WORKERS = 4
 """Requests served at once, each on a worker thread: a slow one (a huge query, an agent's
-LLM calls) does not hold the others. The index's caches are safe to share (graph_store.index)."""
+LLM calls) does not hold the others. The index's caches are safe to share
+(graph_store.index.reader)."""
 T = TypeVar("T")
 
 INSTRUCTIONS = (

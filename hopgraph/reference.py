@@ -100,7 +100,7 @@ def _table(model: type[BaseModel], variables: bool) -> str:
 def configuration_reference() -> str:
     """Render the settings models' fields as tables."""
     from hopgraph.core.settings import IndexSettings, Settings
-    from hopgraph.graph_store.graph_build import GraphSettings
+    from hopgraph.graph_store.index.graph_build import GraphSettings
 
     return "\n\n".join(
         [

@@ -42,7 +42,7 @@ def _open(args: argparse.Namespace, data: Path) -> Any:
 def train_network(args: argparse.Namespace) -> None:
     """Train G-RAG's or IIER's network on one or more datasets; save it with its provenance."""
     from hopgraph.evals.datasets import load_questions
-    from hopgraph.graph_store.manifest import package_versions
+    from hopgraph.graph_store.stores.manifest import package_versions
     from hopgraph.tools.training import FitSettings
     from hopgraph.tools.weights import save_weights
 
@@ -164,7 +164,7 @@ class NetworkTrainer:
 def train_values(args: argparse.Namespace, data: Path) -> None:
     """Learn GNN-Ret's α (and RGNN-Ret's β) by the paper's hinge loss."""
     from hopgraph.evals.datasets import load_questions
-    from hopgraph.graph_store.manifest import package_versions
+    from hopgraph.graph_store.stores.manifest import package_versions
     from hopgraph.tools.gnn_ret import GNNRetriever
 
     questions = load_questions(data, args.split, args.limit)

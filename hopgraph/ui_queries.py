@@ -13,8 +13,8 @@ from typing import Any
 
 from hopgraph.core.errors import InputError, UnknownMethodError
 from hopgraph.graph_store import Index
-from hopgraph.graph_store.filters import parse_cli
-from hopgraph.graph_store.passage_graph import EDGE_TYPES
+from hopgraph.graph_store.documents.filters import parse_cli
+from hopgraph.graph_store.graphs.passage_graph import EDGE_TYPES
 from hopgraph.tools import Hit
 
 MAX_K = 50
@@ -126,7 +126,7 @@ def run_graph(index: Index, params: Any, served: dict[str, Any]) -> dict[str, An
 
 def describe_index(index: Index) -> dict[str, Any]:
     """Describe the index: name, generation, counts, graphs, documents and `check`'s findings."""
-    from hopgraph.graph_store.check import check_index
+    from hopgraph.graph_store.index.check import check_index
 
     manifest = index.manifest
     documents: dict[str, dict[str, Any]] = {}

@@ -19,8 +19,8 @@ from pathlib import Path
 from types import FrameType
 
 from hopgraph.core.errors import HopgraphError, InputError
-from hopgraph.graph_store.build import SyncReport
-from hopgraph.graph_store.manifest import read_manifest
+from hopgraph.graph_store.index.changes import SyncReport
+from hopgraph.graph_store.stores.manifest import read_manifest
 
 SyncOnce = Callable[[argparse.Namespace, bool], SyncReport]
 READY_MS = 500

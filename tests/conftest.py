@@ -71,8 +71,8 @@ def build_docs_index(path: Path, model: str) -> Path:
     """Index DOCS at ``path`` with ``model`` and build its graphs (semantic edges from 0.1)."""
     from hopgraph.core.settings import IndexSettings
     from hopgraph.graph_store import Document, build_index
-    from hopgraph.graph_store.build import build_graphs
-    from hopgraph.graph_store.graph_build import GraphSettings
+    from hopgraph.graph_store.index.build import build_graphs
+    from hopgraph.graph_store.index.graph_build import GraphSettings
 
     docs = [Document(d["id"], d["title"], d["text"]) for d in DOCS]
     build_index(docs, path, IndexSettings(model=model), show_progress=False)

@@ -8,8 +8,8 @@ from typing import Any, ClassVar
 
 from hopgraph.core.errors import InputError
 from hopgraph.graph_store import Index
-from hopgraph.graph_store.base import Scored
-from hopgraph.graph_store.filters import Where
+from hopgraph.graph_store.documents.filters import Where
+from hopgraph.graph_store.stores.base import Scored
 
 from .hits import Hit, Provenance
 
@@ -47,8 +47,8 @@ class Retriever(ABC):
 
         ``where`` (with the retriever's own :attr:`where`): only chunks that pass this filter on
         ``doc_id``, ``title``, ``source``, ``section`` or any metadata field of their document
-        (:mod:`hopgraph.graph_store.filters`: equal, not equal, one of, contains, starts with,
-        has a part). The method ranks as it always does; its ranking is
+        (:mod:`hopgraph.graph_store.documents.filters`: equal, not equal, one of, contains,
+        starts with, has a part). The method ranks as it always does; its ranking is
         searched deeper until ``k`` such chunks are found or every chunk is ranked (methods
         that call an LLM rank once, four times deeper, to bound their calls).
         """

@@ -32,8 +32,8 @@ class BM25Retriever(Retriever):
 class DenseRetriever(Retriever):
     """Semantic retrieval: cosine similarity of sentence embeddings.
 
-    Searched in the index's vector table (graph_store/vector_search.py): through the IVF of each
-    large segment, exactly elsewhere; every score is an exact cosine.
+    Searched in the index's vector table (graph_store/stores/vector_search.py): through the IVF
+    of each large segment, exactly elsewhere; every score is an exact cosine.
     """
 
     name = "dense"

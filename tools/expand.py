@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Literal
 
 from hopgraph.core.errors import IndexStateError, InputError
-from hopgraph.graph_store.documents import Chunk
+from hopgraph.graph_store.documents.schema import Chunk
 
 from .hits import Hit, Provenance
 

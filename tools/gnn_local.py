@@ -4,7 +4,7 @@ The full computation (tools/gnn_ret.py) gives every chunk its distance h⁰ and 
 from the K closest. Only a few chunks can change the answer: the K senders, the chunks they
 send to, and the k closest by h⁰. So this computes h⁰ only for
 
-1. candidates: dense search's top M (graph_store/vector_search.py) and BM25's top M;
+1. candidates: dense search's top M (graph_store/stores/vector_search.py) and BM25's top M;
 2. the neighbours of each layer's top-K senders, as they are reached;
 
 and runs the same layer code (:func:`typed_layer`) on that small set. A chunk outside it keeps

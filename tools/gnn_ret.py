@@ -49,8 +49,8 @@ from hopgraph.core.arrays import sparse_at, union_rows
 from hopgraph.core.errors import IndexStateError, InputError
 from hopgraph.core.threads import beside
 from hopgraph.graph_store import Index
-from hopgraph.graph_store.bm25_query import KeywordTop, Lookups, QueryScores
-from hopgraph.graph_store.passage_graph import DIRECTED, EDGE_TYPES, PassageGraphSettings
+from hopgraph.graph_store.graphs.passage_graph import DIRECTED, EDGE_TYPES, PassageGraphSettings
+from hopgraph.graph_store.stores.bm25_query import KeywordTop, Lookups, QueryScores
 
 from .gnn_layers import propagate, smallest
 from .gnn_local import (

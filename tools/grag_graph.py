@@ -43,9 +43,9 @@ import scipy.sparse as sp
 from tqdm.auto import tqdm
 
 from hopgraph.graph_store import Index
-from hopgraph.graph_store.embedding import cached_embeddings
-from hopgraph.graph_store.extraction import Extraction
-from hopgraph.graph_store.vector_cache import default_cache
+from hopgraph.graph_store.embedding.embedders import cached_embeddings
+from hopgraph.graph_store.embedding.vector_cache import default_cache
+from hopgraph.graph_store.graphs.extraction import Extraction
 
 from .base import Retriever
 

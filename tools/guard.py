@@ -20,7 +20,7 @@ passage, it keeps each method within a point of dense alone.
 from __future__ import annotations
 
 from hopgraph.graph_store import Index
-from hopgraph.graph_store.filters import Where
+from hopgraph.graph_store.documents.filters import Where
 
 from .base import Retriever
 from .baselines import DenseRetriever

@@ -31,11 +31,9 @@ from langchain_core.language_models import BaseChatModel
 
 from hopgraph.core.llm import ask_structured
 from hopgraph.graph_store import Index
-from hopgraph.graph_store.extraction.offline import (
-    token_key,
-)
-from hopgraph.graph_store.extraction.parsing import parse_string_list
-from hopgraph.graph_store.vector_search import Cosines
+from hopgraph.graph_store.graphs.extraction.offline import token_key
+from hopgraph.graph_store.graphs.extraction.parsing import parse_string_list
+from hopgraph.graph_store.stores.vector_search import Cosines
 from hopgraph.prompts.iier import QUESTION_KEYWORDS
 
 from .base import Bases

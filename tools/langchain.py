@@ -6,7 +6,7 @@ from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel, Field
 
 from hopgraph.graph_store import Index
-from hopgraph.graph_store.filters import JSON_HELP, Where, WhereValue
+from hopgraph.graph_store.documents.filters import JSON_HELP, Where, WhereValue
 
 from .base import Retriever
 from .expand import EXPAND_HELP, Expansion, expand_hits

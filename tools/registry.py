@@ -17,7 +17,7 @@ from hopgraph.core.errors import InputError, UnknownMethodError
 
 if TYPE_CHECKING:
     from hopgraph.graph_store import Index
-    from hopgraph.graph_store.filters import Where
+    from hopgraph.graph_store.documents.filters import Where
 
     from .base import Retriever
 
@@ -110,7 +110,7 @@ def ensure_triple_vectors(index: Index) -> None:
         file=sys.stderr,
         flush=True,
     )
-    from hopgraph.graph_store.triple_vectors import embed_triple_vectors
+    from hopgraph.graph_store.index.triple_vectors import embed_triple_vectors
 
     index.adopt(embed_triple_vectors(index.directory, show_progress=sys.stderr.isatty()))
 

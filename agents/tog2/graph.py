@@ -18,7 +18,7 @@ from langgraph.runtime import Runtime
 from hopgraph.agents.answering import answer_line, answer_with_citations
 from hopgraph.agents.evidence import Evidence, chunk_evidence, evidence_of
 from hopgraph.core.llm import ask_structured, labelled, no_usage
-from hopgraph.graph_store.vector_search import Cosines
+from hopgraph.graph_store.stores.vector_search import Cosines
 from hopgraph.prompts.tog2 import REASON, REFORM, RELATION_PRUNE, TOPIC_PRUNE
 
 from .context import Context

@@ -13,7 +13,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from hopgraph.graph_store.knowledge_graph import KnowledgeGraph
+from hopgraph.graph_store.graphs.knowledge_graph import KnowledgeGraph
 
 
 class Relation(NamedTuple):

@@ -28,9 +28,10 @@ from hopgraph.evals.bench import save_json
 from hopgraph.evals.datasets import load_questions
 from hopgraph.evals.metrics import percentile
 from hopgraph.graph_store import Index, build_index, load_documents
-from hopgraph.graph_store.build import build_graphs, chunk_documents
-from hopgraph.graph_store.embedding import load_embedder
-from hopgraph.graph_store.graph_build import GraphSettings
+from hopgraph.graph_store.embedding.embedders import load_embedder
+from hopgraph.graph_store.index.build import build_graphs
+from hopgraph.graph_store.index.graph_build import GraphSettings
+from hopgraph.graph_store.index.writes import chunk_documents
 from hopgraph.tools import RETRIEVERS, make_retriever
 from hopgraph.tools.registry import parse_methods, parse_weights
 

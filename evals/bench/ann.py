@@ -2,7 +2,7 @@
 
 Semantic edges link each chunk to its top-k cosine neighbours (k = 5, and 5 spares). Exact
 all-pairs top-k is quadratic; this measures the graph build's NN-descent (faiss,
-``graph_store.ann``) and three HNSW libraries (hnswlib, faiss-cpu, usearch: build an index,
+``graph_store.graphs.ann``) and three HNSW libraries (hnswlib, faiss-cpu, usearch: build an index,
 then ask it for every row) against the exact answer. ``--vectors``: ``real`` (default), every
 distinct chunk vector of the cached eval indexes (MiniLM), then copies of them with Gaussian
 noise (σ ``--noise`` per dimension, renormalised) up to ``--size`` rows; ``topics`` (the scale
@@ -31,8 +31,8 @@ from hopgraph.core.settings import DEFAULT_MODEL, cache_dir
 from hopgraph.evals.bench import save_json
 from hopgraph.evals.bench.graphs import hierarchical_vectors, synthetic_vectors
 from hopgraph.graph_store import Index
-from hopgraph.graph_store.ann import ann_top_k
-from hopgraph.graph_store.passage_graph import exact_top_k
+from hopgraph.graph_store.graphs.ann import ann_top_k
+from hopgraph.graph_store.graphs.semantic import exact_top_k
 
 HNSW_CONSTRUCTION = 50
 """hnswlib's build breadth (ef_construction) when the graph build used it: recall@10 0.9925 on

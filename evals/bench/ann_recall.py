@@ -85,12 +85,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--probes",
         type=int,
-        help="lists each query reads (default: graph_store.ivf.PROBES, which covers every list "
-        "of an eval set: give fewer to see what fewer cost)",
+        help="lists each query reads (default: graph_store.stores.ivf.PROBES, which covers every "
+        "list of an eval set: give fewer to see what fewer cost)",
     )
     args = parser.parse_args(argv)
     if args.probes:
-        from hopgraph.graph_store import ivf
+        from hopgraph.graph_store.stores import ivf
 
         ivf.PROBES = args.probes
     rows = []

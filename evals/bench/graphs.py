@@ -20,12 +20,12 @@ from pathlib import Path
 import numpy as np
 
 from hopgraph.evals.bench import save_json
-from hopgraph.graph_store.documents import Chunk
-from hopgraph.graph_store.extraction.readings import CorpusReadings
-from hopgraph.graph_store.graph_build import GraphSettings, graph_counts
-from hopgraph.graph_store.index import Index, read_vectors
-from hopgraph.graph_store.knowledge_graph import build_knowledge_graph
-from hopgraph.graph_store.passage_graph import build_passage_graph
+from hopgraph.graph_store.documents.schema import Chunk
+from hopgraph.graph_store.graphs.extraction.readings import CorpusReadings
+from hopgraph.graph_store.graphs.knowledge_graph import build_knowledge_graph
+from hopgraph.graph_store.graphs.passage_graph import build_passage_graph
+from hopgraph.graph_store.index.graph_build import GraphSettings, graph_counts
+from hopgraph.graph_store.index.reader import Index, read_vectors
 
 SYLLABLES = "ka lo mi ra ven tor bel dun sha gri pol an eth ur is mon dal fen rik sor".split()
 

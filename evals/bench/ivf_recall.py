@@ -1,4 +1,4 @@
-"""The IVF's recall and speed at scale, on vectors like real ones (graph_store/ivf.py).
+"""The IVF's recall and speed at scale, on vectors like real ones (graph_store/stores/ivf.py).
 
 The eval sets are too small to show what the IVF gives up at a million rows (there it reads 64
 of 2,000 lists, 3 %; on a 7,000-chunk eval set 64 of 169). This builds the IVF over ``--size``
@@ -23,7 +23,7 @@ import numpy as np
 from hopgraph.evals.bench import save_json
 from hopgraph.evals.bench.ann import make_vectors
 from hopgraph.evals.metrics import percentile
-from hopgraph.graph_store.vector_search import SearchSegment
+from hopgraph.graph_store.stores.vector_search import SearchSegment
 
 
 def noisy_queries(vectors: np.ndarray, count: int, noise: float = 0.05) -> np.ndarray:
@@ -43,7 +43,7 @@ def share_found(
 
 def measure(vectors: np.ndarray, queries: int, k: int = 10) -> dict:
     """Return the IVF's build time, recall@k against exact and query times over ``vectors``."""
-    from hopgraph.graph_store.ivf import IVF
+    from hopgraph.graph_store.stores.ivf import IVF
 
     asked = noisy_queries(vectors, queries)
     started = time.perf_counter()

@@ -41,11 +41,11 @@ from hopgraph.evals.bench.graphs import synthetic_corpus
 from hopgraph.evals.bench.serving import serving_memory
 from hopgraph.evals.metrics import percentile
 from hopgraph.graph_store import Document, Index, add_documents, build_index, delete_documents
-from hopgraph.graph_store import build as build_module
-from hopgraph.graph_store.build import build_graphs
-from hopgraph.graph_store.graph_build import NEIGHBOURS_FILE, GraphSettings
-from hopgraph.graph_store.manifest import read_manifest
-from hopgraph.graph_store.passage_graph import Neighbours, exact_top_k
+from hopgraph.graph_store.graphs.semantic import Neighbours, exact_top_k
+from hopgraph.graph_store.index import writes
+from hopgraph.graph_store.index.build import build_graphs
+from hopgraph.graph_store.index.graph_build import NEIGHBOURS_FILE, GraphSettings
+from hopgraph.graph_store.stores.manifest import read_manifest
 from hopgraph.tools import make_retriever
 
 DIMENSION = 256  # the hashing embedder's, which embeds the queries
@@ -190,7 +190,7 @@ def disk_parts(path: Path) -> dict[str, float]:
 
 def _give(vectors: dict[str, np.ndarray]) -> None:
     """Make the writes take these vectors: the encoder is not what this benchmark measures."""
-    build_module.embed_chunks = lambda todo, embedder, show: np.stack([vectors[c.id] for c in todo])
+    writes.embed_chunks = lambda todo, embedder, show: np.stack([vectors[c.id] for c in todo])
 
 
 def _latency(path: Path, queries: list[str]) -> dict:

@@ -2,12 +2,13 @@
 
 ``python -m hopgraph.evals.bench.shards --size 1000000 --shards 4`` splits ``--size`` vectors (the
 MiniLM eval vectors tiled with noisy copies, hopgraph.evals.bench.ann ``real``) into ``--shards``
-contiguous parts. Each shard is a process that builds the IVF of its part (graph_store/ivf.py,
-all shards at once: a sharded build) and answers queries with its top k, rescored exactly, as a
-vector segment does. A coordinator sends each query to every shard, merges their answers by
-score and compares the merged top 10 with the exact top 10 of all the rows (recall@10, ties
-counted). It reports the build's wall time against one process building the whole IVF, and the
-query latency with the round trip to the shards (pipes between processes, not a network).
+contiguous parts. Each shard is a process that builds the IVF of its part
+(graph_store/stores/ivf.py, all shards at once: a sharded build) and answers queries with its top k,
+rescored exactly, as a vector segment does. A coordinator sends each query to every shard, merges
+their answers by score and compares the merged top 10 with the exact top 10 of all the rows
+(recall@10, ties counted). It reports the build's wall time against one process building the whole
+IVF, and the query latency with the round trip to the shards (pipes between processes, not a
+network).
 """
 
 from __future__ import annotations
@@ -29,8 +30,8 @@ from hopgraph.evals.metrics import percentile
 
 def _shard(vectors: np.ndarray, offset: int, pipe: Connection) -> None:
     """Build the IVF of one part; answer (query, k) with its top k (rows offset to global)."""
-    from hopgraph.graph_store.ivf import IVF
-    from hopgraph.graph_store.vector_search import SearchSegment
+    from hopgraph.graph_store.stores.ivf import IVF
+    from hopgraph.graph_store.stores.vector_search import SearchSegment
 
     started = time.perf_counter()
     segment = SearchSegment(vectors, np.arange(len(vectors)), IVF.build(vectors))

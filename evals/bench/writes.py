@@ -25,9 +25,9 @@ from hopgraph.graph_store import (
     delete_documents,
     load_documents,
 )
-from hopgraph.graph_store.embedding import load_embedder
-from hopgraph.graph_store.generations import drop_collection
-from hopgraph.graph_store.graph_build import GraphSettings
+from hopgraph.graph_store.embedding.embedders import load_embedder
+from hopgraph.graph_store.index.generations import drop_collection
+from hopgraph.graph_store.index.graph_build import GraphSettings
 
 
 def measure(index: Path, corpus: Path, docs: int, workdir: Path) -> dict:

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from hopgraph.core import forked
 from hopgraph.core.settings import IndexSettings
 from hopgraph.graph_store import (
     Document,
@@ -22,14 +23,11 @@ from hopgraph.graph_store import (
     build_graphs,
     build_index,
     delete_documents,
-    forked,
-    generations,
-    graph_build,
-    manifest,
     sync_documents,
-    vdb_chroma,
 )
-from hopgraph.graph_store.graph_build import GraphSettings
+from hopgraph.graph_store.index import generations, graph_build
+from hopgraph.graph_store.index.graph_build import GraphSettings
+from hopgraph.graph_store.stores import manifest, vdb_chroma
 
 GRAPHS = GraphSettings(semantic_min_sim=0.1, max_df=4, embed_triples=True)  # the "triples" stage
 

@@ -6,7 +6,7 @@ import pytest
 from hopgraph.core.errors import IndexStateError
 from hopgraph.core.settings import IndexSettings
 from hopgraph.graph_store import Index, add_documents, build_graphs, build_index, delete_documents
-from hopgraph.graph_store.graph_build import GraphSettings
+from hopgraph.graph_store.index.graph_build import GraphSettings
 from hopgraph.tools import make_retriever
 
 pytestmark = pytest.mark.integration
@@ -73,7 +73,7 @@ def test_graphs_on_a_server_are_built_atomically(tmp_path, chroma_server, sample
     def boom(*args, **kwargs):
         raise RuntimeError("extraction crashed")
 
-    import hopgraph.graph_store.graph_build as graph_build
+    import hopgraph.graph_store.index.graph_build as graph_build
 
     original = graph_build.build_knowledge_graph
     graph_build.build_knowledge_graph = boom

@@ -13,9 +13,9 @@ from dataclasses import asdict
 import pytest
 
 from hopgraph.graph_store import Document, Index
-from hopgraph.graph_store.check import check_index
-from hopgraph.graph_store.documents import chunk_of_row
-from hopgraph.graph_store.vdb_chroma import ChromaVectorStore
+from hopgraph.graph_store.documents.schema import chunk_of_row
+from hopgraph.graph_store.index.check import check_index
+from hopgraph.graph_store.stores.vdb_chroma import ChromaVectorStore
 from hopgraph.tools import make_retriever
 from tests.conftest import DOCS, ranking
 from tests.integration.fault_writer import run

@@ -10,7 +10,7 @@ import pytest
 
 from hopgraph.core.settings import IndexSettings
 from hopgraph.graph_store import Document, LiveIndex, build_graphs, build_index
-from hopgraph.graph_store.graph_build import GraphSettings
+from hopgraph.graph_store.index.graph_build import GraphSettings
 from hopgraph.tools import make_retriever
 
 pytestmark = pytest.mark.integration

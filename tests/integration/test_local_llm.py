@@ -13,7 +13,7 @@ from hopgraph.cli import main
 from hopgraph.core.settings import IndexSettings
 from hopgraph.demo import sample_dir
 from hopgraph.graph_store import build_graphs, build_index, load_documents
-from hopgraph.graph_store.graph_build import GraphSettings
+from hopgraph.graph_store.index.graph_build import GraphSettings
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 QUESTIONS = [

@@ -7,12 +7,12 @@ import sys
 import numpy as np
 import pytest
 
-from hopgraph.graph_store.embedding import (
+from hopgraph.graph_store.embedding.embedders import (
     SentenceTransformerEmbedder,
     load_query_embedder,
     resolve_model_path,
 )
-from hopgraph.graph_store.onnx_encoder import OnnxEmbedder, encoder_spec, export
+from hopgraph.graph_store.embedding.onnx_encoder import OnnxEmbedder, encoder_spec, export
 
 MODEL = "all-MiniLM-L6-v2"
 
@@ -43,7 +43,8 @@ def test_the_export_embeds_as_sentence_transformers_does(
 def test_a_query_process_loads_the_export_not_sentence_transformers(tmp_path):
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HOPGRAPH_ENCODERS": str(tmp_path)}
     probe = (
-        "import sys; from hopgraph.graph_store.embedding import load_query_embedder as q; "
+        "import sys; "
+        "from hopgraph.graph_store.embedding.embedders import load_query_embedder as q; "
         f"e = q({MODEL!r}); print(type(e).__name__, 'sentence_transformers' in sys.modules)"
     )
     first = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True)

@@ -1,7 +1,7 @@
 """Replicas: two server processes (MCP and ui) read one index directory while a writer commits.
 
-Each server follows the generations (graph_store/live.py) and keeps answering during the write:
-the generation folders are immutable and the manifest is the only file a commit replaces.
+Each server follows the generations (graph_store/index/live.py) and keeps answering during
+the write: the generation folders are immutable and the manifest is the only file a commit replaces.
 """
 
 import json

@@ -12,7 +12,7 @@ import time
 import pytest
 
 from hopgraph.cli import main
-from hopgraph.graph_store.manifest import read_manifest
+from hopgraph.graph_store.stores.manifest import read_manifest
 from tests.docs_fixture import write_docs
 
 pytestmark = pytest.mark.integration

@@ -3,7 +3,7 @@
 import pytest
 
 from hopgraph.evals.bench.__main__ import time_queries
-from hopgraph.graph_store.index import Index
+from hopgraph.graph_store.index.reader import Index
 
 QUESTIONS = ["Where was Larry Alcala educated?", "Which county seat is Stanley?"]
 
@@ -31,10 +31,10 @@ def test_with_the_embedding_every_call_embeds_its_question(docs_index, monkeypat
 
 def test_growth_times_every_size_in_turn_and_reports_each_p95_over_the_first(tmp_path, monkeypatch):
     from hopgraph.evals.bench import scale
-    from hopgraph.graph_store import build as build_module
+    from hopgraph.graph_store.index import writes
 
     # the index phase hands the writes its vectors; put the encoder back afterwards
-    monkeypatch.setattr(build_module, "embed_chunks", build_module.embed_chunks)
+    monkeypatch.setattr(writes, "embed_chunks", writes.embed_chunks)
     workdirs = [tmp_path / "small", tmp_path / "large"]
     for size, workdir in zip((200, 400), workdirs, strict=True):
         workdir.mkdir()

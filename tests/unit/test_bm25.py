@@ -6,9 +6,9 @@ import bm25s
 import numpy as np
 import pytest
 
-from hopgraph.graph_store import kdb_bm25
-from hopgraph.graph_store.documents import Chunk
-from hopgraph.graph_store.kdb_bm25 import BM25Store, tokenize
+from hopgraph.graph_store.documents.schema import Chunk
+from hopgraph.graph_store.stores import kdb_bm25
+from hopgraph.graph_store.stores.kdb_bm25 import BM25Store, tokenize
 from tests.unit.test_incremental_graphs import random_chunk
 
 QUERIES = ["river stone", "Love film district", "the band of the lake", "York York hill"]

@@ -5,10 +5,10 @@ import random
 import numpy as np
 import pytest
 
-from hopgraph.graph_store import bm25_query, kdb_bm25
-from hopgraph.graph_store.bm25_query import QueryScores
-from hopgraph.graph_store.documents import Chunk
-from hopgraph.graph_store.kdb_bm25 import BM25Store
+from hopgraph.graph_store.documents.schema import Chunk
+from hopgraph.graph_store.stores import bm25_query, kdb_bm25
+from hopgraph.graph_store.stores.bm25_query import QueryScores
+from hopgraph.graph_store.stores.kdb_bm25 import BM25Store
 from tests.unit.test_incremental_graphs import random_chunk
 
 QUERIES = ["river stone", "Love film district", "the band of the lake", "York York hill", "zzz"]

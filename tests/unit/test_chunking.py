@@ -1,7 +1,7 @@
 import textwrap
 
-from hopgraph.graph_store.chunking import chunk_document, split_sentences
-from hopgraph.graph_store.documents import Document
+from hopgraph.graph_store.documents.chunking import chunk_document, split_sentences
+from hopgraph.graph_store.documents.schema import Document
 
 
 def words(text: str) -> int:

@@ -12,14 +12,14 @@ import shutil
 import pytest
 
 from hopgraph.cli import main
-from hopgraph.graph_store.manifest import part_files, read_manifest
+from hopgraph.graph_store.stores.manifest import part_files, read_manifest
 from tests.unit.test_index import ALL, build
 
 
 @pytest.fixture(scope="module")
 def pristine(tmp_path_factory):
     from hopgraph.graph_store import build_graphs
-    from hopgraph.graph_store.graph_build import GraphSettings
+    from hopgraph.graph_store.index.graph_build import GraphSettings
 
     index = tmp_path_factory.mktemp("pristine") / "idx"
     build(index, ALL)
@@ -55,7 +55,8 @@ def test_every_damaged_file_is_named_with_its_fix(pristine, tmp_path, capsys, da
         index = tmp_path / name.replace("/", "_") / "idx"
         shutil.copytree(pristine, index)
         damage(index / name)
-        # No reader opens Chroma (dense search reads the vector table, graph_store/chroma_seal):
+        # No reader opens Chroma (dense search reads the vector table;
+        # graph_store/stores/chroma_seal):
         # a damaged Chroma leaves retrieval and info working; check names the damage.
         if name.startswith("chroma/"):
             for argv in (["retrieve", "Stanley", "--method", "dense"], ["info"]):
@@ -130,7 +131,7 @@ def test_repair_is_refused_while_another_process_writes(pristine, tmp_path, caps
     shutil.copytree(pristine, index)
     holder = subprocess.Popen(
         [sys.executable, "-c", "import sys, time\nfrom pathlib import Path\n"
-         "from hopgraph.graph_store.atomic import write_lock\n"
+         "from hopgraph.graph_store.index.lock import write_lock\n"
          "with write_lock(Path(sys.argv[1])):\n    print('held', flush=True)\n    time.sleep(60)",
          str(index)],
         stdout=subprocess.PIPE, text=True,
@@ -155,7 +156,7 @@ def flip(path, at):
 
 def test_any_flipped_byte_of_the_sealed_store_is_named_and_repaired(pristine, tmp_path, capsys):
     # Bytes Chroma never reads (HNSW capacity past its elements, SQLite free pages) included:
-    # the seal (graph_store/chroma_seal.py) holds every byte as the last write left it.
+    # the seal (graph_store/stores/chroma_seal.py) holds every byte as the last write left it.
     assert read_manifest(pristine).chroma_files
     for n, path in enumerate(_chroma_files(pristine)):
         size = path.stat().st_size

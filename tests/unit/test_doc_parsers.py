@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 
 from hopgraph.core.errors import InputError
-from hopgraph.graph_store.chunking import chunk_document
-from hopgraph.graph_store.loaders import load_corpus
+from hopgraph.graph_store.documents.chunking import chunk_document
+from hopgraph.graph_store.documents.loaders import load_corpus
 
 API_RST = """\
 :orphan:

@@ -42,7 +42,7 @@ def test_the_site_builds_in_strict_mode(tmp_path):
     )
     assert result.returncode == 0, result.stderr[-3000:]
     api = (tmp_path / "site" / "api" / "index.html").read_text(encoding="utf-8")
-    assert 'id="hopgraph.graph_store.build.build_index"' in api  # mkdocstrings rendered it
+    assert 'id="hopgraph.graph_store.index.build.build_index"' in api  # mkdocstrings rendered it
 
 
 def test_the_readme_stays_a_page_a_new_user_reads():

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from hopgraph.graph_store.chunking import chunk_document
-from hopgraph.graph_store.loaders import load_corpus
+from hopgraph.graph_store.documents.chunking import chunk_document
+from hopgraph.graph_store.documents.loaders import load_corpus
 
 DOCSETS = Path(__file__).resolve().parents[2] / "evals" / "docsets"
 SETS = ["marshmallow", "structlog"]

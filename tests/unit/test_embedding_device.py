@@ -4,7 +4,7 @@ import pytest
 
 from hopgraph.cli import main
 from hopgraph.core.errors import HopgraphError, InputError
-from hopgraph.graph_store import embedding
+from hopgraph.graph_store.embedding import embedders as embedding
 
 
 def test_auto_takes_the_best_device_present_and_a_missing_one_is_an_error(monkeypatch):
@@ -38,17 +38,17 @@ def test_load_embedder_reads_the_device_and_processes_of_this_run(monkeypatch):
 
 def test_cli_device_options_are_the_runs_settings(monkeypatch, tmp_path, corpus_file):
     from hopgraph.core.settings import settings
-    from hopgraph.graph_store import build
+    from hopgraph.graph_store.index import writes
 
     monkeypatch.delenv("HOPGRAPH_DEVICE", raising=False)
     monkeypatch.delenv("HOPGRAPH_EMBED_PROCESSES", raising=False)
-    seen, real = [], build.embed_chunks
+    seen, real = [], writes.embed_chunks
 
     def spy(chunks, embedder, show):
         seen.append((settings().device, settings().embed_processes))
         return real(chunks, embedder, show)
 
-    monkeypatch.setattr(build, "embed_chunks", spy)
+    monkeypatch.setattr(writes, "embed_chunks", spy)
     argv = ["index", str(corpus_file), "--index", str(tmp_path / "i"), "--model", "hashing"]
     assert main([*argv, "-q", "--device", "cpu", "--processes", "2"]) == 0
     assert seen == [("cpu", 2)]

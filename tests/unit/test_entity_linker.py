@@ -1,8 +1,8 @@
 """The one entity linker: questions are linked to entities as the chunks were."""
 
-from hopgraph.graph_store.documents import Chunk
-from hopgraph.graph_store.entity_linker import EntityLinker
-from hopgraph.graph_store.extraction.offline import read_chunk
+from hopgraph.graph_store.documents.schema import Chunk
+from hopgraph.graph_store.graphs.entity_linker import EntityLinker
+from hopgraph.graph_store.graphs.extraction.offline import read_chunk
 
 
 def chunk(i: int, title: str, text: str) -> Chunk:

@@ -406,9 +406,9 @@ def test_gear_eq8_10_passage_link_fuses_passages_and_triples_sources(monkeypatch
 
 
 def _tiny_knowledge_graph():
-    from hopgraph.graph_store.extraction import Extraction, Triple
-    from hopgraph.graph_store.extraction.table import ExtractionTable
-    from hopgraph.graph_store.knowledge_graph import build_knowledge_graph
+    from hopgraph.graph_store.graphs.extraction import Extraction, Triple
+    from hopgraph.graph_store.graphs.extraction.table import ExtractionTable
+    from hopgraph.graph_store.graphs.knowledge_graph import build_knowledge_graph
 
     extractions = [
         Extraction(
@@ -514,7 +514,7 @@ def test_grag_eq1_2_node_features_are_the_passage_and_its_concept_path(docs_inde
 def test_grag_eq2_concept_path_string_is_a_bfs_from_the_question():
     # a_i: from the question's concepts held by chunk i, follow the chunk's (subject → object)
     # relations breadth-first, each concept once: question, larry alcala, up, manila, diliman.
-    from hopgraph.graph_store.extraction import Extraction, Triple
+    from hopgraph.graph_store.graphs.extraction import Extraction, Triple
     from hopgraph.tools.grag_graph import ConceptIndex
 
     concepts = ConceptIndex(
@@ -541,7 +541,7 @@ def test_grag_eq6_raw_edges_count_shared_concepts_and_relations():
     # Ê_ij1 = |C_i ∩ C_j|, Ê_ij2 = |T_i ∩ T_j|, zero diagonal, and zero where no concept is shared.
     # c1 {a, b, c}, rel (a, b); c2 {a, b}, rel (a, b); c3 {d}, rel (a, b) (a relation without
     # a shared concept makes no edge). Ê_12 = (2, 1); Ê_13 = Ê_23 = (0, 0).
-    from hopgraph.graph_store.extraction import Extraction, Triple
+    from hopgraph.graph_store.graphs.extraction import Extraction, Triple
     from hopgraph.tools.grag_graph import ConceptIndex
 
     def chunk(chunk_id, entities):

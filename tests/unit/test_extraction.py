@@ -4,16 +4,16 @@ from collections import Counter
 
 import pytest
 
-from hopgraph.graph_store.documents import Chunk
-from hopgraph.graph_store.extraction import Extraction, Triple
-from hopgraph.graph_store.extraction.normalise import title_aliases
-from hopgraph.graph_store.extraction.offline import (
+from hopgraph.graph_store.documents.schema import Chunk
+from hopgraph.graph_store.graphs.extraction import Extraction, Triple
+from hopgraph.graph_store.graphs.extraction.normalise import title_aliases
+from hopgraph.graph_store.graphs.extraction.offline import (
     corpus_titles,
     extraction_sentences,
     read_chunk,
     token_key,
 )
-from hopgraph.graph_store.extraction.readings import OfflineExtractor
+from hopgraph.graph_store.graphs.extraction.readings import OfflineExtractor
 from tests.unit.test_incremental_graphs import random_chunk
 
 
@@ -145,7 +145,7 @@ def test_wikipedia_quotes_and_placeholders_are_not_code():
 
 
 def test_a_sparse_graph_is_named():
-    from hopgraph.graph_store.graph_build import sparse_reason
+    from hopgraph.graph_store.index.graph_build import sparse_reason
 
     dense = {"chunks": 10, "edges": {"entity": 40, "link": 5}, "triples_per_chunk": 2.0}
     assert sparse_reason(dense) is None

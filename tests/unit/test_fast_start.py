@@ -5,8 +5,8 @@ import subprocess
 import sys
 import time
 
-from hopgraph.graph_store.embedding import announced
-from hopgraph.graph_store.onnx_encoder import encoder_spec
+from hopgraph.graph_store.embedding.embedders import announced
+from hopgraph.graph_store.embedding.onnx_encoder import encoder_spec
 
 HEAVY = ("torch", "chromadb", "langchain_core", "langgraph", "networkx", "sentence_transformers")
 

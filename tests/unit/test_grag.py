@@ -9,8 +9,8 @@ import torch
 from hopgraph.cli import main
 from hopgraph.core.errors import IndexStateError, InputError
 from hopgraph.graph_store import Index
-from hopgraph.graph_store.extraction import Extraction
-from hopgraph.graph_store.extraction.base import Triple
+from hopgraph.graph_store.graphs.extraction import Extraction
+from hopgraph.graph_store.graphs.extraction.base import Triple
 from hopgraph.tools import make_retriever
 from hopgraph.tools.grag_graph import ConceptIndex, GRAGSettings, best_neighbour, edge_weights
 from hopgraph.tools.grag_model import TensorGraph, neighbour_mean, new_model

@@ -6,17 +6,11 @@ import pytest
 from hopgraph.cli import main
 from hopgraph.core.errors import IndexStateError
 from hopgraph.core.settings import IndexSettings
-from hopgraph.graph_store import (
-    Document,
-    Index,
-    add_documents,
-    build_index,
-    delete_documents,
-    graph_build,
-)
-from hopgraph.graph_store.build import build_graphs
-from hopgraph.graph_store.graph_build import GraphSettings, triples_location
-from hopgraph.graph_store.vdb_chroma import ChromaVectorStore
+from hopgraph.graph_store import Document, Index, add_documents, build_index, delete_documents
+from hopgraph.graph_store.index import graph_build
+from hopgraph.graph_store.index.build import build_graphs
+from hopgraph.graph_store.index.graph_build import GraphSettings, triples_location
+from hopgraph.graph_store.stores.vdb_chroma import ChromaVectorStore
 from tests.conftest import DOCS
 
 ALL = [Document(d["id"], d["title"], d["text"]) for d in DOCS]

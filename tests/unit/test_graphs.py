@@ -4,21 +4,20 @@ import scipy.sparse as sp
 
 from hopgraph.core.errors import IndexStateError
 from hopgraph.evals.coverage import covered
-from hopgraph.graph_store.ann import ann_top_k, locality_order
-from hopgraph.graph_store.documents import Chunk
-from hopgraph.graph_store.extraction import Extraction, Triple
-from hopgraph.graph_store.extraction.table import ExtractionTable
-from hopgraph.graph_store.knowledge_graph import build_knowledge_graph
-from hopgraph.graph_store.passage_graph import (
+from hopgraph.graph_store.documents.schema import Chunk
+from hopgraph.graph_store.graphs.ann import ann_top_k, locality_order
+from hopgraph.graph_store.graphs.extraction import Extraction, Triple
+from hopgraph.graph_store.graphs.extraction.table import ExtractionTable
+from hopgraph.graph_store.graphs.knowledge_graph import build_knowledge_graph
+from hopgraph.graph_store.graphs.passage_graph import (
     PassageGraph,
     PassageGraphSettings,
     build_passage_graph,
     link_edges,
-    nearest,
-    semantic_edges,
     shared_item_edges,
     structural_edges,
 )
+from hopgraph.graph_store.graphs.semantic import nearest, semantic_edges
 
 
 def test_structural_edges_link_consecutive_chunks_of_one_document():
@@ -51,7 +50,7 @@ def test_semantic_top_k_above_threshold_symmetric():
 
 
 def test_ann_semantic_edges_match_exact_ones(monkeypatch):
-    from hopgraph.graph_store import passage_graph
+    from hopgraph.graph_store.graphs import semantic
 
     rng = np.random.default_rng(0)
     centres = rng.standard_normal((40, 32))
@@ -65,9 +64,9 @@ def test_ann_semantic_edges_match_exact_ones(monkeypatch):
     assert agree >= 0.98 and abs(ann.nnz - exact.nnz) / exact.nnz < 0.02
     np.testing.assert_allclose(ann[ann.nonzero()], np.asarray(ann.T[ann.nonzero()]), atol=1e-6)
     built = []
-    monkeypatch.setattr(passage_graph, "ann_top_k", lambda v, k: built.append(1) or (
-        passage_graph.exact_top_k(v, k)))  # fmt: skip
-    monkeypatch.setattr(passage_graph, "ANN_FROM", 3000)
+    monkeypatch.setattr(semantic, "ann_top_k", lambda v, k: built.append(1) or (
+        semantic.exact_top_k(v, k)))  # fmt: skip
+    monkeypatch.setattr(semantic, "ANN_FROM", 3000)
     semantic_edges(v, k=5, min_sim=0.2)  # auto: 3,000 chunks reach the threshold
     semantic_edges(v[:2999], k=5, min_sim=0.2)
     assert built == [1]
@@ -195,7 +194,7 @@ def test_coverage_connects_gold_groups_within_hops():
 def test_link_edges_from_the_readings_pages_equal_those_worked_out_from_titles():
     from dataclasses import replace
 
-    from hopgraph.graph_store.extraction.readings import CorpusReadings
+    from hopgraph.graph_store.graphs.extraction.readings import CorpusReadings
     from tests.conftest import DOCS
 
     chunks = [Chunk(d["id"], d["id"], d["title"], d["text"]) for d in DOCS]

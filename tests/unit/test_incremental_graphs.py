@@ -9,22 +9,16 @@ import pytest
 
 from hopgraph.core.errors import IndexStateError
 from hopgraph.core.settings import IndexSettings
-from hopgraph.graph_store import (
-    Document,
-    Index,
-    add_documents,
-    build_index,
-    delete_documents,
-    graph_build,
-)
-from hopgraph.graph_store.build import build_graphs
-from hopgraph.graph_store.documents import Chunk
-from hopgraph.graph_store.extraction.offline import title_keys
-from hopgraph.graph_store.extraction.reading_table import READINGS_FILE
-from hopgraph.graph_store.extraction.readings import CorpusReadings, OfflineExtractor
-from hopgraph.graph_store.graph_build import GraphSettings
-from hopgraph.graph_store.passage_graph import nearest, update_nearest
-from hopgraph.graph_store.vdb_chroma import ChromaVectorStore
+from hopgraph.graph_store import Document, Index, add_documents, build_index, delete_documents
+from hopgraph.graph_store.documents.schema import Chunk
+from hopgraph.graph_store.graphs.extraction.offline import title_keys
+from hopgraph.graph_store.graphs.extraction.reading_table import READINGS_FILE
+from hopgraph.graph_store.graphs.extraction.readings import CorpusReadings, OfflineExtractor
+from hopgraph.graph_store.graphs.semantic import nearest, update_nearest
+from hopgraph.graph_store.index import graph_build
+from hopgraph.graph_store.index.build import build_graphs
+from hopgraph.graph_store.index.graph_build import GraphSettings
+from hopgraph.graph_store.stores.vdb_chroma import ChromaVectorStore
 from hopgraph.tools import make_retriever
 from tests.conftest import ranking
 
@@ -227,7 +221,7 @@ def test_any_sequence_of_writes_equals_a_fresh_build(tmp_path, seed):
 
 
 def test_reading_in_worker_processes_equals_reading_in_one(monkeypatch):
-    from hopgraph.graph_store.extraction import readings
+    from hopgraph.graph_store.graphs.extraction import readings
 
     rng = random.Random(7)
     chunks = sorted((random_chunk(rng, i) for i in range(30)), key=lambda c: c.id)

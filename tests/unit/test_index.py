@@ -7,21 +7,14 @@ import pytest
 
 from hopgraph.core.errors import IndexStateError, InputError
 from hopgraph.core.settings import IndexSettings
-from hopgraph.graph_store import (
-    Document,
-    Index,
-    add_documents,
-    build_index,
-    delete_documents,
-    generations,
-)
-from hopgraph.graph_store import build as build_module
-from hopgraph.graph_store.chunk_table import read_chunks
-from hopgraph.graph_store.documents import Chunk
-from hopgraph.graph_store.embedding import HashingEmbedder
-from hopgraph.graph_store.generations import folder_name, passages_location
-from hopgraph.graph_store.manifest import FORMAT_VERSION, MANIFEST, read_manifest
-from hopgraph.graph_store.vdb_chroma import ChromaVectorStore
+from hopgraph.graph_store import Document, Index, add_documents, build_index, delete_documents
+from hopgraph.graph_store.documents.schema import Chunk
+from hopgraph.graph_store.embedding.embedders import HashingEmbedder
+from hopgraph.graph_store.index import changes, generations, writes
+from hopgraph.graph_store.index.generations import folder_name, passages_location
+from hopgraph.graph_store.stores.chunk_table import read_chunks
+from hopgraph.graph_store.stores.manifest import FORMAT_VERSION, MANIFEST, read_manifest
+from hopgraph.graph_store.stores.vdb_chroma import ChromaVectorStore
 from hopgraph.tools import make_retriever
 from tests.conftest import DOCS
 
@@ -72,7 +65,7 @@ def test_reopening_recomputes_nothing(tmp_path, monkeypatch):
         return original(self, texts, progress)
 
     monkeypatch.setattr(HashingEmbedder, "embed", counting)
-    monkeypatch.setattr(build_module.BM25Store, "build", None)  # any rebuild would crash
+    monkeypatch.setattr(writes.BM25Store, "build", None)  # any rebuild would crash
     with Index.open(tmp_path / "idx") as idx:
         make_retriever("hybrid", idx).retrieve("Stanley", 3)
     assert calls == [1]  # only the query is embedded
@@ -115,7 +108,7 @@ def test_failed_build_and_failed_add_leave_previous_index_intact(tmp_path, monke
     def boom(*args, **kwargs):
         raise RuntimeError("disk full")
 
-    monkeypatch.setattr(build_module, "_write_tables", boom)
+    monkeypatch.setattr(writes, "write_tables", boom)
     with pytest.raises(RuntimeError):
         build(tmp_path / "idx", ALL[:2])
     with pytest.raises(RuntimeError):
@@ -179,14 +172,14 @@ def test_index_from_another_version_or_model_is_refused(tmp_path):
 
 
 def test_a_second_writer_is_refused_and_told_who_writes(tmp_path, monkeypatch):
-    from hopgraph.graph_store.atomic import write_lock
+    from hopgraph.graph_store.index.lock import write_lock
 
     build(tmp_path / "idx")
     held = f"is being written by PID {os.getpid()}"
     with write_lock(tmp_path / "idx"), pytest.raises(IndexStateError, match=held):
         delete_documents(tmp_path / "idx", ["d1"])
     embedded = []
-    monkeypatch.setattr(build_module, "embed_chunks", lambda *a: embedded.append(a))
+    monkeypatch.setattr(writes, "embed_chunks", lambda *a: embedded.append(a))
     with write_lock(tmp_path / "idx"), pytest.raises(IndexStateError, match=held):
         build(tmp_path / "idx")
     assert embedded == []  # refused before embedding: the lock covers the whole write
@@ -216,7 +209,7 @@ def test_delete_needs_no_embedding_model(tmp_path, monkeypatch):
     def no_model(*args, **kwargs):
         raise AssertionError("delete loaded an embedding model")
 
-    monkeypatch.setattr(build_module, "embedder_for", no_model)
+    monkeypatch.setattr(changes, "embedder_for", no_model)
     delete_documents(tmp_path / "idx", ["d3"])
     with Index.open(tmp_path / "idx") as idx:
         assert "d3" not in idx.doc_ids
@@ -281,13 +274,13 @@ def test_a_generation_kept_for_its_segments_keeps_only_them(tmp_path):
 
 def test_a_write_pauses_the_garbage_collector_and_restores_it(tmp_path, monkeypatch):
     seen = []
-    original = build_module.chunk_documents
+    original = writes.chunk_documents
 
     def spy(*args, **kwargs):
         seen.append(gc.isenabled())
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(build_module, "chunk_documents", spy)
+    monkeypatch.setattr(writes, "chunk_documents", spy)
     build_index(ALL[:2], tmp_path / "idx", IndexSettings(model="hashing"), show_progress=False)
     add_documents(tmp_path / "idx", ALL[2:3], show_progress=False)
     assert seen == [False, False]
@@ -378,8 +371,8 @@ def test_a_rollback_that_cannot_reach_the_store_leaves_the_folder_for_the_next_w
 
 
 def test_a_write_that_merges_vector_segments_commits_the_merged_one(tmp_path, monkeypatch):
-    from hopgraph.graph_store import vector_table
-    from hopgraph.graph_store.index import read_vectors
+    from hopgraph.graph_store.index.reader import read_vectors
+    from hopgraph.graph_store.stores import vector_table
 
     directory = tmp_path / "idx"
     build(directory, ALL[:4])

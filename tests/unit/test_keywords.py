@@ -5,10 +5,10 @@ import random
 import numpy as np
 import pytest
 
-from hopgraph.graph_store.documents import Chunk
-from hopgraph.graph_store.extraction import keywords
-from hopgraph.graph_store.extraction.reading_table import READINGS_FILE, ReadingTable
-from hopgraph.graph_store.extraction.readings import CorpusReadings, OfflineExtractor
+from hopgraph.graph_store.documents.schema import Chunk
+from hopgraph.graph_store.graphs.extraction import keywords
+from hopgraph.graph_store.graphs.extraction.reading_table import READINGS_FILE, ReadingTable
+from hopgraph.graph_store.graphs.extraction.readings import CorpusReadings, OfflineExtractor
 
 NAMES = [f"{a} {b}" for a in ("Anna", "Boris", "Clara", "Dmitri") for b in ("Lake", "Stone")]
 WORDS = [f"w{i}" for i in range(60)]

@@ -2,10 +2,10 @@ import pytest
 
 from hopgraph.core.errors import HopgraphError
 from hopgraph.core.llm import LLMSettings
-from hopgraph.graph_store.documents import Chunk
-from hopgraph.graph_store.extraction.cache import ReplyCache
-from hopgraph.graph_store.extraction.llm import LLMExtractor
-from hopgraph.graph_store.extraction.parsing import (
+from hopgraph.graph_store.documents.schema import Chunk
+from hopgraph.graph_store.graphs.extraction.cache import ReplyCache
+from hopgraph.graph_store.graphs.extraction.llm import LLMExtractor
+from hopgraph.graph_store.graphs.extraction.parsing import (
     ParseError,
     link_name,
     parse_entities_and_triples,

@@ -7,7 +7,10 @@ import pytest
 from hopgraph.prompts import answer, extraction, gear, iier, repair, rgnn_ret, tog2
 
 CALLERS = {  # slots each prompt is formatted with by its caller
-    (extraction, "GEAR_EXTRACTION"): {"wiki_title", "passage"},  # graph_store/extraction/llm.py
+    (extraction, "GEAR_EXTRACTION"): {
+        "wiki_title",
+        "passage",
+    },  # graph_store/graphs/extraction/llm.py
     (extraction, "IIER_CHUNK_KEYWORDS"): {"chunk"},
     (extraction, "GNN_RET_LINKS"): {"passage"},
     (repair, "REPAIR"): {"reply", "error"},  # hopgraph/core/llm.py

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from hopgraph.graph_store.extraction import table
-from hopgraph.graph_store.extraction.table import Ragged
+from hopgraph.graph_store.graphs.extraction import table
+from hopgraph.graph_store.graphs.extraction.table import Ragged
 
 
 @pytest.mark.parametrize("copy_from", [64, 1])

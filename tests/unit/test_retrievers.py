@@ -1,7 +1,7 @@
 import pytest
 
 from hopgraph.core.errors import InputError, UnknownMethodError
-from hopgraph.graph_store.vector_search import Cosines
+from hopgraph.graph_store.stores.vector_search import Cosines
 from hopgraph.tools import RETRIEVERS, make_retriever, parse_methods
 from hopgraph.tools.langchain import RetrieveInput, retrieval_tools
 

@@ -6,7 +6,7 @@ import pytest
 
 from hopgraph.cli import main
 from hopgraph.core.settings import configure, settings
-from hopgraph.graph_store.manifest import read_manifest
+from hopgraph.graph_store.stores.manifest import read_manifest
 
 
 @pytest.fixture(autouse=True)

@@ -6,9 +6,9 @@ import pytest
 
 from hopgraph.cli import main
 from hopgraph.graph_store import Index, build_graphs, load_corpus, sync_documents
-from hopgraph.graph_store.check import check_index
-from hopgraph.graph_store.embedding import HashingEmbedder
-from hopgraph.graph_store.graph_build import GraphSettings
+from hopgraph.graph_store.embedding.embedders import HashingEmbedder
+from hopgraph.graph_store.index.check import check_index
+from hopgraph.graph_store.index.graph_build import GraphSettings
 from tests.unit.test_index import build, results
 
 FILES = {
@@ -161,8 +161,8 @@ def test_a_changed_document_is_replaced_in_one_generation(tmp_path, folder):
 
 
 def test_a_sync_that_fails_after_adding_rows_leaves_the_old_ones(tmp_path, folder, monkeypatch):
-    from hopgraph.graph_store import build as build_module
-    from hopgraph.graph_store.vdb_chroma import ChromaVectorStore
+    from hopgraph.graph_store.index import writes
+    from hopgraph.graph_store.stores.vdb_chroma import ChromaVectorStore
 
     index = tmp_path / "idx"
     build(index, load_corpus(folder).documents)
@@ -185,12 +185,14 @@ def test_a_sync_that_fails_after_adding_rows_leaves_the_old_ones(tmp_path, folde
     def broken(*args, **kwargs):
         raise RuntimeError("the graphs failed")
 
-    monkeypatch.setattr(build_module, "write_graphs", broken)
+    monkeypatch.setattr(writes, "write_graphs", broken)
     with pytest.raises(RuntimeError, match="graphs failed"):
         sync_documents(index, load_corpus(folder).documents, scope=folder, show_progress=False)
     monkeypatch.undo()
     assert results(index) == before
-    assert check_index(index) == []  # the rollback sealed Chroma anew (graph_store.chroma_seal)
+    assert (
+        check_index(index) == []
+    )  # the rollback sealed Chroma anew (graph_store.stores.chroma_seal)
     assert stored(index) == rows  # the new row rolled back, the old one never touched
     report = sync_documents(index, load_corpus(folder).documents, scope=folder, show_progress=False)
     assert report.changed == ["notes.txt"]

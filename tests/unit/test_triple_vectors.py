@@ -33,8 +33,8 @@ def test_eval_builds_triple_vectors_when_a_method_first_needs_them(tmp_path):
 def test_graph_build_leaves_triples_out_until_a_gear_method_first_runs(tmp_path, capsys):
     from hopgraph.cli import main
     from hopgraph.graph_store import Document, Index, add_documents, build_graphs, build_index
-    from hopgraph.graph_store.atomic import write_lock
-    from hopgraph.graph_store.graph_build import GraphSettings
+    from hopgraph.graph_store.index.graph_build import GraphSettings
+    from hopgraph.graph_store.index.lock import write_lock
     from hopgraph.tools import make_retriever
 
     path = tmp_path / "idx"
@@ -73,8 +73,8 @@ def test_the_triple_table_keeps_chromas_vectors_through_writes_and_readers_skip_
         build_index,
         delete_documents,
     )
-    from hopgraph.graph_store.graph_build import GraphSettings
-    from hopgraph.graph_store.index import stored_vectors
+    from hopgraph.graph_store.index.graph_build import GraphSettings
+    from hopgraph.graph_store.index.reader import stored_vectors
 
     path = tmp_path / "idx"
     docs = [Document(d["id"], d["title"], d["text"]) for d in DOCS]
@@ -91,7 +91,9 @@ def test_the_triple_table_keeps_chromas_vectors_through_writes_and_readers_skip_
         def no_chroma(*args, **kwargs):
             raise AssertionError("a reader opened Chroma")
 
-        monkeypatch.setattr("hopgraph.graph_store.vdb_chroma.ChromaVectorStore.__init__", no_chroma)
+        monkeypatch.setattr(
+            "hopgraph.graph_store.stores.vdb_chroma.ChromaVectorStore.__init__", no_chroma
+        )
         np.testing.assert_allclose(idx.triple_matrix, expected, atol=1e-6)
         [(best, score)] = idx.search_triples(idx.knowledge_graph.triples[3].text, k=1)
         assert best == idx.knowledge_graph.triples[3] and score == pytest.approx(1.0, abs=1e-5)
@@ -101,8 +103,8 @@ def test_an_index_written_before_the_triple_table_reads_chroma_until_its_next_wr
     import numpy as np
 
     from hopgraph.graph_store import Document, Index, add_documents, build_graphs, build_index
-    from hopgraph.graph_store.graph_build import GraphSettings
-    from hopgraph.graph_store.manifest import read_manifest
+    from hopgraph.graph_store.index.graph_build import GraphSettings
+    from hopgraph.graph_store.stores.manifest import read_manifest
 
     path = tmp_path / "idx"
     docs = [Document(d["id"], d["title"], d["text"]) for d in DOCS]

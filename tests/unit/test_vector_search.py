@@ -10,10 +10,11 @@ import scipy.sparse as sp
 
 from hopgraph.cli import main
 from hopgraph.core.settings import IndexSettings
-from hopgraph.graph_store import Document, Index, build_index, vector_table
-from hopgraph.graph_store.ivf import IVF
-from hopgraph.graph_store.manifest import read_manifest
-from hopgraph.graph_store.vector_search import SearchSegment
+from hopgraph.graph_store import Document, Index, build_index
+from hopgraph.graph_store.stores import vector_table
+from hopgraph.graph_store.stores.ivf import IVF
+from hopgraph.graph_store.stores.manifest import read_manifest
+from hopgraph.graph_store.stores.vector_search import SearchSegment
 from hopgraph.tools import make_retriever
 from hopgraph.tools.gnn_layers import propagate, smallest
 from hopgraph.tools.gnn_local import Candidates, KnownDistances, propagate_local, still_holds
@@ -95,7 +96,7 @@ def test_check_names_a_large_segment_without_an_ivf_and_repair_adds_one(tmp_path
     assert main(["check", "--index", str(index)]) == 0
     capsys.readouterr()
     with pytest.MonkeyPatch.context() as patch:
-        from hopgraph.graph_store import check
+        from hopgraph.graph_store.index import check
 
         patch.setattr(check, "MIN_ROWS", 100)
         assert main(["check", "--index", str(index)]) == 2
@@ -261,7 +262,7 @@ def test_a_deeper_search_for_the_same_query_reads_only_the_rows_it_adds():
 
 
 def test_cosines_are_the_full_scans_for_the_rows_asked_only(ivf_index):
-    from hopgraph.graph_store.vector_search import Cosines
+    from hopgraph.graph_store.stores.vector_search import Cosines
 
     with Index.open(ivf_index, search="exact") as idx:
         vector = idx.embed_query("castle river")

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from hopgraph.core.errors import IndexStateError
-from hopgraph.graph_store import vector_table
-from hopgraph.graph_store.vector_table import VectorTable
+from hopgraph.graph_store.stores import vector_table
+from hopgraph.graph_store.stores.vector_table import VectorTable
 
 
 def vector(chunk_id: str) -> np.ndarray:

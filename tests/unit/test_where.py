@@ -7,7 +7,7 @@ import pytest
 from hopgraph.cli import main
 from hopgraph.core.errors import InputError
 from hopgraph.graph_store import Index, build_graphs, build_index, load_documents
-from hopgraph.graph_store.graph_build import GraphSettings
+from hopgraph.graph_store.index.graph_build import GraphSettings
 from hopgraph.tools import make_retriever
 from tests.conftest import DOCS
 from tests.unit.test_index import HASHING

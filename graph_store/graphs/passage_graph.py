@@ -1,0 +1,324 @@
+"""The passage graph (GNN-Ret §2, IIER §2): chunks as nodes, typed and weighted edges.
+
+Each edge type is one symmetric sparse matrix over the index's chunks (the order of
+``chunks.jsonl``), so neighbour lookups and message passing are sparse products, not Python loops:
+
+- ``structural``: consecutive chunks of one document, weight 1 (GNN-Ret §2.4, IIER §2.4);
+- ``entity``: chunks sharing an entity (GNN-Ret's shared links), weight = shared entities;
+- ``keyword``: chunks sharing at least ``keyword_min_shared`` keywords, weight = that count
+  (IIER §2.6, the code's ≥ 2);
+- for both, an entity or keyword found in more than ``max_df`` chunks ("United States", a
+  common word) makes no edges: hubs would flood every degree and carry no evidence;
+- ``semantic``: each chunk to its ``semantic_k`` most similar chunks with cosine ≥
+  ``semantic_min_sim``, weight = the similarity (IIER §2.5);
+- ``link`` (directed, the only one): chunk i → every chunk of the page whose title chunk i
+  mentions — the hyperlink a reader would follow (GNN-Ret §2.5's link edges). It is the bridge
+  of most Wikipedia multi-hop questions, and far sparser than shared entities: two passages that
+  both mention "Germany" share an entity, but only the page *Germany* is linked. A page
+  mentioned by more than ``max_df`` chunks ("Italy") gets no links in, like the hubs above.
+"""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+
+import networkx as nx
+import numpy as np
+import scipy.sparse as sp
+
+from hopgraph.core.errors import IndexStateError
+from hopgraph.graph_store.documents.schema import Chunk
+
+from .extraction.offline import token_key
+from .extraction.table import ExtractionTable, Ragged, Vocabulary
+from .semantic import Neighbours, nearest, neighbour_edges
+
+EDGE_TYPES = ("structural", "entity", "keyword", "semantic", "link")
+DIRECTED = frozenset({"link"})
+"""Edge types stored as row → column; every other type is a symmetric matrix."""
+FEATURES = ("structural", "semantic", "keyword", "entity")
+"""Order of :meth:`PassageGraph.edge_features`: IIER's r(u, n) = [a_struct, s_sem, c_kw], then
+the number of shared entities."""
+KEYWORD_FEATURE_CAP = 5  # IIER code: min(count, 5)
+
+
+@dataclass(frozen=True)
+class PassageGraphSettings:
+    """Density knobs of the passage graph."""
+
+    max_df: int = 30
+    keyword_min_shared: int = 2
+    semantic_k: int = 5
+    semantic_min_sim: float = 0.5
+    semantic_search: str = "auto"
+
+
+class PassageGraph:
+    """Typed sparse adjacency over chunk ids."""
+
+    def __init__(self, ids: list[str], edges: dict[str, sp.csr_matrix]) -> None:
+        self.ids = ids
+        self.edges = edges
+
+    @cached_property
+    def position(self) -> dict[str, int]:
+        """Return each chunk id's row (made when first asked for: a write only saves the graph)."""
+        return {chunk_id: i for i, chunk_id in enumerate(self.ids)}
+
+    def adjacency(
+        self, types: Sequence[str] = EDGE_TYPES, binary: bool = True, undirected: bool = False
+    ) -> sp.csr_matrix:
+        """Return the union of the given edge types (0/1 entries when ``binary``).
+
+        Row i lists where a walk from chunk i may go, so a directed type keeps its direction;
+        ``undirected`` adds the reverse of every directed edge (for reachability and degrees).
+        """
+        total = sp.csr_matrix((len(self.ids), len(self.ids)), dtype=np.float32)
+        for kind in types:
+            part = self.edges[kind]
+            if undirected and kind in DIRECTED:
+                part = part + part.T
+            total = total + ((part != 0).astype(np.float32) if binary else part)
+        if binary:
+            total.data[:] = 1.0
+        return total.tocsr()
+
+    def edge_count(self, kind: str) -> int:
+        """Return the number of edges of one type (a symmetric pair counts once)."""
+        nnz = int(self.edges[kind].nnz)
+        return nnz if kind in DIRECTED else nnz // 2
+
+    def neighbours(self, chunk_id: str, types: Sequence[str] = EDGE_TYPES) -> list[str]:
+        """Return the ids of a chunk's neighbours over the given edge types."""
+        row = self.position[chunk_id]
+        found: set[int] = set()
+        for kind in types:
+            matrix = self.edges[kind]
+            found.update(matrix.indices[matrix.indptr[row] : matrix.indptr[row + 1]].tolist())
+        return [self.ids[i] for i in sorted(found)]
+
+    def edge_features(self, u: str, candidates: Sequence[str]) -> np.ndarray:
+        """Return one row [structural, semantic, keyword (≤ 5), shared entities] per candidate.
+
+        Zeros where no edge of that type joins the pair; defined for every pair (IIER's r(u, n)).
+        """
+        return self.edge_features_rows(self.position[u], [self.position[c] for c in candidates])
+
+    def edge_features_rows(self, row: int, cols: Sequence[int]) -> np.ndarray:
+        """Return :meth:`edge_features` by row numbers (the hot path of chain scoring)."""
+        out = np.zeros((len(cols), len(FEATURES)), dtype=np.float32)
+        for j, kind in enumerate(FEATURES):
+            matrix = self.edges[kind]
+            start, end = matrix.indptr[row], matrix.indptr[row + 1]
+            # A row holds a node's few neighbours: a dict beats sparse fancy indexing here.
+            weights = dict(
+                zip(
+                    matrix.indices[start:end].tolist(), matrix.data[start:end].tolist(), strict=True
+                )
+            )
+            out[:, j] = [weights.get(c, 0.0) for c in cols]
+        out[:, 2] = np.minimum(out[:, 2], KEYWORD_FEATURE_CAP)
+        return out
+
+    def degrees(self, types: Sequence[str] = EDGE_TYPES) -> np.ndarray:
+        """Return each node's number of distinct neighbours (either direction) over the types."""
+        return np.diff(self.adjacency(types, undirected=True).indptr)
+
+    def save(self, directory: Path) -> None:
+        """Write one .npz per edge type and the node order."""
+        directory.mkdir(parents=True, exist_ok=True)
+        (directory / "nodes.json").write_text(json.dumps(self.ids), encoding="utf-8")
+        for kind, matrix in self.edges.items():
+            # uncompressed: every write saves the graphs, and zlib took longer than the build
+            sp.save_npz(directory / f"passages-{kind}.npz", matrix, compressed=False)
+
+    @classmethod
+    def load(cls, directory: Path) -> PassageGraph:
+        """Read a graph written by :meth:`save`."""
+        ids = json.loads((directory / "nodes.json").read_text(encoding="utf-8"))
+        missing = [k for k in EDGE_TYPES if not (directory / f"passages-{k}.npz").is_file()]
+        if missing:
+            raise IndexStateError(
+                f"the passage graph in {directory} has no {', '.join(missing)} edges "
+                "(built by an older hopgraph)",
+                f"rebuild the graphs: `hopgraph graph build --index {directory.parent}`",
+            )
+        edges = {k: mapped_csr(directory / f"passages-{k}.npz") for k in EDGE_TYPES}
+        return cls(ids, edges)
+
+    def to_networkx(self) -> nx.MultiGraph:
+        """Return a networkx MultiGraph: one edge per (pair, type), with ``type`` and ``weight``."""
+        graph = nx.MultiGraph()
+        graph.add_nodes_from(self.ids)
+        for kind, matrix in self.edges.items():
+            directed = kind in DIRECTED
+            pairs = (matrix if directed else sp.triu(matrix, k=1)).tocoo()
+            for i, j, w in zip(pairs.row, pairs.col, pairs.data, strict=True):
+                # A directed edge keeps its direction as an attribute: the chunk that mentions.
+                extra = {"source": self.ids[i]} if directed else {}
+                graph.add_edge(self.ids[i], self.ids[j], type=kind, weight=float(w), **extra)
+        return graph
+
+
+def mapped_csr(path: Path) -> sp.csr_matrix:
+    """Read a CSR matrix saved uncompressed by ``scipy.sparse.save_npz``, memory-mapped.
+
+    Its arrays are views of the file (read-only), so every process serving the index shares
+    their pages through the page cache. A compressed file is read into memory as before.
+    """
+    try:
+        with zipfile.ZipFile(path) as archive:
+            members = {i.filename.removesuffix(".npy"): i for i in archive.infolist()}
+            if any(i.compress_type != zipfile.ZIP_STORED for i in members.values()):
+                return sp.load_npz(path).tocsr()
+            arrays = {name: _mapped_member(path, info) for name, info in members.items()}
+    except (OSError, ValueError, KeyError, zipfile.BadZipFile) as err:
+        raise IndexStateError(
+            f"{path} is damaged: {err}",
+            f"rebuild the graphs: `hopgraph graph build --index {path.parent.parent}`",
+        ) from err
+    if str(arrays["format"]) != "csr":
+        return sp.load_npz(path).tocsr()
+    shape = tuple(int(x) for x in arrays["shape"])
+    return sp.csr_matrix((arrays["data"], arrays["indices"], arrays["indptr"]), shape=shape)
+
+
+def _mapped_member(path: Path, info: zipfile.ZipInfo) -> np.ndarray:
+    """Map one stored .npy member of a zip file (its bytes lie contiguous in the file)."""
+    with open(path, "rb") as handle:
+        handle.seek(info.header_offset)
+        local = handle.read(30)  # the local file header: names and extra field follow it
+        if local[:4] != b"PK\x03\x04":
+            raise ValueError(f"no zip entry at {info.header_offset}")
+        start = info.header_offset + 30 + int.from_bytes(local[26:28], "little")
+        start += int.from_bytes(local[28:30], "little")
+        handle.seek(start)
+        version = np.lib.format.read_magic(handle)
+        read_header = {
+            (1, 0): np.lib.format.read_array_header_1_0,
+            (2, 0): np.lib.format.read_array_header_2_0,
+        }[version]
+        shape, fortran, dtype = read_header(handle)
+        offset = handle.tell()
+    if dtype.hasobject:
+        raise ValueError("an object array")
+    if not shape or 0 in shape:  # np.memmap cannot map zero bytes; a scalar is read whole
+        with np.load(path) as data:
+            return data[info.filename.removesuffix(".npy")]
+    order = "F" if fortran else "C"
+    return np.memmap(path, dtype=dtype, mode="r", offset=offset, shape=shape, order=order)
+
+
+def build_passage_graph(
+    chunks: Sequence[Chunk],
+    extractions: ExtractionTable,
+    semantic: np.ndarray | Neighbours,
+    settings: PassageGraphSettings,
+) -> PassageGraph:
+    """Build every edge type over ``chunks`` (extractions and ``semantic`` in the same order).
+
+    ``semantic``: the chunks' embeddings, searched here for nearest neighbours, or their
+    nearest-neighbour lists when already known (kept between writes).
+    """
+    ids, vocabulary = [c.id for c in chunks], len(extractions.vocab)
+    neighbours = semantic
+    if not isinstance(neighbours, Neighbours):
+        neighbours = nearest(semantic, settings.semantic_k, settings.semantic_search)
+    edges = {
+        "structural": structural_edges(chunks),
+        "entity": co_occurrence(extractions.entities.incidence(vocabulary), 1, settings.max_df),
+        "keyword": co_occurrence(
+            extractions.keywords.incidence(vocabulary), settings.keyword_min_shared, settings.max_df
+        ),
+        "semantic": neighbour_edges(neighbours, settings.semantic_k, settings.semantic_min_sim),
+        "link": link_edges(chunks, extractions, settings.max_df),
+    }
+    return PassageGraph(ids, edges)
+
+
+def structural_edges(chunks: Sequence[Chunk]) -> sp.csr_matrix:
+    """Link chunk i and i+1 of the same document."""
+    documents = document_numbers(chunks)
+    position = np.fromiter((c.position for c in chunks), dtype=np.int64, count=len(chunks))
+    order = np.lexsort((position, documents))  # each document's chunks, in place order
+    a, b = order[:-1], order[1:]
+    follows = (documents[a] == documents[b]) & (position[b] == position[a] + 1)
+    a, b = a[follows], b[follows]
+    ones = np.ones(2 * len(a), dtype=np.float32)
+    n = len(chunks)
+    return sp.csr_matrix((ones, (np.r_[a, b], np.r_[b, a])), shape=(n, n))
+
+
+def document_numbers(chunks: Sequence[Chunk]) -> np.ndarray:
+    """Return a number per chunk for its document (only equality matters)."""
+    number: dict[str, int] = {}
+    return np.fromiter(
+        (number.setdefault(c.doc_id, len(number)) for c in chunks),
+        dtype=np.int64,
+        count=len(chunks),
+    )
+
+
+def link_edges(
+    chunks: Sequence[Chunk], extractions: ExtractionTable, max_df: int | None = None
+) -> sp.csr_matrix:
+    """Link chunk i → each chunk of another document whose page (title) chunk i mentions.
+
+    A chunk linked from more than ``max_df`` chunks keeps none of its links in.
+
+    Titles are keyed as extractors key page entities, so every extractor's mentions meet them;
+    a title shared by several documents (MuSiQue has such) is linked to in all of them.
+    """
+    n, known, page = len(chunks), extractions.vocab.ids, extractions.pages
+    if page is None:  # a title no chunk mentions is not in the vocabulary: nothing links there
+        page = np.array([known.get(token_key(c.title), -1) if c.title else -1 for c in chunks])
+    titled = np.flatnonzero(page >= 0)
+    pages = titled[np.argsort(page[titled], kind="stable")]  # rows grouped by their page
+    keys = page[pages]
+    rows, entities = extractions.entities.row_of_values(), extractions.entities.values
+    # A chunk naming its own page does not link to the page's namesakes.
+    other = entities != page[rows]
+    rows, entities = rows[other], entities[other]
+    first = np.searchsorted(keys, entities, side="left")
+    count = np.searchsorted(keys, entities, side="right") - first
+    start = np.repeat(first - (np.cumsum(count) - count), count)
+    sources, targets = np.repeat(rows, count), pages[start + np.arange(count.sum())]
+    documents = document_numbers(chunks)
+    across = documents[sources] != documents[targets]
+    ones = np.ones(int(across.sum()), dtype=np.float32)
+    matrix = sp.csr_matrix((ones, (sources[across], targets[across])), shape=(n, n))
+    matrix.data[:] = 1.0  # the constructor sums repeated pairs; a link is there or not
+    if max_df is not None:
+        linked_from = np.diff(matrix.tocsc().indptr)
+        matrix = (matrix @ sp.diags((linked_from <= max_df).astype(np.float32))).tocsr()
+        matrix.eliminate_zeros()
+    return matrix
+
+
+def shared_item_edges(
+    items: Sequence[Sequence[str]], min_shared: int, max_df: int | None
+) -> sp.csr_matrix:
+    """Link chunks sharing ≥ ``min_shared`` items (entities, keywords); weight = shared count."""
+    vocab = Vocabulary()
+    lists = Ragged.from_lists([[vocab.id(x) for x in chunk_items] for chunk_items in items])
+    return co_occurrence(lists.incidence(len(vocab)), min_shared, max_df)
+
+
+def co_occurrence(incidence: sp.csr_matrix, min_shared: int, max_df: int | None) -> sp.csr_matrix:
+    """Link the rows of a (chunk × item) incidence sharing ≥ ``min_shared`` items; weight = count.
+
+    Items in more than ``max_df`` rows are dropped first, so hubs never densify the product.
+    """
+    if max_df is not None:
+        df = np.asarray(incidence.sum(axis=0)).ravel()
+        incidence = incidence[:, np.flatnonzero(df <= max_df)]
+    shared = (incidence @ incidence.T).tocsr()
+    shared.setdiag(0)
+    shared.data[shared.data < min_shared] = 0
+    shared.eliminate_zeros()
+    return shared.astype(np.float32)

@@ -1,0 +1,200 @@
+"""A new index, and new graphs: ``build_index`` and ``build_graphs``.
+
+``build_index`` chunks and embeds the documents and writes them as a first generation;
+``build_graphs`` makes both graphs from scratch as one write.
+
+Each write is one generation (hopgraph.graph_store.index.generations): it adds files in its
+own folder and rows tagged with its number to Chroma, and commits by replacing the manifest.
+An error or a kill at any moment leaves the previous generation as it was, and the next write
+cleans up after it. ``changes`` adds, deletes and syncs documents; ``writes`` holds what every
+write shares.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from hopgraph.core.errors import IndexStateError, InputError
+from hopgraph.core.settings import CONFIG_FILE, IndexSettings
+from hopgraph.graph_store.documents.loaders import check_unique_ids
+from hopgraph.graph_store.documents.schema import Chunk, Document
+from hopgraph.graph_store.embedding.embedders import embedder_for
+from hopgraph.graph_store.stores.chunk_table import read_chunks
+from hopgraph.graph_store.stores.doc_table import (
+    DocumentTable,
+    records_of,
+)
+from hopgraph.graph_store.stores.manifest import (
+    FORMAT_VERSION,
+    MANIFEST,
+    Manifest,
+    now,
+    package_versions,
+    read_manifest,
+)
+from hopgraph.graph_store.stores.vdb_chroma import ChromaLocation
+
+from . import writes
+from .generations import (
+    CHROMA_DIR,
+    Generation,
+    drop_collection,
+    passages_location,
+    written_by_a_build,
+)
+from .graph_build import GraphSettings, write_graphs
+from .lock import paused_gc, write_lock
+
+
+@paused_gc()
+def build_index(
+    docs: Sequence[Document],
+    directory: str | Path,
+    settings: IndexSettings,
+    show_progress: bool = True,
+    replace: bool = False,
+) -> writes.WriteReport:
+    """Build a fresh index of ``docs`` in ``directory``.
+
+    An index already there is replaced only when ``replace`` is set (``--force``); the lock is
+    held from the start, embedding included, so no other write can slip in and be lost.
+    """
+    directory = Path(directory)
+    if not docs:
+        raise InputError("the corpus is empty", "give at least one document")
+    check_unique_ids(docs, "corpus")
+    _refuse_foreign_directory(directory)
+    started = time.perf_counter()
+    with write_lock(directory, create=True):
+        old = _readable_manifest(directory)
+        if (old is not None or (directory / MANIFEST).exists()) and not replace:
+            held = f" ({old.counts['documents']} documents)" if old else ""
+            raise InputError(
+                f"{directory} already holds an index{held}",
+                "`hopgraph add` adds documents to it; `hopgraph index --force` replaces it",
+            )
+        embedder = embedder_for(settings)
+        chunks = sorted(writes.chunk_documents(docs, settings, embedder), key=lambda c: c.id)
+        t0 = time.perf_counter()
+        embeddings = writes.embed_chunks(chunks, embedder, show_progress)
+        embed_seconds = time.perf_counter() - t0
+        location = _new_location(settings, directory)
+        with Generation(directory, old) as gen:
+            embedder_info = {"name": embedder.name, "dimension": embedder.dimension}
+            manifest = _manifest(settings, embedder_info, location, chunks, created=None)
+            records = records_of(docs, chunks, manifest.updated_at)
+            vectors = gen.create_collection(location)
+            try:
+                vectors.upsert(
+                    chunks, embeddings, gen.number, writes.document_fields(records, chunks)
+                )
+            finally:
+                vectors.close()
+            documents = DocumentTable.of(records)
+            tables = writes.write_tables(gen, manifest, chunks, documents, chunks, embeddings)
+            manifest.segments, manifest.vectors, manifest.ann = tables.result()
+            manifest.timings = {
+                "build_seconds": time.perf_counter() - started,
+                "embed_seconds": embed_seconds,
+            }
+            replaced = passages_location(directory, old) if old else None
+            if replaced is not None and _same_place(replaced, location):
+                manifest.purge = {"collections": [old.collection, replaced.triples().collection]}
+            gen.commit(manifest)
+        if replaced is not None and not _same_place(replaced, location):
+            drop_collection(replaced)  # elsewhere (another server): dropped once committed
+            drop_collection(replaced.triples())
+    return writes.write_report(
+        directory,
+        chunks,
+        added=len(chunks),
+        removed=0,
+        started=started,
+        embed_seconds=embed_seconds,
+    )
+
+
+@paused_gc()
+def build_graphs(
+    directory: str | Path, settings: GraphSettings | None = None, show_progress: bool = True
+) -> dict[str, Any]:
+    """Build (or rebuild) both graphs of an index from scratch as one write; return their info.
+
+    ``settings``: how (graph_build.GraphSettings); default, the offline extractor's defaults.
+    """
+    directory = Path(directory)
+    settings = settings if settings is not None else GraphSettings()
+    with write_lock(directory):
+        old = read_manifest(directory)
+        chunks = read_chunks(directory, old)
+        with Generation(directory, old) as gen:
+            manifest = writes.successor_manifest(old, chunks)
+            write_graphs(
+                gen, directory, old, manifest, chunks, chunks, settings, show_progress, fresh=True
+            )
+            gen.commit(manifest)
+    assert manifest.graph is not None
+    return manifest.graph
+
+
+def _manifest(
+    settings: IndexSettings,
+    embedder: dict[str, Any],
+    location: ChromaLocation,
+    chunks: Sequence[Chunk],
+    created: str | None,
+) -> Manifest:
+    stamp = now()
+    return Manifest(
+        format_version=FORMAT_VERSION,
+        settings=settings,
+        embedder=embedder,
+        collection=location.collection,
+        chroma_dir=None if location.url or location.path is None else location.path.name,
+        counts={"documents": len({c.doc_id for c in chunks}), "chunks": len(chunks)},
+        versions=package_versions(),
+        created_at=created or stamp,
+        updated_at=stamp,
+    )
+
+
+def _new_location(settings: IndexSettings, directory: Path) -> ChromaLocation:
+    name = f"{settings.collection_prefix}-{uuid.uuid4().hex[:12]}"
+    if settings.chroma_url:
+        return ChromaLocation(name, url=settings.chroma_url)
+    return ChromaLocation(name, path=directory / CHROMA_DIR)
+
+
+def _same_place(a: ChromaLocation, b: ChromaLocation) -> bool:
+    return a.path == b.path and a.url == b.url
+
+
+def _readable_manifest(directory: Path) -> Manifest | None:
+    """Return the manifest of the index being replaced, if it can be read (any version)."""
+    try:
+        return read_manifest(directory)
+    except IndexStateError:
+        return None
+
+
+def _refuse_foreign_directory(directory: Path) -> None:
+    """Never build over a non-empty directory that is not a hopgraph index."""
+    if directory.is_file():
+        raise InputError(f"{directory} is a file", "give a directory path for the index")
+    if (
+        directory.is_dir()
+        and not (directory / MANIFEST).exists()
+        # A first build that was killed leaves only its own files: a retry may build there;
+        # a settings file (hopgraph.toml) may be there before the first build.
+        and not all(
+            written_by_a_build(entry) or entry.name == CONFIG_FILE for entry in directory.iterdir()
+        )
+    ):
+        raise InputError(
+            f"{directory} exists, is not empty and is not a hopgraph index",
+            "choose a new or empty directory; hopgraph will not overwrite other files",
+        )

@@ -1,0 +1,312 @@
+"""Changes to a built index: add documents, delete documents, sync with a source.
+
+Each is one generation (hopgraph.graph_store.index.generations), in place: it costs what it
+changes. ``add`` embeds and stores only the new chunks, and the graphs are brought up to date
+from the previous generation's (graph_build). An error or a kill at any moment leaves the
+previous generation as it was.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from hopgraph.core.errors import IndexStateError, InputError
+from hopgraph.graph_store.documents.loaders import check_unique_ids, quote_ids
+from hopgraph.graph_store.documents.schema import Chunk, Document
+from hopgraph.graph_store.embedding.embedders import Embedder, embedder_for
+from hopgraph.graph_store.stores.chunk_table import read_chunks
+from hopgraph.graph_store.stores.doc_table import (
+    DocumentTable,
+    records_of,
+)
+from hopgraph.graph_store.stores.manifest import (
+    Manifest,
+    now,
+    read_manifest,
+)
+
+from . import writes
+from .lock import paused_gc, write_lock
+from .reader import read_vectors
+
+
+@paused_gc()
+def add_documents(
+    directory: str | Path, docs: Sequence[Document], show_progress: bool = True
+) -> writes.WriteReport:
+    """Add new documents to an index; only their chunks are embedded."""
+    directory = Path(directory)
+    if not docs:
+        raise InputError("no documents to add")
+    check_unique_ids(docs, "new documents")
+    started = time.perf_counter()
+    with write_lock(directory):
+        old = read_manifest(directory)
+        existing = read_chunks(directory, old)
+        present = sorted({c.doc_id for c in existing} & {d.id for d in docs})
+        if present:
+            raise InputError(
+                f"{len(present)} document id(s) are already in the index: {quote_ids(present)}",
+                "`hopgraph sync SOURCE` replaces changed documents and adds new ones; "
+                "or give new ids",
+            )
+        documents = DocumentTable.read(directory, old, existing)
+        new_chunks, embeddings, embed_seconds = _embed_new(
+            directory, old, existing, docs, show_progress
+        )
+        chunks = _add(
+            directory, old, existing, documents, docs, new_chunks, embeddings, show_progress
+        )
+    return writes.write_report(
+        directory,
+        chunks,
+        added=len(new_chunks),
+        removed=0,
+        started=started,
+        embed_seconds=embed_seconds,
+    )
+
+
+def _embed_new(
+    directory: Path,
+    old: Manifest,
+    existing: Sequence[Chunk],
+    docs: Sequence[Document],
+    show_progress: bool,
+) -> tuple[list[Chunk], np.ndarray, float]:
+    """Chunk and embed ``docs`` for an index whose chunks are ``existing``.
+
+    Returns their chunks, the chunks' vectors and the embedding time.
+    """
+    embedder = embedder_for(old.settings)
+    _check_same_model(directory, old, existing, embedder)
+    new_chunks = writes.chunk_documents(docs, old.settings, embedder)
+    taken = {c.id for c in existing}
+    if any(c.id in taken for c in new_chunks):
+        raise InputError("a new chunk id collides with an existing one", "rename the documents")
+    t0 = time.perf_counter()
+    embeddings = writes.embed_chunks(new_chunks, embedder, show_progress)
+    return new_chunks, embeddings, time.perf_counter() - t0
+
+
+def _check_same_model(
+    directory: Path, old: Manifest, existing: Sequence[Chunk], embedder: Embedder
+) -> None:
+    """Refuse vectors of another model than the index's (nothing is written yet)."""
+    held = old.embedder["dimension"]
+    if embedder.dimension != held:
+        raise IndexStateError(
+            f"model {embedder.name!r} now gives {embedder.dimension}-d vectors, the index holds "
+            f"{held}-d ones",
+            "serve the index's model again, or rebuild the index with the new one",
+        )
+    fresh = getattr(embedder, "embed_fresh", None)  # an endpoint: its model may have changed
+    if fresh is None or not existing:
+        return
+    probe = existing[0]
+    similarity = float(read_vectors(directory, old, [probe])[0] @ fresh([probe.embed_text])[0])
+    if similarity < 0.99:
+        raise IndexStateError(
+            f"the vectors {old.settings.embeddings_url} gives as model {embedder.name!r} are not "
+            f"the index's (cosine {similarity:.2f} with chunk {probe.id!r} as stored)",
+            "serve the index's model at that address again, or rebuild the index with the new "
+            "one (`hopgraph index SOURCE --force`)",
+        )
+
+
+def _add(
+    directory: Path,
+    old: Manifest,
+    existing: list[Chunk],
+    documents: DocumentTable,
+    docs: Sequence[Document],
+    new_chunks: list[Chunk],
+    embeddings: np.ndarray,
+    show_progress: bool,
+) -> list[Chunk]:
+    """Commit ``docs`` (chunked and embedded) as the next generation; return all chunks."""
+    chunks = sorted(existing + new_chunks, key=lambda c: c.id)
+    documents = documents.with_records(records_of(docs, new_chunks, now()))
+    writes.commit_change(
+        directory, old, existing, chunks, documents, show_progress, new_chunks, embeddings
+    )
+    return chunks
+
+
+@paused_gc()
+def delete_documents(directory: str | Path, doc_ids: Sequence[str]) -> writes.WriteReport:
+    """Remove documents (all their chunks) from every store of the index."""
+    directory = Path(directory)
+    wanted = set(doc_ids)
+    if not wanted:
+        raise InputError("no document ids to delete")
+    started = time.perf_counter()
+    with write_lock(directory):
+        old = read_manifest(directory)
+        existing = read_chunks(directory, old)
+        missing = sorted(wanted - {c.doc_id for c in existing})
+        if missing:
+            raise InputError(
+                f"{len(missing)} document id(s) are not in the index: {quote_ids(missing)}",
+                "`hopgraph docs --index DIR` lists the documents; ids are case-sensitive",
+            )
+        documents = DocumentTable.read(directory, old, existing)
+        chunks, removed = _delete(directory, old, existing, documents, wanted)
+    return writes.write_report(
+        directory, chunks, added=0, removed=len(removed), started=started, embed_seconds=0.0
+    )
+
+
+def _delete(
+    directory: Path,
+    old: Manifest,
+    existing: list[Chunk],
+    documents: DocumentTable,
+    wanted: set[str],
+) -> tuple[list[Chunk], list[str]]:
+    """Commit the removal of the documents ``wanted``; return the chunks kept and removed ids."""
+    removed = [c.id for c in existing if c.doc_id in wanted]
+    chunks = [c for c in existing if c.doc_id not in wanted]
+    if not chunks:
+        raise InputError(
+            "deleting these documents would leave the index empty",
+            "remove the index directory instead",
+        )
+    kept = documents.without(wanted)
+    writes.commit_change(directory, old, existing, chunks, kept, False, removed=removed)
+    return chunks, removed
+
+
+@dataclass(frozen=True)
+class SyncReport:
+    """What a sync did: document ids added, changed (replaced) and removed; unchanged count."""
+
+    directory: Path
+    added: list[str]
+    changed: list[str]
+    removed: list[str]
+    missing: list[str]
+    """Documents whose source is gone from the scope but that were kept (no prune)."""
+    unchanged: int
+    documents: int
+    chunks: int
+    seconds: float
+    embed_seconds: float
+
+
+@paused_gc()
+def sync_documents(
+    directory: str | Path,
+    docs: Sequence[Document],
+    scope: Path | None = None,
+    prune: bool = False,
+    keep_sources: frozenset[str] = frozenset(),
+    show_progress: bool = True,
+) -> SyncReport:
+    """Make the index hold ``docs``: new ones added, changed ones (by content hash) replaced.
+
+    Unchanged documents are not touched, and a sync that changes nothing writes nothing and
+    embeds nothing. Documents whose source lies in ``scope`` (the folder or file ``docs`` came
+    from) and that are not in ``docs`` are missing: deleted when ``prune``, else kept and
+    reported; those from ``keep_sources`` (files that exist but could not be read this time)
+    are neither. The whole change is one generation: a changed document's chunks that keep
+    their ids get new Chroma rows (the old ones stay for the previous generation's readers until
+    the commit purges them), the others are removed, the new ones added.
+    """
+    directory = Path(directory)
+    check_unique_ids(docs, "documents to sync")
+    started = time.perf_counter()
+    with write_lock(directory):
+        old = read_manifest(directory)
+        existing = read_chunks(directory, old)
+        documents = DocumentTable.read(directory, old, existing)
+        records = {r.id: r for r in documents.records()}
+        new = [d for d in docs if d.id not in records]
+        changed = [d for d in docs if d.id in records and records[d.id].hash != d.content_hash()]
+        wanted = {d.id for d in docs}
+        missing = sorted(
+            r.id
+            for r in records.values()
+            if scope is not None
+            and r.id not in wanted
+            and r.source not in keep_sources
+            and _within(r.source, scope)
+        )
+        gone = missing if prune else []
+        drop = {*(d.id for d in changed), *gone}
+        kept = [c for c in existing if c.doc_id not in drop]
+        added = [*new, *changed]
+        # Embed first: a failure there (the model, a bad document) leaves the index untouched.
+        new_chunks, embeddings, embed_seconds = [], np.zeros((0, 0), np.float32), 0.0
+        if added:
+            new_chunks, embeddings, embed_seconds = _embed_new(
+                directory, old, kept, added, show_progress
+            )
+        chunks = existing
+        if drop or added:
+            chunks = sorted(kept + new_chunks, key=lambda c: c.id)
+            change = (drop, added, new_chunks, embeddings)
+            _replace(directory, old, existing, chunks, documents, change, show_progress)
+    return SyncReport(
+        directory,
+        added=[d.id for d in new],
+        changed=[d.id for d in changed],
+        removed=gone,
+        missing=[] if prune else missing,
+        unchanged=len(docs) - len(new) - len(changed),
+        documents=len({c.doc_id for c in chunks}),
+        chunks=len(chunks),
+        seconds=time.perf_counter() - started,
+        embed_seconds=embed_seconds,
+    )
+
+
+def _replace(
+    directory: Path,
+    old: Manifest,
+    existing: list[Chunk],
+    chunks: list[Chunk],
+    documents: DocumentTable,
+    change: tuple[set[str], Sequence[Document], list[Chunk], np.ndarray],
+    show_progress: bool,
+) -> None:
+    """Commit a sync as one generation.
+
+    ``change``: the documents to drop, the documents to add, their chunks and their vectors.
+    A changed document's chunk that keeps its id gets a new row (writes.commit_change's
+    ``replaced``); the rest of the dropped chunks are purged after the commit.
+    """
+    drop, added, new_chunks, embeddings = change
+    if not chunks:
+        raise InputError(
+            "this sync would leave the index empty", "remove the index directory instead"
+        )
+    new_ids = {c.id for c in new_chunks}
+    dropped = [c.id for c in existing if c.doc_id in drop]
+    records = records_of(added, new_chunks, now())
+    writes.commit_change(
+        directory,
+        old,
+        existing,
+        chunks,
+        documents.without(drop).with_records(records),
+        show_progress,
+        new_chunks,
+        embeddings,
+        removed=[i for i in dropped if i not in new_ids],
+        replaced=[i for i in dropped if i in new_ids],
+    )
+
+
+def _within(source: str, scope: Path) -> bool:
+    """Tell whether a document's source is the file ``scope`` or lies below the folder."""
+    if not source:
+        return False
+    root = scope.resolve()
+    path = Path(source)
+    return path == root or root in path.parents

@@ -1,0 +1,416 @@
+"""Build the passage graph and the knowledge graph of an index, and keep them current.
+
+Graphs are derived data, written with every write of an index that has them into that write's
+generation folder, so they can never hold a deleted chunk, triple or entity. ``graph build``
+builds them from scratch; ``add`` / ``delete`` bring the previous generation's up to date and
+cost what they change: offline extraction re-reads only new chunks and chunks whose title
+links may have changed (extraction.readings.CorpusReadings); semantic neighbours are searched
+only for new chunks and chunks that lost more than their spare neighbours
+(semantic.update_nearest); LLM extractions come from a disk cache keyed by model and
+prompt; only new triples are embedded. The result equals a fresh build of the final corpus
+(tests/unit/test_incremental_graphs.py).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from hopgraph.core.errors import IndexStateError
+from hopgraph.core.forked import Forked
+from hopgraph.graph_store.documents.schema import Chunk, Scalar
+from hopgraph.graph_store.embedding.embedders import embed_with_progress, embedder_for
+from hopgraph.graph_store.graphs import triple_table
+from hopgraph.graph_store.graphs.extraction import Extractor
+from hopgraph.graph_store.graphs.extraction.readings import CorpusReadings, OfflineExtractor
+from hopgraph.graph_store.graphs.extraction.table import EXTRACTIONS_FILE, ExtractionTable
+from hopgraph.graph_store.graphs.knowledge_graph import (
+    KnowledgeGraph,
+    StoredTriple,
+    build_knowledge_graph,
+)
+from hopgraph.graph_store.graphs.passage_graph import (
+    EDGE_TYPES,
+    PassageGraph,
+    PassageGraphSettings,
+    build_passage_graph,
+)
+from hopgraph.graph_store.graphs.semantic import (
+    SPARE_NEIGHBOURS,
+    Neighbours,
+    nearest,
+    update_nearest,
+)
+from hopgraph.graph_store.stores.manifest import TRIPLE_VECTORS, Manifest, graphs_hint, now
+from hopgraph.graph_store.stores.vdb_chroma import GENERATION, ChromaLocation, ChromaVectorStore
+
+from .generations import Generation, folder_name, passages_location
+from .reader import read_vectors
+
+NEIGHBOURS_FILE = "semantic-neighbours.npz"
+GRAPH_DIR = "graph"
+
+
+class GraphSettings(BaseModel):
+    """How the graphs of an index are built; stored in the manifest."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    extractor: Literal["offline", "llm"] = Field("offline", description="who reads the chunks")
+    max_df: int = Field(
+        30, ge=1, description="entities / keywords in more chunks, pages linked from more: no edges"
+    )
+    keyword_min_shared: int = Field(2, ge=1, description="shared keywords for a keyword edge")
+    semantic_k: int = Field(5, ge=0, description="semantic neighbours per chunk")
+    semantic_min_sim: float = Field(0.5, ge=-1, le=1, description="least cosine for an edge")
+    semantic_search: Literal["auto", "exact", "ann"] = Field(
+        "auto",
+        description="exact all-pairs, or an NN-descent kNN graph (auto: from 20,000 chunks on)",
+    )
+    embed_triples: bool = Field(
+        False,
+        description="embed triples now (else at the first use of a method that searches them)",
+    )
+    llm_prompts: tuple[Literal["gear", "iier", "gnn_ret"], ...] = Field(
+        ("gear", "iier"),
+        min_length=1,
+        description="LLM prompt sets: GEAR entities + triples, IIER keywords, GNN-Ret links",
+    )
+
+    def passage_settings(self) -> PassageGraphSettings:
+        """Return the passage-graph density knobs."""
+        return PassageGraphSettings(
+            self.max_df,
+            self.keyword_min_shared,
+            self.semantic_k,
+            self.semantic_min_sim,
+            self.semantic_search,
+        )
+
+
+def triples_location(passages: ChromaLocation) -> ChromaLocation:
+    """Return where an index's triple embeddings live: beside its passages, suffixed."""
+    return passages.triples()
+
+
+def make_extractor(settings: GraphSettings, directory: Path) -> Extractor:
+    """Return the configured extractor (the LLM one needs an LLM configuration)."""
+    if settings.extractor == "offline":
+        return OfflineExtractor()
+    from hopgraph.graph_store.graphs.extraction.llm import LLMExtractor
+
+    return LLMExtractor.from_environment(llm_cache_path(directory), settings.llm_prompts)
+
+
+def llm_cache_path(directory: Path) -> Path:
+    """Return the LLM extraction cache of an index: beside it, so it outlives failed builds."""
+    return directory.parent / f".{directory.name}.llm-cache.sqlite"
+
+
+def write_graphs(
+    gen: Generation,
+    directory: Path,
+    previous: Manifest,
+    manifest: Manifest,
+    before: Sequence[Chunk],
+    chunks: Sequence[Chunk],
+    settings: GraphSettings,
+    show_progress: bool,
+    fresh: bool,
+    replaced: frozenset[str] = frozenset(),
+) -> None:
+    """Write both graphs of ``chunks`` (``manifest``'s) into ``gen``'s folder; sync the triples.
+
+    ``before`` is the previous generation's chunk list; its graphs are updated unless ``fresh``
+    or they were built with other settings. ``replaced``: ids in both lists whose text
+    changed (read again, searched again). Sets ``manifest.graph``, its graph file and the
+    triples to purge.
+    """
+    started = time.perf_counter()
+    old_dir = None
+    if not fresh and previous.graph and _settings(previous) == settings:
+        old_dir = previous.path(directory, "graph")
+    target = gen.folder / GRAPH_DIR
+    target.mkdir()
+    # a failed write waits for the children (leaving ``with``) before its folder is removed
+    with contextlib.ExitStack() as children:
+        if old_dir is not None:  # a forked child brings the neighbour lists up to date meanwhile
+            semantic = children.enter_context(
+                _semantic(directory, manifest, old_dir, chunks, settings, target, replaced)
+            )
+        extractions, llm_stats = _extract(
+            settings, directory, old_dir, (before, replaced), chunks, target, show_progress
+        )
+        extracted = time.perf_counter()
+        save_extractions(target, extractions)
+        # Triples are embedded from the graph in this process; otherwise a forked child builds
+        # and saves it while this one builds the passage graph: two cores, each busy.
+        with _knowledge(chunks, extractions, target, keep=settings.embed_triples) as kg:
+            if old_dir is None:  # a fresh search, here, while the knowledge graph is built
+                semantic = _semantic(directory, manifest, None, chunks, settings, target)
+            passage_graph = build_passage_graph(
+                chunks, extractions, semantic.result(), settings.passage_settings()
+            )
+            passage_graph.save(target)
+            knowledge, *kg_sizes = kg.result()
+    built = time.perf_counter()
+    embedded, gone = sync_triples(
+        directory, gen, knowledge, manifest, settings.embed_triples, show_progress
+    )
+    manifest.files["graph"] = f"{folder_name(gen.number)}/{GRAPH_DIR}"
+    manifest.purge["triples"] = gone
+    manifest.graph = {
+        "settings": settings.model_dump(),
+        "counts": graph_counts(passage_graph, *kg_sizes),
+        "timings": {
+            "extract_seconds": extracted - started,
+            "graph_seconds": built - extracted,
+            "triple_embed_seconds": time.perf_counter() - built,
+        },
+        "incremental": old_dir is not None,
+        "triples_embedded": embedded,
+        "llm": llm_stats,
+        "built_at": now(),
+    }
+
+
+def _settings(manifest: Manifest) -> GraphSettings:
+    assert manifest.graph is not None
+    return GraphSettings.model_validate(manifest.graph["settings"])
+
+
+def _extract(
+    settings: GraphSettings,
+    directory: Path,
+    old_dir: Path | None,
+    previous: tuple[Sequence[Chunk], frozenset[str]],
+    chunks: Sequence[Chunk],
+    target: Path,
+    show_progress: bool,
+) -> tuple[ExtractionTable, dict[str, int] | None]:
+    """Extract every chunk (offline: from the previous readings; LLM: from its cache).
+
+    ``previous``: the last generation's chunks and the ids replaced since (read again).
+    Returns the extractions and the LLM's request counts (``None`` offline).
+    """
+    if settings.extractor == "offline":
+        before, replaced = previous
+        state = CorpusReadings.load(old_dir, before) if old_dir else None
+        if state is None:
+            state, before = CorpusReadings(), []
+        kept = {c.id for c in chunks} - replaced
+        known = {c.id for c in before} - replaced
+        removed = [c for c in before if c.id not in kept]
+        added = [c for c in chunks if c.id not in known]
+        extractions = state.update(chunks, removed, added, show_progress)
+        state.save(target)
+        return extractions, None
+    extractor = make_extractor(settings, directory)
+    try:
+        extracted = ExtractionTable.from_extractions(extractor.extract(chunks, show_progress))
+        return extracted, getattr(extractor, "stats", None)
+    finally:
+        if hasattr(extractor, "close"):
+            extractor.close()
+
+
+def _semantic(
+    directory: Path,
+    manifest: Manifest,
+    old_dir: Path | None,
+    chunks: Sequence[Chunk],
+    settings: GraphSettings,
+    target: Path,
+    replaced: frozenset[str] = frozenset(),
+) -> Forked[Neighbours]:
+    """Find and save each chunk's nearest chunks; the result: those lists.
+
+    They depend on the vectors only, so when the previous lists are brought up to date a
+    forked child does it while this process extracts. A fresh search (its index takes
+    gigabytes at a million chunks) is done here, in place.
+    """
+
+    def work() -> Neighbours:
+        vectors = read_vectors(directory, manifest, chunks)
+        found = _neighbours(old_dir, chunks, vectors, settings, replaced)
+        found.save(target / NEIGHBOURS_FILE)
+        return found
+
+    return Forked("finding the semantic neighbours", work, in_child=old_dir is not None)
+
+
+def _neighbours(
+    old_dir: Path | None,
+    chunks: Sequence[Chunk],
+    vectors: np.ndarray,
+    settings: GraphSettings,
+    replaced: frozenset[str] = frozenset(),
+) -> Neighbours:
+    """Each chunk's nearest chunks: the previous lists brought up to date, or a new search.
+
+    A ``replaced`` chunk is a new one under an old id: its old row counts as removed.
+    """
+    wanted = settings.semantic_k + SPARE_NEIGHBOURS
+    if old_dir is not None and (old_dir / NEIGHBOURS_FILE).is_file():
+        old = Neighbours.load(old_dir / NEIGHBOURS_FILE)
+        old_ids = json.loads((old_dir / "nodes.json").read_text(encoding="utf-8"))
+        if old.rows.shape == (len(old_ids), wanted):
+            row = {c.id: i for i, c in enumerate(chunks) if c.id not in replaced}
+            old_to_new = np.array([row.get(i, -1) for i in old_ids], dtype=np.int64)
+            return update_nearest(old, old_to_new, vectors, settings.semantic_k)
+    return nearest(vectors, wanted, settings.semantic_search)
+
+
+def sync_triples(
+    directory: Path,
+    gen: Generation,
+    knowledge: KnowledgeGraph | None,
+    manifest: Manifest,
+    embed: bool,
+    show_progress: bool,
+) -> tuple[int, list[str]]:
+    """Embed the graph's new triples (tagged ``gen``); return their count and gone ids.
+
+    ``knowledge`` is needed only to ``embed``. Every triple's vector goes to Chroma's triple
+    collection and to the generation's triple table (graph_store.graphs.triple_table), which readers
+    use. Gone triples are not deleted here: the caller purges them once its write is committed.
+    """
+    store = _open_or_create(passages_location(directory, manifest).triples())
+    try:
+        stored = set(store.collection.get(include=[])["ids"]) if store.count() else set()
+        wanted = {t.id: t for t in knowledge.triples} if embed and knowledge else {}
+        new = [t for tid, t in wanted.items() if tid not in stored]
+        vectors = np.zeros((0, 0), dtype=np.float32)
+        if new:
+            embedder = embedder_for(manifest.settings)
+            vectors = embed_with_progress(
+                embedder, [t.text for t in new], show_progress, "embedding triples"
+            )
+            store.upsert_records(
+                [t.id for t in new],
+                vectors,
+                [t.text for t in new],
+                [_triple_fields(t, gen.number) for t in new],
+            )
+        if wanted:
+            fresh = {t.id: v for t, v in zip(new, vectors, strict=True)}
+            triple_table.save(directory, manifest, folder_name(gen.number), list(wanted), fresh,
+                              lambda ids: _stored_vectors(store, ids, directory))  # fmt: skip
+        else:
+            manifest.files.pop(TRIPLE_VECTORS, None)
+        return len(new), sorted(stored - wanted.keys())
+    finally:
+        store.close()
+
+
+def restore_triples(directory: Path, gen: Generation, manifest: Manifest) -> int:
+    """Write the triple table into a new triple collection of ``manifest``'s store; count them.
+
+    For a repaired store: the vectors come from the table, nothing is embedded again.
+    """
+    triples = KnowledgeGraph.load(manifest.path(directory, "graph")).triples
+    vectors = triple_table.load(directory, manifest, [t.id for t in triples])
+    assert vectors is not None, "restore_triples needs the triple table"
+    store = gen.create_collection(passages_location(directory, manifest).triples())
+    try:
+        store.upsert_records([t.id for t in triples], vectors, [t.text for t in triples],
+                             [_triple_fields(t, gen.number) for t in triples])  # fmt: skip
+    finally:
+        store.close()
+    return len(triples)
+
+
+def _triple_fields(triple: StoredTriple, generation: int) -> dict[str, Scalar]:
+    return {
+        "chunk_id": triple.chunk_id,
+        "subject": triple.subject,
+        "predicate": triple.predicate,
+        "object": triple.object,
+        GENERATION: generation,
+    }
+
+
+def _stored_vectors(store: ChromaVectorStore, ids: list[str], directory: Path) -> np.ndarray:
+    """Read ``ids``' vectors from Chroma, in that order (an index written before the table)."""
+    if not ids:
+        return np.zeros((0, 0), dtype=np.float32)
+    found = store.collection.get(ids=ids, include=["embeddings"])
+    by_id = dict(zip(found["ids"], found["embeddings"], strict=True))
+    missing = [i for i in ids if i not in by_id]
+    if missing:
+        raise IndexStateError(
+            f"{len(missing)} triples have no stored vector (e.g. {missing[0]!r})",
+            graphs_hint(directory),
+        )
+    return np.asarray([by_id[i] for i in ids], dtype=np.float32)
+
+
+def _knowledge(
+    chunks: Sequence[Chunk], extractions: ExtractionTable, target: Path, keep: bool
+) -> Forked[tuple[KnowledgeGraph | None, int, int]]:
+    """Build and save the knowledge graph; its result: the graph (when ``keep``) and its sizes.
+
+    When the write does not need it back (no triples to embed), a forked child does it while
+    this process searches neighbours and builds the passage graph.
+    """
+    ids = [c.id for c in chunks]
+
+    def work() -> tuple[KnowledgeGraph | None, int, int]:
+        graph = build_knowledge_graph(ids, extractions)
+        graph.save(target)
+        return graph if keep else None, len(graph.entities), len(graph.triples)
+
+    return Forked("building the knowledge graph", work, in_child=not keep)
+
+
+def _open_or_create(location: ChromaLocation) -> ChromaVectorStore:
+    try:
+        return ChromaVectorStore(location)
+    except IndexStateError:
+        return ChromaVectorStore(location, create=True)
+
+
+def graph_counts(passage_graph: PassageGraph, entities: int, triples: int) -> dict[str, Any]:
+    """Count nodes and edges by type, and the knowledge graph's size (entities, triples)."""
+    edges = {k: passage_graph.edge_count(k) for k in EDGE_TYPES}
+    chunks = max(len(passage_graph.ids), 1)
+    return {
+        "chunks": len(passage_graph.ids),
+        "edges": edges,
+        "mean_degree": float(passage_graph.degrees().mean()) if passage_graph.ids else 0.0,
+        "entities": entities,
+        "triples": triples,
+        "triples_per_chunk": triples / chunks,
+    }
+
+
+SPARSE_TRIPLES = 0.5
+SPARSE_EDGES = 1.0
+"""Below these triples, or entity and link edges, per chunk the graph methods have little to
+walk (the Wikipedia benchmarks have 5 triples and 10+ such edges per chunk)."""
+
+
+def sparse_reason(counts: dict[str, Any]) -> str | None:
+    """Say why a graph is too sparse for the graph methods to help, or ``None``."""
+    chunks = max(counts["chunks"], 1)
+    edges = (counts["edges"].get("entity", 0) + counts["edges"].get("link", 0)) / chunks
+    if counts["triples_per_chunk"] >= SPARSE_TRIPLES and edges >= SPARSE_EDGES:
+        return None
+    return (
+        f"the graph is sparse ({counts['triples_per_chunk']:.1f} triples and {edges:.1f} "
+        "entity/link edges per chunk): graph methods may rank no better than hybrid here; "
+        "`hopgraph graph build --extractor llm` reads more from each chunk"
+    )
+
+
+def save_extractions(directory: Path, extractions: ExtractionTable) -> None:
+    """Write every chunk's extraction (``Index.extractions`` reads them back)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    extractions.save(directory / EXTRACTIONS_FILE)

@@ -1,0 +1,85 @@
+"""An index that follows writes, for long-running readers (servers, chat, the Python API).
+
+An opened :class:`Index` answers from the generation it opened, whatever is written after. A
+reader that runs for days should answer from the newest committed generation: between requests,
+:meth:`LiveIndex.current` looks at the manifest (one ``stat``, the file is read only when it
+changed) and, when a newer generation was committed, opens it and closes the old one. It never
+switches during a request: a caller takes ``current()`` once and uses that index to the end.
+Concurrent requests (a server's worker threads) take it with :meth:`LiveIndex.reading`, so the
+old generation is closed only when the last request reading it is done.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from types import TracebackType
+
+from hopgraph.graph_store.stores.manifest import MANIFEST, read_manifest
+
+from .reader import Index
+
+
+class LiveIndex:
+    """The newest committed generation of an index directory, reopened between requests."""
+
+    def __init__(self, directory: str | Path, model: str | None = None) -> None:
+        """Open ``directory`` (checked against ``model`` when given, as Index.open does)."""
+        self.directory, self.model = Path(directory), model
+        self._lock = threading.Lock()
+        read_manifest(self.directory)  # a missing index or manifest: the error every command gives
+        self._stamp = self._manifest_stamp()
+        self._index = Index.open(self.directory, model)
+        self._readers: dict[int, int] = {}  # id(index) → requests reading it now
+        self.reopened = 0
+        """How many newer generations have been opened since."""
+
+    def current(self) -> Index:
+        """Return the index of the newest committed generation (reopened if a write committed)."""
+        with self._lock:
+            stamp = self._manifest_stamp()
+            if stamp != self._stamp:
+                self._stamp = stamp
+                if read_manifest(self.directory).generation != self._index.generation:
+                    fresh = Index.open(self.directory, self.model)
+                    old, self._index = self._index, fresh
+                    if not self._readers.get(id(old)):
+                        old.close()  # else the last request reading it closes it
+                    self.reopened += 1
+            return self._index
+
+    @contextmanager
+    def reading(self) -> Iterator[Index]:
+        """Yield the newest generation for one request, kept open until the request ends."""
+        index = self.current()
+        with self._lock:
+            self._readers[id(index)] = self._readers.get(id(index), 0) + 1
+        try:
+            yield index
+        finally:
+            with self._lock:
+                left = self._readers.pop(id(index)) - 1
+                if left:
+                    self._readers[id(index)] = left
+                elif index is not self._index:
+                    index.close()
+
+    def _manifest_stamp(self) -> tuple[int, int, int]:
+        """Identify the manifest file: a commit replaces it (rename), changing these."""
+        found = os.stat(self.directory / MANIFEST)
+        return found.st_ino, found.st_mtime_ns, found.st_size
+
+    def close(self) -> None:
+        """Close the open generation."""
+        self._index.close()
+
+    def __enter__(self) -> LiveIndex:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, err: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()

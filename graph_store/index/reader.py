@@ -1,0 +1,416 @@
+"""The read side of an index directory: open it, look chunks up, embed queries.
+
+Opening reads the manifest, the chunk table and the BM25 files and connects to Chroma;
+nothing is recomputed, and the embedding model is loaded only when a query needs it.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Mapping, Sequence
+from functools import cached_property
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING
+
+import numpy as np
+import orjson
+
+from hopgraph.core.errors import IndexStateError
+from hopgraph.graph_store.documents.filters import Where, conditions
+from hopgraph.graph_store.documents.schema import Chunk
+from hopgraph.graph_store.embedding.embedders import Embedder, embedder_for
+from hopgraph.graph_store.graphs import triple_table
+from hopgraph.graph_store.stores.chunk_table import read_chunks
+from hopgraph.graph_store.stores.doc_table import DocumentRecord, matching, read_documents
+from hopgraph.graph_store.stores.kdb_bm25 import BM25Store
+from hopgraph.graph_store.stores.manifest import (
+    TRIPLE_VECTORS,
+    Manifest,
+    damaged_files,
+    read_manifest,
+    repair_hint,
+)
+from hopgraph.graph_store.stores.vdb_chroma import ChromaLocation, ChromaVectorStore
+from hopgraph.graph_store.stores.vector_search import SearchMode, VectorSearch
+from hopgraph.graph_store.stores.vector_table import VectorTable
+
+from .generations import passages_location
+from .lock import recover
+
+if TYPE_CHECKING:  # networkx and the graph arrays: imported when a method opens the graphs
+    from hopgraph.graph_store.graphs.entity_linker import EntityLinker
+    from hopgraph.graph_store.graphs.extraction import Extraction
+    from hopgraph.graph_store.graphs.extraction.table import ExtractionTable
+    from hopgraph.graph_store.graphs.knowledge_graph import KnowledgeGraph, StoredTriple
+    from hopgraph.graph_store.graphs.passage_graph import PassageGraph
+
+QUERY_CACHE = 4096
+"""Query-time texts whose vectors an open index keeps (1.5k floats each): a question, and the
+few dozen concept paths G-RAG embeds for it, are embedded once however many methods read them."""
+
+
+def stored_vectors(location: ChromaLocation) -> dict[str, np.ndarray]:
+    """Read every vector of a Chroma collection, by record id."""
+    store = ChromaVectorStore(location)
+    try:
+        found: dict[str, np.ndarray] = {}
+        for ids, embeddings, _, _ in store.records():
+            found.update(zip(ids, embeddings, strict=True))
+        return found
+    finally:
+        store.close()
+
+
+def read_vectors(directory: Path, manifest: Manifest, chunks: Sequence[Chunk]) -> np.ndarray:
+    """Return the chunks' stored vectors in chunk order: from the vector table, else Chroma."""
+    if manifest.vectors:
+        return VectorTable.load(directory, manifest.vectors).matrix([c.id for c in chunks])
+    location = passages_location(directory, manifest)
+    return chunk_embeddings(location, chunks, manifest.rows)
+
+
+def chunk_embeddings(
+    location: ChromaLocation, chunks: Sequence[Chunk], rows: Mapping[str, str] | None = None
+) -> np.ndarray:
+    """Read the chunks' stored embeddings from Chroma, in chunk order (nothing is re-embedded).
+
+    Rows of other generations (a write in progress) are left out by id; ``rows``: chunks
+    stored under another row id (Manifest.rows).
+    """
+    found, rows = stored_vectors(location), rows or {}
+    missing = [c.id for c in chunks if rows.get(c.id, c.id) not in found]
+    if missing:
+        raise IndexStateError(
+            f"{len(missing)} chunks have no stored vector (e.g. {missing[0]!r})",
+            "the index is damaged: rebuild it with `hopgraph index`",
+        )
+    return np.stack([found[rows.get(c.id, c.id)] for c in chunks]).astype(np.float32)
+
+
+class Index:
+    """An opened index: chunks, a vector store, a keyword store and the embedder that made it."""
+
+    def __init__(
+        self,
+        directory: Path,
+        manifest: Manifest,
+        chunks: list[Chunk],
+        search: SearchMode = "auto",
+    ) -> None:
+        self.directory = directory
+        self.search = search
+        self.manifest = manifest
+        self.chunks: dict[str, Chunk] = {c.id: c for c in chunks}
+        # Rows a write in progress adds, or this generation removed, are not visible here.
+        self.generation = manifest.generation
+        self.keywords = BM25Store.load(manifest.path(directory, "bm25"), directory, chunks)
+        self._query_vectors: dict[str, np.ndarray] = {}
+        self._last_similarities: tuple[str, np.ndarray] | None = None
+        self._last_top: tuple[str, int, np.ndarray, np.ndarray] | None = None
+        self._matching: dict[bytes, frozenset[str]] = {}
+        self._cache_lock = threading.Lock()
+
+    @classmethod
+    def open(
+        cls, directory: str | Path, model: str | None = None, search: SearchMode = "auto"
+    ) -> Index:
+        """Open ``directory``; a given ``model`` must be the one the index was built with.
+
+        ``search``: how dense search reads the vectors (graph_store/stores/vector_search.py):
+        ``auto`` (through the IVF files the index has), ``exact`` or ``ann``.
+        """
+        directory = Path(directory)
+        recover(directory)
+        manifest = read_manifest(directory)
+        built_with = manifest.settings.model
+        if model is not None and model != built_with:
+            raise IndexStateError(
+                f"{directory} was built with embedding model {built_with!r}, not {model!r}",
+                "drop --model to use the index's own model, or rebuild the index with the new one",
+            )
+        damaged = damaged_files(directory, manifest, derived=False)
+        if damaged:
+            path, what = damaged[0]
+            more = f" ({len(damaged) - 1} more: `hopgraph check` lists them)" if damaged[1:] else ""
+            raise IndexStateError(f"{path} {what}{more}", repair_hint(directory, manifest, path))
+        return cls(directory, manifest, read_chunks(directory, manifest), search)
+
+    @property
+    def location(self) -> ChromaLocation:
+        """Return where the generation's Chroma collection lives (nothing is opened)."""
+        return passages_location(self.directory, self.manifest)
+
+    @cached_property
+    def vectors(self) -> ChromaVectorStore:
+        """Connect to the generation's Chroma collection, to inspect it: no query reads it.
+
+        Opening an embedded store changes its files, which the last write sealed
+        (graph_store.stores.chroma_seal): `check` then names them changed until the next write.
+        """
+        return ChromaVectorStore(self.location, visible=self.chunks, rows=self.manifest.rows)
+
+    @cached_property
+    def embedder(self) -> Embedder:
+        """Load the index's embedding model and check its dimension against the manifest."""
+        embedder = embedder_for(self.manifest.settings, queries=True)
+        expected = self.manifest.embedder["dimension"]
+        if embedder.dimension != expected:
+            raise IndexStateError(
+                f"model {embedder.name!r} gives {embedder.dimension}-d vectors, "
+                f"the index holds {expected}-d ones",
+                "rebuild the index with this model",
+            )
+        return embedder
+
+    @cached_property
+    def entity_linker(self) -> EntityLinker:
+        """Return the corpus's entity linker (its title index), built on first use."""
+        from hopgraph.graph_store.graphs.entity_linker import EntityLinker
+
+        return EntityLinker.of_chunks(list(self.chunks.values()))
+
+    @cached_property
+    def passage_graph(self) -> PassageGraph:
+        """Load the passage graph (built by `hopgraph graph build`)."""
+        from hopgraph.graph_store.graphs.passage_graph import PassageGraph
+
+        return PassageGraph.load(self._graph_dir())
+
+    @cached_property
+    def extractions(self) -> list[Extraction]:
+        """Load the entities, keywords and triples read from each chunk, in chunk order."""
+        from hopgraph.graph_store.graphs.extraction import Extraction
+        from hopgraph.graph_store.graphs.extraction.table import EXTRACTIONS_FILE, ExtractionTable
+
+        folder = self._graph_dir()
+        if (folder / EXTRACTIONS_FILE).is_file():
+            return ExtractionTable.load(folder / EXTRACTIONS_FILE).to_extractions()
+        # graphs built before the extraction table kept one JSON line per chunk
+        rows = (folder / "extractions.jsonl").read_text(encoding="utf-8").splitlines()
+        return [Extraction.from_dict(json.loads(line)) for line in rows if line]
+
+    @cached_property
+    def extraction_table(self) -> ExtractionTable:
+        """Load the extractions as arrays (a chunk's decoded on demand; no Python object each)."""
+        from hopgraph.graph_store.graphs.extraction.table import EXTRACTIONS_FILE, ExtractionTable
+
+        path = self._graph_dir() / EXTRACTIONS_FILE
+        if path.is_file():
+            return ExtractionTable.load(path)
+        return ExtractionTable.from_extractions(self.extractions)
+
+    @cached_property
+    def knowledge_graph(self) -> KnowledgeGraph:
+        """Load the knowledge graph (built by `hopgraph graph build`)."""
+        from hopgraph.graph_store.graphs.knowledge_graph import KnowledgeGraph
+
+        return KnowledgeGraph.load(self._graph_dir())
+
+    def search_triples(self, query: str, k: int = 10) -> list[tuple[StoredTriple, float]]:
+        """Return the ``k`` triples whose text is most similar to ``query`` (cosine)."""
+        matrix, triples = self.triple_matrix, self.knowledge_graph.triples
+        if not len(matrix):
+            return []
+        scores = matrix @ self.embed_query(query)
+        top = np.argsort(-scores, kind="stable")[:k]
+        return [(triples[i], float(scores[i])) for i in top]
+
+    def _graph_dir(self) -> Path:
+        if self.manifest.graph is None:
+            raise IndexStateError(
+                f"{self.directory} has no graphs yet",
+                f"build them with `hopgraph graph build --index {self.directory}`",
+            )
+        return self.manifest.path(self.directory, "graph")
+
+    @cached_property
+    def embedding_matrix(self) -> np.ndarray:
+        """Load every chunk's stored vector, in chunk order: a copy of the whole table.
+
+        For work over every vector (training, graph builds); queries use :attr:`vector_search`,
+        which reads the memory-mapped table without copying it.
+        """
+        if self.manifest.vectors:
+            return self.vector_search.matrix(np.arange(len(self.chunks)))
+        return read_vectors(self.directory, self.manifest, list(self.chunks.values()))
+
+    @cached_property
+    def vector_search(self) -> VectorSearch:
+        """Open dense search over the vector table (IVF where the index has one; see ``search``)."""
+        if not self.manifest.vectors:  # written before the vector table: read from Chroma
+            return VectorSearch.of_matrix(self.embedding_matrix, self.search)
+        return VectorSearch.open(self.directory, self.manifest, self.ids, self.search)
+
+    def dense_top(
+        self, text: str, n: int, allowed: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Return the ``n`` chunk rows nearest query ``text`` and their cosines, best first.
+
+        ``allowed``: rank only these chunk rows. The last query's answer is kept: a guarded
+        method and its guard ask for the same query (a shorter list is a prefix of a longer).
+        """
+        if allowed is not None:
+            return self.vector_search.top(self.embed_query(text), n, allowed)
+        last = self._last_top  # one read: another thread may replace it meanwhile
+        if last is None or last[0] != text or last[1] < n:
+            rows, scores = self.vector_search.top(self.embed_query(text), n)
+            last = self._last_top = (text, n, rows, scores)
+        return last[2][:n], last[3][:n]
+
+    @cached_property
+    def triple_matrix(self) -> np.ndarray:
+        """Load every triple's stored vector, in knowledge-graph order."""
+        self._require_triple_vectors()
+        triples = self.knowledge_graph.triples
+        table = triple_table.load(self.directory, self.manifest, [t.id for t in triples])
+        if table is not None:
+            return table
+        # written before the triple table: only Chroma holds them (opening it ends its seal)
+        found = stored_vectors(self.location.triples())
+        if any(t.id not in found for t in triples):
+            raise IndexStateError(
+                "the triple vectors are out of step with the knowledge graph",
+                f"rebuild: `hopgraph graph build --index {self.directory}`",
+            )
+        dims = self.manifest.embedder["dimension"]
+        if not triples:
+            return np.zeros((0, dims), dtype=np.float32)
+        return np.stack([found[t.id] for t in triples]).astype(np.float32)
+
+    def adopt(self, manifest: Manifest) -> None:
+        """Take a newer generation that only added triple vectors (index.triple_vectors)."""
+        others = {k: v for k, v in manifest.files.items() if k != TRIPLE_VECTORS}
+        mine = {k: v for k, v in self.manifest.files.items() if k != TRIPLE_VECTORS}
+        if others != mine or manifest.counts != self.manifest.counts:
+            raise IndexStateError(
+                f"{self.directory} changed while it was open",
+                "open it again to read the newest generation",
+            )
+        self.manifest, self.generation = manifest, manifest.generation
+        self.__dict__.pop("triple_matrix", None)
+
+    def _require_triple_vectors(self) -> None:
+        if not (self.manifest.graph or {}).get("settings", {}).get("embed_triples"):
+            raise IndexStateError(
+                f"{self.directory} has no triple vectors",
+                f"add them: `hopgraph graph triples --index {self.directory}`",
+            )
+
+    def similarities(self, vector: np.ndarray) -> np.ndarray:
+        """Return the cosine similarity of ``vector`` to every chunk, in chunk order (exact).
+
+        A full scan of the table: methods that need only some chunks' cosines ask
+        :meth:`vector_search` for them.
+        """
+        return self.vector_search.all_scores(vector)
+
+    def query_similarities(self, text: str) -> np.ndarray:
+        """Return the cosine of query ``text`` to every chunk; the last query's are kept.
+
+        A scan reads the whole matrix (1 GB at a million chunks), and a guarded method and its
+        guard both need it for the same query, so the second asks for free. Read-only.
+        """
+        last = self._last_similarities  # one read: another thread may replace it meanwhile
+        if last is None or last[0] != text:
+            found = self.similarities(self.embed_query(text))
+            found.flags.writeable = False
+            last = self._last_similarities = (text, found)
+        return last[1]
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """Embed one query with the index's model (kept a while: methods share them)."""
+        return self.embed_queries([text])[0]
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed query-time texts as (len(texts), d), the ones not kept in one batch.
+
+        Queries and what methods embed at query time (G-RAG's concept paths) share one cache
+        of the last :data:`QUERY_CACHE` texts, emptied by :meth:`forget_queries`.
+        """
+        cache = self._query_vectors
+        missing = list(dict.fromkeys(t for t in texts if t not in cache))
+        fresh = dict(zip(missing, self.embedder.embed(missing), strict=True)) if missing else {}
+        dimension = int(self.manifest.embedder["dimension"])
+        out = np.zeros((len(texts), dimension), dtype=np.float32)
+        for row, text in enumerate(texts):
+            out[row] = fresh[text] if text in fresh else cache[text]
+        with self._cache_lock:  # requests on a server's worker threads share the cache
+            for text, vector in fresh.items():
+                if len(cache) >= QUERY_CACHE:
+                    cache.pop(next(iter(cache)))
+                cache[text] = vector
+        return out
+
+    def forget_queries(self, vectors: bool = True) -> None:
+        """Drop what is kept for the last queries, so a timing includes computing it.
+
+        ``vectors=False`` keeps the query vectors and drops only the last query's searches.
+        """
+        if vectors:
+            self._query_vectors.clear()
+        if "vector_search" in self.__dict__:  # opened: its IVFs keep the last search too
+            self.vector_search.forget()
+        self._last_similarities = None
+        self._last_top = None
+
+    @cached_property
+    def ids(self) -> list[str]:
+        """Return the chunk ids in row order (the embedding matrix's and the graphs')."""
+        return list(self.chunks)
+
+    @cached_property
+    def rows(self) -> dict[str, int]:
+        """Return each chunk id's row: its place in ``chunks``, the embeddings and the graphs."""
+        return {chunk_id: row for row, chunk_id in enumerate(self.chunks)}
+
+    def chunk(self, chunk_id: str) -> Chunk:
+        """Return the chunk with this id."""
+        return self.chunks[chunk_id]
+
+    @cached_property
+    def documents(self) -> list[DocumentRecord]:
+        """Return the index's documents: source, content hash, indexed at, chunks, metadata."""
+        return read_documents(self.directory, self.manifest, list(self.chunks.values()))
+
+    def matching(self, where: Where) -> frozenset[str]:
+        """Return the ids of the chunks that pass the filter ``where`` (doc_table.matching).
+
+        Kept per filter: a generation's chunks never change, and a filtered request asks more
+        than once (a guarded method and its guard, an agent's every step).
+        """
+        conditions(where)  # a malformed filter is named before it is used as a key
+        key = orjson.dumps(dict(where), option=orjson.OPT_SORT_KEYS)
+        if key not in self._matching:
+            self._matching[key] = frozenset(matching(self.documents, self.chunks.values(), where))
+        return self._matching[key]
+
+    @cached_property
+    def document_chunks(self) -> dict[str, list[Chunk]]:
+        """Return each document's chunks in their order (by ``position``)."""
+        out: dict[str, list[Chunk]] = {}
+        for chunk in self.chunks.values():
+            out.setdefault(chunk.doc_id, []).append(chunk)
+        for chunks in out.values():
+            chunks.sort(key=lambda c: c.position)
+        return out
+
+    @property
+    def doc_ids(self) -> set[str]:
+        """Return the ids of the documents in the index."""
+        return {c.doc_id for c in self.chunks.values()}
+
+    def close(self) -> None:
+        """Release the vector store's client, if one was opened."""
+        vectors = self.__dict__.pop("vectors", None)
+        if vectors is not None:
+            vectors.close()
+
+    def __enter__(self) -> Index:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, err: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()

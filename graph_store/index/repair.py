@@ -1,0 +1,135 @@
+"""`hopgraph check --repair`: rebuild what an index can derive from its own sound parts.
+
+Chroma's collection is a copy of the vector, chunk and document tables: it is rebuilt from them
+into a new store folder, nothing embedded again. The graphs are derived from the chunks: they
+are built again as `hopgraph graph build` does. A vector segment's IVF
+(graph_store/stores/ivf.py) is built again from the segment. All happen in one generation under
+the write lock, so a reader sees the damaged index or the repaired one, and a stopped repair
+changes nothing. The tables themselves (chunks, documents, vectors, BM25) are the source: damage
+to them is named with the rebuild that fixes it.
+"""
+
+from __future__ import annotations
+
+import shutil
+import uuid
+from pathlib import Path
+
+import numpy as np
+
+from hopgraph.core.errors import IndexStateError
+from hopgraph.graph_store.stores.chunk_table import read_chunks
+from hopgraph.graph_store.stores.doc_table import read_documents
+from hopgraph.graph_store.stores.ivf import IVF
+from hopgraph.graph_store.stores.manifest import TRIPLE_VECTORS, Manifest, ann_hint, read_manifest
+from hopgraph.graph_store.stores.vdb_chroma import ChromaLocation
+from hopgraph.graph_store.stores.vector_table import VectorSegment, VectorTable
+
+from .check import Problem, check_index
+from .generations import Generation, folder_name, passages_location
+from .graph_build import GraphSettings, restore_triples, write_graphs
+from .lock import write_lock
+from .writes import document_fields, successor_manifest
+
+
+def repair(directory: Path, show_progress: bool = False) -> list[str]:
+    """Repair the index at ``directory``; return what was rebuilt (empty: it was sound).
+
+    Raises IndexStateError naming the damage it cannot mend, or the writer holding the lock.
+    """
+    with write_lock(directory):
+        problems = check_index(directory)
+        if not problems:
+            return []
+        chroma = [p for p in problems if p.where.startswith("Chroma")]
+        manifest = read_manifest(directory)
+        derived = []  # the graphs' files; the triple table goes with them (embedded at first use)
+        if manifest.graph:
+            derived.append(str(manifest.path(directory, "graph")))
+            if TRIPLE_VECTORS in manifest.files:
+                derived.append(str(directory / manifest.files[TRIPLE_VECTORS]))
+        graphs = [p for p in problems if p.where.startswith(tuple(derived))]
+        ivfs = _ivf_segments(directory, manifest, problems)
+        other = [p for p in problems if p not in chroma and p not in graphs and p not in ivfs]
+        if other:
+            listed = "\n".join(str(p) for p in other)
+            raise IndexStateError(
+                f"{directory} has damage that --repair cannot derive ({len(other)}):\n{listed}"
+            )
+        return _rebuild(directory, rebuild_chroma=bool(chroma), rebuild_graphs=bool(graphs),
+                        show_progress=show_progress, ivfs=sorted(set(ivfs.values())))  # fmt: skip
+
+
+def _ivf_segments(directory: Path, manifest: Manifest, problems: list[Problem]) -> dict:
+    """Return the problems that a new IVF mends, each with its vector segment."""
+    by_place = {str(directory / name): segment for segment, name in manifest.ann.items()}
+    by_place |= {str(directory / segment): segment for segment in manifest.vectors}
+    fix = ann_hint(directory)
+    return {p: by_place[p.where] for p in problems if p.fix == fix and p.where in by_place}
+
+
+def _rebuild(
+    directory: Path,
+    rebuild_chroma: bool,
+    rebuild_graphs: bool,
+    show_progress: bool,
+    ivfs: list[str] = (),
+) -> list[str]:
+    old = read_manifest(directory)
+    chunks = read_chunks(directory, old)
+    done = []
+    with Generation(directory, old) as gen:
+        manifest = successor_manifest(old, chunks)
+        damaged = passages_location(directory, old)
+        if rebuild_chroma:
+            location = _fresh_location(directory, damaged, gen.number)
+            store = gen.create_collection(location)
+            try:
+                vectors = VectorTable.load(directory, old.vectors).matrix([c.id for c in chunks])
+                fields = document_fields(read_documents(directory, old, chunks), chunks)
+                store.upsert(chunks, vectors, gen.number, fields)
+            finally:
+                store.close()
+            manifest.collection, manifest.rows = location.collection, {}
+            manifest.chroma_dir = location.path.name if location.path else None
+            done.append(f"Chroma: {len(chunks)} rows written from the vector table")
+        for number, segment in enumerate(ivfs):
+            table = VectorSegment.load(directory, segment)
+            name = f"{folder_name(gen.number)}/ivf/{number}.faiss"
+            (directory / name).parent.mkdir(parents=True, exist_ok=True)
+            IVF.build(np.asarray(table.vectors, dtype=np.float32)).save(directory / name)
+            manifest.ann = {**manifest.ann, segment: name}
+            done.append(f"IVF of {segment}: built again from its {len(table.ids)} vectors")
+        if old.graph and rebuild_chroma and not rebuild_graphs and TRIPLE_VECTORS in old.files:
+            restored = restore_triples(directory, gen, manifest)
+            done.append(f"Chroma: {restored} triples written from the triple table")
+        elif old.graph and rebuild_chroma and not rebuild_graphs:
+            # before the triple table they lived only in the damaged store: embedded again
+            manifest.graph = {
+                **old.graph,
+                "settings": {**old.graph["settings"], "embed_triples": False},
+            }
+            done.append("triple vectors: embedded again at their first use")
+        if old.graph and rebuild_graphs:
+            # the triple vectors lived in the damaged store: the GEAR methods embed them again
+            settings = GraphSettings.model_validate(
+                {**old.graph["settings"], "embed_triples": False}
+            )
+            write_graphs(gen, directory, old, manifest, chunks, chunks, settings,
+                         show_progress, fresh=True)  # fmt: skip
+            done.append("graphs: built again from the chunks (triple vectors at first use)")
+        gen.commit(manifest)
+    if (
+        rebuild_chroma
+        and damaged.path is not None
+        and damaged.path != directory / str(manifest.chroma_dir)
+    ):
+        shutil.rmtree(damaged.path, ignore_errors=True)  # damaged: no reader can use it
+    return done
+
+
+def _fresh_location(directory: Path, damaged: ChromaLocation, generation: int) -> ChromaLocation:
+    name = f"{damaged.collection.rsplit('-', 1)[0]}-{uuid.uuid4().hex[:12]}"
+    if damaged.url is not None:
+        return ChromaLocation(name, url=damaged.url)
+    return ChromaLocation(name, path=directory / f"chroma-{folder_name(generation)}")

@@ -1,0 +1,190 @@
+"""The documents of an index: one record per document, written with every write.
+
+A record keeps what the chunks do not: where the document came from, the hash of its content
+(``hopgraph sync`` compares it to tell a changed file from an unchanged one), when it was
+indexed and its metadata. An index written before this table gets records worked out from its
+chunks, with no source and no hash (its next sync then counts every document as changed once).
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import orjson
+
+from hopgraph.core.errors import IndexStateError, InputError
+from hopgraph.graph_store.documents.filters import Where, conditions
+from hopgraph.graph_store.documents.schema import Chunk, Document, Scalar
+
+from .manifest import Manifest, rebuild_hint
+
+DOCUMENTS_FILE = "documents.jsonl"
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentRecord:
+    """One indexed document: id, title, source, content hash, indexed at, chunks, metadata."""
+
+    id: str
+    title: str
+    source: str
+    hash: str
+    indexed_at: str
+    chunks: int
+    metadata: dict[str, Scalar] = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        """Return the record as JSON-ready data."""
+        return asdict(self)
+
+    def fields(self) -> dict[str, Scalar]:
+        """Return what every chunk of the document carries as metadata: source, user fields."""
+        return {**self.metadata, "source": self.source}
+
+
+def records_of(
+    docs: Iterable[Document], chunks: Sequence[Chunk], stamp: str
+) -> list[DocumentRecord]:
+    """Return the records of newly indexed ``docs`` (``chunks``: theirs, for the counts)."""
+    counts = Counter(c.doc_id for c in chunks)
+    return [
+        DocumentRecord(d.id, d.title, d.source, d.content_hash(), stamp, counts[d.id], d.metadata)
+        for d in docs
+    ]
+
+
+class DocumentTable:
+    """The records of an index's documents as the lines of its table, sorted by id.
+
+    Lines are parsed into records only when asked: a write at a million documents copies the
+    lines it does not change instead of decoding and encoding a million records again.
+    """
+
+    def __init__(self, ids: list[str], lines: list[bytes]) -> None:
+        self.ids = ids
+        self.lines = lines
+
+    @classmethod
+    def of(cls, records: Iterable[DocumentRecord]) -> DocumentTable:
+        """Return the table of ``records``."""
+        rows = sorted(records, key=lambda r: r.id)
+        return cls([r.id for r in rows], [orjson.dumps(r) for r in rows])
+
+    @classmethod
+    def read(cls, directory: Path, manifest: Manifest, chunks: Sequence[Chunk]) -> DocumentTable:
+        """Read the index's table (worked out from ``chunks`` when it has none)."""
+        name = manifest.files.get("documents")
+        if name is None:
+            counts = Counter(c.doc_id for c in chunks)
+            titles = {c.doc_id: c.title for c in chunks}
+            return cls.of(
+                DocumentRecord(d, titles[d], "", "", manifest.updated_at, n)
+                for d, n in counts.items()
+            )
+        path = directory / name
+        try:
+            lines = [line for line in path.read_bytes().split(b"\n") if line]
+            ids = [orjson.loads(line)["id"] for line in lines]
+        except (OSError, ValueError, TypeError, KeyError) as err:
+            raise IndexStateError(
+                f"{path} is missing or damaged: {err}", rebuild_hint(directory)
+            ) from err
+        if ids != sorted(ids):
+            raise IndexStateError(f"{path} is damaged: not sorted by id", rebuild_hint(directory))
+        return cls(ids, lines)
+
+    def records(self, ids: Iterable[str] | None = None) -> list[DocumentRecord]:
+        """Return every record, or those of ``ids`` (that are in the table)."""
+        if ids is None:
+            lines = self.lines
+        else:
+            wanted = sorted(set(ids))
+            places = [bisect_left(self.ids, i) for i in wanted]
+            lines = [
+                self.lines[at]
+                for at, i in zip(places, wanted, strict=True)
+                if at < len(self.ids) and self.ids[at] == i
+            ]
+        try:
+            return [DocumentRecord(**orjson.loads(line)) for line in lines]
+        except (ValueError, TypeError) as err:
+            raise IndexStateError(f"the documents table is damaged: {err}") from err
+
+    def without(self, ids: Iterable[str]) -> DocumentTable:
+        """Return the table less the documents ``ids``."""
+        gone = set(ids)
+        kept = [i for i, doc_id in enumerate(self.ids) if doc_id not in gone]
+        return DocumentTable([self.ids[i] for i in kept], [self.lines[i] for i in kept])
+
+    def with_records(self, records: Iterable[DocumentRecord]) -> DocumentTable:
+        """Return the table with ``records`` (of documents not in it) merged in, by id."""
+        new = DocumentTable.of(records)
+        ids: list[str] = []
+        lines: list[bytes] = []
+        done = 0
+        for doc_id, line in zip(new.ids, new.lines, strict=True):
+            at = bisect_left(self.ids, doc_id)
+            ids += self.ids[done:at]
+            lines += self.lines[done:at]
+            ids.append(doc_id)
+            lines.append(line)
+            done = at
+        return DocumentTable(ids + self.ids[done:], lines + self.lines[done:])
+
+    def write(self, path: Path) -> None:
+        """Write the table, one JSON object per line."""
+        path.write_bytes(b"\n".join(self.lines) + b"\n" if self.lines else b"")
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+
+def read_documents(
+    directory: Path, manifest: Manifest, chunks: Sequence[Chunk]
+) -> list[DocumentRecord]:
+    """Return the index's document records (worked out from ``chunks`` when it has no table)."""
+    return DocumentTable.read(directory, manifest, chunks).records()
+
+
+BUILT_IN_FIELDS = ("doc_id", "title", "source", "section")
+"""Fields every chunk has besides its document's own metadata."""
+
+
+def as_text(value: Scalar) -> str:
+    """Return a metadata value as ``--where`` writes it (``true`` / ``false`` for booleans)."""
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def matching(records: Sequence[DocumentRecord], chunks: Iterable[Chunk], where: Where) -> set[str]:
+    """Return the ids of the chunks that pass every condition of ``where`` (documents.filters).
+
+    The fields are the built-in ones (:data:`BUILT_IN_FIELDS`) and the document's metadata. A
+    key no document has is an error that lists the keys there are.
+    """
+    tests = conditions(where)
+    known = set(BUILT_IN_FIELDS).union(*(r.metadata.keys() for r in records))
+    unknown = sorted({c.field for c in tests} - known)
+    if unknown:
+        raise InputError(
+            f"no document has the field(s) {', '.join(map(repr, unknown))}",
+            f"filter on one of: {', '.join(sorted(known))}",
+        )
+    doc_tests = [c for c in tests if c.field != "section"]
+    docs = {r.id for r in records if all(c.holds(_field(r, c.field)) for c in doc_tests)}
+    section_tests = [c for c in tests if c.field == "section"]
+    return {
+        c.id for c in chunks if c.doc_id in docs and all(t.holds(c.section) for t in section_tests)
+    }
+
+
+def _field(record: DocumentRecord, key: str) -> str | None:
+    if key == "doc_id":
+        return record.id
+    if key in ("title", "source"):
+        return getattr(record, key)
+    value = record.metadata.get(key)
+    return None if value is None else as_text(value)

@@ -1,0 +1,251 @@
+"""The index manifest: what an index holds, in which files; writing it commits a write.
+
+Every write puts its new files under a generation folder (``g000007/``), adds rows to Chroma
+tagged with that generation, and then replaces ``manifest.json`` atomically (write a temporary
+file, fsync, rename, fsync the folder). A reader sees the last manifest and nothing newer: the
+files it names and the Chroma rows of its generation or older.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import zlib
+from datetime import UTC, datetime
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from hopgraph.core.errors import IndexStateError
+from hopgraph.core.settings import IndexSettings
+
+from .ivf import IVF_FILE
+
+MANIFEST = "manifest.json"
+FORMAT_VERSION = 2
+READABLE_FORMATS = (1, 2)
+"""Format 1 (one folder per index, rewritten whole on every write) is read as generation 0;
+its first write tags its Chroma rows and turns it into format 2."""
+LEGACY_FILES = {"chunks": "chunks.jsonl", "bm25": "bm25", "graph": "graph"}
+TRIPLE_VECTORS = "triple_vectors"
+"""The part (a key of ``Manifest.files``) holding the triple vectors (graphs.triple_table)."""
+_VERSIONED = ("hopgraph", "chromadb", "bm25s", "sentence-transformers", "torch", "numpy")
+
+
+class Manifest(BaseModel):
+    """What an index directory holds and how it was made."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    format_version: int
+    settings: IndexSettings
+    embedder: dict[str, Any]
+    collection: str
+    chroma_dir: str | None
+    counts: dict[str, int]
+    versions: dict[str, str]
+    created_at: str
+    updated_at: str
+    timings: dict[str, float] = {}
+    graph: dict[str, Any] | None = None
+    """Settings, counts and timings of the passage and knowledge graphs, once built."""
+    generation: int = 0
+    files: dict[str, str] = {}
+    """Where each part lives, relative to the index folder: chunks, bm25, graph, triple_vectors."""
+    segments: list[str] = []
+    """The BM25 segments the index is made of (folders relative to the index; kdb_bm25)."""
+    vectors: list[str] = []
+    """The segments of its chunk vectors (folders relative to the index; vector_table). Empty in
+    an index written before them: its vectors are read from Chroma until its next write."""
+    ann: dict[str, str] = {}
+    """The IVF file of each vector segment that has one (graph_store/stores/ivf.py): ``segment ->
+    file``, relative to the index. Derived from the segment: a missing or damaged one makes
+    readers search that segment exactly (with a warning); `hopgraph check --repair` rebuilds it."""
+    sizes: dict[str, int] = {}
+    """The size of every file the generation is made of (Chroma's aside), by path relative to
+    the index: readers check them when they open it (a truncated, emptied or missing file)."""
+    checksums: dict[str, str] = {}
+    """Their CRC-32s (hex), which `hopgraph check` verifies: damage that keeps a file's size."""
+    chroma_files: dict[str, tuple[int, str]] = {}
+    """Size and CRC-32 of every file of the embedded Chroma store as its write left it, by path
+    relative to the index (graph_store/stores/chroma_seal.py). No reader opens Chroma, so they hold
+    until the next write; empty while a write's purge is under way and for Chroma servers."""
+    rows: dict[str, str] = {}
+    """Chunks whose Chroma row has another id: ``chunk id -> row id``. A chunk replaced under its
+    id (a changed document in ``sync``) gets a new row, ``ID\x1fgN`` (documents.row_id), so that
+    the previous generation's readers keep the old one until it is purged."""
+    purge: dict[str, list[str]] = {}
+    """What this generation removed from Chroma: ``passages`` and ``triples`` row ids and whole
+    ``collections``. Removed only once the manifest is committed (readers of the previous
+    generation keep them until then), and removed again by the next write if a crash intervened."""
+
+    def row_of(self, chunk_id: str) -> str:
+        """Return the id of the Chroma row that holds ``chunk_id``'s vector."""
+        return self.rows.get(chunk_id, chunk_id)
+
+    def path(self, directory: Path, part: str) -> Path:
+        """Return where ``part`` (chunks, bm25, graph) of this generation lives."""
+        return directory / self.files.get(part, LEGACY_FILES[part])
+
+    def write(self, directory: Path) -> None:
+        """Replace ``manifest.json`` atomically and durably: this is the commit of a write."""
+        text = self.model_dump_json(indent=2) + "\n"
+        temporary = directory / f".{MANIFEST}.tmp"
+        with open(temporary, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temporary, directory / MANIFEST)
+        fsync_directory(directory)
+
+
+def part_files(directory: Path, manifest: Manifest) -> list[Path]:
+    """Return every file the manifest's generation is made of (Chroma's aside), sorted.
+
+    An IVF file counts only while the manifest names it: one that a repair replaced stays in
+    its segment's folder, no longer read.
+    """
+    roots = [*manifest.files.values(), *manifest.segments, *manifest.vectors]
+    roots += manifest.ann.values()
+    found: set[Path] = set()
+    for root in map(directory.joinpath, roots):
+        if root.is_file():
+            found.add(root)
+        elif root.is_dir():
+            found.update(p for p in root.rglob("*") if p.is_file())
+    named = {directory / name for name in manifest.ann.values()}
+    return sorted(p for p in found if p.name != IVF_FILE or p in named)
+
+
+def crc32(path: Path) -> str:
+    """Return a file's CRC-32 as hex, read in 1 MB blocks (zlib: gigabytes a second)."""
+    value = 0
+    with open(path, "rb") as handle:
+        while block := handle.read(1 << 20):
+            value = zlib.crc32(block, value)
+    return f"{value:08x}"
+
+
+def record_files(directory: Path, manifest: Manifest, previous: Manifest | None) -> None:
+    """Record the size and CRC-32 of every file of ``manifest``'s generation.
+
+    Files are never changed once written, so a file the previous manifest recorded with the
+    same size keeps its checksum: a write hashes only the files it wrote.
+    """
+    sizes, checksums = {}, {}
+    known = previous.checksums if previous else {}
+    for path in part_files(directory, manifest):
+        name = path.relative_to(directory).as_posix()
+        sizes[name] = path.stat().st_size
+        same = previous is not None and previous.sizes.get(name) == sizes[name]
+        checksums[name] = known[name] if same and name in known else crc32(path)
+    manifest.sizes, manifest.checksums = sizes, checksums
+
+
+def damaged_files(
+    directory: Path, manifest: Manifest, derived: bool = True
+) -> list[tuple[str, str]]:
+    """Return (file, what is wrong) for each file whose size is not the one recorded.
+
+    ``derived=False`` leaves out the IVF files, which readers do without (Manifest.ann).
+    """
+    out = []
+    skip = set() if derived else set(manifest.ann.values())
+    for name, size in manifest.sizes.items():
+        if name in skip:
+            continue
+        path = directory / name
+        try:
+            actual = path.stat().st_size
+        except OSError:
+            out.append((str(path), "is missing"))
+            continue
+        if actual != size:
+            out.append((str(path), f"is damaged: {actual} bytes, {size} when written"))
+    return out
+
+
+def rebuild_hint(directory: Path) -> str:
+    """Return the repair of a damaged index: a build from its sources."""
+    return f"rebuild it from its sources: `hopgraph index SOURCE --index {directory} --force`"
+
+
+def graphs_hint(directory: Path) -> str:
+    """Return the repair of damaged graphs: a graph build."""
+    return f"rebuild the graphs: `hopgraph graph build --index {directory}`"
+
+
+def repair_hint(directory: Path, manifest: Manifest, path: str | Path) -> str:
+    """Return the command that repairs a damaged file of the index."""
+    if Path(path) in {directory / name for name in manifest.ann.values()}:
+        return ann_hint(directory)
+    graph_parts = [manifest.files[p] for p in ("graph", TRIPLE_VECTORS) if p in manifest.files]
+    if manifest.graph and any(Path(path).is_relative_to(directory / p) for p in graph_parts):
+        return graphs_hint(directory)
+    return rebuild_hint(directory)
+
+
+def ann_hint(directory: Path) -> str:
+    """Return the repair of a missing or damaged IVF file: rebuilt from its segment."""
+    return (
+        f"`hopgraph check --repair --index {directory}` rebuilds it from its vector segment "
+        "(until then that segment is searched exactly)"
+    )
+
+
+def fsync_directory(directory: Path) -> None:
+    """Make a rename inside ``directory`` durable."""
+    handle = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(handle)
+    finally:
+        os.close(handle)
+
+
+def now() -> str:
+    """Return the current UTC time, ISO 8601."""
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def package_versions() -> dict[str, str]:
+    """Return the versions of the packages that shape an index."""
+    out = {}
+    for name in _VERSIONED:
+        try:
+            out[name] = version(name)
+        except PackageNotFoundError:
+            out[name] = "not installed"
+    return out
+
+
+def read_manifest(directory: Path) -> Manifest:
+    """Read and check the manifest of ``directory``."""
+    path = directory / MANIFEST
+    if not directory.is_dir():
+        raise IndexStateError(
+            f"no index at {directory}",
+            f"build one with `hopgraph index SOURCE --index {directory}`",
+        )
+    if not path.is_file():
+        raise IndexStateError(
+            f"{directory} is not a hopgraph index (no {MANIFEST})",
+            "point --index at a directory made by `hopgraph index`",
+        )
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as err:
+        raise IndexStateError(f"{path} is unreadable: {err}", rebuild_hint(directory)) from err
+    found = raw.get("format_version") if isinstance(raw, dict) else None
+    if found not in READABLE_FORMATS:
+        made_by = (raw.get("versions") or {}).get("hopgraph", "?") if isinstance(raw, dict) else "?"
+        raise IndexStateError(
+            f"{directory} has index format {found} (made by hopgraph {made_by}); "
+            f"this hopgraph reads formats {', '.join(map(str, READABLE_FORMATS))}",
+            f"rebuild it with `hopgraph index SOURCE --index {directory}`",
+        )
+    try:
+        return Manifest.model_validate(raw)
+    except ValidationError as err:
+        raise IndexStateError(f"{path} is damaged: {err}", rebuild_hint(directory)) from err

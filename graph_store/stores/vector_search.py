@@ -1,0 +1,268 @@
+"""Dense search over the vector table without reading all of it: one home for a query's cosines.
+
+The vector table's segments are memory-mapped (read-only, shared through the page cache by every
+process that opens the index). A query's nearest chunks come from each segment's IVF
+(graph_store/stores/ivf.py) where it has one, and from an exact scan where it has none (segments
+under ``ivf.MIN_ROWS``: a scan is as fast there). Rows of deleted or replaced chunks are
+skipped. Every returned score is an exact cosine, computed from the table.
+
+Modes: ``auto`` uses the IVF files the index has; ``exact`` scans everything (the reference
+ranking); ``ann`` also partitions, in memory, the segments that have no IVF file, whatever their
+size (to measure the approximate search on small corpora: ``hopgraph eval --search ann``). A
+missing or damaged IVF file is named on stderr once, and its segment is searched exactly: slower,
+never wrong.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+
+from hopgraph.core.arrays import sparse_at
+from hopgraph.core.errors import IndexStateError
+
+from .ivf import IVF
+from .manifest import Manifest, ann_hint, crc32
+from .vector_table import VectorSegment, VectorTable
+
+log = logging.getLogger(__name__)
+
+SearchMode = Literal["auto", "exact", "ann"]
+SEARCH_MODES: tuple[str, ...] = ("auto", "exact", "ann")
+RESCORED = 32
+"""Candidates beyond the n asked (at least; an eighth of n for large n) that the IVF proposes
+and the table scores exactly: its 8-bit codes misorder near-ties."""
+EXACT_BELOW = 20_000
+"""Chunks up to which a search restricted to some chunks (a filter) scores them all exactly."""
+
+
+@dataclass(frozen=True)
+class SearchSegment:
+    """One vector segment: its rows, the chunk row each holds (−1: dead), and its IVF if any."""
+
+    vectors: np.ndarray
+    chunk_rows: np.ndarray
+    ivf: IVF | None
+    _last: list = field(default_factory=list, compare=False, repr=False)
+    """The last query's rescored candidates, [(query bytes, rows, cosines)]: a deeper search for
+    the same query (GNN-Ret's next round) reads only the rows it adds from the table."""
+
+    def top(self, query: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+        """Return this segment's ``n`` best live (chunk rows, cosines), ties included, unordered."""
+        if self.ivf is None:
+            scores = _dot(self.vectors, query)
+            rows = np.arange(len(scores))
+        else:  # the IVF proposes, the table scores: every cosine returned is exact
+            rows = np.sort(self.ivf.candidates(query, n + max(n // 8, RESCORED)))
+            scores = self._rescored(query, rows)
+        chunk_rows = self.chunk_rows[rows]
+        live = chunk_rows >= 0
+        chunk_rows, scores = chunk_rows[live], scores[live]
+        if len(scores) > n:  # ties at the n-th score stay: the caller breaks them by row
+            cut = np.partition(scores, len(scores) - n)[len(scores) - n]
+            keep = scores >= cut
+            chunk_rows, scores = chunk_rows[keep], scores[keep]
+        return chunk_rows, scores
+
+    def _rescored(self, query: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """Return the exact cosines at ``rows`` (ascending), reusing the last search's."""
+        key = query.tobytes()
+        last = (self._last[-1:] or [None])[0]  # one read: threads may replace it
+        known, scores = (
+            sparse_at(last[1], last[2], rows) if last is not None and last[0] == key
+            else (np.zeros(len(rows), dtype=bool), np.zeros(len(rows), dtype=np.float32))
+        )  # fmt: skip
+        scores[~known] = _dot(self.vectors[rows[~known]], query)
+        self._last[:] = [(key, rows, scores)]
+        return scores
+
+    def forget(self) -> None:
+        """Drop what is kept of the last query's search (so a timing includes it)."""
+        self._last.clear()
+        if self.ivf is not None:
+            self.ivf.forget()
+
+
+class VectorSearch:
+    """The cosines of a query to the index's chunks, by chunk row (the chunk table's order)."""
+
+    def __init__(self, segments: Sequence[SearchSegment], chunks: int) -> None:
+        self.segments = list(segments)
+        self.chunks = chunks
+        self.segment_of = np.full(chunks, -1, dtype=np.int32)
+        self.row_in = np.zeros(chunks, dtype=np.int64)
+        for s, segment in enumerate(self.segments):
+            live = np.flatnonzero(segment.chunk_rows >= 0)
+            self.segment_of[segment.chunk_rows[live]] = s
+            self.row_in[segment.chunk_rows[live]] = live
+        if chunks and self.segment_of.min() < 0:
+            missing = int(np.flatnonzero(self.segment_of < 0)[0])
+            raise IndexStateError(
+                f"{int(np.sum(self.segment_of < 0))} chunks have no stored vector "
+                f"(e.g. row {missing})",
+                "the index is damaged: rebuild it with `hopgraph index SOURCE --force`",
+            )
+
+    def forget(self) -> None:
+        """Drop what the segments keep of the last query's search."""
+        for segment in self.segments:
+            segment.forget()
+
+    @classmethod
+    def open(
+        cls, directory: Path, manifest: Manifest, ids: Sequence[str], mode: SearchMode = "auto"
+    ) -> VectorSearch:
+        """Open the vector table the manifest names; ``mode``: see the module doc."""
+        if mode not in SEARCH_MODES:
+            raise ValueError(f"search mode must be one of {SEARCH_MODES}, got {mode!r}")
+        position = {chunk_id: row for row, chunk_id in enumerate(ids)}
+        table = VectorTable.load(directory, manifest.vectors)
+        holder = table.holders()  # a later segment wins a repeated id (a replaced chunk)
+        segments = []
+        for s, segment in enumerate(table.segments):
+            chunk_rows = np.array(
+                [position.get(i, -1) if holder[i][0] == s else -1 for i in segment.ids],
+                dtype=np.int64,
+            )
+            ivf = None if mode == "exact" else _ivf(directory, manifest, segment, mode)
+            segments.append(SearchSegment(segment.vectors, chunk_rows, ivf))
+        return cls(segments, len(ids))
+
+    @classmethod
+    def of_matrix(cls, matrix: np.ndarray, mode: SearchMode = "auto") -> VectorSearch:
+        """Search an in-memory matrix (rows in chunk order): an index from before the table."""
+        ivf = IVF.build(matrix) if mode == "ann" and len(matrix) else None
+        return cls([SearchSegment(matrix, np.arange(len(matrix)), ivf)], len(matrix))
+
+    @property
+    def approximate(self) -> bool:
+        """Tell whether any segment is searched through an IVF."""
+        return any(s.ivf is not None for s in self.segments)
+
+    def top(
+        self, query: np.ndarray, n: int, allowed: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Return up to ``n`` (chunk rows, cosines), best first (ties: lower row first).
+
+        ``allowed``: chunk rows to rank among; up to :data:`EXACT_BELOW` of them are scored
+        exactly, more are searched deeper until ``n`` of them are found.
+        """
+        query = np.asarray(query, dtype=np.float32)
+        if allowed is not None and len(allowed) <= EXACT_BELOW:
+            rows = np.unique(allowed)
+            return _best(rows, self.scores(query, rows), n)
+        depth = n
+        while True:
+            found = [s.top(query, depth) for s in self.segments]
+            rows = np.concatenate([f[0] for f in found]) if found else np.zeros(0, np.int64)
+            scores = np.concatenate([f[1] for f in found]) if found else np.zeros(0, np.float32)
+            if allowed is None:
+                return _best(rows, scores, n)
+            keep = np.isin(rows, allowed)
+            if keep.sum() >= n or depth >= self.chunks:
+                return _best(rows[keep], scores[keep], n)
+            depth *= 4
+
+    def scores(self, query: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """Return the exact cosines of ``query`` to the chunks at ``rows``."""
+        return self.matrix(rows) @ np.asarray(query, dtype=np.float32)
+
+    def matrix(self, rows: np.ndarray) -> np.ndarray:
+        """Return the vectors of the chunks at ``rows`` (float32, in that order)."""
+        rows = np.asarray(rows, dtype=np.int64)
+        dim = self.segments[0].vectors.shape[1] if self.segments else 0
+        out = np.empty((len(rows), dim), dtype=np.float32)
+        where = self.segment_of[rows]
+        for s, segment in enumerate(self.segments):
+            mine = np.flatnonzero(where == s)
+            if len(mine):
+                inside = self.row_in[rows[mine]]
+                order = np.argsort(inside)  # memory-mapped: read the file forwards
+                out[mine[order]] = segment.vectors[inside[order]]
+        return out
+
+    def all_scores(self, query: np.ndarray) -> np.ndarray:
+        """Return the exact cosine of ``query`` to every chunk, in chunk order (a full scan)."""
+        query = np.asarray(query, dtype=np.float32)
+        out = np.zeros(self.chunks, dtype=np.float32)
+        for segment in self.segments:
+            scores = _dot(segment.vectors, query)
+            live = segment.chunk_rows >= 0
+            out[segment.chunk_rows[live]] = scores[live]
+        return out
+
+
+class Cosines:
+    """One query's cosines to the chunks, computed for the rows asked and kept: never a scan.
+
+    Indexed like the full array it stands for (``cosines[row]``, ``cosines[rows]``), for the
+    methods that look up the chunks they reach (IIER's chains, ToG-2's entity chunks).
+    """
+
+    def __init__(self, search: VectorSearch, query: np.ndarray) -> None:
+        self.search = search
+        self.query = np.asarray(query, dtype=np.float32)
+        self._known: dict[int, float] = {}
+
+    def __getitem__(
+        self, rows: int | np.integer | Sequence[int] | np.ndarray
+    ) -> float | np.ndarray:
+        if isinstance(rows, int | np.integer):
+            return float(self._lookup([int(rows)])[0])
+        return self._lookup(np.asarray(rows, dtype=np.int64).tolist())
+
+    def top(self, n: int) -> np.ndarray:
+        """Return the ``n`` nearest chunk rows, best first (ties: lower row first)."""
+        rows, scores = self.search.top(self.query, n)
+        self._known.update(zip(rows.tolist(), scores.tolist(), strict=True))
+        return rows
+
+    def _lookup(self, rows: list[int]) -> np.ndarray:
+        missing = sorted({r for r in rows if r not in self._known})
+        if missing:
+            found = self.search.scores(self.query, np.array(missing, dtype=np.int64))
+            self._known.update(zip(missing, found.tolist(), strict=True))
+        return np.array([self._known[r] for r in rows], dtype=np.float32)
+
+
+def _dot(vectors: np.ndarray, query: np.ndarray, block: int = 262_144) -> np.ndarray:
+    """Return ``vectors @ query`` in float32 (float16 tables are widened block by block)."""
+    if vectors.dtype == np.float32:
+        return vectors @ query
+    out = np.empty(len(vectors), dtype=np.float32)
+    for start in range(0, len(vectors), block):
+        out[start : start + block] = vectors[start : start + block].astype(np.float32) @ query
+    return out
+
+
+def _best(rows: np.ndarray, scores: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Return the ``n`` best (rows, scores), best first, ties by row."""
+    order = np.lexsort((rows, -scores))[:n]
+    return rows[order], scores[order]
+
+
+def _ivf(directory: Path, manifest: Manifest, segment: VectorSegment, mode: str) -> IVF | None:
+    """Return the segment's IVF: its file's (checked), or a new one in ``ann`` mode."""
+    name = manifest.ann.get(segment.path)
+    rows, dim = segment.vectors.shape
+    if name is not None:
+        path = directory / name
+        try:
+            if not path.is_file():
+                raise IndexStateError(f"{path} is missing")
+            if name in manifest.checksums and crc32(path) != manifest.checksums[name]:
+                raise IndexStateError(f"{path} is damaged: its CRC-32 is not the one recorded")
+            return IVF.load(path, rows, dim)
+        except IndexStateError as err:
+            message = f"hopgraph: {err.message}; searching its segment exactly. Fix: "
+            print(message + ann_hint(directory), file=sys.stderr, flush=True)
+            log.warning("%s", err.message)
+    if mode == "ann" and rows:
+        return IVF.build(np.asarray(segment.vectors, dtype=np.float32))
+    return None

@@ -1,0 +1,195 @@
+"""Every chunk's embedding, kept beside the index in segments, so no write reads Chroma back.
+
+Chroma answers dense queries; but the graphs (semantic neighbours) and the methods that score
+every chunk need the whole matrix, and reading it back from Chroma costs more than the rest of a
+write at 100k chunks (its pages are fetched by offset). So each write that adds chunks also saves
+their vectors as a segment (``vectors.npy`` + ``ids.json`` in its generation folder, memory-mapped
+on read); a delete leaves the rows in place, dead. A segment of :data:`ivf.MIN_ROWS` rows or more
+also gets its IVF partition (``ivf.npz``), for dense search that reads a few lists of it
+(graph_store/stores/vector_search.py). Vectors are float32, or float16 when the index says so (half
+the memory and disk; cosines change in the fourth decimal). As in the BM25 store, more than
+:data:`MAX_SEGMENTS` segments or a quarter of dead rows make the next write merge the live rows
+into one segment. An index written before the table existed has none: its vectors are read from
+Chroma, and its next write saves them as a first segment.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from hopgraph.core.errors import IndexStateError
+
+from .ivf import IVF, IVF_FILE, MIN_ROWS
+
+MAX_SEGMENTS = 8
+MAX_DEAD_SHARE = 0.25
+VECTORS_FILE = "vectors.npy"
+IDS_FILE = "ids.json"
+
+
+@dataclass(frozen=True)
+class VectorSegment:
+    """Some chunks' vectors (rows in ``ids`` order), saved in folder ``path`` under the index."""
+
+    path: str
+    ids: list[str]
+    vectors: np.ndarray
+
+    def save(self, root: Path, dtype: str = "float32", ann: bool = True) -> None:
+        """Write the segment under ``root`` as ``dtype``, with its IVF if it is large enough.
+
+        ``ann=False``: never an IVF (a table read whole, e.g. the triple vectors).
+        """
+        folder = root / self.path
+        folder.mkdir(parents=True, exist_ok=True)
+        np.save(folder / VECTORS_FILE, np.ascontiguousarray(self.vectors, dtype=dtype))
+        (folder / IDS_FILE).write_text(json.dumps(self.ids), encoding="utf-8")
+        if ann and len(self.ids) >= MIN_ROWS:
+            IVF.build(np.asarray(self.vectors, dtype=np.float32)).save(folder / IVF_FILE)
+
+    @classmethod
+    def load(cls, root: Path, path: str) -> VectorSegment:
+        """Read a segment (its vectors memory-mapped)."""
+        folder = root / path
+        try:
+            vectors = np.load(folder / VECTORS_FILE, mmap_mode="r")
+            ids = json.loads((folder / IDS_FILE).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as err:
+            raise IndexStateError(
+                f"the vector segment {folder} is missing or damaged: {err}",
+                "rebuild the index with `hopgraph index SOURCE --index DIR --force`",
+            ) from err
+        if len(ids) != len(vectors):
+            raise IndexStateError(
+                f"the vector segment {folder} holds {len(vectors)} vectors for {len(ids)} ids",
+                "rebuild the index with `hopgraph index SOURCE --index DIR --force`",
+            )
+        return cls(path, ids, vectors)
+
+
+class VectorTable:
+    """The segments of an index's vectors; rows of chunks deleted since are dead."""
+
+    def __init__(self, segments: list[VectorSegment]) -> None:
+        self.segments = segments
+
+    @property
+    def paths(self) -> list[str]:
+        """Return the segment folders (relative to the index), for the manifest."""
+        return [s.path for s in self.segments]
+
+    @property
+    def dtype(self) -> str:
+        """Return how the vectors are stored: float32, or float16."""
+        return str(self.segments[0].vectors.dtype) if self.segments else "float32"
+
+    @classmethod
+    def build(
+        cls,
+        ids: Sequence[str],
+        vectors: np.ndarray,
+        root: Path,
+        path: str,
+        dtype: str = "float32",
+    ) -> VectorTable:
+        """Save ``vectors`` (rows in ``ids`` order) as the only segment, stored as ``dtype``."""
+        segment = VectorSegment(path, list(ids), np.asarray(vectors, dtype=np.float32))
+        segment.save(root, dtype)
+        return cls([VectorSegment.load(root, path)])  # memory-mapped, as a reader has it
+
+    def ann_files(self, root: Path, known: dict[str, str]) -> dict[str, str]:
+        """Return each segment's IVF file (Manifest.ann): ``known`` ones, and those on disk.
+
+        A segment the last generation recorded keeps its entry even when its file has gone,
+        so `hopgraph check` names the loss.
+        """
+        out = {}
+        for path in self.paths:
+            if path in known:
+                out[path] = known[path]
+            elif (root / path / IVF_FILE).is_file():
+                out[path] = f"{path}/{IVF_FILE}"
+        return out
+
+    @classmethod
+    def load(cls, root: Path, paths: Sequence[str]) -> VectorTable:
+        """Open the segments the manifest names."""
+        return cls([VectorSegment.load(root, p) for p in paths])
+
+    def holders(self) -> dict[str, tuple[int, int]]:
+        """Return where each id's vector lies: (segment, row); a later segment wins a repeat."""
+        where: dict[str, tuple[int, int]] = {}
+        for s, segment in enumerate(self.segments):
+            where.update((chunk_id, (s, row)) for row, chunk_id in enumerate(segment.ids))
+        return where
+
+    def matrix(self, ids: Sequence[str]) -> np.ndarray:
+        """Return the vectors of ``ids``, in that order (a later segment wins a repeated id)."""
+        where = self.holders()
+        missing = [i for i in ids if i not in where]
+        if missing:
+            raise IndexStateError(
+                f"{len(missing)} chunks have no stored vector (e.g. {missing[0]!r})",
+                "the index is damaged: rebuild it with `hopgraph index SOURCE --force`",
+            )
+        dimension = self.segments[0].vectors.shape[1] if self.segments else 0
+        out = np.empty((len(ids), dimension), dtype=np.float32)  # float16 rows are widened
+        place = np.array([where[i] for i in ids], dtype=np.int64).reshape(-1, 2)
+        for s, segment in enumerate(self.segments):
+            mine = np.flatnonzero(place[:, 0] == s)
+            if len(mine):
+                rows = place[mine, 1]
+                order = np.argsort(rows)  # memory-mapped: read the file forwards
+                out[mine[order]] = segment.vectors[rows[order]]
+        return out
+
+    def updated(
+        self,
+        ids: Sequence[str],
+        added: Sequence[str],
+        vectors: np.ndarray,
+        root: Path,
+        path: str,
+    ) -> VectorTable:
+        """Return the table after a write that leaves ``ids``, ``added`` among them.
+
+        The added vectors become a new segment at ``root / path``; past :data:`MAX_SEGMENTS`
+        segments or with too many dead rows, the live rows are merged into one segment there.
+        """
+        return self.appended(added, vectors, root, path).compacted(ids, root, path)
+
+    def appended(
+        self, added: Sequence[str], vectors: np.ndarray, root: Path, path: str
+    ) -> VectorTable:
+        """Return this table with the ``added`` vectors saved as a new segment at ``path``."""
+        if not len(added):
+            return VectorTable(list(self.segments))
+        new = VectorTable.build(added, vectors, root, path, self.dtype)
+        return VectorTable([*self.segments, *new.segments])
+
+    def compacted(self, ids: Sequence[str], root: Path, path: str) -> VectorTable:
+        """Return this table, or with some segments merged into one at ``path``.
+
+        Past :data:`MAX_DEAD_SHARE` dead rows, every live row (``ids``) is merged into one
+        segment. Past :data:`MAX_SEGMENTS` segments, the segments other than the largest are
+        merged when the largest holds most rows (size-tiered: the large segment and its IVF stay
+        as they are, so a write's merge costs what the small segments hold, not the corpus),
+        else all of them.
+        """
+        live = set(ids)
+        rows = sum(len(s.ids) for s in self.segments)
+        dead = sum(1 for s in self.segments for i in s.ids if i not in live)
+        if len(self.segments) <= MAX_SEGMENTS and dead <= MAX_DEAD_SHARE * rows:
+            return self
+        largest = max(range(len(self.segments)), key=lambda s: len(self.segments[s].ids))
+        if dead > MAX_DEAD_SHARE * rows or 2 * len(self.segments[largest].ids) < rows:
+            return VectorTable.build(ids, self.matrix(ids), root, path, self.dtype)
+        holder = self.holders()
+        rest = [i for i in ids if holder[i][0] != largest]
+        merged = VectorTable.build(rest, self.matrix(rest), root, path, self.dtype)
+        return VectorTable([self.segments[largest], *merged.segments])
