@@ -24,10 +24,7 @@ from hopgraph.graph_store.documents.loaders import check_unique_ids
 from hopgraph.graph_store.documents.schema import Chunk, Document
 from hopgraph.graph_store.embedding.embedders import embedder_for
 from hopgraph.graph_store.stores.chunk_table import read_chunks
-from hopgraph.graph_store.stores.doc_table import (
-    DocumentTable,
-    records_of,
-)
+from hopgraph.graph_store.stores.doc_table import DocumentTable, records_of
 from hopgraph.graph_store.stores.manifest import (
     FORMAT_VERSION,
     MANIFEST,

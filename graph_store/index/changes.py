@@ -20,15 +20,8 @@ from hopgraph.graph_store.documents.loaders import check_unique_ids, quote_ids
 from hopgraph.graph_store.documents.schema import Chunk, Document
 from hopgraph.graph_store.embedding.embedders import Embedder, embedder_for
 from hopgraph.graph_store.stores.chunk_table import read_chunks
-from hopgraph.graph_store.stores.doc_table import (
-    DocumentTable,
-    records_of,
-)
-from hopgraph.graph_store.stores.manifest import (
-    Manifest,
-    now,
-    read_manifest,
-)
+from hopgraph.graph_store.stores.doc_table import DocumentTable, records_of
+from hopgraph.graph_store.stores.manifest import Manifest, now, read_manifest
 
 from . import writes
 from .lock import paused_gc, write_lock

@@ -23,11 +23,7 @@ from hopgraph.graph_store.documents.chunking import chunk_document
 from hopgraph.graph_store.documents.schema import Chunk, Document, row_id
 from hopgraph.graph_store.embedding.embedders import Embedder, embed_with_progress
 from hopgraph.graph_store.stores.chunk_table import write_chunks
-from hopgraph.graph_store.stores.doc_table import (
-    DOCUMENTS_FILE,
-    DocumentRecord,
-    DocumentTable,
-)
+from hopgraph.graph_store.stores.doc_table import DOCUMENTS_FILE, DocumentRecord, DocumentTable
 from hopgraph.graph_store.stores.kdb_bm25 import BM25Store
 from hopgraph.graph_store.stores.manifest import (
     FORMAT_VERSION,
@@ -39,11 +35,7 @@ from hopgraph.graph_store.stores.manifest import (
 from hopgraph.graph_store.stores.vdb_chroma import ChromaVectorStore
 from hopgraph.graph_store.stores.vector_table import VectorTable
 
-from .generations import (
-    Generation,
-    folder_name,
-    passages_location,
-)
+from .generations import Generation, folder_name, passages_location
 from .graph_build import GraphSettings, write_graphs
 from .reader import read_vectors
 
