@@ -20,6 +20,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("graph_store.embedding", "graph_store.stores"),
     ("graph_store.graphs",),
     ("graph_store.index",),
+    ("graph_store.cluster",),
     ("graph_store",),
     ("tools",),
     ("agents",),

@@ -2,9 +2,9 @@
 
 Its rooms, from the ground up: ``documents`` (reading a source into documents and chunks),
 ``embedding`` and ``stores`` (the embedders; where chunks, vectors and keywords are kept),
-``graphs`` (extraction, the passage and knowledge graphs) and ``index`` (the index's life:
-opened, written, checked and mended). Each imports only the rooms below it (pyproject.toml's
-contracts).
+``graphs`` (extraction, the passage and knowledge graphs), ``index`` (the index's life:
+opened, written, checked and mended) and ``cluster`` (writes on a Ray cluster). Each imports
+only the rooms below it (pyproject.toml's contracts).
 
 The names below are imported on first use (PEP 562): a command that only reads the manifest
 does not import Chroma, networkx or the embedding model's libraries.

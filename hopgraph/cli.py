@@ -11,6 +11,7 @@ from pathlib import Path
 from .cli_options import (
     DEMO_INDEX,
     build_options,
+    cluster_options,
     device_options,
     expand_option,
     index_option,
@@ -138,6 +139,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--force", action="store_true", help="replace the index already there")
     index_option(p)
     build_options(p)
+    cluster_options(p)
     quiet_option(p)
     p.set_defaults(func=lazy("commands:index"))
 

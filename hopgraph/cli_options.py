@@ -142,6 +142,25 @@ def build_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def cluster_options(parser: argparse.ArgumentParser) -> None:
+    """Add ``--cluster`` and ``--partitions``: a partitioned write on a Ray cluster."""
+    parser.add_argument(
+        "--cluster",
+        metavar="ADDRESS|local",
+        help="write on a Ray cluster (the extra hopgraph[cluster]): its head's HOST:PORT, or "
+        "`local` to start one on this machine (loopback only, token authentication on); "
+        "partitions of whole documents are chunked, embedded and written by tasks, and this "
+        "process commits the index (docs/scaling.md)",
+    )
+    parser.add_argument(
+        "--partitions",
+        type=positive,
+        metavar="P",
+        help="with --cluster: tasks the corpus is cut into, each a range of whole documents "
+        "(default: the cluster's CPUs, at most one per document)",
+    )
+
+
 def where_option(parser: argparse.ArgumentParser) -> None:
     """Add ``--where FILTER`` (repeatable) to a command that retrieves."""
     parser.add_argument(

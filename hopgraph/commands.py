@@ -82,12 +82,33 @@ def load(args: argparse.Namespace, verbose: bool = True) -> Loaded:
 
 
 def index(args: argparse.Namespace) -> None:
-    """Build an index from a corpus."""
-    from hopgraph.graph_store.index.build import build_index
-
+    """Build an index from a corpus (on a Ray cluster with --cluster)."""
     settings = settings_from(args)
+    if args.partitions and not args.cluster:
+        raise InputError(
+            "--partitions is for a build on a cluster", "add --cluster ADDRESS (or local)"
+        )
+    if args.cluster:
+        from hopgraph.graph_store.cluster.connect import require_ray
+
+        require_ray()  # before reading the corpus: say at once that the extra is missing
     docs = load(args).documents
-    report = build_index(docs, index_dir(args), settings, not args.quiet, replace=args.force)
+    if args.cluster:
+        from hopgraph.graph_store.cluster.build import build_index_on
+
+        report = build_index_on(
+            args.cluster,
+            docs,
+            index_dir(args),
+            settings,
+            args.partitions,
+            not args.quiet,
+            replace=args.force,
+        )
+    else:
+        from hopgraph.graph_store.index.build import build_index
+
+        report = build_index(docs, index_dir(args), settings, not args.quiet, replace=args.force)
     _report("built", report)
     print(f"next: `hopgraph graph build --index {index_dir(args)}` for the graph methods")
 

@@ -8,9 +8,11 @@ limit on this machine (24 GB of memory, a 60 s write, 250 GB of disk) reaches it
 table into docs/scaling.md between its ``cost-model`` markers; and the table of the IVF against
 exact search on the eval sets, from ``evals/results/scale/ann-recall.json``, between the
 ``ann-recall`` markers; and the scatter-gather table from ``shards-*.json`` (``evals.bench.shards
---out``) between the ``shards`` markers. ``--check`` fails if any differs (the test suite runs
-it). Two sizes give an exact fit and no check of the law; figures measured at four sizes say how
-well it holds (the largest deviation of a measurement from the fit is in the table).
+--out``) between the ``shards`` markers; and the partitioned builds from ``cluster-*.json``
+(``evals.bench.cluster --out``) between the ``cluster-build`` markers. ``--check`` fails if any
+differs (the test suite runs it). Two sizes give an exact fit and no check of the law; figures
+measured at four sizes say how well it holds (the largest deviation of a measurement from the
+fit is in the table).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ MARKERS = {
     "cost-model": ("<!-- cost-model:start -->", "<!-- cost-model:end -->"),
     "ann-recall": ("<!-- ann-recall:start -->", "<!-- ann-recall:end -->"),
     "shards": ("<!-- shards:start -->", "<!-- shards:end -->"),
+    "cluster-build": ("<!-- cluster-build:start -->", "<!-- cluster-build:end -->"),
 }
 SIZES = (10_000_000, 100_000_000)
 
@@ -156,6 +159,25 @@ def render_shards(results: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def render_cluster(reports: list[dict]) -> str:
+    """Render the partitioned builds beside one process's (``evals.bench.cluster --out``)."""
+    lines = [
+        "| corpus | build | wall | embedding | driver peak RSS | worker peak RSS | same chunks |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for report in sorted(reports, key=lambda r: r["data"]):
+        name = Path(report["data"]).name
+        for r in report["rows"]:
+            where = f"local cluster, P = {r['partitions']}" if r["partitions"] else "one process"
+            worker = f"{r['worker_peak_rss_mb']:,.0f} MB" if r["partitions"] else "–"
+            same = ("yes" if r["same_chunks"] else "**no**") if r["partitions"] else "–"
+            lines.append(
+                f"| {name} | {where} | {r['wall_s']:.1f} s | {r['embed_s']:.1f} s "
+                f"| {r['driver_peak_rss_mb']:,.0f} MB | {worker} | {same} |"
+            )
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Write the cost model into docs/scaling.md, or check it (--check)."""
     parser = argparse.ArgumentParser(
@@ -173,10 +195,17 @@ def main(argv: list[str] | None = None) -> int:
             for p in MEASUREMENTS.parent.glob("shards-*.json")
         ]
     )
+    cluster = render_cluster(
+        [
+            json.loads(p.read_text(encoding="utf-8"))
+            for p in MEASUREMENTS.parent.glob("cluster-*.json")
+        ]
+    )
     text = DOC.read_text(encoding="utf-8")
     fresh = updated(
         updated(updated(text, "cost-model", table), "ann-recall", recall), "shards", shards
     )
+    fresh = updated(fresh, "cluster-build", cluster)
     if args.check:
         if fresh != text:
             print("docs/scaling.md's cost model differs from the measurements: run "
@@ -184,7 +213,7 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         return 0
     DOC.write_text(fresh, encoding="utf-8")
-    print(table, recall, shards, sep="\n\n")
+    print(table, recall, shards, cluster, sep="\n\n")
     return 0
 
 

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -64,25 +65,17 @@ def build_index(
     if not docs:
         raise InputError("the corpus is empty", "give at least one document")
     check_unique_ids(docs, "corpus")
-    _refuse_foreign_directory(directory)
     started = time.perf_counter()
-    with write_lock(directory, create=True):
-        old = _readable_manifest(directory)
-        if (old is not None or (directory / MANIFEST).exists()) and not replace:
-            held = f" ({old.counts['documents']} documents)" if old else ""
-            raise InputError(
-                f"{directory} already holds an index{held}",
-                "`hopgraph add` adds documents to it; `hopgraph index --force` replaces it",
-            )
+    with fresh_index(directory, replace) as old:
         embedder = embedder_for(settings)
         chunks = sorted(writes.chunk_documents(docs, settings, embedder), key=lambda c: c.id)
         t0 = time.perf_counter()
         embeddings = writes.embed_chunks(chunks, embedder, show_progress)
         embed_seconds = time.perf_counter() - t0
-        location = _new_location(settings, directory)
+        location = new_location(settings, directory)
         with Generation(directory, old) as gen:
             embedder_info = {"name": embedder.name, "dimension": embedder.dimension}
-            manifest = _manifest(settings, embedder_info, location, chunks, created=None)
+            manifest = new_manifest(settings, embedder_info, location, counts_of(chunks))
             records = records_of(docs, chunks, manifest.updated_at)
             vectors = gen.create_collection(location)
             try:
@@ -98,13 +91,8 @@ def build_index(
                 "build_seconds": time.perf_counter() - started,
                 "embed_seconds": embed_seconds,
             }
-            replaced = passages_location(directory, old) if old else None
-            if replaced is not None and _same_place(replaced, location):
-                manifest.purge = {"collections": [old.collection, replaced.triples().collection]}
-            gen.commit(manifest)
-        if replaced is not None and not _same_place(replaced, location):
-            drop_collection(replaced)  # elsewhere (another server): dropped once committed
-            drop_collection(replaced.triples())
+            elsewhere = commit_fresh(gen, old, location, manifest)
+        drop_elsewhere(elsewhere)
     return writes.write_report(
         directory,
         chunks,
@@ -113,6 +101,54 @@ def build_index(
         started=started,
         embed_seconds=embed_seconds,
     )
+
+
+@contextmanager
+def fresh_index(directory: Path, replace: bool) -> Iterator[Manifest | None]:
+    """Hold the write lock of a new index at ``directory``; yield the index it replaces, if any.
+
+    A folder that is not an index (nor the leftovers of a first build) is refused, and so is an
+    index unless ``replace`` (``--force``): both before anything is written.
+    """
+    _refuse_foreign_directory(directory)
+    with write_lock(directory, create=True):
+        old = _readable_manifest(directory)
+        if (old is not None or (directory / MANIFEST).exists()) and not replace:
+            held = f" ({old.counts['documents']} documents)" if old else ""
+            raise InputError(
+                f"{directory} already holds an index{held}",
+                "`hopgraph add` adds documents to it; `hopgraph index --force` replaces it",
+            )
+        yield old
+
+
+def commit_fresh(
+    gen: Generation, old: Manifest | None, location: ChromaLocation, manifest: Manifest
+) -> ChromaLocation | None:
+    """Commit a new index's generation in place of ``old``; return ``old``'s store elsewhere.
+
+    ``old``'s collections in the same Chroma store are purged by the commit; ones in another
+    store (another server) are returned, to be dropped once the commit is done (drop_elsewhere).
+    """
+    replaced = passages_location(gen.directory, old) if old else None
+    same = replaced is not None and _same_place(replaced, location)
+    if same:
+        assert old is not None and replaced is not None
+        manifest.purge = {"collections": [old.collection, replaced.triples().collection]}
+    gen.commit(manifest)
+    return replaced if not same else None
+
+
+def drop_elsewhere(replaced: ChromaLocation | None) -> None:
+    """Drop a replaced index's collections from the store they were in (commit_fresh)."""
+    if replaced is not None:
+        drop_collection(replaced)
+        drop_collection(replaced.triples())
+
+
+def counts_of(chunks: Sequence[Chunk]) -> dict[str, int]:
+    """Return the manifest's counts: documents and chunks."""
+    return {"documents": len({c.doc_id for c in chunks}), "chunks": len(chunks)}
 
 
 @paused_gc()
@@ -138,13 +174,13 @@ def build_graphs(
     return manifest.graph
 
 
-def _manifest(
+def new_manifest(
     settings: IndexSettings,
     embedder: dict[str, Any],
     location: ChromaLocation,
-    chunks: Sequence[Chunk],
-    created: str | None,
+    counts: dict[str, int],
 ) -> Manifest:
+    """Return the manifest of a new index, its parts not yet named."""
     stamp = now()
     return Manifest(
         format_version=FORMAT_VERSION,
@@ -152,14 +188,15 @@ def _manifest(
         embedder=embedder,
         collection=location.collection,
         chroma_dir=None if location.url or location.path is None else location.path.name,
-        counts={"documents": len({c.doc_id for c in chunks}), "chunks": len(chunks)},
+        counts=counts,
         versions=package_versions(),
-        created_at=created or stamp,
+        created_at=stamp,
         updated_at=stamp,
     )
 
 
-def _new_location(settings: IndexSettings, directory: Path) -> ChromaLocation:
+def new_location(settings: IndexSettings, directory: Path) -> ChromaLocation:
+    """Return a new collection for an index, in its own Chroma folder or on its server."""
     name = f"{settings.collection_prefix}-{uuid.uuid4().hex[:12]}"
     if settings.chroma_url:
         return ChromaLocation(name, url=settings.chroma_url)

@@ -245,9 +245,7 @@ class BM25Store:
 
     def save(self, folder: Path) -> None:
         """Write which segments make the store (paths relative to the index) and its statistics."""
-        folder.mkdir(parents=True, exist_ok=True)
-        (folder / SEGMENTS_FILE).write_text(json.dumps(self.paths), encoding="utf-8")
-        (folder / STATS_FILE).write_text(json.dumps(self.stats), encoding="utf-8")
+        save_store(folder, self.paths, self.stats)
 
     @classmethod
     def load(cls, folder: Path, root: Path, chunks: Sequence[Chunk]) -> BM25Store:
@@ -348,3 +346,14 @@ class BM25Store:
         top = np.argpartition(-scores, k - 1)[:k] if k < len(scores) else np.arange(len(scores))
         top = top[np.lexsort((top, -scores[top]))]
         return [(self.ids[i], float(scores[i])) for i in top if scores[i] > 0]
+
+
+def save_store(folder: Path, paths: Sequence[str], stats: dict) -> None:
+    """Write a store's files: its segments (paths relative to the index) and its statistics.
+
+    ``stats``: ``n`` (live chunks), ``total_length`` (their tokens) and ``df`` (each term's
+    document frequency), over every segment together. A partitioned build sums its partitions'.
+    """
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / SEGMENTS_FILE).write_text(json.dumps(list(paths)), encoding="utf-8")
+    (folder / STATS_FILE).write_text(json.dumps(stats), encoding="utf-8")

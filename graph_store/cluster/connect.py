@@ -1,0 +1,124 @@
+"""Where a partitioned write runs: a Ray cluster at an address, or one started here (``local``).
+
+Ray is the optional extra ``hopgraph[cluster]``; nothing on the single-machine path imports it.
+A cluster started here (``--cluster local``) listens on loopback only and keeps Ray's token
+authentication on (a token made for the run unless ``RAY_AUTH_TOKEN`` gives one), its object
+store capped. An address is checked before Ray is asked to join it: an unreachable one is an
+error in seconds, not Ray's minute of retries, and nothing is written.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import os
+import secrets
+import socket
+import sys
+from collections.abc import Iterator
+from types import ModuleType
+
+from hopgraph.core.errors import InputError
+
+LOCAL = "local"
+LOOPBACK = "127.0.0.1"
+OBJECT_STORE_BYTES = 512 * 1024**2
+"""The object store of a cluster started here: partitions' documents and results pass through it,
+never their vectors (each task writes its own files)."""
+REACH_SECONDS = 3.0
+PASSED_ON = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HOPGRAPH_CACHE", "HOPGRAPH_DEVICE")
+"""The driver's variables its workers need: offline model loading, caches, the device."""
+
+
+def ray_module() -> ModuleType:
+    """Return Ray, or say how to install it."""
+    require_ray()
+    import ray
+
+    return ray
+
+
+def require_ray() -> None:
+    """Say how to install Ray where it is not installed (without importing it)."""
+    if importlib.util.find_spec("ray") is None:
+        raise InputError(
+            "--cluster needs Ray, which is not installed here",
+            "install the extra: `pip install 'hopgraph[cluster]'` (Ray 2.60 with Ray Data and "
+            "Ray Serve)",
+        )
+
+
+def check_address(address: str) -> tuple[str, int]:
+    """Return the host and port of a cluster address ``HOST:PORT``, or say what is wrong."""
+    host, _, port = address.rpartition(":")
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise InputError(
+            f"--cluster {address!r} is not an address",
+            "give the head node as HOST:PORT (what `ray start --head` prints, e.g. "
+            "127.0.0.1:6379), or `local` to start a cluster on this machine",
+        )
+    return host, int(port)
+
+
+def reachable(host: str, port: int, seconds: float = REACH_SECONDS) -> None:
+    """Refuse an address nothing answers on (Ray would retry it for a minute)."""
+    try:
+        with socket.create_connection((host, port), timeout=seconds):
+            pass
+    except OSError as err:
+        raise InputError(
+            f"no Ray cluster answers at {host}:{port} ({err.strerror or err})",
+            "start its head with `ray start --head --node-ip-address HOST --port PORT`, check "
+            "the address, or use `--cluster local`; nothing was written",
+        ) from err
+
+
+@contextlib.contextmanager
+def connected(address: str) -> Iterator[ModuleType]:
+    """Join the cluster at ``address`` (or start one here) for the duration of a write."""
+    if address != LOCAL:
+        reachable(*check_address(address))
+    require_ray()
+    env = {name: os.environ[name] for name in PASSED_ON if name in os.environ}
+    options = {
+        "runtime_env": {"env_vars": env},
+        "log_to_driver": False,
+        "logging_level": "ERROR",
+    }
+    with _local_token() if address == LOCAL else contextlib.nullcontext():
+        ray = ray_module()
+        if address == LOCAL:
+            ray.init(
+                address="local",  # a new one, even where another runs (RAY_ADDRESS)
+                _node_ip_address=LOOPBACK,
+                include_dashboard=False,
+                object_store_memory=OBJECT_STORE_BYTES,
+                **options,
+            )
+        else:  # its token, if it has one: RAY_AUTH_TOKEN, or the file `ray` keeps it in
+            ray.init(address=address, **options)
+        try:
+            yield ray
+        finally:
+            ray.shutdown()
+
+
+@contextlib.contextmanager
+def _local_token() -> Iterator[None]:
+    """Start a cluster here with Ray's token authentication: the given token, or a new one."""
+    saved = {name: os.environ.get(name) for name in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN")}
+    os.environ["RAY_AUTH_MODE"] = "token"
+    os.environ.setdefault("RAY_AUTH_TOKEN", secrets.token_hex(32))
+    if "ray" in sys.modules:  # Ray read its settings on import: read them again, as Ray's own
+        # token set-up does (ray._private.authentication.authentication_token_setup)
+        from ray._raylet import Config
+
+        Config.initialize("")
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value

@@ -1,0 +1,124 @@
+"""A build's partitions: the corpus cut by document, and what one partition writes.
+
+Each partition is a range of whole documents in id order, of about equal text. A task on the
+cluster chunks and embeds its documents and writes its own files into the generation folder,
+under ``pNNNN/``: a vector-table segment (with its IVF when large enough), a BM25 segment of
+term counts and its part of the chunk table. It returns what the driver's reduce needs and no
+vectors: the chunk ids, the document records, and the BM25 counts behind the global statistics
+(document frequencies and total length). A retried task removes its folder and starts over, so
+a partition is written once whatever failed before.
+"""
+
+from __future__ import annotations
+
+import resource
+import shutil
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from itertools import pairwise
+from pathlib import Path
+
+import numpy as np
+
+from hopgraph.core.errors import InputError
+from hopgraph.core.settings import IndexSettings
+from hopgraph.graph_store.documents.schema import Document
+from hopgraph.graph_store.embedding.embedders import embedder_for
+from hopgraph.graph_store.index import writes
+from hopgraph.graph_store.stores.chunk_table import write_chunks
+from hopgraph.graph_store.stores.doc_table import DocumentRecord, records_of
+from hopgraph.graph_store.stores.kdb_bm25 import Segment
+from hopgraph.graph_store.stores.vector_table import VectorSegment
+
+VECTORS, BM25_SEGMENT, CHUNKS_PART = "vectors", "bm25-segment", "chunks.jsonl"
+CHROMA_VECTORS = "chroma-vectors.npy"
+"""The float32 vectors for Chroma when the table keeps float16 ones (removed by the reduce)."""
+
+
+def plan(docs: Sequence[Document], count: int) -> list[list[Document]]:
+    """Cut ``docs`` into ``count`` ranges of whole documents in id order, of about equal text."""
+    if count < 1:
+        raise InputError(f"--partitions {count}: give 1 or more")
+    if count > len(docs):
+        raise InputError(
+            f"--partitions {count} is more than the corpus's {len(docs)} documents",
+            "a partition holds whole documents: give at most one per document",
+        )
+    ordered = sorted(docs, key=lambda d: d.id)
+    sizes = np.cumsum([len(d.title) + len(d.text) + 1 for d in ordered])
+    cuts, last = [], 0
+    for part in range(1, count):
+        cut = int(np.searchsorted(sizes, sizes[-1] * part / count, side="right"))
+        cut = min(max(cut, last + 1), len(ordered) - (count - part))
+        cuts.append(cut)
+        last = cut
+    bounds = [0, *cuts, len(ordered)]
+    return [ordered[a:b] for a, b in pairwise(bounds)]
+
+
+@dataclass(frozen=True)
+class Written:
+    """What a partition's task wrote and tells the driver."""
+
+    number: int
+    path: str
+    """Its folder, relative to the index: ``gNNNNNN/pNNNN``."""
+    ids: list[str]
+    """Its chunks' ids, sorted (its chunk table part is in this order)."""
+    records: list[DocumentRecord]
+    df: dict[str, int]
+    total_length: float
+    embedder: dict[str, str | int]
+    embed_seconds: float
+    peak_rss_mb: float
+    """The peak resident memory of the worker process that wrote it."""
+
+    @property
+    def vectors(self) -> str:
+        """Return its vector segment's folder, relative to the index."""
+        return f"{self.path}/{VECTORS}"
+
+    @property
+    def bm25(self) -> str:
+        """Return its BM25 segment's folder, relative to the index."""
+        return f"{self.path}/{BM25_SEGMENT}"
+
+
+def write_partition(
+    number: int, docs: list[Document], root: str, folder: str, settings: IndexSettings, stamp: str
+) -> Written:
+    """Chunk, embed and write one partition into ``root / folder``; return what it wrote."""
+    path = f"{folder}/p{number:04d}"
+    where = Path(root) / path
+    shutil.rmtree(where, ignore_errors=True)  # a retry starts over
+    embedder = embedder_for(settings)
+    chunks = sorted(writes.chunk_documents(docs, settings, embedder), key=lambda c: c.id)
+    started = time.perf_counter()
+    vectors = writes.embed_chunks(chunks, embedder, False)
+    embed_seconds = time.perf_counter() - started
+    ids = [c.id for c in chunks]
+    VectorSegment(f"{path}/{VECTORS}", ids, vectors).save(Path(root), settings.vector_dtype)
+    if settings.vector_dtype != "float32":  # Chroma keeps the vectors as embedded
+        np.save(where / CHROMA_VECTORS, np.asarray(vectors, dtype=np.float32))
+    segment = Segment.build(chunks)
+    segment.save(where / BM25_SEGMENT)
+    write_chunks(where / CHUNKS_PART, chunks)
+    return Written(
+        number,
+        path,
+        ids,
+        records_of(docs, chunks, stamp),
+        segment.document_frequencies(np.ones(len(chunks), dtype=bool)),
+        float(segment.lengths.sum()),
+        {"name": embedder.name, "dimension": embedder.dimension},
+        embed_seconds,
+        peak_rss_mb(),
+    )
+
+
+def peak_rss_mb() -> float:
+    """Return this process's peak resident memory in MB."""
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / 1024**2 if sys.platform == "darwin" else peak / 1024

@@ -1,0 +1,103 @@
+"""A partitioned build on a local multi-node Ray cluster ranks as the build of one process.
+
+A head and two worker nodes in this process's machine (``ray.cluster_utils.Cluster``), bound to
+loopback, each with one CPU and a small object store; stopped by the fixture (never `ray stop`,
+which ends every Ray process on the machine).
+"""
+
+import json
+import os
+
+import pytest
+
+from hopgraph.cli import main
+from hopgraph.core.settings import IndexSettings
+from hopgraph.demo import sample_dir
+from hopgraph.graph_store import Index, build_graphs, build_index, load_documents
+from hopgraph.graph_store.index.check import check_index
+from hopgraph.tools import make_retriever
+
+pytestmark = pytest.mark.integration
+STORE = 80 * 1024**2
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    # a node's address is loopback, never this machine's outward one (ray_constants reads it
+    # on import: set before Ray is imported)
+    os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+    from ray.cluster_utils import Cluster
+
+    loopback = {"node_ip_address": "127.0.0.1", "object_store_memory": STORE, "num_cpus": 1}
+    nodes = Cluster(initialize_head=True, head_node_args={**loopback, "include_dashboard": False})
+    try:
+        for _ in range(2):
+            nodes.add_node(**loopback)
+        nodes.wait_for_nodes()
+        yield nodes.address
+    finally:
+        nodes.shutdown()
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory, cluster):
+    """The bundled sample indexed here and on the cluster (P = 4), graphs built on both."""
+    from hopgraph.graph_store.cluster.build import build_index_on
+
+    root = tmp_path_factory.mktemp("cluster")
+    docs = load_documents(sample_dir() / "corpus.jsonl")
+    settings = IndexSettings(model="hashing")
+    build_index(docs, root / "one", settings, show_progress=False)
+    report = build_index_on(cluster, docs, root / "four", settings, 4, show_progress=False)
+    assert report.chunks == report.added_chunks > len(docs) / 2
+    for name in ("one", "four"):
+        build_graphs(root / name, show_progress=False)
+    return root
+
+
+def questions() -> list[str]:
+    lines = (sample_dir() / "questions.jsonl").read_text(encoding="utf-8").splitlines()
+    return [json.loads(line)["question"] for line in lines]
+
+
+def test_a_partitioned_build_is_sound_and_holds_a_segment_per_partition(built):
+    assert check_index(built / "four") == []
+    with Index.open(built / "one") as one, Index.open(built / "four") as four:
+        assert list(four.chunks) == list(one.chunks)  # the same chunks in the same order
+        assert len(four.manifest.vectors) == len(four.manifest.segments) == 4
+        assert four.manifest.counts == one.manifest.counts
+        assert four.manifest.timings["partitions"] == 4
+
+
+@pytest.mark.parametrize("method", ["bm25", "dense", "hybrid", "gnn_ret"])
+def test_every_question_gets_the_same_top_10_as_on_one_machine(built, method):
+    with Index.open(built / "one") as one, Index.open(built / "four") as four:
+        here, there = make_retriever(method, one), make_retriever(method, four)
+        for question in questions():
+            a, b = here.retrieve(question, 10), there.retrieve(question, 10)
+            assert [h.id for h in a] == [h.id for h in b], question
+            if method == "bm25":  # the global statistics: scores as one segment gives them
+                assert max(abs(x.score - y.score) for x, y in zip(a, b, strict=True)) < 1e-6
+
+
+def test_a_failed_partitioned_build_leaves_the_index_there(built, cluster, tmp_path, capsys):
+    corpus = tmp_path / "clash.jsonl"  # document "a#1" collides with a chunk of document "a"
+    long = " ".join(f"word{i}" for i in range(600))  # several chunks: a#0, a#1, ...
+    rows = [{"id": "a", "title": "A", "text": long}, {"id": "a#1", "title": "B", "text": "b"}]
+    corpus.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    before = sorted(p.name for p in (built / "four").iterdir())
+    argv = ["index", str(corpus), "--index", str(built / "four"), "--model", "hashing", "-q"]
+    assert main([*argv, "--force", "--cluster", cluster, "--partitions", "2"]) == 2
+    assert "chunk ids collide" in capsys.readouterr().err
+    assert sorted(p.name for p in (built / "four").iterdir()) == before
+    assert check_index(built / "four") == []
+    assert main([*argv, "--force", "--cluster", cluster, "--partitions", "3"]) == 2
+    assert "more than the corpus's 2 documents" in capsys.readouterr().err
+
+
+def test_the_cli_builds_on_a_cluster_it_starts_here(tmp_path, capsys):
+    index = tmp_path / "idx"
+    argv = ["index", str(sample_dir() / "corpus.jsonl"), "--index", str(index)]
+    assert main([*argv, "--model", "hashing", "-q", "--cluster", "local"]) == 0
+    assert "277 documents" in capsys.readouterr().out
+    assert check_index(index) == []

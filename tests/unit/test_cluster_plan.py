@@ -1,0 +1,71 @@
+"""The partitioned build's plan and its refusals, without Ray (tests/integration/test_cluster.py
+runs the build on a local cluster)."""
+
+import socket
+
+import pytest
+
+from hopgraph.cli import main
+from hopgraph.core.errors import InputError
+from hopgraph.graph_store import Document
+from hopgraph.graph_store.cluster import connect
+from hopgraph.graph_store.cluster.partitions import plan
+
+
+def docs(sizes):
+    return [Document(f"d{i:02d}", f"T{i}", "x" * size) for i, size in enumerate(sizes)]
+
+
+def test_partitions_are_ranges_of_whole_documents_in_id_order_of_about_equal_text():
+    corpus = docs([100] * 12)[::-1]  # given out of order
+    parts = plan(corpus, 4)
+    assert [[d.id for d in p] for p in parts] == [
+        [f"d{i:02d}" for i in range(a, a + 3)] for a in (0, 3, 6, 9)
+    ]
+    uneven = plan(docs([1000, 10, 10, 10, 10, 10]), 2)
+    assert [len(p) for p in uneven] == [1, 5]  # the long document alone
+    assert [len(p) for p in plan(docs([5, 5, 5]), 3)] == [1, 1, 1]  # never an empty one
+
+
+def test_a_partition_count_the_corpus_cannot_fill_is_refused():
+    with pytest.raises(InputError, match="more than the corpus's 3 documents"):
+        plan(docs([5, 5, 5]), 4)
+    with pytest.raises(InputError, match="give 1 or more"):
+        plan(docs([5]), 0)
+
+
+def test_a_cluster_address_is_host_and_port_and_must_answer():
+    with pytest.raises(InputError, match="is not an address"):
+        connect.check_address("localhost")
+    assert connect.check_address("127.0.0.1:6379") == ("127.0.0.1", 6379)
+    with socket.socket() as free:
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]  # closed once the block ends: nothing listens there
+    with pytest.raises(InputError, match=f"no Ray cluster answers at 127.0.0.1:{port}"):
+        connect.reachable("127.0.0.1", port, seconds=1)
+
+
+def test_index_on_an_unreachable_cluster_stops_before_writing(tmp_path, corpus_file, capsys):
+    with socket.socket() as free:
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]
+    index = tmp_path / "idx"
+    argv = ["index", str(corpus_file), "--index", str(index), "--model", "hashing", "-q"]
+    assert main([*argv, "--cluster", f"127.0.0.1:{port}"]) == 2
+    assert "no Ray cluster answers" in capsys.readouterr().err
+    assert not index.exists()  # nothing written, not even the folder
+    assert main([*argv, "--partitions", "2"]) == 2
+    assert "--partitions is for a build on a cluster" in capsys.readouterr().err
+    assert not index.exists()
+
+
+def test_cluster_without_the_extra_says_how_to_install_it(
+    tmp_path, corpus_file, capsys, monkeypatch
+):
+    monkeypatch.setattr(connect.importlib.util, "find_spec", lambda name: None)
+    index = tmp_path / "idx"
+    argv = ["index", str(corpus_file), "--index", str(index), "--model", "hashing", "-q"]
+    assert main([*argv, "--cluster", "local"]) == 2
+    err = capsys.readouterr().err
+    assert "--cluster needs Ray" in err and "pip install 'hopgraph[cluster]'" in err
+    assert not index.exists()
