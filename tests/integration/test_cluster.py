@@ -7,6 +7,7 @@ which ends every Ray process on the machine).
 
 import json
 import os
+from pathlib import Path
 
 import pytest
 
@@ -93,6 +94,38 @@ def test_a_failed_partitioned_build_leaves_the_index_there(built, cluster, tmp_p
     assert check_index(built / "four") == []
     assert main([*argv, "--force", "--cluster", cluster, "--partitions", "3"]) == 2
     assert "more than the corpus's 2 documents" in capsys.readouterr().err
+
+
+def write_then_die_once(number, docs, root, folder, settings, stamp):
+    """Partition 1's first run writes its files, then its worker dies before answering."""
+    from hopgraph.graph_store.cluster.partitions import write_partition
+
+    log = Path(root).parent / "runs.log"
+    with log.open("a") as runs:
+        runs.write(f"{number}\n")
+    written = write_partition(number, docs, root, folder, settings, stamp)
+    if number == 1 and log.read_text().split().count("1") == 1:
+        os._exit(1)  # as a kill -9 of the worker: no reply, no clean-up
+    return written
+
+
+def test_a_worker_killed_mid_build_reruns_only_its_partition(built, cluster, tmp_path, monkeypatch):
+    from hopgraph.graph_store.cluster import build as cluster_build
+
+    monkeypatch.setattr(cluster_build, "write_partition", write_then_die_once)
+    docs = load_documents(sample_dir() / "corpus.jsonl")
+    index = tmp_path / "index"
+    cluster_build.build_index_on(
+        cluster, docs, index, IndexSettings(model="hashing"), 4, show_progress=False
+    )
+    assert sorted((tmp_path / "runs.log").read_text().split()) == ["0", "1", "1", "2", "3"]
+    assert check_index(index) == []
+    with Index.open(built / "four") as four, Index.open(index) as again:
+        assert list(again.chunks) == list(four.chunks)
+        dense, other = make_retriever("dense", four), make_retriever("dense", again)
+        for question in questions():
+            a, b = dense.retrieve(question, 10), other.retrieve(question, 10)
+            assert [h.id for h in a] == [h.id for h in b]
 
 
 def test_the_cli_builds_on_a_cluster_it_starts_here(tmp_path, capsys):
