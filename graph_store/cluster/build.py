@@ -31,6 +31,7 @@ from tqdm import tqdm
 
 from hopgraph.core.errors import HopgraphError, IndexStateError, InputError
 from hopgraph.core.settings import IndexSettings
+from hopgraph.core.settings import settings as current_settings
 from hopgraph.graph_store.documents.loaders import check_unique_ids
 from hopgraph.graph_store.documents.schema import Chunk, Document
 from hopgraph.graph_store.index import writes
@@ -80,12 +81,17 @@ def build_index_on(
     if partitions is not None:
         plan(docs, partitions)  # a bad count is refused before a cluster is joined
     started = time.perf_counter()
-    with connected(address) as ray, fresh_index(directory, replace) as old:
+    device = current_settings().device  # --device: where each partition's encoder runs
+    with (
+        connected(address, {"HOPGRAPH_DEVICE": device}) as ray,
+        fresh_index(directory, replace) as old,
+    ):
         cpus = int(ray.cluster_resources().get("CPU", 1))
         parts = plan(docs, partitions or max(1, min(cpus, len(docs))))
         location = new_location(settings, directory)
         with Generation(directory, old) as gen:
-            written = _run(ray, parts, directory, gen.folder.name, settings, show_progress)
+            gpus = 1 if device == "cuda" else 0
+            written = _run(ray, parts, directory, gen.folder.name, settings, gpus, show_progress)
             manifest = _reduce(gen, written, settings, location)
             manifest.timings = {
                 "build_seconds": time.perf_counter() - started,
@@ -114,10 +120,11 @@ def _run(
     directory: Path,
     folder: str,
     settings: IndexSettings,
+    gpus: int,
     show_progress: bool,
 ) -> list[Written]:
-    """Run one task a partition; return what each wrote, in partition order."""
-    task = ray.remote(max_retries=RETRIES, retry_exceptions=False)(write_partition)
+    """Run one task a partition (with a GPU each when ``gpus``); return what each wrote."""
+    task = ray.remote(max_retries=RETRIES, num_gpus=gpus)(write_partition)
     stamp = now()
     refs = [
         task.remote(n, ray.put(part), str(directory), folder, settings, stamp)

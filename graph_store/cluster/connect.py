@@ -26,8 +26,8 @@ OBJECT_STORE_BYTES = 512 * 1024**2
 """The object store of a cluster started here: partitions' documents and results pass through it,
 never their vectors (each task writes its own files)."""
 REACH_SECONDS = 3.0
-PASSED_ON = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HOPGRAPH_CACHE", "HOPGRAPH_DEVICE")
-"""The driver's variables its workers need: offline model loading, caches, the device."""
+PASSED_ON = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HOPGRAPH_CACHE")
+"""The driver's variables its workers need: offline model loading, the cache folder."""
 
 
 def ray_module() -> ModuleType:
@@ -74,12 +74,15 @@ def reachable(host: str, port: int, seconds: float = REACH_SECONDS) -> None:
 
 
 @contextlib.contextmanager
-def connected(address: str) -> Iterator[ModuleType]:
-    """Join the cluster at ``address`` (or start one here) for the duration of a write."""
+def connected(address: str, env: dict[str, str] | None = None) -> Iterator[ModuleType]:
+    """Join the cluster at ``address`` (or start one here) for the duration of a write.
+
+    ``env``: variables its workers get beside this process's :data:`PASSED_ON` ones.
+    """
     if address != LOCAL:
         reachable(*check_address(address))
     require_ray()
-    env = {name: os.environ[name] for name in PASSED_ON if name in os.environ}
+    env = {**{n: os.environ[n] for n in PASSED_ON if n in os.environ}, **(env or {})}
     options = {
         "runtime_env": {"env_vars": env},
         "log_to_driver": False,
