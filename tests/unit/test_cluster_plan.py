@@ -2,6 +2,8 @@
 runs the build on a local cluster)."""
 
 import socket
+import subprocess
+import sys
 
 import pytest
 
@@ -69,3 +71,16 @@ def test_cluster_without_the_extra_says_how_to_install_it(
     err = capsys.readouterr().err
     assert "--cluster needs Ray" in err and "pip install 'hopgraph[cluster]'" in err
     assert not index.exists()
+
+
+def test_a_build_on_one_machine_imports_no_ray(tmp_path, corpus_file):
+    probe = (
+        "import sys; from hopgraph.cli import main; "
+        f"code = main(['index', {str(corpus_file)!r}, '--index', {str(tmp_path / 'i')!r}, "
+        "'--model', 'hashing', '-q']); "
+        "print(code, 'ray' in sys.modules, 'hopgraph.graph_store.cluster' in sys.modules)"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=120
+    )
+    assert result.stdout.split()[-3:] == ["0", "False", "False"], result.stdout + result.stderr
