@@ -36,6 +36,7 @@ from hopgraph.graph_store.documents.loaders import check_unique_ids
 from hopgraph.graph_store.documents.schema import Chunk, Document
 from hopgraph.graph_store.index import writes
 from hopgraph.graph_store.index.build import (
+    check_fresh,
     commit_fresh,
     drop_elsewhere,
     fresh_index,
@@ -80,6 +81,7 @@ def build_index_on(
     check_unique_ids(docs, "corpus")
     if partitions is not None:
         plan(docs, partitions)  # a bad count is refused before a cluster is joined
+    check_fresh(directory, replace)  # and an index there without --force
     started = time.perf_counter()
     device = current_settings().device  # --device: where each partition's encoder runs
     with (

@@ -112,14 +112,28 @@ def fresh_index(directory: Path, replace: bool) -> Iterator[Manifest | None]:
     """
     _refuse_foreign_directory(directory)
     with write_lock(directory, create=True):
-        old = _readable_manifest(directory)
-        if (old is not None or (directory / MANIFEST).exists()) and not replace:
-            held = f" ({old.counts['documents']} documents)" if old else ""
-            raise InputError(
-                f"{directory} already holds an index{held}",
-                "`hopgraph add` adds documents to it; `hopgraph index --force` replaces it",
-            )
-        yield old
+        yield _replaced(directory, replace)
+
+
+def check_fresh(directory: Path, replace: bool) -> None:
+    """Refuse, without the lock, what :func:`fresh_index` would: before long work begins.
+
+    fresh_index checks again under the lock (another write may come in between).
+    """
+    _refuse_foreign_directory(directory)
+    _replaced(directory, replace)
+
+
+def _replaced(directory: Path, replace: bool) -> Manifest | None:
+    """Return the index at ``directory`` that a new one replaces; refuse it unless ``replace``."""
+    old = _readable_manifest(directory)
+    if (old is not None or (directory / MANIFEST).exists()) and not replace:
+        held = f" ({old.counts['documents']} documents)" if old else ""
+        raise InputError(
+            f"{directory} already holds an index{held}",
+            "`hopgraph add` adds documents to it; `hopgraph index --force` replaces it",
+        )
+    return old
 
 
 def commit_fresh(

@@ -84,3 +84,14 @@ def test_a_build_on_one_machine_imports_no_ray(tmp_path, corpus_file):
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=120
     )
     assert result.stdout.split()[-3:] == ["0", "False", "False"], result.stdout + result.stderr
+
+
+def test_an_index_there_is_refused_before_a_cluster_is_joined(tmp_path, corpus_file, capsys):
+    index = tmp_path / "idx"
+    argv = ["index", str(corpus_file), "--index", str(index), "--model", "hashing", "-q"]
+    assert main(argv) == 0
+    with socket.socket() as free:  # nothing answers there: the index is named first
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]
+    assert main([*argv, "--cluster", f"127.0.0.1:{port}"]) == 2
+    assert "already holds an index" in capsys.readouterr().err
