@@ -148,7 +148,7 @@ def cluster_options(parser: argparse.ArgumentParser) -> None:
         "--cluster",
         metavar="ADDRESS|local",
         help="write on a Ray cluster (the extra hopgraph[cluster]): its head's HOST:PORT, or "
-        "`local` to start one on this machine (loopback only, token authentication on); "
+        "`local` to start one on this machine for the build (token authentication on); "
         "partitions of whole documents are chunked, embedded and written by tasks, and this "
         "process commits the index (docs/scaling.md)",
     )

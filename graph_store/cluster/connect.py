@@ -1,10 +1,12 @@
 """Where a partitioned write runs: a Ray cluster at an address, or one started here (``local``).
 
 Ray is the optional extra ``hopgraph[cluster]``; nothing on the single-machine path imports it.
-A cluster started here (``--cluster local``) listens on loopback only and keeps Ray's token
-authentication on (a token made for the run unless ``RAY_AUTH_TOKEN`` gives one), its object
-store capped. An address is checked before Ray is asked to join it: an unreachable one is an
-error in seconds, not Ray's minute of retries, and nothing is written.
+A cluster started here (``--cluster local``) lives for the write only, with Ray's token
+authentication on (a token made for the run unless ``RAY_AUTH_TOKEN`` gives one) and its object
+store capped. Ray's servers listen on every address of the machine (Ray 2.60 has no setting that
+binds them to loopback): the token is what keeps others out. An address is checked before Ray is
+asked to join it: an unreachable one is an error in seconds, not Ray's minute of retries, and
+nothing is written.
 """
 
 from __future__ import annotations
@@ -21,7 +23,6 @@ from types import ModuleType
 from hopgraph.core.errors import InputError
 
 LOCAL = "local"
-LOOPBACK = "127.0.0.1"
 OBJECT_STORE_BYTES = 512 * 1024**2
 """The object store of a cluster started here: partitions' documents and results pass through it,
 never their vectors (each task writes its own files)."""
@@ -93,13 +94,20 @@ def connected(address: str, env: dict[str, str] | None = None) -> Iterator[Modul
         if address == LOCAL:
             ray.init(
                 address="local",  # a new one, even where another runs (RAY_ADDRESS)
-                _node_ip_address=LOOPBACK,
                 include_dashboard=False,
                 object_store_memory=OBJECT_STORE_BYTES,
                 **options,
             )
         else:  # its token, if it has one: RAY_AUTH_TOKEN, or the file `ray` keeps it in
-            ray.init(address=address, **options)
+            try:
+                ray.init(address=address, **options)
+            except (ConnectionError, ray.exceptions.RayError) as err:  # it answered: not to us
+                raise InputError(
+                    f"the Ray cluster at {address} did not let this process join ({err})",
+                    "a cluster started with token authentication needs its token here: "
+                    "RAY_AUTH_MODE=token and RAY_AUTH_TOKEN (or the file `ray get-auth-token` "
+                    "writes), as its nodes were started with; nothing was written",
+                ) from err
         try:
             yield ray
         finally:

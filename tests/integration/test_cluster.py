@@ -1,12 +1,16 @@
 """A partitioned build on a local multi-node Ray cluster ranks as the build of one process.
 
-A head and two worker nodes in this process's machine (``ray.cluster_utils.Cluster``), bound to
+A head and two worker nodes on this machine (``ray.cluster_utils.Cluster``), addressed on
 loopback, each with one CPU and a small object store; stopped by the fixture (never `ray stop`,
-which ends every Ray process on the machine).
+which ends every Ray process on the machine). One more test starts a head and a worker with
+`ray start`, token authentication on, and ends their processes by PID.
 """
 
+import contextlib
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -20,13 +24,14 @@ from hopgraph.tools import make_retriever
 
 pytestmark = pytest.mark.integration
 STORE = 80 * 1024**2
+SINGLE_HOST = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
 
 
 @pytest.fixture(scope="module")
 def cluster():
     # a node's address is loopback, never this machine's outward one (ray_constants reads it
-    # on import: set before Ray is imported)
-    os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+    # on import: set before Ray is imported; not left to the `ray start` test's processes)
+    os.environ.setdefault(SINGLE_HOST, "0")
     from ray.cluster_utils import Cluster
 
     loopback = {"node_ip_address": "127.0.0.1", "object_store_memory": STORE, "num_cpus": 1}
@@ -35,6 +40,7 @@ def cluster():
         for _ in range(2):
             nodes.add_node(**loopback)
         nodes.wait_for_nodes()
+        os.environ.pop(SINGLE_HOST, None)
         yield nodes.address
     finally:
         nodes.shutdown()
@@ -134,3 +140,74 @@ def test_the_cli_builds_on_a_cluster_it_starts_here(tmp_path, capsys):
     assert main([*argv, "--model", "hashing", "-q", "--cluster", "local"]) == 0
     assert "277 documents" in capsys.readouterr().out
     assert check_index(index) == []
+
+
+@pytest.fixture
+def ray_started(tmp_path):
+    """A head and a worker started by `ray start` on loopback with a token, ended by PID."""
+    import secrets
+    import shutil
+    import signal
+    import tempfile
+
+    from hopgraph.evals.bench.serving import free_port
+
+    token = secrets.token_hex(32)
+    plain = {
+        k: v for k, v in os.environ.items() if k != SINGLE_HOST and not k.startswith("RAY_AUTH")
+    }
+    env = {**plain, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": token}
+    temp = tempfile.mkdtemp(prefix="hgray", dir="/tmp")  # short: Ray's socket paths
+    port = free_port()
+    ray = [str(Path(sys.executable).parent / "ray"), "start", "--node-ip-address", "127.0.0.1"]
+    ray += ["--num-cpus", "1", "--object-store-memory", str(STORE), "--disable-usage-stats"]
+    head = [*ray, "--head", "--port", str(port), "--include-dashboard", "false"]
+    try:
+        subprocess.run([*head, "--temp-dir", temp], env=env, check=True, capture_output=True)
+        subprocess.run([*ray, "--address", f"127.0.0.1:{port}"], env=env, check=True,
+                       capture_output=True)  # fmt: skip
+        yield f"127.0.0.1:{port}", token, plain
+    finally:  # its daemons name the temp folder; their children (agents, workers) do not.
+        # Ended by PID, never `ray stop`, which ends every Ray process on the machine.
+        for pid in _processes_of(temp):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        shutil.rmtree(temp, ignore_errors=True)
+
+
+def _processes_of(text: str) -> set[int]:
+    """Return the processes whose command line names ``text``, and all their descendants."""
+    named, parent = set(), {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        with contextlib.suppress(OSError):
+            if text in (entry / "cmdline").read_bytes().decode(errors="replace"):
+                named.add(int(entry.name))
+            stat = (entry / "stat").read_text()
+            parent[int(entry.name)] = int(stat.rsplit(")", 1)[1].split()[1])
+    found, grew = set(named), True
+    while grew:
+        more = {pid for pid, ppid in parent.items() if ppid in found} - found
+        found |= more
+        grew = bool(more)
+    return found
+
+
+def test_the_cli_builds_on_a_cluster_that_ray_start_started(ray_started, tmp_path):
+    address, token, plain = ray_started
+    index = tmp_path / "idx"
+    argv = [sys.executable, "-m", "hopgraph", "index", str(sample_dir() / "corpus.jsonl")]
+    argv += ["--index", str(index), "--model", "hashing", "-q", "--cluster", address]
+    refused = subprocess.run(
+        [*argv, "--partitions", "2"], env=plain, capture_output=True, text=True
+    )
+    assert refused.returncode == 2, refused.stderr
+    assert "did not let this process join" in refused.stderr and "RAY_AUTH_TOKEN" in refused.stderr
+    assert not (index / "manifest.json").exists()
+    env = {**plain, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": token}
+    built = subprocess.run([*argv, "--partitions", "2"], env=env, capture_output=True, text=True)
+    assert built.returncode == 0, built.stderr
+    assert check_index(index) == []
+    with Index.open(index) as idx:
+        assert len(idx.manifest.vectors) == 2 and len(idx.doc_ids) == 277
