@@ -18,10 +18,9 @@ and writes Chroma's rows itself.
 from __future__ import annotations
 
 import heapq
-import os
 import time
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
 
@@ -33,7 +32,7 @@ from hopgraph.core.errors import HopgraphError, IndexStateError, InputError
 from hopgraph.core.settings import IndexSettings
 from hopgraph.core.settings import settings as current_settings
 from hopgraph.graph_store.documents.loaders import check_unique_ids
-from hopgraph.graph_store.documents.schema import Chunk, Document
+from hopgraph.graph_store.documents.schema import Document
 from hopgraph.graph_store.index import writes
 from hopgraph.graph_store.index.build import (
     check_fresh,
@@ -45,6 +44,7 @@ from hopgraph.graph_store.index.build import (
 )
 from hopgraph.graph_store.index.generations import Generation
 from hopgraph.graph_store.index.lock import paused_gc
+from hopgraph.graph_store.stores.chunk_table import chunks_in
 from hopgraph.graph_store.stores.doc_table import DOCUMENTS_FILE, DocumentTable
 from hopgraph.graph_store.stores.kdb_bm25 import save_store
 from hopgraph.graph_store.stores.manifest import Manifest, now
@@ -79,8 +79,7 @@ def build_index_on(
     if not docs:
         raise InputError("the corpus is empty", "give at least one document")
     check_unique_ids(docs, "corpus")
-    if partitions is not None:
-        plan(docs, partitions)  # a bad count is refused before a cluster is joined
+    parts = plan(docs, partitions) if partitions else None  # refused before joining a cluster
     check_fresh(directory, replace)  # and an index there without --force
     started = time.perf_counter()
     device = current_settings().device  # --device: where each partition's encoder runs
@@ -89,7 +88,7 @@ def build_index_on(
         fresh_index(directory, replace) as old,
     ):
         cpus = int(ray.cluster_resources().get("CPU", 1))
-        parts = plan(docs, partitions or max(1, min(cpus, len(docs))))
+        parts = parts or plan(docs, max(1, min(cpus, len(docs))))
         location = new_location(settings, directory)
         with Generation(directory, old) as gen:
             gpus = 1 if device == "cuda" else 0
@@ -142,22 +141,29 @@ def _run(
                 ray.get(done)  # a failed partition stops the build now
                 bar.update(len(done))
         return ray.get(refs)
-    except ray.exceptions.RayTaskError as err:
+    except ray.exceptions.RayError as err:
         for ref in pending:
             ray.cancel(ref, force=True)
-        if isinstance(err.cause, HopgraphError):  # the documents' fault: said as on one machine
-            raise err.cause from None
-        raise IndexStateError(
+        raise _failed(ray, err) from err
+
+
+def _failed(ray: ModuleType, err: Exception) -> HopgraphError:
+    """Return what to tell of a failed partition: its own error, or the cluster's.
+
+    Its own (the documents' fault) is said as on one machine; the cluster's is a task that
+    failed otherwise, or a worker or node lost past the retries.
+    """
+    if isinstance(err, ray.exceptions.RayTaskError):
+        if isinstance(err.cause, HopgraphError):
+            return err.cause
+        return IndexStateError(
             f"a partition of the build failed on the cluster: {err.cause!r}",
             "nothing was written; fix the cause and run the build again",
-        ) from err
-    except ray.exceptions.RayError as err:  # a worker or node lost past the retries
-        for ref in pending:
-            ray.cancel(ref, force=True)
-        raise IndexStateError(
-            f"the cluster lost a partition's task {RETRIES + 1} times ({type(err).__name__})",
-            "nothing was written; check the cluster's nodes (`ray status`) and run the build again",
-        ) from err
+        )
+    return IndexStateError(
+        f"the cluster lost a partition's task {RETRIES + 1} times ({type(err).__name__})",
+        "nothing was written; check the cluster's nodes (`ray status`) and run the build again",
+    )
 
 
 def _reduce(
@@ -200,10 +206,7 @@ def _check_unique(written: list[Written]) -> None:
     previous = None
     for chunk_id in heapq.merge(*(w.ids for w in written)):
         if chunk_id == previous:
-            raise InputError(
-                "chunk ids collide with document ids (a document id looks like 'other-id#N')",
-                "rename those documents",
-            )
+            raise writes.ids_collide()
         previous = chunk_id
 
 
@@ -214,7 +217,7 @@ def _upsert_rows(
     store = gen.create_collection(location)
     try:
         for w in written:
-            chunks = list(_read_part(gen.directory / w.path / CHUNKS_PART))
+            chunks = chunks_in(gen.directory / w.path / CHUNKS_PART)
             kept = gen.directory / w.path / CHROMA_VECTORS
             vectors = np.load(kept if kept.is_file() else gen.directory / w.vectors / VECTORS_FILE)
             fields = writes.document_fields(documents.records(r.id for r in w.records), chunks)
@@ -223,21 +226,13 @@ def _upsert_rows(
         store.close()
 
 
-def _read_part(path: Path) -> Iterator[Chunk]:
-    with path.open("rb") as lines:
-        for line in lines:
-            yield Chunk(**orjson.loads(line))
-
-
 def _merge_chunks(parts: list[Path], out: Path) -> None:
     """Merge sorted chunk table parts into one table in id order, a line at a time."""
     handles = [path.open("rb") for path in parts]
     try:
         lines = heapq.merge(*handles, key=_line_id)
-        with out.open("wb") as table:
+        with out.open("wb") as table:  # made durable with the generation (Generation.commit)
             table.writelines(lines)
-            table.flush()
-            os.fsync(table.fileno())
     finally:
         for handle in handles:
             handle.close()

@@ -82,11 +82,16 @@ def chunk_documents(
     ]
     ids = [c.id for c in chunks]
     if len(set(ids)) != len(ids):
-        raise InputError(
-            "chunk ids collide with document ids (a document id looks like 'other-id#N')",
-            "rename those documents",
-        )
+        raise ids_collide()
     return chunks
+
+
+def ids_collide() -> InputError:
+    """Return the error of two chunks with one id (a document id like ``other-id#N``)."""
+    return InputError(
+        "chunk ids collide with document ids (a document id looks like 'other-id#N')",
+        "rename those documents",
+    )
 
 
 def embed_chunks(chunks: Sequence[Chunk], embedder: Embedder, show_progress: bool) -> np.ndarray:

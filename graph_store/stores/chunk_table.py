@@ -18,8 +18,7 @@ def read_chunks(directory: Path, manifest: Manifest) -> list[Chunk]:
     path = manifest.path(directory, "chunks")
     fix = rebuild_hint(directory)
     try:
-        with path.open("rb") as lines:  # line by line: no second copy of the whole table
-            chunks = [Chunk(**orjson.loads(line)) for line in lines if line != b"\n"]
+        chunks = chunks_in(path)
     except (OSError, ValueError, TypeError) as err:
         raise IndexStateError(f"{path} is missing or damaged: {err}", fix) from err
     expected = manifest.counts.get("chunks")
@@ -28,6 +27,12 @@ def read_chunks(directory: Path, manifest: Manifest) -> list[Chunk]:
             f"{path} is damaged: it holds {len(chunks)} chunks, the manifest says {expected}", fix
         )
     return chunks
+
+
+def chunks_in(path: Path) -> list[Chunk]:
+    """Read a chunk table file (or a partition's part of one), line by line."""
+    with path.open("rb") as lines:  # no second copy of the whole table
+        return [Chunk(**orjson.loads(line)) for line in lines if line != b"\n"]
 
 
 def write_chunks(path: Path, chunks: Sequence[Chunk]) -> None:
