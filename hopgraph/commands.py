@@ -26,7 +26,9 @@ from .formatting import format_hits
 
 if TYPE_CHECKING:  # the write path (loaders, parsers, graph building) is imported by writes
     from hopgraph.evals.datasets import Question
+    from hopgraph.graph_store.documents.catalog import Catalog
     from hopgraph.graph_store.documents.loaders import Loaded
+    from hopgraph.graph_store.documents.schema import Document
     from hopgraph.graph_store.index.changes import SyncReport
     from hopgraph.graph_store.index.writes import WriteReport
 
@@ -92,13 +94,11 @@ def index(args: argparse.Namespace) -> None:
         from hopgraph.graph_store.cluster.connect import require_ray
 
         require_ray()  # before reading the corpus: say at once that the extra is missing
-    docs = load(args).documents
-    if args.cluster:
         from hopgraph.graph_store.cluster.build import build_index_on
 
         report = build_index_on(
             args.cluster,
-            docs,
+            _corpus_for_cluster(args),
             index_dir(args),
             settings,
             args.partitions,
@@ -108,9 +108,26 @@ def index(args: argparse.Namespace) -> None:
     else:
         from hopgraph.graph_store.index.build import build_index
 
+        docs = load(args).documents
         report = build_index(docs, index_dir(args), settings, not args.quiet, replace=args.force)
     _report("built", report)
     print(f"next: `hopgraph graph build --index {index_dir(args)}` for the graph methods")
+
+
+def _corpus_for_cluster(args: argparse.Namespace) -> Sequence[Document] | Catalog:
+    """Return a JSONL corpus's catalog (its tasks read their own lines), or the documents."""
+    from hopgraph.graph_store.documents.catalog import catalog_jsonl
+    from hopgraph.graph_store.documents.loaders import jsonl_corpus
+
+    path = jsonl_corpus(args.source)
+    if path is None:  # a folder of files: read here, handed to the tasks
+        return load(args).documents
+    catalog = catalog_jsonl(path, args.strict)
+    lines = catalog.report.summary()
+    print(lines[0])
+    for line in lines[1:]:
+        print(f"warning: {line.strip()}", file=sys.stderr)
+    return catalog
 
 
 def add(args: argparse.Namespace) -> None:

@@ -1,18 +1,19 @@
 """A new index built on a Ray cluster: partitions written by tasks, reduced and committed here.
 
-``build_index_on(address, docs, directory, settings, partitions)`` is ``build_index`` with the
-chunking, embedding and per-partition files on the cluster (partitions.write_partition, one task
-a partition, retried on failure). The driver reduces what needs the whole corpus: the chunk
-ids checked unique, the chunk table merged in id order (streamed from the parts), the document
-table, BM25's global statistics (the partitions' document frequencies and lengths summed: each
-partition's segment is scored with them, so BM25 scores as one built whole), the vector table
-(one segment per partition, with its IVF) and Chroma's rows, then commits the manifest. Only
-the driver commits: a failed or killed build leaves the previous generation, as every write.
+``build_index_on(address, corpus, directory, settings, partitions)`` is ``build_index`` with
+the reading, chunking, embedding and per-partition files on the cluster (partitions.py, one
+task a partition, retried on failure) and Chroma's rows written by one more task (rows.py).
+The driver hands each task its documents, or for a JSONL corpus (a :class:`Catalog`) only where
+its lines are, and reduces what needs the whole corpus, streamed from the parts: the chunk ids
+checked unique, the chunk and document tables merged in id order, BM25's global statistics
+(the partitions' document frequencies and lengths summed: each partition's segment is scored
+with them, so BM25 scores as one built whole) and the vector table (one segment per
+partition, with its IVF); then it commits the manifest. Only the driver commits: a failed or
+killed build leaves the previous generation, as every write.
 
 The index is the one ``build_index`` makes but for its segments (one per partition): the same
 chunks in the same order, the same vectors, the same BM25 scores (to float rounding), so
-every retriever ranks as it does on a single-machine build. The driver still reads the corpus
-and writes Chroma's rows itself.
+every retriever ranks as it does on a single-machine build.
 """
 
 from __future__ import annotations
@@ -24,13 +25,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
 
-import numpy as np
 import orjson
 from tqdm import tqdm
 
 from hopgraph.core.errors import HopgraphError, IndexStateError, InputError
 from hopgraph.core.settings import IndexSettings
 from hopgraph.core.settings import settings as current_settings
+from hopgraph.graph_store.documents.catalog import Catalog
 from hopgraph.graph_store.documents.loaders import check_unique_ids
 from hopgraph.graph_store.documents.schema import Document
 from hopgraph.graph_store.index import writes
@@ -44,15 +45,25 @@ from hopgraph.graph_store.index.build import (
 )
 from hopgraph.graph_store.index.generations import Generation
 from hopgraph.graph_store.index.lock import paused_gc
-from hopgraph.graph_store.stores.chunk_table import chunks_in
-from hopgraph.graph_store.stores.doc_table import DOCUMENTS_FILE, DocumentTable
+from hopgraph.graph_store.stores.doc_table import DOCUMENTS_FILE
 from hopgraph.graph_store.stores.kdb_bm25 import save_store
 from hopgraph.graph_store.stores.manifest import Manifest, now
 from hopgraph.graph_store.stores.vdb_chroma import ChromaLocation
-from hopgraph.graph_store.stores.vector_table import VECTORS_FILE, VectorTable
+from hopgraph.graph_store.stores.vector_table import VectorTable
 
 from .connect import connected
-from .partitions import CHROMA_VECTORS, CHUNKS_PART, Written, peak_rss_mb, plan, write_partition
+from .partitions import (
+    CHROMA_VECTORS,
+    CHUNKS_PART,
+    DOCUMENTS_PART,
+    Part,
+    Written,
+    peak_rss_mb,
+    plan,
+    plan_catalog,
+    write_partition,
+)
+from .rows import write_rows
 
 RETRIES = 3
 """Times a partition's task is run again after its worker or node died."""
@@ -61,14 +72,16 @@ RETRIES = 3
 @paused_gc()
 def build_index_on(
     address: str,
-    docs: Sequence[Document],
+    corpus: Sequence[Document] | Catalog,
     directory: str | Path,
     settings: IndexSettings,
     partitions: int | None = None,
     show_progress: bool = True,
     replace: bool = False,
 ) -> writes.WriteReport:
-    """Build a fresh index of ``docs`` in ``directory`` on the cluster at ``address``.
+    """Build a fresh index of ``corpus`` in ``directory`` on the cluster at ``address``.
+
+    ``corpus``: the documents, or a JSONL corpus's catalog (each task reads its own lines).
 
     ``address``: ``HOST:PORT`` of a running cluster's head, or ``local`` (one started here for
     the build). ``partitions``: how many tasks write the index, each a range of documents
@@ -76,10 +89,11 @@ def build_index_on(
     reads and writes at the same path (a shared file system), as a local cluster's is.
     """
     directory = Path(directory).resolve()
-    if not docs:
+    if not corpus:
         raise InputError("the corpus is empty", "give at least one document")
-    check_unique_ids(docs, "corpus")
-    parts = plan(docs, partitions) if partitions else None  # refused before joining a cluster
+    if not isinstance(corpus, Catalog):  # a catalog's ids were checked as it was made
+        check_unique_ids(corpus, "corpus")
+    parts = _plan(corpus, partitions) if partitions else None  # refused before joining
     check_fresh(directory, replace)  # and an index there without --force
     started = time.perf_counter()
     device = current_settings().device  # --device: where each partition's encoder runs
@@ -88,17 +102,26 @@ def build_index_on(
         fresh_index(directory, replace) as old,
     ):
         cpus = int(ray.cluster_resources().get("CPU", 1))
-        parts = parts or plan(docs, max(1, min(cpus, len(docs))))
+        parts = parts or _plan(corpus, max(1, min(cpus, len(corpus))))
         location = new_location(settings, directory)
         with Generation(directory, old) as gen:
             gpus = 1 if device == "cuda" else 0
             written = _run(ray, parts, directory, gen.folder.name, settings, gpus, show_progress)
+            gen.journal(location)  # before its task creates it: a failed build drops it
+            rows = ray.remote(max_retries=RETRIES)(write_rows).remote(
+                str(directory), [w.path for w in written], location, gen.number
+            )
             manifest = _reduce(gen, written, settings, location)
+            rows_rss = _wait(ray, rows)
+            for w in written:  # the parts are in the merged tables and Chroma now
+                for name in (CHUNKS_PART, DOCUMENTS_PART, CHROMA_VECTORS):
+                    (directory / w.path / name).unlink(missing_ok=True)
             manifest.timings = {
                 "build_seconds": time.perf_counter() - started,
                 "embed_seconds": max(w.embed_seconds for w in written),
                 "partitions": float(len(written)),
                 "worker_peak_rss_mb": max(w.peak_rss_mb for w in written),
+                "rows_peak_rss_mb": rows_rss,
                 "driver_peak_rss_mb": peak_rss_mb(),
             }
             elsewhere = commit_fresh(gen, old, location, manifest)
@@ -115,9 +138,23 @@ def build_index_on(
     )
 
 
+def _plan(corpus: Sequence[Document] | Catalog, count: int) -> list[Part]:
+    if isinstance(corpus, Catalog):
+        return list(plan_catalog(corpus, count))
+    return list(plan(corpus, count))
+
+
+def _wait(ray: ModuleType, ref: object) -> float:
+    """Wait for the rows' task; return its peak RSS, or raise what to tell of its failure."""
+    try:
+        return float(ray.get(ref))
+    except ray.exceptions.RayError as err:
+        raise _failed(ray, err) from err
+
+
 def _run(
     ray: ModuleType,
-    parts: list[list[Document]],
+    parts: list[Part],
     directory: Path,
     folder: str,
     settings: IndexSettings,
@@ -173,14 +210,12 @@ def _reduce(
     root, name = gen.directory, gen.folder.name
     _check_unique(written)
     counts = {
-        "documents": sum(1 for w in written for r in w.records if r.chunks),
+        "documents": sum(w.documents for w in written),
         "chunks": sum(len(w.ids) for w in written),
     }
     manifest = new_manifest(settings, dict(written[0].embedder), location, counts)
-    documents = DocumentTable.of(r for w in written for r in w.records)
-    documents.write(gen.folder / DOCUMENTS_FILE)
-    _upsert_rows(gen, written, documents, location)
-    _merge_chunks([root / w.path / CHUNKS_PART for w in written], gen.folder / CHUNKS_PART)
+    _merge([root / w.path / DOCUMENTS_PART for w in written], gen.folder / DOCUMENTS_FILE)
+    _merge([root / w.path / CHUNKS_PART for w in written], gen.folder / CHUNKS_PART)
     stats = {
         "n": counts["chunks"],
         "total_length": float(sum(w.total_length for w in written)),
@@ -195,9 +230,6 @@ def _reduce(
     manifest.segments = [w.bm25 for w in written]
     manifest.vectors = [w.vectors for w in written]
     manifest.ann = VectorTable.load(root, manifest.vectors).ann_files(root, {})
-    for w in written:  # the parts are in the merged table now
-        (root / w.path / CHUNKS_PART).unlink()
-        (root / w.path / CHROMA_VECTORS).unlink(missing_ok=True)
     return manifest
 
 
@@ -210,24 +242,8 @@ def _check_unique(written: list[Written]) -> None:
         previous = chunk_id
 
 
-def _upsert_rows(
-    gen: Generation, written: list[Written], documents: DocumentTable, location: ChromaLocation
-) -> None:
-    """Write every partition's rows into the new collection, a partition at a time."""
-    store = gen.create_collection(location)
-    try:
-        for w in written:
-            chunks = chunks_in(gen.directory / w.path / CHUNKS_PART)
-            kept = gen.directory / w.path / CHROMA_VECTORS
-            vectors = np.load(kept if kept.is_file() else gen.directory / w.vectors / VECTORS_FILE)
-            fields = writes.document_fields(documents.records(r.id for r in w.records), chunks)
-            store.upsert(chunks, np.asarray(vectors, dtype=np.float32), gen.number, fields)
-    finally:
-        store.close()
-
-
-def _merge_chunks(parts: list[Path], out: Path) -> None:
-    """Merge sorted chunk table parts into one table in id order, a line at a time."""
+def _merge(parts: list[Path], out: Path) -> None:
+    """Merge table parts sorted by id into one table in id order, a line at a time."""
     handles = [path.open("rb") for path in parts]
     try:
         lines = heapq.merge(*handles, key=_line_id)

@@ -1,12 +1,13 @@
 """A build's partitions: the corpus cut by document, and what one partition writes.
 
-Each partition is a range of whole documents in id order, of about equal text. A task on the
-cluster chunks and embeds its documents and writes its own files into the generation folder,
-under ``pNNNN/``: a vector-table segment (with its IVF when large enough), a BM25 segment of
-term counts and its part of the chunk table. It returns what the driver's reduce needs and no
-vectors: the chunk ids, the document records, and the BM25 counts behind the global statistics
-(document frequencies and total length). A retried task removes its folder and starts over, so
-a partition is written once whatever failed before.
+Each partition is a range of whole documents in id order, of about equal text. The driver
+hands a task its documents, or, for a JSONL corpus, only where their lines are (catalog.py):
+the task reads them itself. It chunks and embeds its documents and writes its own files into
+the generation folder, under ``pNNNN/``: a vector-table segment (with its IVF when large
+enough), a BM25 segment of term counts, and its parts of the chunk and document tables. It
+returns what the driver's reduce needs and no vectors nor texts: the chunk ids, and the BM25
+counts behind the global statistics (document frequencies and total length). A retried task
+removes its folder and starts over, so a partition is written once whatever failed before.
 """
 
 from __future__ import annotations
@@ -24,38 +25,57 @@ import numpy as np
 
 from hopgraph.core.errors import InputError
 from hopgraph.core.settings import IndexSettings
+from hopgraph.graph_store.documents.catalog import Catalog, LineSlice, text_size
 from hopgraph.graph_store.documents.schema import Document
 from hopgraph.graph_store.embedding.embedders import embedder_for
 from hopgraph.graph_store.index import writes
 from hopgraph.graph_store.stores.chunk_table import write_chunks
-from hopgraph.graph_store.stores.doc_table import DocumentRecord, records_of
+from hopgraph.graph_store.stores.doc_table import DocumentTable, records_of
 from hopgraph.graph_store.stores.kdb_bm25 import Segment
 from hopgraph.graph_store.stores.vector_table import VectorSegment
 
 VECTORS, BM25_SEGMENT, CHUNKS_PART = "vectors", "bm25-segment", "chunks.jsonl"
+DOCUMENTS_PART = "documents.jsonl"
 CHROMA_VECTORS = "chroma-vectors.npy"
 """The float32 vectors for Chroma when the table keeps float16 ones (removed by the reduce)."""
 
 
-def plan(docs: Sequence[Document], count: int) -> list[list[Document]]:
-    """Cut ``docs`` into ``count`` ranges of whole documents in id order, of about equal text."""
+def cut(ids: Sequence[str], sizes: Sequence[int] | np.ndarray, count: int) -> list[np.ndarray]:
+    """Cut documents into ``count`` ranges in id order, of about equal text (``sizes``).
+
+    Returns each range as the documents' positions in ``ids``.
+    """
     if count < 1:
         raise InputError(f"--partitions {count}: give 1 or more")
-    if count > len(docs):
+    if count > len(ids):
         raise InputError(
-            f"--partitions {count} is more than the corpus's {len(docs)} documents",
+            f"--partitions {count} is more than the corpus's {len(ids)} documents",
             "a partition holds whole documents: give at most one per document",
         )
-    ordered = sorted(docs, key=lambda d: d.id)
-    sizes = np.cumsum([len(d.title) + len(d.text) + 1 for d in ordered])
+    order = np.asarray(sorted(range(len(ids)), key=ids.__getitem__), dtype=np.int64)
+    totals = np.cumsum(np.asarray(sizes, dtype=np.int64)[order])
     cuts, last = [], 0
     for part in range(1, count):
-        cut = int(np.searchsorted(sizes, sizes[-1] * part / count, side="right"))
-        cut = min(max(cut, last + 1), len(ordered) - (count - part))
-        cuts.append(cut)
-        last = cut
-    bounds = [0, *cuts, len(ordered)]
-    return [ordered[a:b] for a, b in pairwise(bounds)]
+        at = int(np.searchsorted(totals, totals[-1] * part / count, side="right"))
+        at = min(max(at, last + 1), len(order) - (count - part))
+        cuts.append(at)
+        last = at
+    return [order[a:b] for a, b in pairwise([0, *cuts, len(order)])]
+
+
+def plan(docs: Sequence[Document], count: int) -> list[list[Document]]:
+    """Cut ``docs`` into ``count`` ranges of whole documents in id order, of about equal text."""
+    places = cut([d.id for d in docs], [text_size(d) for d in docs], count)
+    return [[docs[i] for i in part] for part in places]
+
+
+def plan_catalog(catalog: Catalog, count: int) -> list[LineSlice]:
+    """Cut a located corpus as :func:`plan` does; each part is the lines its task reads."""
+    return [catalog.slice(part) for part in cut(catalog.ids, catalog.sizes, count)]
+
+
+Part = list[Document] | LineSlice
+"""A partition's documents: given, or lines of the corpus file its task reads."""
 
 
 @dataclass(frozen=True)
@@ -67,7 +87,8 @@ class Written:
     """Its folder, relative to the index: ``gNNNNNN/pNNNN``."""
     ids: list[str]
     """Its chunks' ids, sorted (its chunk table part is in this order)."""
-    records: list[DocumentRecord]
+    documents: int
+    """Its documents that have chunks (its document table part holds them all, by id)."""
     df: dict[str, int]
     total_length: float
     embedder: dict[str, str | int]
@@ -87,12 +108,13 @@ class Written:
 
 
 def write_partition(
-    number: int, docs: list[Document], root: str, folder: str, settings: IndexSettings, stamp: str
+    number: int, part: Part, root: str, folder: str, settings: IndexSettings, stamp: str
 ) -> Written:
     """Chunk, embed and write one partition into ``root / folder``; return what it wrote."""
     path = f"{folder}/p{number:04d}"
     where = Path(root) / path
     shutil.rmtree(where, ignore_errors=True)  # a retry starts over
+    docs = part.documents() if isinstance(part, LineSlice) else part
     embedder = embedder_for(settings)
     chunks = sorted(writes.chunk_documents(docs, settings, embedder), key=lambda c: c.id)
     started = time.perf_counter()
@@ -102,14 +124,17 @@ def write_partition(
     VectorSegment(f"{path}/{VECTORS}", ids, vectors).save(Path(root), settings.vector_dtype)
     if settings.vector_dtype != "float32":  # Chroma keeps the vectors as embedded
         np.save(where / CHROMA_VECTORS, np.asarray(vectors, dtype=np.float32))
+    del vectors
     segment = Segment.build(chunks)
     segment.save(where / BM25_SEGMENT)
     write_chunks(where / CHUNKS_PART, chunks)
+    records = records_of(docs, chunks, stamp)
+    DocumentTable.of(records).write(where / DOCUMENTS_PART)
     return Written(
         number,
         path,
         ids,
-        records_of(docs, chunks, stamp),
+        sum(1 for r in records if r.chunks),
         segment.document_frequencies(np.ones(len(chunks), dtype=bool)),
         float(segment.lengths.sum()),
         {"name": embedder.name, "dimension": embedder.dimension},

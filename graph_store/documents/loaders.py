@@ -111,16 +111,8 @@ def _within_size(
     limit = settings().max_document_mb if max_mb is None else max_mb
     kept = []
     for doc in docs:
-        size = len(doc.text.encode("utf-8")) / 1e6
-        if size <= limit:
+        if within_size(doc, limit, strict, report):
             kept.append(doc)
-            continue
-        why = f"{size:.1f} MB of text, over the {limit:g} MB limit"
-        if strict:
-            raise InputError(
-                f"{doc.id}: {why}", "split it, or raise HOPGRAPH_MAX_DOCUMENT_MB (max_document_mb)"
-            )
-        report.skipped.append((doc.id, f"{why} (HOPGRAPH_MAX_DOCUMENT_MB)"))
     report.documents = len(kept)
     if docs and not kept:
         raise InputError(
@@ -128,6 +120,28 @@ def _within_size(
             "split them, or raise HOPGRAPH_MAX_DOCUMENT_MB",
         )
     return kept
+
+
+def within_size(doc: Document, limit: float, strict: bool, report: LoadReport) -> bool:
+    """Tell whether ``doc``'s text is within ``limit`` MB; if not, name it skipped or refuse it."""
+    size = len(doc.text.encode("utf-8")) / 1e6
+    if size <= limit:
+        return True
+    why = f"{size:.1f} MB of text, over the {limit:g} MB limit"
+    if strict:
+        raise InputError(
+            f"{doc.id}: {why}", "split it, or raise HOPGRAPH_MAX_DOCUMENT_MB (max_document_mb)"
+        )
+    report.skipped.append((doc.id, f"{why} (HOPGRAPH_MAX_DOCUMENT_MB)"))
+    return False
+
+
+def jsonl_corpus(source: str | Path) -> Path | None:
+    """Return the JSONL file a source is (a .jsonl file, or a benchmark folder's), if it is one."""
+    path = Path(source)
+    if path.is_dir():
+        return path / "corpus.jsonl" if (path / "corpus.jsonl").is_file() else None
+    return path if path.suffix.lower() in JSONL_SUFFIXES and path.is_file() else None
 
 
 def load_documents(source: str | Path) -> list[Document]:
@@ -205,11 +219,12 @@ def load_jsonl(path: Path) -> list[Document]:
     source = str(path.resolve())
     for number, line in enumerate(_read_bytes(path).splitlines(), start=1):
         if line.strip():
-            docs.append(_parse_line(line, path, number, source))
+            docs.append(parse_line(line, path, number, source))
     return docs
 
 
-def _parse_line(line: bytes, path: Path, number: int, source: str) -> Document:
+def parse_line(line: bytes, path: Path, number: int, source: str) -> Document:
+    """Parse line ``number`` of the JSONL file ``path`` into a document (InputError if bad)."""
     where = f"{path}:{number}"
     try:
         record = orjson.loads(line)

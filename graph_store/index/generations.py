@@ -87,9 +87,13 @@ class Generation:
 
     def create_collection(self, location: ChromaLocation) -> ChromaVectorStore:
         """Create a collection for this write, journalled first so a crash cannot orphan it."""
+        self.journal(location)
+        return ChromaVectorStore(location, create=True)
+
+    def journal(self, location: ChromaLocation) -> None:
+        """Note a collection this write will create (elsewhere: a cluster's task), before it is."""
         self.created.append(location)
         _write_journal(self.directory, self.number, self.created)
-        return ChromaVectorStore(location, create=True)
 
     def commit(self, manifest: Manifest) -> None:
         """Write ``manifest`` as this generation, then purge what it removed and old folders."""

@@ -85,16 +85,18 @@ class DocumentTable:
                 DocumentRecord(d, titles[d], "", "", manifest.updated_at, n)
                 for d, n in counts.items()
             )
-        path = directory / name
+        return cls.read_file(directory / name, rebuild_hint(directory))
+
+    @classmethod
+    def read_file(cls, path: Path, hint: str = "") -> DocumentTable:
+        """Read a table file (``hint``: how to mend it, if it is damaged)."""
         try:
             lines = [line for line in path.read_bytes().split(b"\n") if line]
             ids = [orjson.loads(line)["id"] for line in lines]
         except (OSError, ValueError, TypeError, KeyError) as err:
-            raise IndexStateError(
-                f"{path} is missing or damaged: {err}", rebuild_hint(directory)
-            ) from err
+            raise IndexStateError(f"{path} is missing or damaged: {err}", hint) from err
         if ids != sorted(ids):
-            raise IndexStateError(f"{path} is damaged: not sorted by id", rebuild_hint(directory))
+            raise IndexStateError(f"{path} is damaged: not sorted by id", hint)
         return cls(ids, lines)
 
     def records(self, ids: Iterable[str] | None = None) -> list[DocumentRecord]:

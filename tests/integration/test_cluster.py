@@ -18,6 +18,7 @@ import pytest
 from hopgraph.cli import main
 from hopgraph.core.settings import IndexSettings
 from hopgraph.demo import sample_dir
+from hopgraph.graph_store.documents.catalog import catalog_jsonl
 from hopgraph.graph_store import Index, build_graphs, build_index, load_documents
 from hopgraph.graph_store.index.check import check_index
 from hopgraph.tools import make_retriever
@@ -48,14 +49,18 @@ def cluster():
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory, cluster):
-    """The bundled sample indexed here and on the cluster (P = 4), graphs built on both."""
+    """The bundled sample indexed here and on the cluster (P = 4), graphs built on both.
+
+    The cluster's tasks read their own lines of the corpus (its catalog), as a JSONL source's do.
+    """
     from hopgraph.graph_store.cluster.build import build_index_on
 
     root = tmp_path_factory.mktemp("cluster")
     docs = load_documents(sample_dir() / "corpus.jsonl")
+    catalog = catalog_jsonl(sample_dir() / "corpus.jsonl")
     settings = IndexSettings(model="hashing")
     build_index(docs, root / "one", settings, show_progress=False)
-    report = build_index_on(cluster, docs, root / "four", settings, 4, show_progress=False)
+    report = build_index_on(cluster, catalog, root / "four", settings, 4, show_progress=False)
     assert report.chunks == report.added_chunks > len(docs) / 2
     for name in ("one", "four"):
         build_graphs(root / name, show_progress=False)
@@ -74,6 +79,12 @@ def test_a_partitioned_build_is_sound_and_holds_a_segment_per_partition(built):
         assert len(four.manifest.vectors) == len(four.manifest.segments) == 4
         assert four.manifest.counts == one.manifest.counts
         assert four.manifest.timings["partitions"] == 4
+        assert four.manifest.timings["rows_peak_rss_mb"] > 0  # Chroma's rows: a task's work
+        assert four.vectors.count() == len(one.chunks)
+        stamped = [{**r.to_dict(), "indexed_at": ""} for r in four.documents]
+        assert stamped == [{**r.to_dict(), "indexed_at": ""} for r in one.documents]
+    left = {p.name for p in (built / "four").glob("g*/p*/*")}
+    assert left == {"vectors", "bm25-segment"}  # the table parts were merged and removed
 
 
 @pytest.mark.parametrize("method", ["bm25", "dense", "hybrid", "gnn_ret"])

@@ -5,13 +5,16 @@ import socket
 import subprocess
 import sys
 
+import orjson
 import pytest
 
 from hopgraph.cli import main
 from hopgraph.core.errors import InputError
 from hopgraph.graph_store import Document
 from hopgraph.graph_store.cluster import connect
-from hopgraph.graph_store.cluster.partitions import plan
+from hopgraph.graph_store.cluster.partitions import plan, plan_catalog
+from hopgraph.graph_store.documents.catalog import catalog_jsonl
+from hopgraph.graph_store.documents.loaders import load_jsonl
 
 
 def docs(sizes):
@@ -95,3 +98,41 @@ def test_an_index_there_is_refused_before_a_cluster_is_joined(tmp_path, corpus_f
         port = free.getsockname()[1]
     assert main([*argv, "--cluster", f"127.0.0.1:{port}"]) == 2
     assert "already holds an index" in capsys.readouterr().err
+
+
+def write_corpus(path, docs_):
+    lines = [
+        orjson.dumps({"id": d.id, "title": d.title, "text": d.text, "n": i})
+        for i, d in enumerate(docs_)
+    ]
+    path.write_bytes(b"\n".join(lines[:2]) + b"\n\n" + b"\n".join(lines[2:]) + b"\n")  # a blank
+
+
+def test_a_catalog_locates_each_line_and_a_task_reads_the_same_documents(tmp_path):
+    corpus = docs([300, 20, 50, 80, 10, 200, 40])[::-1]
+    write_corpus(tmp_path / "c.jsonl", corpus)
+    catalog = catalog_jsonl(tmp_path / "c.jsonl")
+    loaded = load_jsonl(tmp_path / "c.jsonl")
+    assert catalog.ids == [d.id for d in loaded] and catalog.report.documents == 7
+    by_plan = plan(loaded, 3)
+    by_catalog = [part.documents() for part in plan_catalog(catalog, 3)]
+    assert by_catalog == by_plan  # same ranges, same documents, metadata and source included
+    assert by_catalog[0][0].metadata == {"n": 6}
+
+
+def test_a_catalog_skips_or_refuses_what_a_load_does(tmp_path):
+    path = tmp_path / "c.jsonl"
+    write_corpus(path, docs([10, 3_000_000]))
+    catalog = catalog_jsonl(path, max_mb=1)
+    assert catalog.ids == ["d00"] and "over the 1 MB limit" in catalog.report.skipped[0][1]
+    with pytest.raises(InputError, match=r"d01: 3\.0 MB of text"):
+        catalog_jsonl(path, strict=True, max_mb=1)
+    path.write_bytes(b'{"id": "a", "text": "x"}\n{"id": "a", "text": "y"}\n')
+    with pytest.raises(InputError, match="duplicate document ids"):
+        catalog_jsonl(path)
+    path.write_bytes(b'{"id": "a", "text": "x"}\n{"id": "b", "text": \n')
+    with pytest.raises(InputError, match=r"c.jsonl:2: malformed JSON"):
+        catalog_jsonl(path)
+    path.write_bytes(b"\n\n")
+    with pytest.raises(InputError, match="the corpus is empty"):
+        catalog_jsonl(path)
