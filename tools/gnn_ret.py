@@ -416,7 +416,7 @@ class _Text:
             self.keywords = (
                 extends.keywords.extended(text[len(extends.text) + 1 :])
                 if extends is not None and extends.keywords is not None
-                else QueryScores(index.keywords, text)
+                else index.query_scores(text)
             )
         self.first_top = self.keywords.top(first) if self.keywords is not None else None
         # The best BM25 score of all, as the full scan scales by (``top`` certifies it).

@@ -2,12 +2,16 @@
 
     python -m hopgraph.evals.bench.cluster --data ../shared/data/musique --partitions 1,2,4 \
         --out evals/results/bench/cluster-musique.json
+    python -m hopgraph.evals.bench.cluster --synthetic 1M --model hashing --no-single \
+        --partitions 8,4,2,1 --workdir DIR --out evals/results/scale/cluster-1m.json
 
 Each build is its own command (`hopgraph index`; `--cluster local --partitions P` for the
 cluster's), started cold as a user's is. Reported: wall time, the driver's peak RSS (for one
 process, the command's own; for the cluster, the manifest's ``driver_peak_rss_mb``) and the
 largest peak RSS of a worker that wrote partitions (``worker_peak_rss_mb``), and whether the
-cluster's index holds the same chunks in the same order. A local cluster shares this machine's
+cluster's index holds the same chunks in the same order. ``--synthetic N``: the scale
+benchmark's passages (hopgraph.evals.bench.graphs), written once as a JSONL corpus; each row is
+printed as its build ends. A local cluster shares this machine's
 cores: the figures say what partitions cost and how memory divides between processes, not how
 fast more machines build.
 """
@@ -18,13 +22,18 @@ import argparse
 import json
 import os
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+import orjson
+
 from hopgraph.evals.bench import save_json
+from hopgraph.evals.bench.graphs import synthetic_corpus
+from hopgraph.evals.bench.scale import parse_size
 
 
 def build(corpus: Path, index: Path, model: str, partitions: int | None) -> dict[str, float]:
@@ -42,33 +51,54 @@ def build(corpus: Path, index: Path, model: str, partitions: int | None) -> dict
     if partitions:
         row["driver_peak_rss_mb"] = timings["driver_peak_rss_mb"]
         row["worker_peak_rss_mb"] = timings["worker_peak_rss_mb"]
+        row["rows_peak_rss_mb"] = timings.get("rows_peak_rss_mb", 0.0)
     else:  # the only child yet: its peak (the forked table writer's included) is the build's
         row["driver_peak_rss_mb"] = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     return row
 
 
+def synthetic(size: int, folder: Path) -> Path:
+    """Write ``size`` synthetic one-chunk documents (the scale benchmark's) as a JSONL corpus."""
+    path = folder / "corpus.jsonl"
+    if path.is_file():  # kept from an earlier run in the same --workdir
+        return path
+    chunks, _ = synthetic_corpus(size, dimension=2)  # its vectors unused: the model embeds
+    with path.open("wb") as out:
+        for c in chunks:
+            out.write(orjson.dumps({"id": c.id, "title": c.title, "text": c.text}) + b"\n")
+    return path
+
+
 def main(argv: list[str] | None = None) -> int:
     """Build the corpus once in one process and once per partition count; print and save."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", type=Path, required=True, help="dataset folder (corpus.jsonl)")
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--data", type=Path, help="dataset folder (corpus.jsonl)")
+    source.add_argument(
+        "--synthetic", type=parse_size, help="that many synthetic passages (e.g. 1M)"
+    )
     parser.add_argument("--partitions", default="1,2,4", help="partition counts (default 1,2,4)")
     parser.add_argument("--model", default="all-MiniLM-L6-v2", help="embedding model")
+    parser.add_argument("--no-single", action="store_true", help="skip the build of one process")
+    parser.add_argument("--workdir", type=Path, help="keep the corpus and indexes here")
     parser.add_argument("--out", type=Path, help="where to save the rows (JSON)")
     args = parser.parse_args(argv)
-    corpus = args.data / "corpus.jsonl"
     counts = [int(p) for p in args.partitions.split(",")]
     with tempfile.TemporaryDirectory(prefix="hopgraph-cluster-bench-") as tmp:
-        rows = [build(corpus, Path(tmp) / "one", args.model, None)]
-        chunks = (Path(tmp) / "one" / "g000001" / "chunks.jsonl").read_bytes()
+        work = args.workdir or Path(tmp)
+        work.mkdir(parents=True, exist_ok=True)
+        corpus = synthetic(args.synthetic, work) if args.synthetic else args.data / "corpus.jsonl"
+        rows = [] if args.no_single else [build(corpus, work / "one", args.model, None)]
         for count in counts:
-            rows.append(build(corpus, Path(tmp) / f"p{count}", args.model, count))
-            rows[-1]["same_chunks"] = (
-                Path(tmp) / f"p{count}/g000001/chunks.jsonl"
-            ).read_bytes() == chunks
-    for row in rows:
-        print(json.dumps(row))
+            rows.append(build(corpus, work / f"p{count}", args.model, count))
+            if not args.no_single:
+                one, this = (work / name / "g000001/chunks.jsonl" for name in ("one", f"p{count}"))
+                rows[-1]["same_chunks"] = this.read_bytes() == one.read_bytes()
+            print(json.dumps(rows[-1]), flush=True)
+            shutil.rmtree(work / f"p{count}")  # the disk of the next
+    what = str(args.data) if args.data else f"synthetic {args.synthetic}"
     if args.out:
-        save_json(args.out, {"data": str(args.data), "model": args.model, "rows": rows})
+        save_json(args.out, {"data": what, "model": args.model, "rows": rows})
     return 0
 
 

@@ -162,7 +162,8 @@ def _run(
     show_progress: bool,
 ) -> list[Written]:
     """Run one task a partition (with a GPU each when ``gpus``); return what each wrote."""
-    task = ray.remote(max_retries=RETRIES, num_gpus=gpus)(write_partition)
+    # max_calls=1: each partition in a fresh worker process, which hands its memory back
+    task = ray.remote(max_retries=RETRIES, num_gpus=gpus, max_calls=1)(write_partition)
     stamp = now()
     refs = [
         task.remote(n, ray.put(part), str(directory), folder, settings, stamp)

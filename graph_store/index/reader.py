@@ -22,6 +22,7 @@ from hopgraph.graph_store.documents.filters import Where, conditions
 from hopgraph.graph_store.documents.schema import Chunk
 from hopgraph.graph_store.embedding.embedders import Embedder, embedder_for
 from hopgraph.graph_store.graphs import triple_table
+from hopgraph.graph_store.stores.bm25_query import QueryScores
 from hopgraph.graph_store.stores.chunk_table import read_chunks
 from hopgraph.graph_store.stores.doc_table import DocumentRecord, matching, read_documents
 from hopgraph.graph_store.stores.kdb_bm25 import BM25Store
@@ -105,12 +106,16 @@ class Index:
         self.chunks: dict[str, Chunk] = {c.id: c for c in chunks}
         # Rows a write in progress adds, or this generation removed, are not visible here.
         self.generation = manifest.generation
-        self.keywords = BM25Store.load(manifest.path(directory, "bm25"), directory, chunks)
+        self.keywords = self._open_keywords(chunks)
         self._query_vectors: dict[str, np.ndarray] = {}
         self._last_similarities: tuple[str, np.ndarray] | None = None
         self._last_top: tuple[str, int, np.ndarray, np.ndarray] | None = None
         self._matching: dict[bytes, frozenset[str]] = {}
         self._cache_lock = threading.Lock()
+
+    def _open_keywords(self, chunks: list[Chunk]) -> BM25Store:
+        """Open BM25 over ``chunks`` (a sharded index's router asks its shards instead)."""
+        return BM25Store.load(self.manifest.path(self.directory, "bm25"), self.directory, chunks)
 
     @classmethod
     def open(
@@ -122,6 +127,12 @@ class Index:
         ``auto`` (through the IVF files the index has), ``exact`` or ``ann``.
         """
         directory = Path(directory)
+        manifest, chunks = cls.read_checked(directory, model)
+        return cls(directory, manifest, chunks, search)
+
+    @staticmethod
+    def read_checked(directory: Path, model: str | None = None) -> tuple[Manifest, list[Chunk]]:
+        """Recover ``directory``, check its files and model; return its manifest and chunks."""
         recover(directory)
         manifest = read_manifest(directory)
         built_with = manifest.settings.model
@@ -135,7 +146,7 @@ class Index:
             path, what = damaged[0]
             more = f" ({len(damaged) - 1} more: `hopgraph check` lists them)" if damaged[1:] else ""
             raise IndexStateError(f"{path} {what}{more}", repair_hint(directory, manifest, path))
-        return cls(directory, manifest, read_chunks(directory, manifest), search)
+        return manifest, read_chunks(directory, manifest)
 
     @property
     def location(self) -> ChromaLocation:
@@ -258,6 +269,10 @@ class Index:
             rows, scores = self.vector_search.top(self.embed_query(text), n)
             last = self._last_top = (text, n, rows, scores)
         return last[2][:n], last[3][:n]
+
+    def query_scores(self, text: str) -> QueryScores:
+        """Return the BM25 scores of query ``text``, computed only where asked (bm25_query)."""
+        return QueryScores(self.keywords, text)
 
     @cached_property
     def triple_matrix(self) -> np.ndarray:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 import sys
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -92,7 +92,14 @@ class SearchSegment:
 class VectorSearch:
     """The cosines of a query to the index's chunks, by chunk row (the chunk table's order)."""
 
-    def __init__(self, segments: Sequence[SearchSegment], chunks: int) -> None:
+    def __init__(
+        self, segments: Sequence[SearchSegment], chunks: int, complete: bool = True
+    ) -> None:
+        """Search ``segments`` over ``chunks`` chunk rows.
+
+        Not ``complete``: the segments hold some of the rows (a shard's, cluster/shard.py), so
+        no check that every row has a vector.
+        """
         self.segments = list(segments)
         self.chunks = chunks
         self.segment_of = np.full(chunks, -1, dtype=np.int32)
@@ -101,7 +108,7 @@ class VectorSearch:
             live = np.flatnonzero(segment.chunk_rows >= 0)
             self.segment_of[segment.chunk_rows[live]] = s
             self.row_in[segment.chunk_rows[live]] = live
-        if chunks and self.segment_of.min() < 0:
+        if complete and chunks and self.segment_of.min() < 0:
             missing = int(np.flatnonzero(self.segment_of < 0)[0])
             raise IndexStateError(
                 f"{int(np.sum(self.segment_of < 0))} chunks have no stored vector "
@@ -116,9 +123,17 @@ class VectorSearch:
 
     @classmethod
     def open(
-        cls, directory: Path, manifest: Manifest, ids: Sequence[str], mode: SearchMode = "auto"
+        cls,
+        directory: Path,
+        manifest: Manifest,
+        ids: Sequence[str],
+        mode: SearchMode = "auto",
+        keep: Collection[int] | None = None,
     ) -> VectorSearch:
-        """Open the vector table the manifest names; ``mode``: see the module doc."""
+        """Open the vector table the manifest names; ``mode``: see the module doc.
+
+        ``keep``: open only these segments (by number; a shard's), the others left out.
+        """
         if mode not in SEARCH_MODES:
             raise ValueError(f"search mode must be one of {SEARCH_MODES}, got {mode!r}")
         position = {chunk_id: row for row, chunk_id in enumerate(ids)}
@@ -126,13 +141,15 @@ class VectorSearch:
         holder = table.holders()  # a later segment wins a repeated id (a replaced chunk)
         segments = []
         for s, segment in enumerate(table.segments):
+            if keep is not None and s not in keep:
+                continue
             chunk_rows = np.array(
                 [position.get(i, -1) if holder[i][0] == s else -1 for i in segment.ids],
                 dtype=np.int64,
             )
             ivf = None if mode == "exact" else _ivf(directory, manifest, segment, mode)
             segments.append(SearchSegment(segment.vectors, chunk_rows, ivf))
-        return cls(segments, len(ids))
+        return cls(segments, len(ids), complete=keep is None)
 
     @classmethod
     def of_matrix(cls, matrix: np.ndarray, mode: SearchMode = "auto") -> VectorSearch:
@@ -156,17 +173,17 @@ class VectorSearch:
         query = np.asarray(query, dtype=np.float32)
         if allowed is not None and len(allowed) <= EXACT_BELOW:
             rows = np.unique(allowed)
-            return _best(rows, self.scores(query, rows), n)
+            return best_rows(rows, self.scores(query, rows), n)
         depth = n
         while True:
             found = [s.top(query, depth) for s in self.segments]
             rows = np.concatenate([f[0] for f in found]) if found else np.zeros(0, np.int64)
             scores = np.concatenate([f[1] for f in found]) if found else np.zeros(0, np.float32)
             if allowed is None:
-                return _best(rows, scores, n)
+                return best_rows(rows, scores, n)
             keep = np.isin(rows, allowed)
             if keep.sum() >= n or depth >= self.chunks:
-                return _best(rows[keep], scores[keep], n)
+                return best_rows(rows[keep], scores[keep], n)
             depth *= 4
 
     def scores(self, query: np.ndarray, rows: np.ndarray) -> np.ndarray:
@@ -241,7 +258,7 @@ def _dot(vectors: np.ndarray, query: np.ndarray, block: int = 262_144) -> np.nda
     return out
 
 
-def _best(rows: np.ndarray, scores: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+def best_rows(rows: np.ndarray, scores: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
     """Return the ``n`` best (rows, scores), best first, ties by row."""
     order = np.lexsort((rows, -scores))[:n]
     return rows[order], scores[order]

@@ -18,8 +18,8 @@ import pytest
 from hopgraph.cli import main
 from hopgraph.core.settings import IndexSettings
 from hopgraph.demo import sample_dir
-from hopgraph.graph_store.documents.catalog import catalog_jsonl
 from hopgraph.graph_store import Index, build_graphs, build_index, load_documents
+from hopgraph.graph_store.documents.catalog import catalog_jsonl
 from hopgraph.graph_store.index.check import check_index
 from hopgraph.tools import make_retriever
 
