@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from hopgraph.graph_store.stores.bm25_query import KeywordTop, QueryScores
+from hopgraph.graph_store.stores.chunk_table import chunk_ids
 from hopgraph.graph_store.stores.kdb_bm25 import SEGMENTS_FILE, STATS_FILE, BM25Store, Segment
 from hopgraph.graph_store.stores.manifest import read_manifest
 from hopgraph.graph_store.stores.vector_search import SearchMode, VectorSearch, best_rows
@@ -40,12 +41,18 @@ class Shard:
     """Shard ``number`` of ``shards`` of the index in ``directory`` (its committed generation)."""
 
     def __init__(
-        self, directory: str, number: int, shards: int, ids: Sequence[str], search: SearchMode
+        self,
+        directory: str,
+        number: int,
+        shards: int,
+        ids: Sequence[str] | None,
+        search: SearchMode,
     ) -> None:
+        """Open the shard; ``ids``: the index's chunk ids in row order (None: read them here)."""
         root = Path(directory)
         manifest = read_manifest(root)
         self.generation = manifest.generation
-        ids = list(ids)
+        ids = chunk_ids(root, manifest) if ids is None else list(ids)
         vectors = shard_ranges(len(manifest.vectors), shards)[number]
         self.search = VectorSearch.open(root, manifest, ids, search, keep=set(vectors))
         self.keywords = _keywords(root, manifest.path(root, "bm25"), ids, number, shards)

@@ -35,6 +35,18 @@ def chunks_in(path: Path) -> list[Chunk]:
         return [Chunk(**orjson.loads(line)) for line in lines if line != b"\n"]
 
 
+def chunk_ids(directory: Path, manifest: Manifest) -> list[str]:
+    """Read only the chunk ids of the committed generation's table, in its order."""
+    path = manifest.path(directory, "chunks")
+    try:
+        with path.open("rb") as lines:
+            return [orjson.loads(line)["id"] for line in lines if line != b"\n"]
+    except (OSError, ValueError, TypeError, KeyError) as err:
+        raise IndexStateError(
+            f"{path} is missing or damaged: {err}", rebuild_hint(directory)
+        ) from err
+
+
 def write_chunks(path: Path, chunks: Sequence[Chunk]) -> None:
     """Write a chunk table, one JSON object per line (orjson: 5x json.dumps of asdict)."""
     # each line joined to its newline at once: collecting orjson's outputs first is 2x slower

@@ -1,0 +1,105 @@
+"""Shards on Ray Serve: one application per shard with ``replicas`` replicas, called by handle.
+
+``serve_index(directory, shards, replicas)`` (inside ``connected``) deploys shard ``i`` of
+``shards`` as the Serve application ``hopgraph-<index>-shard-<i>`` (each replica opens its
+segments memory-mapped, shard.py) and returns the router's :class:`ServeShards`. Serve starts
+with no HTTP proxy: nothing is reachable but through the cluster (its token), and the router
+calls the deployments' handles. A call whose replica died (a node lost, a process killed) is
+sent again, to a replica Serve still has: every shard call is a read, so it may run twice.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from pathlib import Path
+from typing import Any
+
+from hopgraph.core.errors import IndexStateError
+
+from .connect import require_ray
+from .router import ShardedIndex
+from .shard import Shard
+
+SHARD_CPUS = 0.25
+"""CPUs Ray reserves for a replica: shards wait on memory and each other, not on a core."""
+ATTEMPTS = 4
+"""Times a shard call is sent before its failure is the query's."""
+CALL_SECONDS = 60.0
+
+
+class ServeShards:
+    """The router's calls to shards deployed on Ray Serve (see the module doc)."""
+
+    def __init__(self, handles: list[Any]) -> None:
+        self.handles = handles
+        self.retried = 0
+
+    def scatter(self, method: str, *args: Any) -> list[Any]:
+        """Call ``method`` on every shard at once; a call a dead replica dropped is sent again."""
+        calls = [getattr(h, method).remote(*args) for h in self.handles]
+        return [self._result(n, call, method, args) for n, call in enumerate(calls)]
+
+    def _result(self, shard: int, call: Any, method: str, args: tuple) -> Any:
+        import ray
+
+        for attempt in range(1, ATTEMPTS + 1):
+            try:
+                return call.result(timeout_s=CALL_SECONDS)
+            except (ray.exceptions.RayActorError, ray.exceptions.ActorUnavailableError) as err:
+                if attempt == ATTEMPTS:
+                    raise IndexStateError(
+                        f"shard {shard} did not answer {method} after {ATTEMPTS} tries ({err})",
+                        "check the cluster's nodes (`ray status`) and `serve status`",
+                    ) from err
+                self.retried += 1
+                time.sleep(0.1 * attempt)  # Serve replaces the replica meanwhile
+                call = getattr(self.handles[shard], method).remote(*args)
+        raise AssertionError("unreachable")
+
+
+def app_name(directory: Path, number: int) -> str:
+    """Return the Serve application name of shard ``number`` of the index in ``directory``."""
+    key = hashlib.sha1(str(directory.resolve()).encode()).hexdigest()[:8]
+    return f"hopgraph-{key}-shard-{number}"
+
+
+def serve_index(
+    directory: str | Path, shards: int, replicas: int = 1, search: str = "auto"
+) -> ShardedIndex:
+    """Deploy ``shards`` shards of the index (``replicas`` each) and open its router.
+
+    Call it connected to the cluster (connect.connected). The folder must be at the same path
+    on every node (a shared file system), as for a build.
+    """
+    require_ray()
+    from ray import serve
+
+    directory = Path(directory).resolve()
+    if shards < 1 or replicas < 1:
+        raise ValueError("shards and replicas must be 1 or more")
+    serve.start(proxy_location="Disabled")  # no HTTP ingress: the router calls the handles
+
+    def deployed(ids: list[str]) -> ServeShards:
+        handles = []
+        for number in range(shards):
+            name = app_name(directory, number)
+            deployment = serve.deployment(
+                Shard,
+                name=name,
+                num_replicas=replicas,
+                ray_actor_options={"num_cpus": SHARD_CPUS},
+            )
+            app = deployment.bind(str(directory), number, shards, None, search)
+            handles.append(serve.run(app, name=name, route_prefix=None))
+        return ServeShards(handles)
+
+    return ShardedIndex.open_on(directory, deployed, search)  # type: ignore[arg-type]
+
+
+def stop_serving(directory: str | Path, shards: int) -> None:
+    """Delete the index's shard applications from Serve."""
+    from ray import serve
+
+    for number in range(shards):
+        serve.delete(app_name(Path(directory), number))
