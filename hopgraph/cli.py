@@ -19,6 +19,7 @@ from .cli_options import (
     positive,
     preset_option,
     quiet_option,
+    shard_options,
     where_option,
 )
 from .core.errors import HopgraphError
@@ -260,6 +261,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     index_option(p)
     p.add_argument("--http", metavar="HOST:PORT", help="serve streamable HTTP instead of stdio")
+    shard_options(p)
     p.set_defaults(func=lazy("commands:mcp"))
 
     p = sub.add_parser(
@@ -279,6 +281,7 @@ def build_parser() -> argparse.ArgumentParser:
         default="127.0.0.1:8766",
         help="where to listen (default 127.0.0.1:8766)",
     )
+    shard_options(p)
     p.set_defaults(func=lazy("commands:ui"))
 
     p = sub.add_parser(

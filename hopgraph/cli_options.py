@@ -161,6 +161,31 @@ def cluster_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def shard_options(parser: argparse.ArgumentParser) -> None:
+    """Add ``--cluster``, ``--shards`` and ``--replicas``: serve from shards on a Ray cluster."""
+    parser.add_argument(
+        "--cluster",
+        metavar="ADDRESS|local",
+        help="with --shards: the Ray cluster the shards run on (the extra hopgraph[cluster]): "
+        "its head's HOST:PORT, or `local` to start one here (docs/scaling.md)",
+    )
+    parser.add_argument(
+        "--shards",
+        type=positive,
+        metavar="S",
+        help="serve the index from S shards on the cluster, each a range of its partitions' "
+        "vectors and postings, memory-mapped by Ray Serve replicas; this process routes and "
+        "ranks as one index does (default: serve it here)",
+    )
+    parser.add_argument(
+        "--replicas",
+        type=positive,
+        default=1,
+        metavar="R",
+        help="with --shards: replicas of each shard (default 1; 2 or more ride out a lost one)",
+    )
+
+
 def where_option(parser: argparse.ArgumentParser) -> None:
     """Add ``--where FILTER`` (repeatable) to a command that retrieves."""
     parser.add_argument(

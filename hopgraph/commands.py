@@ -6,7 +6,8 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -398,7 +399,7 @@ def mcp(args: argparse.Namespace) -> None:
     token = secret.get_secret_value() if secret else None
     from hopgraph.graph_store.index.live import LiveIndex
 
-    with LiveIndex(index_dir(args)) as live:
+    with index_opener(args) as opener, LiveIndex(index_dir(args), opener=opener) as live:
         serve(live, args.http, token)
 
 
@@ -410,7 +411,30 @@ def ui(args: argparse.Namespace) -> None:
 
     parse_host_port(args.http, "127.0.0.1:8766")  # refused before the index is opened
     secret = settings().token
-    serve(index_dir(args), args.http, secret.get_secret_value() if secret else None)
+    with index_opener(args) as opener:
+        serve(index_dir(args), args.http, secret.get_secret_value() if secret else None, opener)
+
+
+@contextmanager
+def index_opener(args: argparse.Namespace) -> Iterator[Callable[[Path, str | None], Index]]:
+    """Yield how a server opens each generation: here, or as a router of shards (--shards)."""
+    if not args.shards:
+        if args.cluster:
+            raise InputError("--cluster here serves from shards", "add --shards S (e.g. 2)")
+        yield Index.open
+        return
+    if not args.cluster:
+        raise InputError("--shards serves from a Ray cluster", "add --cluster ADDRESS (or local)")
+    from hopgraph.graph_store.cluster.connect import connected, require_ray
+
+    require_ray()
+    from hopgraph.graph_store.cluster.serve import serve_index
+
+    def opened(directory: Path, model: str | None) -> Index:
+        return serve_index(directory, args.shards, args.replicas)
+
+    with connected(args.cluster):
+        yield opened
 
 
 def explain(args: argparse.Namespace) -> None:

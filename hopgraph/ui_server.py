@@ -163,13 +163,18 @@ def _refused() -> Response:
     )  # fmt: skip
 
 
-def serve(directory: Path, http: str, token: str | None) -> None:
-    """Serve the page at ``http`` until Ctrl-C."""
+def serve(
+    directory: Path,
+    http: str,
+    token: str | None,
+    opener: Callable[[Path, str | None], Index] = Index.open,
+) -> None:
+    """Serve the page at ``http`` until Ctrl-C (``opener``: how a generation is opened)."""
     host, port = parse_host_port(http, "127.0.0.1:8766")
     check_exposure(http, host, token)
     import uvicorn
 
-    with LiveIndex(directory) as live:
+    with LiveIndex(directory, opener=opener) as live:
         ui = UIApp(live, token)
         where = f"http://{http}/"
         if ui.login_code:

@@ -46,6 +46,10 @@ class Shards(Protocol):
         """Call ``method(*args)`` on every shard at once; return their answers in shard order."""
         ...
 
+    def close(self) -> None:
+        """Let the shards go (a served generation's: stop serving it)."""
+        ...
+
 
 class Counted:
     """Shards with a count of the rounds (scatters) and of the bytes their answers moved."""
@@ -67,6 +71,10 @@ class Counted:
             self.calls[method] += 1
         return answers
 
+    def close(self) -> None:
+        """Let the shards go."""
+        self.shards.close()
+
 
 class LocalShards:
     """Shards in this process, called side by side on threads (tests; one machine)."""
@@ -79,6 +87,10 @@ class LocalShards:
         """Call ``method`` on every shard at once (see :class:`Shards`)."""
         calls: list[Callable[..., Any]] = [getattr(s, method) for s in self.shards]
         return [f.result() for f in [self._pool.submit(call, *args) for call in calls]]
+
+    def close(self) -> None:
+        """Stop the threads."""
+        self._pool.shutdown()
 
 
 class ShardedVectorSearch:
@@ -201,21 +213,31 @@ class ShardedIndex(Index):
     def open_on(
         cls,
         directory: str | Path,
-        shards_for: Callable[[list[str]], Shards],
+        shards_for: Callable[[Manifest, list[str]], Shards],
         search: SearchMode = "auto",
     ) -> ShardedIndex:
-        """Open the index in ``directory`` with the shards ``shards_for(chunk ids)`` gives."""
+        """Open the index in ``directory`` with the shards ``shards_for(manifest, ids)`` gives.
+
+        They serve the committed generation (``manifest``, chunk ``ids`` in row order); the
+        router checks that they do.
+        """
         directory = Path(directory)
         manifest, chunks = cls.read_checked(directory)
-        shards = shards_for([c.id for c in chunks])
+        shards = shards_for(manifest, [c.id for c in chunks])
         facts = shards.scatter("facts")
         if any(f["generation"] != manifest.generation for f in facts):
+            shards.close()
             raise IndexStateError(
                 f"the shards serve another generation of {directory} than its manifest names",
                 "start the shards again on the index as it is now",
             )
         approximate = any(f["approximate"] for f in facts)
         return cls(directory, manifest, chunks, shards, search, approximate)
+
+    def close(self) -> None:
+        """Close the index and let its shards go."""
+        super().close()
+        self.shards.close()
 
     def _open_keywords(self, chunks: list[Chunk]) -> ShardedKeywords:  # type: ignore[override]
         return ShardedKeywords(self.shards, [c.id for c in chunks])

@@ -1,8 +1,9 @@
 """Shards on Ray Serve: one application per shard with ``replicas`` replicas, called by handle.
 
 ``serve_index(directory, shards, replicas)`` (inside ``connected``) deploys shard ``i`` of
-``shards`` as the Serve application ``hopgraph-<index>-shard-<i>`` (each replica opens its
-segments memory-mapped, shard.py) and returns the router's :class:`ServeShards`. Serve starts
+``shards`` of the committed generation ``g`` as the Serve application
+``hopgraph-<index>-g<g>-shard-<i>`` (each replica opens its segments memory-mapped, shard.py)
+and returns the router, an index whose calls go to them (:class:`ServeShards`). Serve starts
 with no HTTP proxy: nothing is reachable but through the cluster (its token), and the router
 calls the deployments' handles. A call whose replica died (a node lost, a process killed) is
 sent again, to a replica Serve still has: every shard call is a read, so it may run twice.
@@ -15,7 +16,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from hopgraph.core.errors import IndexStateError
+from hopgraph.core.errors import IndexStateError, InputError
+from hopgraph.graph_store.stores.manifest import Manifest
+from hopgraph.graph_store.stores.vector_search import SearchMode
 
 from .connect import require_ray
 from .router import ShardedIndex
@@ -31,8 +34,8 @@ CALL_SECONDS = 60.0
 class ServeShards:
     """The router's calls to shards deployed on Ray Serve (see the module doc)."""
 
-    def __init__(self, handles: list[Any]) -> None:
-        self.handles = handles
+    def __init__(self, handles: list[Any], names: list[str]) -> None:
+        self.handles, self.names = handles, names
         self.retried = 0
 
     def scatter(self, method: str, *args: Any) -> list[Any]:
@@ -57,17 +60,27 @@ class ServeShards:
                 call = getattr(self.handles[shard], method).remote(*args)
         raise AssertionError("unreachable")
 
+    def close(self) -> None:
+        """Stop serving these shards (their generation is no longer read)."""
+        from ray import serve
 
-def app_name(directory: Path, number: int) -> str:
-    """Return the Serve application name of shard ``number`` of the index in ``directory``."""
+        for name in self.names:
+            serve.delete(name, _blocking=False)
+
+
+def app_name(directory: Path, generation: int, number: int) -> str:
+    """Return the Serve application of shard ``number`` of a generation of ``directory``."""
     key = hashlib.sha1(str(directory.resolve()).encode()).hexdigest()[:8]
-    return f"hopgraph-{key}-shard-{number}"
+    return f"hopgraph-{key}-g{generation}-shard-{number}"
 
 
 def serve_index(
-    directory: str | Path, shards: int, replicas: int = 1, search: str = "auto"
+    directory: str | Path, shards: int, replicas: int = 1, search: SearchMode = "auto"
 ) -> ShardedIndex:
-    """Deploy ``shards`` shards of the index (``replicas`` each) and open its router.
+    """Deploy ``shards`` shards (``replicas`` each) of the committed generation; open a router.
+
+    A generation's shards are their own applications: a reader that moves to a newer one
+    (LiveIndex) deploys its shards beside the old ones, then lets those go.
 
     Call it connected to the cluster (connect.connected). The folder must be at the same path
     on every node (a shared file system), as for a build.
@@ -77,29 +90,22 @@ def serve_index(
 
     directory = Path(directory).resolve()
     if shards < 1 or replicas < 1:
-        raise ValueError("shards and replicas must be 1 or more")
+        raise InputError(f"--shards {shards} --replicas {replicas}: give 1 or more of each")
     serve.start(proxy_location="Disabled")  # no HTTP ingress: the router calls the handles
 
-    def deployed(ids: list[str]) -> ServeShards:
-        handles = []
+    def deployed(manifest: Manifest, ids: list[str]) -> ServeShards:
+        handles, names = [], []
         for number in range(shards):
-            name = app_name(directory, number)
+            name = app_name(directory, manifest.generation, number)
             deployment = serve.deployment(
                 Shard,
                 name=name,
                 num_replicas=replicas,
                 ray_actor_options={"num_cpus": SHARD_CPUS},
             )
-            app = deployment.bind(str(directory), number, shards, None, search)
+            app = deployment.bind(str(directory), number, shards, None, search, manifest)
             handles.append(serve.run(app, name=name, route_prefix=None))
-        return ServeShards(handles)
+            names.append(name)
+        return ServeShards(handles, names)
 
-    return ShardedIndex.open_on(directory, deployed, search)  # type: ignore[arg-type]
-
-
-def stop_serving(directory: str | Path, shards: int) -> None:
-    """Delete the index's shard applications from Serve."""
-    from ray import serve
-
-    for number in range(shards):
-        serve.delete(app_name(Path(directory), number))
+    return ShardedIndex.open_on(directory, deployed, search)

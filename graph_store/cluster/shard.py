@@ -23,7 +23,7 @@ import numpy as np
 from hopgraph.graph_store.stores.bm25_query import KeywordTop, QueryScores
 from hopgraph.graph_store.stores.chunk_table import chunk_ids
 from hopgraph.graph_store.stores.kdb_bm25 import SEGMENTS_FILE, STATS_FILE, BM25Store, Segment
-from hopgraph.graph_store.stores.manifest import read_manifest
+from hopgraph.graph_store.stores.manifest import Manifest, read_manifest
 from hopgraph.graph_store.stores.vector_search import SearchMode, VectorSearch, best_rows
 
 from .partitions import peak_rss_mb
@@ -47,10 +47,14 @@ class Shard:
         shards: int,
         ids: Sequence[str] | None,
         search: SearchMode,
+        manifest: Manifest | None = None,
     ) -> None:
-        """Open the shard; ``ids``: the index's chunk ids in row order (None: read them here)."""
+        """Open the shard of the generation ``manifest`` (default: the committed one).
+
+        ``ids``: the index's chunk ids in row order (None: read from its chunk table here).
+        """
         root = Path(directory)
-        manifest = read_manifest(root)
+        manifest = read_manifest(root) if manifest is None else manifest
         self.generation = manifest.generation
         ids = chunk_ids(root, manifest) if ids is None else list(ids)
         vectors = shard_ranges(len(manifest.vectors), shards)[number]

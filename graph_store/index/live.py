@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
@@ -26,13 +26,21 @@ from .reader import Index
 class LiveIndex:
     """The newest committed generation of an index directory, reopened between requests."""
 
-    def __init__(self, directory: str | Path, model: str | None = None) -> None:
-        """Open ``directory`` (checked against ``model`` when given, as Index.open does)."""
-        self.directory, self.model = Path(directory), model
+    def __init__(
+        self,
+        directory: str | Path,
+        model: str | None = None,
+        opener: Callable[[Path, str | None], Index] = Index.open,
+    ) -> None:
+        """Open ``directory`` (checked against ``model`` when given, as Index.open does).
+
+        ``opener``: how a generation is opened (a cluster's router deploys its shards).
+        """
+        self.directory, self.model, self.opener = Path(directory), model, opener
         self._lock = threading.Lock()
         read_manifest(self.directory)  # a missing index or manifest: the error every command gives
         self._stamp = self._manifest_stamp()
-        self._index = Index.open(self.directory, model)
+        self._index = opener(self.directory, model)
         self._readers: dict[int, int] = {}  # id(index) → requests reading it now
         self.reopened = 0
         """How many newer generations have been opened since."""
@@ -44,7 +52,7 @@ class LiveIndex:
             if stamp != self._stamp:
                 self._stamp = stamp
                 if read_manifest(self.directory).generation != self._index.generation:
-                    fresh = Index.open(self.directory, self.model)
+                    fresh = self.opener(self.directory, self.model)
                     old, self._index = self._index, fresh
                     if not self._readers.get(id(old)):
                         old.close()  # else the last request reading it closes it

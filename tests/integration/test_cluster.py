@@ -278,3 +278,43 @@ def test_a_replica_killed_under_load_costs_no_query(built, served):
     assert asked > 10 and wrong == 0  # and no error: a call a dead replica dropped went again
     after = [a["name"] for a in ray.util.list_named_actors(all_namespaces=True)]
     assert replicas[0] not in after  # it was killed (Serve starts another in its place)
+
+
+def test_mcp_serves_from_shards_on_a_cluster_it_starts(built):
+    """`hopgraph mcp --cluster local --shards 2`: retrieve answers as one machine, and `ask`
+    (a scripted LLM on 127.0.0.1) runs over the shards."""
+    import asyncio
+    from datetime import timedelta
+
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    from hopgraph.evals.scripted_llm import ScriptedOpenAIServer
+    from tests.agent_scripts import NOT_YET, gear_script
+
+    question = questions()[0]
+    with Index.open(built / "one") as one:
+        expected = [h.id for h in make_retriever("gnn_ret", one).retrieve(question, 5)]
+    script = gear_script([NOT_YET, "Answerable: Yes\nAnswer: 1936"])
+    with ScriptedOpenAIServer(lambda prompt, n: (200, script(prompt))) as llm:
+        env = {**os.environ, "HF_HUB_OFFLINE": "1", "HOPGRAPH_LLM_MODEL": "scripted-model",
+               "HOPGRAPH_LLM_BASE_URL": llm.url}  # fmt: skip
+        env.pop(SINGLE_HOST, None)
+        argv = ["-m", "hopgraph.cli", "mcp", "--index", str(built / "four")]
+        argv += ["--cluster", "local", "--shards", "2"]
+        params = StdioServerParameters(command=sys.executable, args=argv, env=env)
+
+        async def main():
+            async with (
+                stdio_client(params) as (read, write),
+                ClientSession(read, write, read_timeout_seconds=timedelta(seconds=240)) as session,
+            ):
+                await session.initialize()
+                call = {"query": question, "method": "gnn_ret", "k": 5}
+                hits = await session.call_tool("retrieve", call)
+                answer = await session.call_tool("ask", {"question": question})
+                return hits, answer
+
+        hits, answer = asyncio.run(main())
+    assert not hits.isError and [h["id"] for h in hits.structuredContent["result"]] == expected
+    assert not answer.isError and answer.structuredContent["answer"] == "1936"

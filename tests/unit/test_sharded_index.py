@@ -49,7 +49,9 @@ def questions() -> list[str]:
 def sharded(path, count: int) -> ShardedIndex:
     return ShardedIndex.open_on(
         path,
-        lambda ids: LocalShards([Shard(str(path), i, count, ids, "auto") for i in range(count)]),
+        lambda manifest, ids: LocalShards(
+            [Shard(str(path), i, count, ids, "auto", manifest) for i in range(count)]
+        ),
     )
 
 
@@ -90,7 +92,7 @@ def test_shards_of_another_generation_are_refused(written, tmp_path):
     add_documents(other, load_documents(sample_dir() / "corpus.jsonl")[50:60], show_progress=False)
     with pytest.raises(IndexStateError, match="another generation"):
         ShardedIndex.open_on(
-            written, lambda ids: LocalShards([Shard(str(other), 0, 1, ids, "auto")])
+            written, lambda manifest, ids: LocalShards([Shard(str(other), 0, 1, ids, "auto")])
         )
 
 
