@@ -12,6 +12,7 @@ nothing is written.
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib.util
 import os
 import secrets
@@ -119,7 +120,9 @@ def _local_token() -> Iterator[None]:
     """Start a cluster here with Ray's token authentication: the given token, or a new one."""
     saved = {name: os.environ.get(name) for name in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN")}
     os.environ["RAY_AUTH_MODE"] = "token"
-    os.environ.setdefault("RAY_AUTH_TOKEN", secrets.token_hex(32))
+    # One token per process: Ray keeps the first it reads, so a second local cluster started
+    # by this process (a benchmark's next round) must be given the same one.
+    os.environ.setdefault("RAY_AUTH_TOKEN", _process_token())
     if "ray" in sys.modules:  # Ray read its settings on import: read them again, as Ray's own
         # token set-up does (ray._private.authentication.authentication_token_setup)
         from ray._raylet import Config
@@ -133,3 +136,9 @@ def _local_token() -> Iterator[None]:
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
+
+
+@functools.cache
+def _process_token() -> str:
+    """Return the token of the clusters this process starts (made once)."""
+    return secrets.token_hex(32)

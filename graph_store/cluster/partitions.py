@@ -147,3 +147,12 @@ def peak_rss_mb() -> float:
     """Return this process's peak resident memory in MB."""
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return peak / 1024**2 if sys.platform == "darwin" else peak / 1024
+
+
+def rss_mb() -> float:
+    """Return this process's resident memory now, in MB (Linux; 0 elsewhere)."""
+    try:
+        with open("/proc/self/statm") as statm:
+            return int(statm.read().split()[1]) * resource.getpagesize() / 1024**2
+    except OSError:
+        return 0.0

@@ -26,7 +26,7 @@ from hopgraph.graph_store.stores.kdb_bm25 import SEGMENTS_FILE, STATS_FILE, BM25
 from hopgraph.graph_store.stores.manifest import Manifest, read_manifest
 from hopgraph.graph_store.stores.vector_search import SearchMode, VectorSearch, best_rows
 
-from .partitions import peak_rss_mb
+from .partitions import peak_rss_mb, rss_mb
 
 KEPT_QUERIES = 64
 """Queries whose BM25 postings a shard keeps (GNN-Ret asks again, deeper, for the same text)."""
@@ -109,11 +109,12 @@ class Shard:
         self._queries.clear()
 
     def facts(self) -> dict[str, float]:
-        """Return this shard's generation, rows held, IVF use and peak RSS (MB)."""
+        """Return this shard's generation, rows held, IVF use, resident and peak memory (MB)."""
         return {
             "generation": float(self.generation),
             "rows": float(np.sum(self.search.segment_of >= 0)),
             "approximate": float(self.search.approximate),
+            "rss_mb": rss_mb(),
             "peak_rss_mb": peak_rss_mb(),
         }
 

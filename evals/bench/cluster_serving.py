@@ -1,0 +1,126 @@
+"""Serving from shards on a Ray cluster beside one process: latency, rounds, bytes, memory.
+
+    python -m hopgraph.evals.bench.cluster_serving --index DIR --shards 1,2,4 \
+        --out evals/results/scale/cluster-serving-1m.json
+
+For one process (the index opened here) and then for each shard count S (a local cluster
+started for it, S shards of one replica on Ray Serve, this process the router;
+graph_store/cluster/serve.py), dense and gnn_ret answer the same queries: the titles of
+``--queries`` chunks spread over the index, as the scale benchmark asks them (query vectors
+kept, each query's searches not: ``forget_queries(vectors=False)``). Reported per method:
+p50 and p95 latency (ms), rounds per query (scatters to the shards: mean and max), bytes the
+calls and answers moved per query (mean), whether each top 10 equals one process's; per S,
+each shard's resident memory and the router's. A local cluster shares this machine's cores
+and memory: the figures say what the rounds and transfers cost, not how fast more machines
+answer.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+
+from hopgraph.evals.bench import save_json
+from hopgraph.evals.metrics import percentile
+from hopgraph.graph_store import Index
+from hopgraph.graph_store.stores.chunk_table import chunks_in
+from hopgraph.graph_store.stores.manifest import read_manifest
+from hopgraph.tools import make_retriever
+
+METHODS = ("dense", "gnn_ret")
+K = 10
+
+
+def queries_of(directory: Path, count: int) -> list[str]:
+    """Return the titles of ``count`` chunks spread evenly over the index."""
+    manifest = read_manifest(directory)
+    chunks = chunks_in(manifest.path(directory, "chunks"))
+    step = max(1, len(chunks) // count)
+    return [c.title for c in chunks[::step][:count]]
+
+
+def run(index: Index, queries: list[str], counted: object | None) -> dict:
+    """Time each method over ``queries``; count rounds and bytes when ``counted`` (shards)."""
+    index.embed_queries(queries)  # the queries are embedded before the clock starts
+    out: dict = {}
+    for method in METHODS:
+        retriever = make_retriever(method, index)
+        retriever.retrieve(queries[0], K)  # warm: graphs and files opened
+        times, rounds, moved, tops = [], [], [], []
+        for query in queries:
+            index.forget_queries(vectors=False)
+            before = (counted.rounds, counted.bytes) if counted else (0, 0)
+            started = time.perf_counter()
+            hits = retriever.retrieve(query, K)
+            times.append((time.perf_counter() - started) * 1000)
+            if counted:
+                rounds.append(counted.rounds - before[0])
+                moved.append(counted.bytes - before[1])
+            tops.append([h.id for h in hits])
+        out[method] = {
+            "p50_ms": percentile(times, 50),
+            "p95_ms": percentile(times, 95),
+            "tops": tops,
+        }
+        if counted:
+            out[method] |= {
+                "rounds_mean": float(np.mean(rounds)),
+                "rounds_max": int(max(rounds)),
+                "bytes_mean": float(np.mean(moved)),
+            }
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Measure one process, then each shard count; print a row each and save them."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--index", type=Path, required=True, help="a built index with graphs")
+    parser.add_argument("--shards", default="1,2,4", help="shard counts (default 1,2,4)")
+    parser.add_argument("--queries", type=int, default=200, help="queries (default 200)")
+    parser.add_argument("--out", type=Path, help="where to save the rows (JSON)")
+    args = parser.parse_args(argv)
+    from hopgraph.graph_store.cluster.connect import connected, require_ray
+    from hopgraph.graph_store.cluster.partitions import rss_mb
+
+    require_ray()
+    from hopgraph.graph_store.cluster.serve import serve_index
+
+    queries = queries_of(args.index, args.queries)
+    rows = []
+    with Index.open(args.index) as one:
+        alone = run(one, queries, None)
+        rows.append({"shards": 0, "router_rss_mb": rss_mb()} | _summary(alone, alone))
+    print(json.dumps(rows[-1]), flush=True)
+    for count in [int(s) for s in args.shards.split(",")]:
+        with connected("local"):
+            router = serve_index(args.index, count)
+            try:
+                found = run(router, queries, router.shards)
+                facts = router.shards.scatter("facts")
+                row = {"shards": count, "router_rss_mb": rss_mb()} | _summary(found, alone)
+                row["shard_rss_mb"] = [f["rss_mb"] for f in facts]
+                rows.append(row)
+            finally:
+                router.close()
+        print(json.dumps(rows[-1]), flush=True)
+    if args.out:
+        save_json(args.out, {"index": str(args.index), "queries": len(queries), "rows": rows})
+    return 0
+
+
+def _summary(found: dict, alone: dict) -> dict:
+    """Return the figures of a run without its tops, and whether they equal one process's."""
+    out = {}
+    for method, figures in found.items():
+        same = [a == b for a, b in zip(figures["tops"], alone[method]["tops"], strict=True)]
+        out[method] = {k: v for k, v in figures.items() if k != "tops"}
+        out[method]["same_top10"] = float(np.mean(same))
+    return out
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
