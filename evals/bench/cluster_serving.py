@@ -10,7 +10,9 @@ graph_store/cluster/serve.py), dense and gnn_ret answer the same queries: the ti
 kept, each query's searches not: ``forget_queries(vectors=False)``). Reported per method:
 p50 and p95 latency (ms), rounds per query (scatters to the shards: mean and max), bytes the
 calls and answers moved per query (mean), whether each top 10 equals one process's; per S,
-each shard's resident memory and the router's. A local cluster shares this machine's cores
+each shard's resident memory and the router's. ``--fault SECONDS``: instead, two shards of
+two replicas, one replica killed a quarter of the way into SECONDS of gnn_ret queries; the
+errors and wrong answers are counted (exit 1 if any). A local cluster shares this machine's cores
 and memory: the figures say what the rounds and transfers cost, not how fast more machines
 answer.
 """
@@ -75,12 +77,66 @@ def run(index: Index, queries: list[str], counted: object | None) -> dict:
     return out
 
 
+def under_fault(directory: Path, queries: list[str], seconds: float) -> dict:
+    """Kill one of two replicas of shard 0 while gnn_ret answers for ``seconds``; count.
+
+    Two shards of two replicas each; the kill comes a quarter of the way in. Every answer is
+    compared with one process's top 10; an exception is an error.
+    """
+    import threading
+
+    from hopgraph.graph_store.cluster.connect import connected
+    from hopgraph.graph_store.cluster.serve import serve_index
+
+    with Index.open(directory) as one:
+        gnn = make_retriever("gnn_ret", one)
+        expected = {q: [h.id for h in gnn.retrieve(q, K)] for q in queries}
+    with connected("local") as ray:
+        router = serve_index(directory, 2, replicas=2)
+        try:
+            named = [a["name"] for a in ray.util.list_named_actors(all_namespaces=True)]
+            victim = next(n for n in named if n.startswith("SERVE_REPLICA") and "shard-0" in n)
+            killer = threading.Timer(
+                seconds / 4, lambda: ray.kill(ray.get_actor(victim, namespace="serve"))
+            )
+            retriever = make_retriever("gnn_ret", router)
+            asked = errors = wrong = 0
+            killer.start()
+            ends = time.monotonic() + seconds
+            while time.monotonic() < ends:
+                query = queries[asked % len(queries)]
+                router.forget_queries(vectors=False)
+                try:
+                    wrong += [h.id for h in retriever.retrieve(query, K)] != expected[query]
+                except Exception:  # counted: the figure is how many there were
+                    errors += 1
+                asked += 1
+            killer.join()
+            after = [a["name"] for a in ray.util.list_named_actors(all_namespaces=True)]
+            return {
+                "seconds": seconds,
+                "queries": asked,
+                "errors": errors,
+                "wrong": wrong,
+                "killed": victim not in after,
+                "calls_sent_again": router.shards.shards.retried,
+            }
+        finally:
+            router.close()
+
+
 def main(argv: list[str] | None = None) -> int:
     """Measure one process, then each shard count; print a row each and save them."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--index", type=Path, required=True, help="a built index with graphs")
     parser.add_argument("--shards", default="1,2,4", help="shard counts (default 1,2,4)")
     parser.add_argument("--queries", type=int, default=200, help="queries (default 200)")
+    parser.add_argument(
+        "--fault",
+        type=float,
+        metavar="SECONDS",
+        help="instead: kill one of two replicas of a shard during SECONDS of gnn_ret queries",
+    )
     parser.add_argument("--out", type=Path, help="where to save the rows (JSON)")
     args = parser.parse_args(argv)
     from hopgraph.graph_store.cluster.connect import connected, require_ray
@@ -90,6 +146,12 @@ def main(argv: list[str] | None = None) -> int:
     from hopgraph.graph_store.cluster.serve import serve_index
 
     queries = queries_of(args.index, args.queries)
+    if args.fault:
+        found = under_fault(args.index, queries, args.fault)
+        print(json.dumps(found))
+        if args.out:
+            save_json(args.out, {"index": str(args.index), "fault": found})
+        return 0 if found["errors"] == found["wrong"] == 0 and found["killed"] else 1
     rows = []
     with Index.open(args.index) as one:
         alone = run(one, queries, None)
