@@ -153,6 +153,7 @@ def build_parser() -> argparse.ArgumentParser:
         f"the add, never in between. {SOURCE_HELP}",
     )
     _document_write_options(p)
+    cluster_options(p, build=False)
     p.set_defaults(func=lazy("commands:add"))
 
     p = sub.add_parser(
@@ -166,6 +167,7 @@ def build_parser() -> argparse.ArgumentParser:
         f"{SOURCE_HELP}",
     )
     _document_write_options(p)
+    cluster_options(p, build=False)
     p.add_argument(
         "--prune", action="store_true", help="delete indexed documents whose files are gone"
     )

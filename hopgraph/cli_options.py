@@ -142,22 +142,29 @@ def build_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def cluster_options(parser: argparse.ArgumentParser) -> None:
-    """Add ``--cluster`` and ``--partitions``: a partitioned write on a Ray cluster."""
+def cluster_options(parser: argparse.ArgumentParser, build: bool = True) -> None:
+    """Add ``--cluster`` and ``--partitions``: a partitioned write on a Ray cluster.
+
+    ``build``: a new index (tasks write its files), else a write to one (tasks embed).
+    """
+    done = (
+        "chunked, embedded and written by tasks, and this process commits the index"
+        if build
+        else "chunked and embedded by tasks, and this process writes and commits the change"
+    )
     parser.add_argument(
         "--cluster",
         metavar="ADDRESS|local",
         help="write on a Ray cluster (the extra hopgraph[cluster]): its head's HOST:PORT, or "
-        "`local` to start one on this machine for the build (token authentication on); "
-        "partitions of whole documents are chunked, embedded and written by tasks, and this "
-        "process commits the index (docs/scaling.md)",
+        "`local` to start one on this machine for the write (token authentication on); "
+        f"partitions of whole documents are {done} (docs/scaling.md)",
     )
     parser.add_argument(
         "--partitions",
         type=positive,
         metavar="P",
-        help="with --cluster: tasks the corpus is cut into, each a range of whole documents "
-        "(default: the cluster's CPUs, at most one per document)",
+        help="with --cluster: tasks the documents are cut into, each a range of whole "
+        "documents (default: the cluster's CPUs, at most one per document)",
     )
 
 

@@ -30,7 +30,7 @@ if TYPE_CHECKING:  # the write path (loaders, parsers, graph building) is import
     from hopgraph.graph_store.documents.catalog import Catalog
     from hopgraph.graph_store.documents.loaders import Loaded
     from hopgraph.graph_store.documents.schema import Document
-    from hopgraph.graph_store.index.changes import SyncReport
+    from hopgraph.graph_store.index.changes import Embed, SyncReport
     from hopgraph.graph_store.index.writes import WriteReport
 
 
@@ -136,7 +136,29 @@ def add(args: argparse.Namespace) -> None:
     from hopgraph.graph_store.index.changes import add_documents
 
     docs = load(args).documents
-    _report("updated", add_documents(index_dir(args), docs, show_progress=not args.quiet))
+    with embedder_of(args) as embed:
+        report = add_documents(index_dir(args), docs, not args.quiet, embed)
+    _report("updated", report)
+
+
+@contextmanager
+def embedder_of(args: argparse.Namespace) -> Iterator[Embed | None]:
+    """Yield how a write embeds: here (None), or on the cluster of --cluster."""
+    if args.partitions and not args.cluster:
+        raise InputError(
+            "--partitions is for a write on a cluster", "add --cluster ADDRESS (or local)"
+        )
+    if not args.cluster:
+        yield None
+        return
+    from hopgraph.graph_store.cluster.connect import connected, require_ray
+
+    require_ray()
+    from hopgraph.core.settings import settings
+    from hopgraph.graph_store.cluster.embed import embedded_on
+
+    with connected(args.cluster, {"HOPGRAPH_DEVICE": settings().device}) as ray:
+        yield embedded_on(ray, args.partitions)
 
 
 def sync(args: argparse.Namespace) -> None:
@@ -160,14 +182,16 @@ def sync_once(args: argparse.Namespace, verbose: bool = True) -> SyncReport:
         str((root / name).resolve() if root.is_dir() else root.resolve())
         for name, _ in loaded.report.skipped
     )
-    report = sync_documents(
-        index_dir(args),
-        loaded.documents,
-        scope=root,
-        prune=args.prune,
-        keep_sources=unread,
-        show_progress=not args.quiet and verbose,
-    )
+    with embedder_of(args) as embed:
+        report = sync_documents(
+            index_dir(args),
+            loaded.documents,
+            scope=root,
+            prune=args.prune,
+            keep_sources=unread,
+            show_progress=not args.quiet and verbose,
+            embed=embed,
+        )
     if not verbose:
         return report
     print(

@@ -28,7 +28,7 @@ from types import ModuleType
 import orjson
 from tqdm import tqdm
 
-from hopgraph.core.errors import HopgraphError, IndexStateError, InputError
+from hopgraph.core.errors import InputError
 from hopgraph.core.settings import IndexSettings
 from hopgraph.core.settings import settings as current_settings
 from hopgraph.graph_store.documents.catalog import Catalog
@@ -51,7 +51,7 @@ from hopgraph.graph_store.stores.manifest import Manifest, now
 from hopgraph.graph_store.stores.vdb_chroma import ChromaLocation
 from hopgraph.graph_store.stores.vector_table import VectorTable
 
-from .connect import connected
+from .connect import RETRIES, connected, failed
 from .partitions import (
     CHROMA_VECTORS,
     CHUNKS_PART,
@@ -64,9 +64,6 @@ from .partitions import (
     write_partition,
 )
 from .rows import write_rows
-
-RETRIES = 3
-"""Times a partition's task is run again after its worker or node died."""
 
 
 @paused_gc()
@@ -149,7 +146,7 @@ def _wait(ray: ModuleType, ref: object) -> float:
     try:
         return float(ray.get(ref))
     except ray.exceptions.RayError as err:
-        raise _failed(ray, err) from err
+        raise failed(ray, err) from err
 
 
 def _run(
@@ -182,26 +179,7 @@ def _run(
     except ray.exceptions.RayError as err:
         for ref in pending:
             ray.cancel(ref, force=True)
-        raise _failed(ray, err) from err
-
-
-def _failed(ray: ModuleType, err: Exception) -> HopgraphError:
-    """Return what to tell of a failed partition: its own error, or the cluster's.
-
-    Its own (the documents' fault) is said as on one machine; the cluster's is a task that
-    failed otherwise, or a worker or node lost past the retries.
-    """
-    if isinstance(err, ray.exceptions.RayTaskError):
-        if isinstance(err.cause, HopgraphError):
-            return err.cause
-        return IndexStateError(
-            f"a partition of the build failed on the cluster: {err.cause!r}",
-            "nothing was written; fix the cause and run the build again",
-        )
-    return IndexStateError(
-        f"the cluster lost a partition's task {RETRIES + 1} times ({type(err).__name__})",
-        "nothing was written; check the cluster's nodes (`ray status`) and run the build again",
-    )
+        raise failed(ray, err) from err
 
 
 def _reduce(

@@ -21,7 +21,7 @@ import sys
 from collections.abc import Iterator
 from types import ModuleType
 
-from hopgraph.core.errors import InputError
+from hopgraph.core.errors import HopgraphError, IndexStateError, InputError
 
 LOCAL = "local"
 OBJECT_STORE_BYTES = 512 * 1024**2
@@ -142,3 +142,26 @@ def _local_token() -> Iterator[None]:
 def _process_token() -> str:
     """Return the token of the clusters this process starts (made once)."""
     return secrets.token_hex(32)
+
+
+RETRIES = 3
+"""Times a partition's task is run again after its worker or node died."""
+
+
+def failed(ray: ModuleType, err: Exception) -> HopgraphError:
+    """Return what to tell of a failed partition: its own error, or the cluster's.
+
+    Its own (the documents' fault) is said as on one machine; the cluster's is a task that
+    failed otherwise, or a worker or node lost past the retries.
+    """
+    if isinstance(err, ray.exceptions.RayTaskError):
+        if isinstance(err.cause, HopgraphError):
+            return err.cause
+        return IndexStateError(
+            f"a partition's task failed on the cluster: {err.cause!r}",
+            "nothing was written; fix the cause and run the write again",
+        )
+    return IndexStateError(
+        f"the cluster lost a partition's task {RETRIES + 1} times ({type(err).__name__})",
+        "nothing was written; check the cluster's nodes (`ray status`) and run the write again",
+    )

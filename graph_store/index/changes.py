@@ -9,13 +9,14 @@ previous generation as it was.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from hopgraph.core.errors import IndexStateError, InputError
+from hopgraph.core.settings import IndexSettings
 from hopgraph.graph_store.documents.loaders import check_unique_ids, quote_ids
 from hopgraph.graph_store.documents.schema import Chunk, Document
 from hopgraph.graph_store.embedding.embedders import Embedder, embedder_for
@@ -30,9 +31,12 @@ from .reader import read_vectors
 
 @paused_gc()
 def add_documents(
-    directory: str | Path, docs: Sequence[Document], show_progress: bool = True
+    directory: str | Path,
+    docs: Sequence[Document],
+    show_progress: bool = True,
+    embed: Embed | None = None,
 ) -> writes.WriteReport:
-    """Add new documents to an index; only their chunks are embedded."""
+    """Add new documents to an index; only their chunks are embedded (by ``embed``, if given)."""
     directory = Path(directory)
     if not docs:
         raise InputError("no documents to add")
@@ -50,7 +54,7 @@ def add_documents(
             )
         documents = DocumentTable.read(directory, old, existing)
         new_chunks, embeddings, embed_seconds = _embed_new(
-            directory, old, existing, docs, show_progress
+            directory, old, existing, docs, show_progress, embed
         )
         chunks = _add(
             directory, old, existing, documents, docs, new_chunks, embeddings, show_progress
@@ -71,19 +75,26 @@ def _embed_new(
     existing: Sequence[Chunk],
     docs: Sequence[Document],
     show_progress: bool,
+    embed: Embed | None = None,
 ) -> tuple[list[Chunk], np.ndarray, float]:
     """Chunk and embed ``docs`` for an index whose chunks are ``existing``.
 
-    Returns their chunks, the chunks' vectors and the embedding time.
+    Returns their chunks, the chunks' vectors and the embedding time (with ``embed``: the
+    chunking's and embedding's together, done there).
     """
     embedder = embedder_for(old.settings)
     _check_same_model(directory, old, existing, embedder)
-    new_chunks = writes.chunk_documents(docs, old.settings, embedder)
+    t0 = time.perf_counter()
+    if embed is not None:
+        new_chunks, embeddings = embed(docs, old.settings)
+    else:
+        new_chunks = writes.chunk_documents(docs, old.settings, embedder)
     taken = {c.id for c in existing}
     if any(c.id in taken for c in new_chunks):
         raise InputError("a new chunk id collides with an existing one", "rename the documents")
-    t0 = time.perf_counter()
-    embeddings = writes.embed_chunks(new_chunks, embedder, show_progress)
+    if embed is None:
+        t0 = time.perf_counter()
+        embeddings = writes.embed_chunks(new_chunks, embedder, show_progress)
     return new_chunks, embeddings, time.perf_counter() - t0
 
 
@@ -175,6 +186,10 @@ def _delete(
     return chunks, removed
 
 
+Embed = Callable[[Sequence[Document], IndexSettings], tuple[list[Chunk], np.ndarray]]
+"""How a write chunks and embeds its new documents elsewhere (a cluster: cluster/embed.py)."""
+
+
 @dataclass(frozen=True)
 class SyncReport:
     """What a sync did: document ids added, changed (replaced) and removed; unchanged count."""
@@ -200,6 +215,7 @@ def sync_documents(
     prune: bool = False,
     keep_sources: frozenset[str] = frozenset(),
     show_progress: bool = True,
+    embed: Embed | None = None,
 ) -> SyncReport:
     """Make the index hold ``docs``: new ones added, changed ones (by content hash) replaced.
 
@@ -238,7 +254,7 @@ def sync_documents(
         new_chunks, embeddings, embed_seconds = [], np.zeros((0, 0), np.float32), 0.0
         if added:
             new_chunks, embeddings, embed_seconds = _embed_new(
-                directory, old, kept, added, show_progress
+                directory, old, kept, added, show_progress, embed
             )
         chunks = existing
         if drop or added:

@@ -318,3 +318,31 @@ def test_mcp_serves_from_shards_on_a_cluster_it_starts(built):
         hits, answer = asyncio.run(main())
     assert not hits.isError and [h["id"] for h in hits.structuredContent["result"]] == expected
     assert not answer.isError and answer.structuredContent["answer"] == "1936"
+
+
+def test_add_and_sync_embed_on_the_cluster_as_one_process(cluster, tmp_path):
+    docs = load_documents(sample_dir() / "corpus.jsonl")
+    rows = [{"id": d.id, "title": d.title, "text": d.text} for d in docs[150:]]
+    rest = tmp_path / "rest.jsonl"
+    rest.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    for row in rows[:5]:
+        row["text"] += " Changed since."
+    changed = tmp_path / "changed.jsonl"
+    changed.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    on = ["--cluster", cluster, "--partitions", "3"]
+    for name, extra in (("here", []), ("there", on)):
+        build_index(docs[:150], tmp_path / name, IndexSettings(model="hashing"), False)
+        assert main(["add", str(rest), "--index", str(tmp_path / name), "-q", *extra]) == 0
+    _same(tmp_path / "here", tmp_path / "there")
+    for name, extra in (("here", []), ("there", on)):
+        assert main(["sync", str(changed), "--index", str(tmp_path / name), "-q", *extra]) == 0
+    _same(tmp_path / "here", tmp_path / "there")
+    assert check_index(tmp_path / "there") == []
+
+
+def _same(here: Path, there: Path) -> None:
+    import numpy as np
+
+    with Index.open(here) as a, Index.open(there) as b:
+        assert list(a.chunks.values()) == list(b.chunks.values())
+        assert np.array_equal(a.embedding_matrix, b.embedding_matrix)

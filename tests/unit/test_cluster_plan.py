@@ -136,3 +136,14 @@ def test_a_catalog_skips_or_refuses_what_a_load_does(tmp_path):
     path.write_bytes(b"\n\n")
     with pytest.raises(InputError, match="the corpus is empty"):
         catalog_jsonl(path)
+
+
+def test_serving_and_write_options_that_need_a_cluster_say_so(tmp_path, corpus_file, capsys):
+    index = tmp_path / "idx"
+    assert main(["index", str(corpus_file), "--index", str(index), "--model", "hashing", "-q"]) == 0
+    assert main(["add", str(corpus_file), "--index", str(index), "--partitions", "2"]) == 2
+    assert "--partitions is for a write on a cluster" in capsys.readouterr().err
+    assert main(["mcp", "--index", str(index), "--shards", "2"]) == 2
+    assert "--shards serves from a Ray cluster" in capsys.readouterr().err
+    assert main(["ui", "--index", str(index), "--cluster", "local"]) == 2
+    assert "add --shards S" in capsys.readouterr().err
