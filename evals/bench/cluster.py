@@ -11,7 +11,9 @@ process, the command's own; for the cluster, the manifest's ``driver_peak_rss_mb
 largest peak RSS of a worker that wrote partitions (``worker_peak_rss_mb``), and whether the
 cluster's index holds the same chunks in the same order. ``--synthetic N``: the scale
 benchmark's passages (hopgraph.evals.bench.graphs), written once as a JSONL corpus; each row is
-printed as its build ends. A local cluster shares this machine's
+printed as its build ends. ``--partitions-only``: each P runs only the partition tasks, in this
+process as the driver (what a worker holds depends on P; the reduce and Chroma's rows are the
+same work whatever P). A local cluster shares this machine's
 cores: the figures say what partitions cost and how memory divides between processes, not how
 fast more machines build.
 """
@@ -57,6 +59,41 @@ def build(corpus: Path, index: Path, model: str, partitions: int | None) -> dict
     return row
 
 
+def partitions_only(corpus: Path, work: Path, model: str, count: int) -> dict[str, float]:
+    """Run only a build's partition tasks (no reduce, no Chroma); return time and memory.
+
+    What each worker holds depends on P; the reduce and Chroma's task are the same work
+    whatever P, measured by the full builds.
+    """
+    from hopgraph.core.settings import IndexSettings
+    from hopgraph.graph_store.cluster.build import plan_parts, run_partitions
+    from hopgraph.graph_store.cluster.connect import connected
+    from hopgraph.graph_store.cluster.partitions import peak_rss_mb
+    from hopgraph.graph_store.documents.catalog import catalog_jsonl
+
+    target = work / f"parts{count}"
+    shutil.rmtree(target, ignore_errors=True)
+    started = time.perf_counter()
+    catalog = catalog_jsonl(corpus)
+    with connected("local") as ray:
+        parts = plan_parts(catalog, count)
+        written = run_partitions(
+            ray, parts, target, "g000001", IndexSettings(model=model), 0, False
+        )
+    wall = time.perf_counter() - started
+    shutil.rmtree(target)
+    peaks = [w.peak_rss_mb for w in written]
+    return {
+        "partitions": count,
+        "partitions_only": 1.0,
+        "wall_s": wall,
+        "embed_s": max(w.embed_seconds for w in written),
+        "driver_peak_rss_mb": peak_rss_mb(),
+        "worker_peak_rss_mb": max(peaks),
+        "worker_peak_rss_mb_min": min(peaks),
+    }
+
+
 def synthetic(size: int, folder: Path) -> Path:
     """Write ``size`` synthetic one-chunk documents (the scale benchmark's) as a JSONL corpus."""
     path = folder / "corpus.jsonl"
@@ -81,6 +118,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", default="all-MiniLM-L6-v2", help="embedding model")
     parser.add_argument("--no-single", action="store_true", help="skip the build of one process")
     parser.add_argument("--workdir", type=Path, help="keep the corpus and indexes here")
+    parser.add_argument(
+        "--partitions-only",
+        action="store_true",
+        help="run only the partition tasks of each cluster build (one process, no reduce)",
+    )
     parser.add_argument("--out", type=Path, help="where to save the rows (JSON)")
     args = parser.parse_args(argv)
     counts = [int(p) for p in args.partitions.split(",")]
@@ -90,6 +132,10 @@ def main(argv: list[str] | None = None) -> int:
         corpus = synthetic(args.synthetic, work) if args.synthetic else args.data / "corpus.jsonl"
         rows = [] if args.no_single else [build(corpus, work / "one", args.model, None)]
         for count in counts:
+            if args.partitions_only:
+                rows.append(partitions_only(corpus, work, args.model, count))
+                print(json.dumps(rows[-1]), flush=True)
+                continue
             rows.append(build(corpus, work / f"p{count}", args.model, count))
             if not args.no_single:
                 one, this = (work / name / "g000001/chunks.jsonl" for name in ("one", f"p{count}"))

@@ -90,7 +90,7 @@ def build_index_on(
         raise InputError("the corpus is empty", "give at least one document")
     if not isinstance(corpus, Catalog):  # a catalog's ids were checked as it was made
         check_unique_ids(corpus, "corpus")
-    parts = _plan(corpus, partitions) if partitions else None  # refused before joining
+    parts = plan_parts(corpus, partitions) if partitions else None  # refused before joining
     check_fresh(directory, replace)  # and an index there without --force
     started = time.perf_counter()
     device = current_settings().device  # --device: where each partition's encoder runs
@@ -99,11 +99,13 @@ def build_index_on(
         fresh_index(directory, replace) as old,
     ):
         cpus = int(ray.cluster_resources().get("CPU", 1))
-        parts = parts or _plan(corpus, max(1, min(cpus, len(corpus))))
+        parts = parts or plan_parts(corpus, max(1, min(cpus, len(corpus))))
         location = new_location(settings, directory)
         with Generation(directory, old) as gen:
             gpus = 1 if device == "cuda" else 0
-            written = _run(ray, parts, directory, gen.folder.name, settings, gpus, show_progress)
+            written = run_partitions(
+                ray, parts, directory, gen.folder.name, settings, gpus, show_progress
+            )
             gen.journal(location)  # before its task creates it: a failed build drops it
             rows = ray.remote(max_retries=RETRIES)(write_rows).remote(
                 str(directory), [w.path for w in written], location, gen.number
@@ -135,7 +137,8 @@ def build_index_on(
     )
 
 
-def _plan(corpus: Sequence[Document] | Catalog, count: int) -> list[Part]:
+def plan_parts(corpus: Sequence[Document] | Catalog, count: int) -> list[Part]:
+    """Cut the documents, or a JSONL corpus's catalog, into ``count`` partitions."""
     if isinstance(corpus, Catalog):
         return list(plan_catalog(corpus, count))
     return list(plan(corpus, count))
@@ -149,7 +152,7 @@ def _wait(ray: ModuleType, ref: object) -> float:
         raise failed(ray, err) from err
 
 
-def _run(
+def run_partitions(
     ray: ModuleType,
     parts: list[Part],
     directory: Path,
@@ -158,7 +161,10 @@ def _run(
     gpus: int,
     show_progress: bool,
 ) -> list[Written]:
-    """Run one task a partition (with a GPU each when ``gpus``); return what each wrote."""
+    """Run one task a partition (with a GPU each when ``gpus``); return what each wrote.
+
+    They write into ``directory / folder`` (a generation's folder); nothing is committed.
+    """
     # max_calls=1: each partition in a fresh worker process, which hands its memory back
     task = ray.remote(max_retries=RETRIES, num_gpus=gpus, max_calls=1)(write_partition)
     stamp = now()
