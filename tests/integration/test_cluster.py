@@ -346,3 +346,31 @@ def _same(here: Path, there: Path) -> None:
     with Index.open(here) as a, Index.open(there) as b:
         assert list(a.chunks.values()) == list(b.chunks.values())
         assert np.array_equal(a.embedding_matrix, b.embedding_matrix)
+
+
+def always_die(number, docs, root, folder, settings, stamp):
+    """Partition 1's worker dies every time (as a node lost for good would take it)."""
+    from hopgraph.graph_store.cluster.partitions import write_partition
+
+    if number == 1:
+        os._exit(1)
+    return write_partition(number, docs, root, folder, settings, stamp)
+
+
+def test_a_partition_lost_past_its_retries_is_a_clear_error_and_writes_nothing(
+    built, cluster, tmp_path, monkeypatch
+):
+    from hopgraph.core.errors import IndexStateError
+    from hopgraph.graph_store.cluster import build as cluster_build
+
+    monkeypatch.setattr(cluster_build, "write_partition", always_die)
+    docs = load_documents(sample_dir() / "corpus.jsonl")
+    index = built / "four"
+    before = sorted(p.name for p in index.iterdir())
+    with pytest.raises(IndexStateError, match="lost a partition's task 4 times") as err:
+        cluster_build.build_index_on(
+            cluster, docs, index, IndexSettings(model="hashing"), 4, False, replace=True
+        )
+    assert "ray status" in err.value.hint
+    assert sorted(p.name for p in index.iterdir()) == before  # the index that was there
+    assert check_index(index) == []
