@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from hopgraph.graph_store.index import writes
+from hopgraph.graph_store.index.generations import drop_collection
 from hopgraph.graph_store.stores.chunk_table import chunks_in
 from hopgraph.graph_store.stores.doc_table import DocumentTable
 from hopgraph.graph_store.stores.vdb_chroma import ChromaLocation, ChromaVectorStore
@@ -23,7 +24,11 @@ from .partitions import CHROMA_VECTORS, CHUNKS_PART, DOCUMENTS_PART, VECTORS, pe
 
 
 def write_rows(root: str, paths: list[str], location: ChromaLocation, generation: int) -> float:
-    """Create the collection and upsert the partitions at ``paths``; return this peak RSS (MB)."""
+    """Create the collection and upsert the partitions at ``paths``; return this peak RSS (MB).
+
+    A retried task (its worker died) drops what the last try created and starts over.
+    """
+    drop_collection(location)
     store = ChromaVectorStore(location, create=True)
     try:
         for path in paths:

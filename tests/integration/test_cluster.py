@@ -374,3 +374,26 @@ def test_a_partition_lost_past_its_retries_is_a_clear_error_and_writes_nothing(
     assert "ray status" in err.value.hint
     assert sorted(p.name for p in index.iterdir()) == before  # the index that was there
     assert check_index(index) == []
+
+
+def test_chroma_rows_written_again_after_their_worker_died(built, cluster, tmp_path, monkeypatch):
+    from hopgraph.graph_store.cluster import build as cluster_build
+    from hopgraph.graph_store.cluster.rows import write_rows
+
+    log = tmp_path / "rows.log"
+
+    def rows_die_once(root, paths, location, generation):
+        with log.open("a") as runs:
+            runs.write("run\n")
+        if log.read_text().count("run") == 1:
+            write_rows(root, paths[:1], location, generation)  # some rows, then the worker dies
+            os._exit(1)
+        return write_rows(root, paths, location, generation)
+
+    monkeypatch.setattr(cluster_build, "write_rows", rows_die_once)
+    docs = load_documents(sample_dir() / "corpus.jsonl")
+    index = tmp_path / "index"
+    cluster_build.build_index_on(cluster, docs, index, IndexSettings(model="hashing"), 2, False)
+    assert log.read_text().count("run") == 2 and check_index(index) == []
+    with Index.open(index) as again:
+        assert again.vectors.count() == len(again.chunks)
