@@ -9,7 +9,9 @@ table into docs/scaling.md between its ``cost-model`` markers; and the table of 
 exact search on the eval sets, from ``evals/results/scale/ann-recall.json``, between the
 ``ann-recall`` markers; and the scatter-gather table from ``shards-*.json`` (``evals.bench.shards
 --out``) between the ``shards`` markers; and the partitioned builds from ``cluster-*.json``
-(``evals.bench.cluster --out``) between the ``cluster-build`` markers. ``--check`` fails if any
+(``evals.bench.cluster --out``) between the ``cluster-build`` markers, and serving from shards
+from ``cluster-*.json`` (``evals.bench.cluster_serving --out``) between the
+``cluster-serving`` markers. ``--check`` fails if any
 differs (the test suite runs it). Two sizes give an exact fit and no check of the law; figures
 measured at four sizes say how well it holds (the largest deviation of a measurement from the
 fit is in the table).
@@ -35,6 +37,7 @@ MARKERS = {
     "ann-recall": ("<!-- ann-recall:start -->", "<!-- ann-recall:end -->"),
     "shards": ("<!-- shards:start -->", "<!-- shards:end -->"),
     "cluster-build": ("<!-- cluster-build:start -->", "<!-- cluster-build:end -->"),
+    "cluster-serving": ("<!-- cluster-serving:start -->", "<!-- cluster-serving:end -->"),
 }
 SIZES = (10_000_000, 100_000_000)
 
@@ -162,19 +165,48 @@ def render_shards(results: list[dict]) -> str:
 def render_cluster(reports: list[dict]) -> str:
     """Render the partitioned builds beside one process's (``evals.bench.cluster --out``)."""
     lines = [
-        "| corpus | build | wall | embedding | driver peak RSS | worker peak RSS | same chunks |",
-        "|---|---|---|---|---|---|---|",
+        "| corpus | build | wall | embedding | driver peak RSS | worker peak RSS "
+        "| Chroma rows task peak RSS | same chunks |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for report in sorted(reports, key=lambda r: r["data"]):
         name = Path(report["data"]).name
         for r in report["rows"]:
             where = f"local cluster, P = {r['partitions']}" if r["partitions"] else "one process"
+            if r.get("partitions_only"):
+                where += ", partition tasks alone"
             worker = f"{r['worker_peak_rss_mb']:,.0f} MB" if r["partitions"] else "–"
-            same = ("yes" if r["same_chunks"] else "**no**") if r["partitions"] else "–"
+            rows = f"{r['rows_peak_rss_mb']:,.0f} MB" if r.get("rows_peak_rss_mb") else "–"
+            same = {True: "yes", False: "**no**", None: "–"}[r.get("same_chunks")]
             lines.append(
                 f"| {name} | {where} | {r['wall_s']:.1f} s | {r['embed_s']:.1f} s "
-                f"| {r['driver_peak_rss_mb']:,.0f} MB | {worker} | {same} |"
+                f"| {r['driver_peak_rss_mb']:,.0f} MB | {worker} | {rows} | {same} |"
             )
+    return "\n".join(lines)
+
+
+def render_serving(reports: list[dict]) -> str:
+    """Render serving from shards beside one process (``evals.bench.cluster_serving --out``)."""
+    lines = [
+        "| served by | method | p50 / p95 | rounds per query (mean / max) | bytes per query "
+        "| RSS per shard | router RSS | same top 10 |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for report in reports:
+        for r in report["rows"]:
+            served = (
+                f"{r['shards']} shard{'s' * (r['shards'] > 1)}" if r["shards"] else "one process"
+            )
+            shard = ", ".join(f"{m:,.0f}" for m in r.get("shard_rss_mb", [])) or "–"
+            for method in ("dense", "gnn_ret"):
+                m = r[method]
+                rounds = f"{m['rounds_mean']:.1f} / {m['rounds_max']}" if r["shards"] else "–"
+                moved = f"{m['bytes_mean'] / 1024:,.1f} KB" if r["shards"] else "–"
+                lines.append(
+                    f"| {served} | {method} | {m['p50_ms']:.1f} / {m['p95_ms']:.1f} ms | {rounds} "
+                    f"| {moved} | {shard}{' MB' if r['shards'] else ''} "
+                    f"| {r['router_rss_mb']:,.0f} MB | {m['same_top10']:.0%} |"
+                )
     return "\n".join(lines)
 
 
@@ -195,17 +227,14 @@ def main(argv: list[str] | None = None) -> int:
             for p in MEASUREMENTS.parent.glob("shards-*.json")
         ]
     )
-    cluster = render_cluster(
-        [
-            json.loads(p.read_text(encoding="utf-8"))
-            for p in MEASUREMENTS.parent.glob("cluster-*.json")
-        ]
-    )
+    found = [json.loads(p.read_text()) for p in sorted(MEASUREMENTS.parent.glob("cluster-*.json"))]
+    cluster = render_cluster([r for r in found if "model" in r])  # builds
+    serving = render_serving([r for r in found if "index" in r and "rows" in r])
     text = DOC.read_text(encoding="utf-8")
     fresh = updated(
         updated(updated(text, "cost-model", table), "ann-recall", recall), "shards", shards
     )
-    fresh = updated(fresh, "cluster-build", cluster)
+    fresh = updated(updated(fresh, "cluster-build", cluster), "cluster-serving", serving)
     if args.check:
         if fresh != text:
             print("docs/scaling.md's cost model differs from the measurements: run "
@@ -213,7 +242,7 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         return 0
     DOC.write_text(fresh, encoding="utf-8")
-    print(table, recall, shards, cluster, sep="\n\n")
+    print(table, recall, shards, cluster, serving, sep="\n\n")
     return 0
 
 
