@@ -7,8 +7,7 @@ logarithms, projects it to 10M and 100M passages, finds the size at which each f
 limit on this machine (24 GB of memory, a 60 s write, 250 GB of disk) reaches it, and writes the
 table into docs/scaling.md between its ``cost-model`` markers; and the table of the IVF against
 exact search on the eval sets, from ``evals/results/scale/ann-recall.json``, between the
-``ann-recall`` markers; and the scatter-gather table from ``shards-*.json`` (``evals.bench.shards
---out``) between the ``shards`` markers; and the partitioned builds from ``cluster-*.json``
+``ann-recall`` markers; and the partitioned builds from ``cluster-*.json``
 (``evals.bench.cluster --out``) between the ``cluster-build`` markers, and serving from shards
 from ``cluster-*.json`` (``evals.bench.cluster_serving --out``) between the
 ``cluster-serving`` markers. ``--check`` fails if any
@@ -35,7 +34,6 @@ DOC = ROOT / "docs" / "scaling.md"
 MARKERS = {
     "cost-model": ("<!-- cost-model:start -->", "<!-- cost-model:end -->"),
     "ann-recall": ("<!-- ann-recall:start -->", "<!-- ann-recall:end -->"),
-    "shards": ("<!-- shards:start -->", "<!-- shards:end -->"),
     "cluster-build": ("<!-- cluster-build:start -->", "<!-- cluster-build:end -->"),
     "cluster-serving": ("<!-- cluster-serving:start -->", "<!-- cluster-serving:end -->"),
 }
@@ -143,25 +141,6 @@ def updated(text: str, name: str, table: str) -> str:
     return replaced(text, *MARKERS[name], table)
 
 
-def render_shards(results: list[dict]) -> str:
-    """Render the scatter-gather table from ``evals.bench.shards --out`` reports, fewest first."""
-    lines = [
-        "| shards | build, wall | recall@10 against exact | query p50 / p95 |",
-        "|---|---|---|---|",
-    ]
-    for r in sorted(results, key=lambda r: r["shards"]):
-        each = r["build_per_shard_s"]
-        build = f"{r['build_wall_s']:.1f} s"
-        if len(each) > 1:
-            build += f" (each shard {min(each):.1f}–{max(each):.1f} s)"
-        label = f"{r['shards']} (processes, 2 cores)" if r["shards"] > 1 else "1"
-        lines.append(
-            f"| {label} | {build} | {r['recall_at_10']:.4f} "
-            f"| {r['query_ms_p50']:.2f} / {r['query_ms_p95']:.2f} ms |"
-        )
-    return "\n".join(lines)
-
-
 def render_cluster(reports: list[dict]) -> str:
     """Render the partitioned builds beside one process's (``evals.bench.cluster --out``)."""
     lines = [
@@ -221,19 +200,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     table = render(json.loads(MEASUREMENTS.read_text(encoding="utf-8")))
     recall = render_recall(json.loads(ANN_RECALL.read_text(encoding="utf-8")))
-    shards = render_shards(
-        [
-            json.loads(p.read_text(encoding="utf-8"))
-            for p in MEASUREMENTS.parent.glob("shards-*.json")
-        ]
-    )
     found = [json.loads(p.read_text()) for p in sorted(MEASUREMENTS.parent.glob("cluster-*.json"))]
     cluster = render_cluster([r for r in found if "model" in r])  # builds
     serving = render_serving([r for r in found if "index" in r and "rows" in r])
     text = DOC.read_text(encoding="utf-8")
-    fresh = updated(
-        updated(updated(text, "cost-model", table), "ann-recall", recall), "shards", shards
-    )
+    fresh = updated(updated(text, "cost-model", table), "ann-recall", recall)
     fresh = updated(updated(fresh, "cluster-build", cluster), "cluster-serving", serving)
     if args.check:
         if fresh != text:
@@ -242,7 +213,7 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         return 0
     DOC.write_text(fresh, encoding="utf-8")
-    print(table, recall, shards, cluster, serving, sep="\n\n")
+    print(table, recall, cluster, serving, sep="\n\n")
     return 0
 
 
