@@ -106,12 +106,19 @@ def build_index_on(
             written = run_partitions(
                 ray, parts, directory, gen.folder.name, settings, gpus, show_progress
             )
+            # the chunk table first: ids that collide stop the build before Chroma is written
+            tables = [directory / w.path / CHUNKS_PART for w in written]
+            _merge(tables, gen.folder / CHUNKS_PART, unique=True)
             gen.journal(location)  # before its task creates it: a failed build drops it
             rows = ray.remote(max_retries=RETRIES)(write_rows).remote(
                 str(directory), [w.path for w in written], location, gen.number
             )
-            manifest = _reduce(gen, written, settings, location)
-            rows_rss = _wait(ray, rows)
+            try:
+                manifest = _reduce(gen, written, settings, location)
+                rows_rss = _wait(ray, rows)
+            except BaseException:
+                ray.cancel(rows, force=True)  # no row written after the roll-back drops them
+                raise
             for w in written:  # the parts are in the merged tables and Chroma now
                 for name in (CHUNKS_PART, DOCUMENTS_PART, CHROMA_VECTORS):
                     (directory / w.path / name).unlink(missing_ok=True)
@@ -193,14 +200,12 @@ def _reduce(
 ) -> Manifest:
     """Write what needs the whole corpus into the generation; return its manifest."""
     root, name = gen.directory, gen.folder.name
-    _check_unique(written)
     counts = {
         "documents": sum(w.documents for w in written),
-        "chunks": sum(len(w.ids) for w in written),
+        "chunks": sum(w.chunks for w in written),
     }
     manifest = new_manifest(settings, dict(written[0].embedder), location, counts)
     _merge([root / w.path / DOCUMENTS_PART for w in written], gen.folder / DOCUMENTS_FILE)
-    _merge([root / w.path / CHUNKS_PART for w in written], gen.folder / CHUNKS_PART)
     stats = {
         "n": counts["chunks"],
         "total_length": float(sum(w.total_length for w in written)),
@@ -218,22 +223,22 @@ def _reduce(
     return manifest
 
 
-def _check_unique(written: list[Written]) -> None:
-    """Refuse chunk ids that two partitions both made (a document id like ``other#3``)."""
-    previous = None
-    for chunk_id in heapq.merge(*(w.ids for w in written)):
-        if chunk_id == previous:
-            raise writes.ids_collide()
-        previous = chunk_id
+def _merge(parts: list[Path], out: Path, unique: bool = False) -> None:
+    """Merge table parts sorted by id into one table in id order, a line at a time.
 
-
-def _merge(parts: list[Path], out: Path) -> None:
-    """Merge table parts sorted by id into one table in id order, a line at a time."""
+    ``unique``: refuse an id two parts both hold (chunk ids: a document id like ``other#3``
+    makes the id of a chunk of ``other``).
+    """
     handles = [path.open("rb") for path in parts]
     try:
-        lines = heapq.merge(*handles, key=_line_id)
+        keyed = heapq.merge(*(((_line_id(line), line) for line in h) for h in handles))
+        previous = None
         with out.open("wb") as table:  # made durable with the generation (Generation.commit)
-            table.writelines(lines)
+            for line_id, line in keyed:
+                if unique and line_id == previous:
+                    raise writes.ids_collide()
+                previous = line_id
+                table.write(line)
     finally:
         for handle in handles:
             handle.close()

@@ -123,11 +123,7 @@ def _local_token() -> Iterator[None]:
     # One token per process: Ray keeps the first it reads, so a second local cluster started
     # by this process (a benchmark's next round) must be given the same one.
     os.environ.setdefault("RAY_AUTH_TOKEN", _process_token())
-    if "ray" in sys.modules:  # Ray read its settings on import: read them again, as Ray's own
-        # token set-up does (ray._private.authentication.authentication_token_setup)
-        from ray._raylet import Config
-
-        Config.initialize("")
+    _reread_ray_settings()
     try:
         yield
     finally:
@@ -136,6 +132,17 @@ def _local_token() -> Iterator[None]:
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
+
+
+def _reread_ray_settings() -> None:
+    """Have Ray read its settings from the environment again (it read them on import).
+
+    As Ray's own token set-up does (ray._private.authentication.authentication_token_setup).
+    """
+    if "ray" in sys.modules:
+        from ray._raylet import Config
+
+        Config.initialize("")
 
 
 @functools.cache

@@ -5,7 +5,7 @@ hands a task its documents, or, for a JSONL corpus, only where their lines are (
 the task reads them itself. It chunks and embeds its documents and writes its own files into
 the generation folder, under ``pNNNN/``: a vector-table segment (with its IVF when large
 enough), a BM25 segment of term counts, and its parts of the chunk and document tables. It
-returns what the driver's reduce needs and no vectors nor texts: the chunk ids, and the BM25
+returns what the driver's reduce needs and no vectors, texts nor ids: its counts, and the BM25
 counts behind the global statistics (document frequencies and total length). A retried task
 removes its folder and starts over, so a partition is written once whatever failed before.
 """
@@ -85,8 +85,8 @@ class Written:
     number: int
     path: str
     """Its folder, relative to the index: ``gNNNNNN/pNNNN``."""
-    ids: list[str]
-    """Its chunks' ids, sorted (its chunk table part is in this order)."""
+    chunks: int
+    """Its chunks (its part of the chunk table holds them, sorted by id)."""
     documents: int
     """Its documents that have chunks (its document table part holds them all, by id)."""
     df: dict[str, int]
@@ -133,7 +133,7 @@ def write_partition(
     return Written(
         number,
         path,
-        ids,
+        len(ids),
         sum(1 for r in records if r.chunks),
         segment.document_frequencies(np.ones(len(chunks), dtype=bool)),
         float(segment.lengths.sum()),

@@ -145,11 +145,16 @@ def test_a_worker_killed_mid_build_reruns_only_its_partition(built, cluster, tmp
             assert [h.id for h in a] == [h.id for h in b]
 
 
-def test_the_cli_builds_on_a_cluster_it_starts_here(tmp_path, capsys):
+def test_the_cli_builds_on_a_cluster_it_starts_here(tmp_path):
+    # A command of its own, as a user runs it: a process that started a cluster with token
+    # authentication keeps Ray's settings for it (this one then joins the fixture's, without).
     index = tmp_path / "idx"
-    argv = ["index", str(sample_dir() / "corpus.jsonl"), "--index", str(index)]
-    assert main([*argv, "--model", "hashing", "-q", "--cluster", "local"]) == 0
-    assert "277 documents" in capsys.readouterr().out
+    argv = [sys.executable, "-m", "hopgraph", "index", str(sample_dir() / "corpus.jsonl")]
+    argv += ["--index", str(index), "--model", "hashing", "-q", "--cluster", "local"]
+    env = {k: v for k, v in os.environ.items() if k != SINGLE_HOST}
+    done = subprocess.run(argv, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "277 documents" in done.stdout
     assert check_index(index) == []
 
 
