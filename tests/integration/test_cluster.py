@@ -229,62 +229,6 @@ def test_the_cli_builds_on_a_cluster_that_ray_start_started(ray_started, tmp_pat
         assert len(idx.manifest.vectors) == 2 and len(idx.doc_ids) == 277
 
 
-@pytest.fixture(scope="module")
-def served(built, cluster):
-    """The cluster's build served by 2 shards of 2 replicas each on Ray Serve; its router."""
-    from ray import serve
-
-    from hopgraph.graph_store.cluster.connect import connected
-    from hopgraph.graph_store.cluster.serve import serve_index
-
-    with connected(cluster) as ray:
-        try:
-            yield ray, serve_index(built / "four", shards=2, replicas=2)
-        finally:
-            serve.shutdown()
-
-
-@pytest.mark.parametrize("method", ["dense", "hybrid", "gnn_ret", "gnn_ret_local"])
-def test_two_shards_on_serve_answer_as_one_machine(built, served, method, monkeypatch):
-    from hopgraph.tools import gnn_ret
-
-    if method == "gnn_ret_local":  # the computation GNN-Ret uses past FULL_SCAN_BELOW chunks
-        monkeypatch.setattr(gnn_ret, "FULL_SCAN_BELOW", 0)
-    _, router = served
-    name = method.removesuffix("_local")
-    with Index.open(built / "one") as one:
-        here, there = make_retriever(name, one), make_retriever(name, router)
-        for question in questions():
-            a, b = here.retrieve(question, 10), there.retrieve(question, 10)
-            assert [h.id for h in a] == [h.id for h in b], question
-
-
-def test_a_replica_killed_under_load_costs_no_query(built, served):
-    import threading
-    import time
-
-    ray, router = served
-    gnn = make_retriever("gnn_ret", router)
-    with Index.open(built / "one") as one:
-        expected = {q: [h.id for h in make_retriever("gnn_ret", one).retrieve(q, 10)]
-                    for q in questions()}  # fmt: skip
-    named = [a["name"] for a in ray.util.list_named_actors(all_namespaces=True)]
-    replicas = [n for n in named if n.startswith("SERVE_REPLICA") and "shard-0" in n]
-    assert len(replicas) == 2, named
-    killer = threading.Timer(2.0, lambda: ray.kill(ray.get_actor(replicas[0], namespace="serve")))
-    killer.start()
-    asked, wrong, ends = 0, 0, time.monotonic() + 8
-    while time.monotonic() < ends:
-        for question, ids in expected.items():
-            router.forget_queries()
-            wrong += [h.id for h in gnn.retrieve(question, 10)] != ids
-            asked += 1
-    killer.join()
-    assert asked > 10 and wrong == 0  # and no error: a call a dead replica dropped went again
-    after = [a["name"] for a in ray.util.list_named_actors(all_namespaces=True)]
-    assert replicas[0] not in after  # it was killed (Serve starts another in its place)
-
-
 def test_mcp_serves_from_shards_on_a_cluster_it_starts(built):
     """`hopgraph mcp --cluster local --shards 2`: retrieve answers as one machine, and `ask`
     (a scripted LLM on 127.0.0.1) runs over the shards."""
@@ -402,3 +346,60 @@ def test_chroma_rows_written_again_after_their_worker_died(built, cluster, tmp_p
     assert log.read_text().count("run") == 2 and check_index(index) == []
     with Index.open(index) as again:
         assert again.vectors.count() == len(again.chunks)
+
+
+# Serving last: its fixture holds this process's connection to the cluster until the end.
+@pytest.fixture(scope="module")
+def served(built, cluster):
+    """The cluster's build served by 2 shards of 2 replicas each on Ray Serve; its router."""
+    from ray import serve
+
+    from hopgraph.graph_store.cluster.connect import connected
+    from hopgraph.graph_store.cluster.serve import serve_index
+
+    with connected(cluster) as ray:
+        try:
+            yield ray, serve_index(built / "four", shards=2, replicas=2)
+        finally:
+            serve.shutdown()
+
+
+@pytest.mark.parametrize("method", ["dense", "hybrid", "gnn_ret", "gnn_ret_local"])
+def test_two_shards_on_serve_answer_as_one_machine(built, served, method, monkeypatch):
+    from hopgraph.tools import gnn_ret
+
+    if method == "gnn_ret_local":  # the computation GNN-Ret uses past FULL_SCAN_BELOW chunks
+        monkeypatch.setattr(gnn_ret, "FULL_SCAN_BELOW", 0)
+    _, router = served
+    name = method.removesuffix("_local")
+    with Index.open(built / "one") as one:
+        here, there = make_retriever(name, one), make_retriever(name, router)
+        for question in questions():
+            a, b = here.retrieve(question, 10), there.retrieve(question, 10)
+            assert [h.id for h in a] == [h.id for h in b], question
+
+
+def test_a_replica_killed_under_load_costs_no_query(built, served):
+    import threading
+    import time
+
+    ray, router = served
+    gnn = make_retriever("gnn_ret", router)
+    with Index.open(built / "one") as one:
+        expected = {q: [h.id for h in make_retriever("gnn_ret", one).retrieve(q, 10)]
+                    for q in questions()}  # fmt: skip
+    named = [a["name"] for a in ray.util.list_named_actors(all_namespaces=True)]
+    replicas = [n for n in named if n.startswith("SERVE_REPLICA") and "shard-0" in n]
+    assert len(replicas) == 2, named
+    killer = threading.Timer(2.0, lambda: ray.kill(ray.get_actor(replicas[0], namespace="serve")))
+    killer.start()
+    asked, wrong, ends = 0, 0, time.monotonic() + 8
+    while time.monotonic() < ends:
+        for question, ids in expected.items():
+            router.forget_queries()
+            wrong += [h.id for h in gnn.retrieve(question, 10)] != ids
+            asked += 1
+    killer.join()
+    assert asked > 10 and wrong == 0  # and no error: a call a dead replica dropped went again
+    after = [a["name"] for a in ray.util.list_named_actors(all_namespaces=True)]
+    assert replicas[0] not in after  # it was killed (Serve starts another in its place)
