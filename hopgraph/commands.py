@@ -28,7 +28,7 @@ from .formatting import format_hits
 if TYPE_CHECKING:  # the write path (loaders, parsers, graph building) is imported by writes
     from hopgraph.evals.datasets import Question
     from hopgraph.graph_store.documents.catalog import Catalog
-    from hopgraph.graph_store.documents.loaders import Loaded
+    from hopgraph.graph_store.documents.loaders import Loaded, LoadReport
     from hopgraph.graph_store.documents.schema import Document
     from hopgraph.graph_store.index.changes import Embed, SyncReport
     from hopgraph.graph_store.index.writes import WriteReport
@@ -77,20 +77,30 @@ def load(args: argparse.Namespace, verbose: bool = True) -> Loaded:
             if not why.startswith(NOT_A_DOCUMENT):
                 print(f"warning: {name}: {why}", file=sys.stderr)
         return loaded
+    print_summary(report)
+    return loaded
+
+
+def print_summary(report: LoadReport) -> None:
+    """Print what a load read on stdout, and each document skipped or warned of on stderr."""
     lines = report.summary()
     print(lines[0])
     for line in lines[1:]:
         print(f"warning: {line.strip()}", file=sys.stderr)
-    return loaded
+
+
+def partitions_need_a_cluster(args: argparse.Namespace, what: str) -> None:
+    """Refuse --partitions without --cluster (``what``: "build" or "write")."""
+    if args.partitions and not args.cluster:
+        raise InputError(
+            f"--partitions is for a {what} on a cluster", "add --cluster ADDRESS (or local)"
+        )
 
 
 def index(args: argparse.Namespace) -> None:
     """Build an index from a corpus (on a Ray cluster with --cluster)."""
     settings = settings_from(args)
-    if args.partitions and not args.cluster:
-        raise InputError(
-            "--partitions is for a build on a cluster", "add --cluster ADDRESS (or local)"
-        )
+    partitions_need_a_cluster(args, "build")
     if args.cluster:
         from hopgraph.graph_store.cluster.connect import require_ray
 
@@ -124,10 +134,7 @@ def _corpus_for_cluster(args: argparse.Namespace) -> Sequence[Document] | Catalo
     if path is None:  # a folder of files: read here, handed to the tasks
         return load(args).documents
     catalog = catalog_jsonl(path, args.strict)
-    lines = catalog.report.summary()
-    print(lines[0])
-    for line in lines[1:]:
-        print(f"warning: {line.strip()}", file=sys.stderr)
+    print_summary(catalog.report)
     return catalog
 
 
@@ -144,10 +151,7 @@ def add(args: argparse.Namespace) -> None:
 @contextmanager
 def embedder_of(args: argparse.Namespace) -> Iterator[Embed | None]:
     """Yield how a write embeds: here (None), or on the cluster of --cluster."""
-    if args.partitions and not args.cluster:
-        raise InputError(
-            "--partitions is for a write on a cluster", "add --cluster ADDRESS (or local)"
-        )
+    partitions_need_a_cluster(args, "write")
     if not args.cluster:
         yield None
         return
