@@ -9,7 +9,10 @@ directory: a write committed while the server runs is seen by the next run), the
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import textwrap
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -77,7 +80,30 @@ def allowed_index(directory: str) -> Path:
 
 @cache
 def _live(directory: str) -> LiveIndex:
-    return LiveIndex(allowed_index(directory))
+    return LiveIndex(allowed_index(directory), opener=_opener())
+
+
+@cache
+def _opener() -> Callable[[Path, str | None], Index]:
+    """Return how the server opens a generation: here, or from shards on a Ray cluster.
+
+    ``HOPGRAPH_CLUSTER`` and ``HOPGRAPH_SHARDS`` (and ``HOPGRAPH_REPLICAS``) serve the
+    indexes from shards (graph_store/cluster/serve.py); the server holds its connection to the
+    cluster until it exits.
+    """
+    current = settings()
+    if not current.shards:
+        if current.cluster:
+            raise InputError("HOPGRAPH_CLUSTER serves from shards", "set HOPGRAPH_SHARDS too")
+        return Index.open
+    if not current.cluster:
+        raise InputError("HOPGRAPH_SHARDS serves from a Ray cluster",
+                         "set HOPGRAPH_CLUSTER to its head's HOST:PORT (or local)")  # fmt: skip
+    from hopgraph.graph_store.cluster.serve import shard_opener
+
+    held = contextlib.ExitStack()
+    atexit.register(held.close)
+    return held.enter_context(shard_opener(current.cluster, current.shards, current.replicas))
 
 
 def _index(directory: str) -> Index:

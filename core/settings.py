@@ -88,6 +88,14 @@ class Settings(BaseSettings):
     serve_indexes: list[Path] = Field(
         [], description="indexes the LangGraph server may open (default: the index setting)"
     )
+    cluster: str | None = Field(
+        None,
+        description="Ray cluster (HOST:PORT or local) the LangGraph server serves shards on",
+    )
+    shards: int | None = Field(
+        None, ge=1, description="with cluster: the LangGraph server serves from this many shards"
+    )
+    replicas: int = Field(1, ge=1, description="with shards: replicas of each shard")
 
     @classmethod
     def settings_customise_sources(

@@ -453,15 +453,12 @@ def index_opener(args: argparse.Namespace) -> Iterator[Callable[[Path, str | Non
         return
     if not args.cluster:
         raise InputError("--shards serves from a Ray cluster", "add --cluster ADDRESS (or local)")
-    from hopgraph.graph_store.cluster.connect import connected, require_ray
+    from hopgraph.graph_store.cluster.connect import require_ray
 
     require_ray()
-    from hopgraph.graph_store.cluster.serve import serve_index
+    from hopgraph.graph_store.cluster.serve import shard_opener
 
-    def opened(directory: Path, model: str | None) -> Index:
-        return serve_index(directory, args.shards, args.replicas)
-
-    with connected(args.cluster):
+    with shard_opener(args.cluster, args.shards, args.replicas) as opened:
         yield opened
 
 

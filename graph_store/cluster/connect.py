@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import importlib.util
+import ipaddress
 import os
 import secrets
 import socket
@@ -28,6 +29,8 @@ OBJECT_STORE_BYTES = 512 * 1024**2
 """The object store of a cluster started here: partitions' documents and results pass through it,
 never their vectors (each task writes its own files)."""
 REACH_SECONDS = 3.0
+SINGLE_HOST = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
+"""Ray's setting that keeps its addresses on loopback (read when Ray is imported)."""
 PASSED_ON = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HOPGRAPH_CACHE")
 """The driver's variables its workers need: offline model loading, the cache folder."""
 
@@ -62,6 +65,14 @@ def check_address(address: str) -> tuple[str, int]:
     return host, int(port)
 
 
+def _loopback(host: str) -> bool:
+    """Tell whether ``host`` names this machine's loopback interface."""
+    try:
+        return ipaddress.ip_address(socket.gethostbyname(host)).is_loopback
+    except (OSError, ValueError):
+        return False
+
+
 def reachable(host: str, port: int, seconds: float = REACH_SECONDS) -> None:
     """Refuse an address nothing answers on (Ray would retry it for a minute)."""
     try:
@@ -82,7 +93,13 @@ def connected(address: str, env: dict[str, str] | None = None) -> Iterator[Modul
     ``env``: variables its workers get beside this process's :data:`PASSED_ON` ones.
     """
     if address != LOCAL:
-        reachable(*check_address(address))
+        host, port = check_address(address)
+        reachable(host, port)
+        if _loopback(host):
+            # Ray rewrites a loopback address to this machine's outward one unless told the
+            # cluster is on one host; a cluster whose nodes listen on loopback only (one held by
+            # ``python -m hopgraph.evals.local_cluster``) then never answers.
+            os.environ.setdefault(SINGLE_HOST, "0")
     require_ray()
     env = {**{n: os.environ[n] for n in PASSED_ON if n in os.environ}, **(env or {})}
     options = {

@@ -11,8 +11,10 @@ sent again, to a replica Serve still has: every shard call is a read, so it may 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +22,7 @@ from hopgraph.core.errors import IndexStateError, InputError
 from hopgraph.graph_store.stores.manifest import Manifest
 from hopgraph.graph_store.stores.vector_search import SearchMode
 
-from .connect import require_ray
+from .connect import connected, require_ray
 from .router import ShardedIndex
 from .shard import Shard
 
@@ -109,3 +111,25 @@ def serve_index(
         return ServeShards(handles, names)
 
     return ShardedIndex.open_on(directory, deployed, search)
+
+
+Opener = Callable[[Path, "str | None"], ShardedIndex]
+
+
+@contextlib.contextmanager
+def shard_opener(cluster: str, shards: int, replicas: int = 1) -> Iterator[Opener]:
+    """Join ``cluster`` (or start one: ``local``) and yield how a server opens a generation.
+
+    What a LiveIndex takes as its ``opener``: each generation it moves to is served from
+    ``shards`` shards of ``replicas`` replicas (:func:`serve_index`). Leaving the context
+    leaves the cluster (a local one stops).
+    """
+    require_ray()
+    if shards < 1 or replicas < 1:
+        raise InputError(f"--shards {shards} --replicas {replicas}: give 1 or more of each")
+
+    def opened(directory: Path, model: str | None) -> ShardedIndex:
+        return serve_index(directory, shards, replicas)
+
+    with connected(cluster):
+        yield opened

@@ -9,6 +9,7 @@ which ends every Ray process on the machine). One more test starts a head and a 
 import contextlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -267,6 +268,35 @@ def test_mcp_serves_from_shards_on_a_cluster_it_starts(built):
         hits, answer = asyncio.run(main())
     assert not hits.isError and [h["id"] for h in hits.structuredContent["result"]] == expected
     assert not answer.isError and answer.structuredContent["answer"] == "1936"
+
+
+@pytest.mark.skipif(shutil.which("langgraph") is None, reason="needs langgraph-cli[inmem]")
+def test_the_langgraph_server_serves_from_shards(built, tmp_path):
+    """`langgraph dev` with HOPGRAPH_CLUSTER=local and HOPGRAPH_SHARDS=2: the chat graph's
+    evidence (no LLM) is one machine's gnn_ret top 2."""
+    from langgraph_sdk import get_sync_client
+
+    from hopgraph.graph_store.cluster.serve import app_name
+    from tests.integration.test_langgraph_server import AUTH, langgraph_dev
+
+    question = questions()[0]
+    with Index.open(built / "one") as one:
+        expected = [h.id for h in make_retriever("gnn_ret", one).retrieve(question, 2)]
+    shards = {"HOPGRAPH_CLUSTER": "local", "HOPGRAPH_SHARDS": "2"}
+    with langgraph_dev(built / "four", tmp_path, extra=shards) as url:
+        client = get_sync_client(url=url, headers=AUTH)
+        thread = client.threads.create()
+        client.runs.wait(
+            thread["thread_id"], "chat", context={"method": "gnn_ret", "k": 2},
+            input={"messages": [{"role": "user", "content": question}]},
+        )  # fmt: skip
+        values = client.threads.get_state(thread["thread_id"])["values"]
+        with Index.open(built / "four") as four:
+            generation = four.manifest.generation
+        names = [app_name(built / "four", generation, n) for n in range(2)]
+        replicas = [p for n in names for p in _processes_of(f"ServeReplica:{n}")]
+    assert [s["id"] for s in values["sources"]] == expected, values["messages"][-1]["content"]
+    assert len(replicas) >= 2, "the server did not serve from its two shards"
 
 
 def test_add_and_sync_embed_on_the_cluster_as_one_process(cluster, tmp_path):

@@ -33,8 +33,11 @@ def reply(prompt):
 
 
 @contextmanager
-def langgraph_dev(index_dir, tmp_path, llm_url=None):
-    """Run `langgraph dev` on a free port (with the scripted LLM at ``llm_url``, else none)."""
+def langgraph_dev(index_dir, tmp_path, llm_url=None, extra=None):
+    """Run `langgraph dev` on a free port (with the scripted LLM at ``llm_url``, else none).
+
+    ``extra``: more environment variables for the server (e.g. HOPGRAPH_SHARDS).
+    """
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
@@ -48,6 +51,7 @@ def langgraph_dev(index_dir, tmp_path, llm_url=None):
     }
     if llm_url:
         env |= {"HOPGRAPH_LLM_MODEL": "scripted", "HOPGRAPH_LLM_BASE_URL": llm_url}
+    env |= extra or {}
     env.pop("LANGSMITH_TRACING", None)
     process = subprocess.Popen(
         [LANGGRAPH, "dev", "--no-browser", "--no-reload", "--port", str(port),
@@ -59,7 +63,7 @@ def langgraph_dev(index_dir, tmp_path, llm_url=None):
     try:
         wait_until_up(
             lambda: httpx.get(f"{url}/ok", timeout=2, headers=AUTH).status_code == 200,
-            process, "the LangGraph server", lambda: process.stdout.read(), timeout=120,
+            process, "the LangGraph server", lambda: process.stdout.read(), timeout=180,
         )  # fmt: skip
         yield url
     finally:
