@@ -153,7 +153,7 @@ def build_parser() -> argparse.ArgumentParser:
         f"the add, never in between. {SOURCE_HELP}",
     )
     _document_write_options(p)
-    cluster_options(p, build=False)
+    cluster_options(p, "write")
     p.set_defaults(func=lazy("commands:add"))
 
     p = sub.add_parser(
@@ -167,7 +167,7 @@ def build_parser() -> argparse.ArgumentParser:
         f"{SOURCE_HELP}",
     )
     _document_write_options(p)
-    cluster_options(p, build=False)
+    cluster_options(p, "write")
     p.add_argument(
         "--prune", action="store_true", help="delete indexed documents whose files are gone"
     )
@@ -470,6 +470,7 @@ def _graph_parser(sub: argparse._SubParsersAction) -> None:
     index_option(b)
     _graph_options(b)
     device_options(b)
+    cluster_options(b, "graphs")
     quiet_option(b)
     b.set_defaults(func=lazy("graph_commands:build"))
     t = actions.add_parser(

@@ -142,29 +142,39 @@ def build_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def cluster_options(parser: argparse.ArgumentParser, build: bool = True) -> None:
-    """Add ``--cluster`` and ``--partitions``: a partitioned write on a Ray cluster.
+CLUSTER_WORK = {
+    "build": "partitions of whole documents are chunked, embedded and written by tasks, and "
+    "this process commits the index",
+    "write": "partitions of whole documents are chunked and embedded by tasks, and this process "
+    "writes and commits the change",
+    "graphs": "the semantic neighbour lists are found by tasks, each for a range of chunks, "
+    "reading the vectors from the index folder (at the same path on every node); this process "
+    "extracts, builds and commits the graphs",
+}
 
-    ``build``: a new index (tasks write its files), else a write to one (tasks embed).
+
+def cluster_options(parser: argparse.ArgumentParser, work: str = "build") -> None:
+    """Add ``--cluster`` and ``--partitions``: part of a write done on a Ray cluster.
+
+    ``work``: what the tasks do, a key of :data:`CLUSTER_WORK` (a new index, a write to one,
+    the graphs).
     """
-    done = (
-        "chunked, embedded and written by tasks, and this process commits the index"
-        if build
-        else "chunked and embedded by tasks, and this process writes and commits the change"
-    )
     parser.add_argument(
         "--cluster",
         metavar="ADDRESS|local",
         help="write on a Ray cluster (the extra hopgraph[cluster]): its head's HOST:PORT, or "
         "`local` to start one on this machine for the write (token authentication on); "
-        f"partitions of whole documents are {done} (docs/scaling.md)",
+        f"{CLUSTER_WORK[work]} (docs/scaling.md)",
     )
+    cut = "chunks, each a contiguous range" if work == "graphs" else (
+        "documents, each a range of whole documents")  # fmt: skip
     parser.add_argument(
         "--partitions",
         type=positive,
         metavar="P",
-        help="with --cluster: tasks the documents are cut into, each a range of whole "
-        "documents (default: the cluster's CPUs, at most one per document)",
+        help=f"with --cluster: tasks the {cut} (default: the cluster's CPUs"
+        + ("" if work == "graphs" else ", at most one per document")
+        + ")",
     )
 
 

@@ -5,18 +5,20 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import networkx as nx
 import numpy as np
 from pydantic import ValidationError
 
-from hopgraph.commands import index_dir, settings_from
+from hopgraph.commands import index_dir, partitions_need_a_cluster, settings_from
 from hopgraph.core.errors import InputError
 from hopgraph.graph_store import Index
 from hopgraph.graph_store.graphs.passage_graph import EDGE_TYPES
 from hopgraph.graph_store.index.build import build_graphs
-from hopgraph.graph_store.index.graph_build import GraphSettings, sparse_reason
+from hopgraph.graph_store.index.graph_build import GraphSettings, NeighbourSearch, sparse_reason
 from hopgraph.graph_store.index.triple_vectors import embed_triple_vectors
 from hopgraph.graph_store.stores.manifest import read_manifest
 
@@ -45,8 +47,12 @@ def _prompt_list(text: str | None) -> tuple[str, ...] | None:
 
 
 def build(args: argparse.Namespace) -> None:
-    """Build both graphs of an index (atomic, like every write)."""
-    info = build_graphs(index_dir(args), graph_settings(args), show_progress=not args.quiet)
+    """Build both graphs of an index (atomic, like every write); on a cluster with --cluster."""
+    partitions_need_a_cluster(args, "graph build")
+    settings = graph_settings(args)
+    read_manifest(index_dir(args))  # no index there: said before a cluster is joined
+    with neighbour_search(args) as search:
+        info = build_graphs(index_dir(args), settings, not args.quiet, search)
     counts, timings = info["counts"], info["timings"]
     edges = ", ".join(f"{k} {v}" for k, v in counts["edges"].items())
     print(
@@ -58,6 +64,21 @@ def build(args: argparse.Namespace) -> None:
     )
     if reason := sparse_reason(counts):
         print(f"warning: {reason}", file=sys.stderr)
+
+
+@contextmanager
+def neighbour_search(args: argparse.Namespace) -> Iterator[NeighbourSearch | None]:
+    """Yield who finds the neighbour lists: the cluster's tasks (--cluster), else ``None``."""
+    if not args.cluster:
+        yield None
+        return
+    from hopgraph.graph_store.cluster.connect import connected, require_ray
+
+    require_ray()
+    from hopgraph.graph_store.cluster.neighbours import neighbours_on
+
+    with connected(args.cluster) as ray:
+        yield neighbours_on(ray, args.partitions)
 
 
 def triples(args: argparse.Namespace) -> None:

@@ -44,7 +44,7 @@ from .generations import (
     passages_location,
     written_by_a_build,
 )
-from .graph_build import GraphSettings, write_graphs
+from .graph_build import GraphSettings, NeighbourSearch, write_graphs
 from .lock import paused_gc, write_lock
 
 
@@ -167,11 +167,15 @@ def counts_of(chunks: Sequence[Chunk]) -> dict[str, int]:
 
 @paused_gc()
 def build_graphs(
-    directory: str | Path, settings: GraphSettings | None = None, show_progress: bool = True
+    directory: str | Path,
+    settings: GraphSettings | None = None,
+    show_progress: bool = True,
+    search: NeighbourSearch | None = None,
 ) -> dict[str, Any]:
     """Build (or rebuild) both graphs of an index from scratch as one write; return their info.
 
     ``settings``: how (graph_build.GraphSettings); default, the offline extractor's defaults.
+    ``search``: who finds the semantic neighbour lists (a cluster's tasks); default, here.
     """
     directory = Path(directory)
     settings = settings if settings is not None else GraphSettings()
@@ -181,8 +185,9 @@ def build_graphs(
         with Generation(directory, old) as gen:
             manifest = writes.successor_manifest(old, chunks)
             write_graphs(
-                gen, directory, old, manifest, chunks, chunks, settings, show_progress, fresh=True
-            )
+                gen, directory, old, manifest, chunks, chunks, settings, show_progress,
+                fresh=True, search=search,
+            )  # fmt: skip
             gen.commit(manifest)
     assert manifest.graph is not None
     return manifest.graph

@@ -16,7 +16,7 @@ from __future__ import annotations
 import contextlib
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -56,6 +56,9 @@ from .reader import read_vectors
 
 NEIGHBOURS_FILE = "semantic-neighbours.npz"
 GRAPH_DIR = "graph"
+NeighbourSearch = Callable[[Path, Manifest, Sequence[Chunk], int, str], Neighbours]
+"""Who finds a fresh build's neighbour lists elsewhere (a cluster's tasks: cluster/neighbours.py):
+(index folder, the committed manifest, chunks in row order, list width, semantic_search)."""
 
 
 class GraphSettings(BaseModel):
@@ -125,13 +128,15 @@ def write_graphs(
     show_progress: bool,
     fresh: bool,
     replaced: frozenset[str] = frozenset(),
+    search: NeighbourSearch | None = None,
 ) -> None:
     """Write both graphs of ``chunks`` (``manifest``'s) into ``gen``'s folder; sync the triples.
 
     ``before`` is the previous generation's chunk list; its graphs are updated unless ``fresh``
     or they were built with other settings. ``replaced``: ids in both lists whose text
-    changed (read again, searched again). Sets ``manifest.graph``, its graph file and the
-    triples to purge.
+    changed (read again, searched again). ``search``: who finds fresh neighbour lists (default:
+    this process) in the ``previous`` generation, whose vectors are the same. Sets
+    ``manifest.graph``, its graph file and the triples to purge.
     """
     started = time.perf_counter()
     old_dir = None
@@ -154,7 +159,8 @@ def write_graphs(
         # and saves it while this one builds the passage graph: two cores, each busy.
         with _knowledge(chunks, extractions, target, keep=settings.embed_triples) as kg:
             if old_dir is None:  # a fresh search, here, while the knowledge graph is built
-                semantic = _semantic(directory, manifest, None, chunks, settings, target)
+                semantic = _semantic(directory, manifest, None, chunks, settings, target,
+                                     search=(search, previous))  # fmt: skip
             passage_graph = build_passage_graph(
                 chunks, extractions, semantic.result(), settings.passage_settings()
             )
@@ -229,15 +235,23 @@ def _semantic(
     settings: GraphSettings,
     target: Path,
     replaced: frozenset[str] = frozenset(),
+    search: tuple[NeighbourSearch | None, Manifest] | None = None,
 ) -> Forked[Neighbours]:
     """Find and save each chunk's nearest chunks; the result: those lists.
 
     They depend on the vectors only, so when the previous lists are brought up to date a
     forked child does it while this process extracts. A fresh search (its index takes
-    gigabytes at a million chunks) is done here, in place.
+    gigabytes at a million chunks) is done here, in place, or by ``search``'s finder in the
+    committed generation ``search`` names (the vectors are not read here).
     """
 
     def work() -> Neighbours:
+        finder, committed = search or (None, manifest)
+        if finder is not None:
+            wanted = settings.semantic_k + SPARE_NEIGHBOURS
+            found = finder(directory, committed, chunks, wanted, settings.semantic_search)
+            found.save(target / NEIGHBOURS_FILE)
+            return found
         vectors = read_vectors(directory, manifest, chunks)
         found = _neighbours(old_dir, chunks, vectors, settings, replaced)
         found.save(target / NEIGHBOURS_FILE)

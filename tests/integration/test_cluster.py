@@ -14,6 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from hopgraph.cli import main
@@ -297,6 +298,31 @@ def test_the_langgraph_server_serves_from_shards(built, tmp_path):
         replicas = [p for n in names for p in _processes_of(f"ServeReplica:{n}")]
     assert [s["id"] for s in values["sources"]] == expected, values["messages"][-1]["content"]
     assert len(replicas) >= 2, "the server did not serve from its two shards"
+
+
+def test_graph_build_finds_its_neighbours_on_the_cluster(built, cluster, tmp_path, capsys):
+    """`hopgraph graph build --cluster ADDRESS --partitions 3`: the same lists, the same graphs
+    and the same gnn_ret top 10 as the graph build of one process."""
+    from hopgraph.graph_store.graphs.semantic import Neighbours
+    from hopgraph.graph_store.index.graph_build import NEIGHBOURS_FILE
+
+    copy = tmp_path / "four"
+    shutil.copytree(built / "four", copy)
+    assert main(["graph", "build", "--index", str(copy), "--cluster", cluster,
+                 "--partitions", "3", "-q"]) == 0  # fmt: skip
+    assert "graphs of" in capsys.readouterr().out
+    with Index.open(built / "four") as one, Index.open(copy) as other:
+        assert other.manifest.generation == one.manifest.generation + 1
+        mine, theirs = (
+            Neighbours.load(i.manifest.path(i.directory, "graph") / NEIGHBOURS_FILE)
+            for i in (one, other)
+        )
+        assert np.array_equal(mine.rows, theirs.rows)
+        assert one.manifest.graph["counts"] == other.manifest.graph["counts"]
+        for question in questions():
+            here = [h.id for h in make_retriever("gnn_ret", one).retrieve(question, 10)]
+            assert [h.id for h in make_retriever("gnn_ret", other).retrieve(question, 10)] == here
+    assert check_index(copy) == []
 
 
 def test_add_and_sync_embed_on_the_cluster_as_one_process(cluster, tmp_path):
