@@ -20,6 +20,8 @@ method). ``--out`` saves the table as JSON.
 from __future__ import annotations
 
 import argparse
+import itertools
+import json
 import resource
 import tempfile
 import time
@@ -110,6 +112,22 @@ def with_nndescent(vectors: np.ndarray, k: int) -> np.ndarray:
     return ann_top_k(vectors, k)[0]
 
 
+def with_join(vectors: np.ndarray, k: int, partitions: int, probes: int) -> np.ndarray:
+    """Return each row's k neighbours as a cluster's graph build finds them: the IVF join.
+
+    graph_store/cluster/neighbours.py, its calls run in this process one after the other; the
+    rows cut into ``partitions`` segments as a cluster's build writes them.
+    """
+    from hopgraph.graph_store.cluster.neighbours import find_lists
+    from hopgraph.graph_store.stores.vector_search import SearchSegment, VectorSearch
+
+    bounds = np.linspace(0, len(vectors), partitions + 1).astype(int)
+    segments = [SearchSegment(vectors[a:b], np.arange(a, b), None)
+                for a, b in itertools.pairwise(bounds)]  # fmt: skip
+    search = VectorSearch(segments, len(vectors))
+    return find_lists(search, len(vectors), k, True, partitions, probes=probes).rows
+
+
 def others(found: np.ndarray, k: int) -> np.ndarray:
     """Mask k of each row's k + 1 answers: all but the row itself, or but the last if absent.
 
@@ -146,10 +164,15 @@ HNSW = {"faiss-hnsw": with_faiss, "usearch": with_usearch}
 
 
 def _child(name: str, ef: int, k: int, vectors_file: str, out_file: str, construction: int) -> None:
-    """Run one method in a fresh process, so its time and peak RSS are its own."""
+    """Run one method in a fresh process, so its time and peak RSS are its own.
+
+    ``ivf-join``: ``ef`` is the probes, ``construction`` the partitions.
+    """
     vectors = np.load(vectors_file)
     started = time.perf_counter()
-    if name == "exact":
+    if name == "ivf-join":
+        found = with_join(vectors, k, construction, ef)
+    elif name == "exact":
         found = exact_top_k(vectors, k)[0]
     elif name == "nndescent":
         found = with_nndescent(vectors, k)
@@ -180,7 +203,6 @@ def measure(
     name: str, ef: int, k: int, workdir: Path, construction: int = HNSW_CONSTRUCTION
 ) -> tuple[dict, np.ndarray] | None:
     """Run ``name`` in a child process; return its timing, peak RSS and neighbours."""
-    import json
     import multiprocessing
 
     out = str(workdir / f"{name}-{ef}-{construction}.npy")
@@ -194,6 +216,8 @@ def measure(
         return None
     figures = json.loads(Path(out + ".json").read_text())
     label = name if name in ("exact", "nndescent") else f"{name} ef {ef}"
+    if name == "ivf-join":
+        label = f"ivf-join P {construction} probes {ef}"
     if name == "hnswlib":
         label += f" construction {construction}"
     return {"library": label, **figures}, np.load(out)
@@ -232,30 +256,44 @@ def main(argv: list[str] | None = None) -> None:
         help="comma-separated, of nndescent (the graph build's), hnswlib, faiss-hnsw, usearch "
         "(default nndescent,hnswlib)",
     )
+    parser.add_argument(
+        "--partitions",
+        type=int,
+        default=8,
+        help="for ivf-join: segments of the vectors (a cluster build's partitions) and calls",
+    )
+    parser.add_argument(
+        "--probes", type=int, nargs="+", default=[16, 32, 64],
+        help="for ivf-join: lists each list's rows are scored against (default 16 32 64)",
+    )  # fmt: skip
     parser.add_argument("--out", type=Path, help="write the results as JSON")
     args = parser.parse_args(argv)
-    unknown = set(args.libraries.split(",")) - {"nndescent", "hnswlib", *HNSW}
+    unknown = set(args.libraries.split(",")) - {"nndescent", "hnswlib", "ivf-join", *HNSW}
     if unknown:
         parser.error(f"unknown --libraries {sorted(unknown)}: choose among nndescent, hnswlib, "
-                     "faiss-hnsw, usearch")  # fmt: skip
+                     "ivf-join, faiss-hnsw, usearch")  # fmt: skip
     vectors = make_vectors(args.vectors, args.size, args.noise)
     rows = []
+    sampled = args.sample and args.sample < args.size
+    asked = np.sort(np.random.default_rng(3).choice(args.size, args.sample, replace=False)) if (
+        sampled) else np.arange(args.size)  # fmt: skip
+    names = ("nndescent", "hnswlib", "ivf-join", *HNSW)
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
         np.save(workdir / "v.npy", vectors)
         results = []
-        for name in [n for n in ("nndescent", "hnswlib", *HNSW) if n in args.libraries.split(",")]:
-            for ef in [0] if name == "nndescent" else args.ef:
-                for construction in args.construction if name == "hnswlib" else [0]:
+        for name in [n for n in names if n in args.libraries.split(",")]:
+            breadths = {"nndescent": [0], "ivf-join": args.probes}.get(name, args.ef)
+            builds = {"hnswlib": args.construction, "ivf-join": [args.partitions]}.get(name, [0])
+            for ef in breadths:
+                for construction in builds:
                     measured = measure(name, ef, args.k, workdir, construction)
                     if measured is not None:
                         results.append(measured)
         # the exact answer after the children: they start with less of the parent's memory
-        if args.sample and args.sample < args.size:
-            asked = np.sort(np.random.default_rng(3).choice(args.size, args.sample, replace=False))
+        if sampled:
             exact = exact_top_k(vectors, args.k, 256, asked)[0]
         else:
-            asked = np.arange(args.size)
             measured = measure("exact", 0, args.k, workdir)
             assert measured is not None
             row, exact = measured

@@ -323,6 +323,13 @@ def test_graph_build_finds_its_neighbours_on_the_cluster(built, cluster, tmp_pat
             here = [h.id for h in make_retriever("gnn_ret", one).retrieve(question, 10)]
             assert [h.id for h in make_retriever("gnn_ret", other).retrieve(question, 10)] == here
     assert check_index(copy) == []
+    # the IVF join and the local join's rounds, as tasks (`ann`: at any size)
+    assert main(["graph", "build", "--index", str(copy), "--cluster", cluster,
+                 "--partitions", "3", "--semantic-search", "ann", "-q"]) == 0  # fmt: skip
+    with Index.open(copy) as other:
+        joined = Neighbours.load(other.manifest.path(copy, "graph") / NEIGHBOURS_FILE)
+    kept = [len(set(a) & set(b)) / len(a) for a, b in zip(mine.rows, joined.rows, strict=True)]
+    assert np.mean(kept) >= 0.99 and check_index(copy) == []
 
 
 def test_add_and_sync_embed_on_the_cluster_as_one_process(cluster, tmp_path):
