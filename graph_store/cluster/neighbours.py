@@ -44,6 +44,7 @@ from hopgraph.graph_store.stores.manifest import Manifest
 from hopgraph.graph_store.stores.vector_search import SearchSegment, VectorSearch
 
 from .connect import RETRIES, failed
+from .partitions import peak_rss_mb
 
 LIST_ROWS = 256
 """Rows per IVF list of the join (as a segment's IVF for dense search, stores/ivf.py)."""
@@ -78,15 +79,29 @@ def approximate(semantic_search: str, chunks: int) -> bool:
     return semantic_search == "ann" or (semantic_search == "auto" and chunks >= ANN_FROM)
 
 
-def neighbours_on(ray: ModuleType, partitions: int | None) -> NeighbourSearch:
-    """Return how a graph build finds its neighbour lists on the joined cluster."""
+def neighbours_on(
+    ray: ModuleType, partitions: int | None, peaks: list[float] | None = None
+) -> NeighbourSearch:
+    """Return how a graph build finds its neighbour lists on the joined cluster.
+
+    ``peaks``: each task's worker's peak RSS (MB) is appended there.
+    """
 
     def run(function: Callable[..., Any], calls: list[tuple]) -> list[Any]:
-        task = ray.remote(max_retries=RETRIES)(function)
+        task = ray.remote(max_retries=RETRIES)(_measured)
+        shared: dict[int, Any] = {}  # an array every call reads goes to the object store once
+        for call in calls:
+            for arg in call:
+                if isinstance(arg, np.ndarray) and arg.nbytes > 1 << 20:
+                    shared.setdefault(id(arg), ray.put(arg))
+        sent = [[shared.get(id(arg), arg) for arg in call] for call in calls]
         try:
-            return ray.get([task.remote(*call) for call in calls])
+            found = ray.get([task.remote(function, *call) for call in sent])
         except ray.exceptions.RayError as err:
             raise failed(ray, err) from err
+        if peaks is not None:
+            peaks.extend(peak for _, peak in found)
+        return [result for result, _ in found]
 
     def search(
         directory: Path, manifest: Manifest, chunks: Sequence[Chunk], m: int, mode: str
@@ -236,6 +251,11 @@ def refine_rows(
         part = _best(cosines, cand, mine, m)
         found[at : at + len(mine)], scores[at : at + len(mine)] = _merge([part], m)
     return found, scores
+
+
+def _measured(function: Callable[..., Any], *args: Any) -> tuple[Any, float]:
+    """Run a call in a task; return its result and the worker's peak RSS (MB)."""
+    return function(*args), peak_rss_mb()
 
 
 @functools.lru_cache(maxsize=1)

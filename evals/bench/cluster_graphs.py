@@ -1,0 +1,128 @@
+"""The graph build of one process beside the graph build whose neighbour lists a cluster finds.
+
+    python -m hopgraph.evals.bench.cluster_graphs --index DIR --partitions 8 --sample 2000 \
+        --out evals/results/scale/cluster-graphs-1m.json
+
+Each build is its own fresh process (``hopgraph graph build`` as a user runs it; the cluster's
+with a local cluster it starts, ``--cluster local``), one after the other on the same index
+(each commits a generation). Reported per build: wall time; the driver's own peak RSS (VmHWM,
+the process that extracts and builds the graphs) and the largest of its children's (the
+knowledge graph's forked builder, and for the cluster the processes Ray started); for the
+cluster, the largest peak RSS of a worker that ran neighbour tasks; and the recall@k of the
+neighbour lists on ``--sample`` random rows against the exact lists (a found neighbour counts
+when its cosine reaches the exact k-th). A local cluster shares this machine's cores: the
+figures say how memory divides and what the work costs, not how fast more machines build.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from hopgraph.evals.bench import save_json
+from hopgraph.graph_store import Index
+from hopgraph.graph_store.graphs.semantic import Neighbours, exact_top_k
+from hopgraph.graph_store.index.graph_build import NEIGHBOURS_FILE
+from hopgraph.graph_store.index.reader import read_vectors
+
+
+def child(index: Path, partitions: int) -> dict[str, float]:
+    """Build the graphs here (``partitions`` 0: in this process alone); return the figures."""
+    from hopgraph.graph_store.index.build import build_graphs
+
+    started = time.perf_counter()
+    peaks: list[float] = []
+    if partitions:
+        from hopgraph.graph_store.cluster.connect import connected
+        from hopgraph.graph_store.cluster.neighbours import neighbours_on
+
+        with connected("local") as ray:
+            build_graphs(index, show_progress=False, search=neighbours_on(ray, partitions, peaks))
+    else:
+        build_graphs(index, show_progress=False)
+    row = {"partitions": partitions, "wall_s": time.perf_counter() - started}
+    row["driver_peak_rss_mb"] = _own_peak_mb()
+    if peaks:
+        row["task_peak_rss_mb"] = max(peaks)
+    return row
+
+
+def _own_peak_mb() -> float:
+    """Return this process's own peak RSS (VmHWM), not what it inherited from its parent."""
+    for line in Path("/proc/self/status").read_text(encoding="ascii").splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def measured(index: Path, partitions: int) -> tuple[dict[str, float], Neighbours]:
+    """Run one build in a fresh process; return its figures and the lists it found."""
+    argv = [sys.executable, "-m", "hopgraph.evals.bench.cluster_graphs", "--index", str(index)]
+    argv += ["--child", str(partitions)]
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    done = subprocess.run(argv, check=True, env=env, capture_output=True, text=True)
+    row = json.loads(done.stdout.strip().splitlines()[-1])
+    row["children_peak_rss_mb"] = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    with Index.open(index) as idx:
+        lists = Neighbours.load(idx.manifest.path(index, "graph") / NEIGHBOURS_FILE)
+    return row, lists
+
+
+def recall(index: Path, found: list[Neighbours], k: int, sample: int) -> list[float]:
+    """Return each list set's recall@k on ``sample`` random rows against the exact lists."""
+    with Index.open(index) as idx:
+        vectors = read_vectors(index, idx.manifest, list(idx.chunks.values()))
+    rows = np.sort(np.random.default_rng(3).choice(len(vectors), min(sample, len(vectors)),
+                                                   replace=False))  # fmt: skip
+    exact, exact_scores = exact_top_k(vectors, k, 256, rows)
+    kth = exact_scores.min(axis=1)
+    out = []
+    for lists in found:
+        listed = lists.rows[rows, :k]
+        got = np.einsum("ij,ikj->ik", vectors[rows], vectors[np.maximum(listed, 0)])
+        got[listed < 0] = -np.inf
+        out.append(float((got >= kth[:, None] - 1e-6).sum() / exact.size))
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the builds, print each row, save the table."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--index", type=Path, required=True, help="a built index (graphs or not)")
+    parser.add_argument("--partitions", default="8", help="neighbour tasks per step (default 8)")
+    parser.add_argument("--no-single", action="store_true", help="skip the one-process build")
+    parser.add_argument("--sample", type=int, default=2000, help="rows the recall is taken on")
+    parser.add_argument("-k", type=int, default=10, help="recall@k (default 10, the lists' width)")
+    parser.add_argument("--child", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--out", type=Path, help="where to save the rows (JSON)")
+    args = parser.parse_args(argv)
+    if args.child is not None:
+        print(json.dumps(child(args.index, args.child)))
+        return 0
+    counts = ([] if args.no_single else [0]) + [int(p) for p in args.partitions.split(",")]
+    rows, lists = [], []
+    for count in counts:
+        row, found = measured(args.index, count)
+        rows.append(row)
+        lists.append(found)
+        print(json.dumps(row), flush=True)
+    for row, value in zip(rows, recall(args.index, lists, args.k, args.sample), strict=True):
+        row[f"recall_at_{args.k}"] = value
+        print(f"P = {row['partitions']}: recall@{args.k} {value:.4f}")
+    if args.out:
+        with Index.open(args.index) as idx:
+            chunks = len(idx.chunks)
+        save_json(args.out, {"index": str(args.index), "chunks": chunks, "rows": rows})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
