@@ -120,7 +120,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.out:
         with Index.open(args.index) as idx:
             chunks = len(idx.chunks)
-        save_json(args.out, {"index": str(args.index), "chunks": chunks, "rows": rows})
+        save_json(args.out, {"kind": "graphs", "index": str(args.index), "chunks": chunks,
+                             "rows": rows})  # fmt: skip
     return 0
 
 

@@ -170,7 +170,8 @@ def main(argv: list[str] | None = None) -> int:
                 router.close()
         print(json.dumps(rows[-1]), flush=True)
     if args.out:
-        save_json(args.out, {"index": str(args.index), "queries": len(queries), "rows": rows})
+        save_json(args.out, {"kind": "serving", "index": str(args.index),
+                             "queries": len(queries), "rows": rows})  # fmt: skip
     return 0
 
 

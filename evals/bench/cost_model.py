@@ -36,6 +36,8 @@ MARKERS = {
     "ann-recall": ("<!-- ann-recall:start -->", "<!-- ann-recall:end -->"),
     "cluster-build": ("<!-- cluster-build:start -->", "<!-- cluster-build:end -->"),
     "cluster-serving": ("<!-- cluster-serving:start -->", "<!-- cluster-serving:end -->"),
+    "cluster-graphs": ("<!-- cluster-graphs:start -->", "<!-- cluster-graphs:end -->"),
+    "cluster-projection": ("<!-- cluster-projection:start -->", "<!-- cluster-projection:end -->"),
 }
 SIZES = (10_000_000, 100_000_000)
 
@@ -189,6 +191,63 @@ def render_serving(reports: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def render_graphs(reports: list[dict]) -> str:
+    """Render graph builds, one process's and the cluster's (``evals.bench.cluster_graphs``)."""
+    lines = [
+        "| chunks | graph build | wall | driver peak RSS | largest child's peak RSS "
+        "| neighbour task peak RSS | neighbour recall@10 |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for report in reports:
+        for r in report["rows"]:
+            where = f"local cluster, P = {r['partitions']}" if r["partitions"] else "one process"
+            task = f"{r['task_peak_rss_mb']:,.0f} MB" if r.get("task_peak_rss_mb") else "–"
+            lines.append(
+                f"| {report['chunks']:,} | {where} | {r['wall_s']:.1f} s "
+                f"| {r['driver_peak_rss_mb']:,.0f} MB | {r['children_peak_rss_mb']:,.0f} MB "
+                f"| {task} | {r['recall_at_10']:.4f} |"
+            )
+    return "\n".join(lines)
+
+
+WORKER_LIMIT_MB = 4096
+"""The issue's bound on a build worker's peak RSS, which the projection keeps P under."""
+
+
+def render_projection(report: dict) -> str:
+    """Project a build worker's peak at larger corpora from the partition runs' linear fit.
+
+    ``report``: the partition tasks alone at one size and several P (``evals.bench.cluster
+    --partitions-only``): peak = fixed + per passage × passages of a partition.
+    """
+    rows = [r for r in report["rows"] if r.get("partitions_only")]
+    size = int(report["data"].split()[-1])  # "synthetic N"
+    xs = [size / r["partitions"] for r in rows]
+    ys = [r["worker_peak_rss_mb"] for r in rows]
+    mean_x, mean_y = sum(xs) / len(xs), sum(ys) / len(ys)
+    slope = sum((x - mean_x) * (y - mean_y) for x, y in zip(xs, ys, strict=True)) / sum(
+        (x - mean_x) ** 2 for x in xs
+    )
+    fixed = mean_y - slope * mean_x
+    worst = max(abs(y - (fixed + slope * x)) for x, y in zip(xs, ys, strict=True))
+    lines = [
+        f"A worker's peak = {fixed:,.0f} MB + {slope * 1024:.2f} KB × passages of its "
+        f"partition (least squares over P = {', '.join(str(r['partitions']) for r in rows)} at "
+        f"{size / 1e6:g}M; every point within {worst:.0f} MB). The fewest partitions (a power "
+        f"of two) that keep a worker under {WORKER_LIMIT_MB / 1024:.0f} GB:",
+        "",
+        "| passages | partitions | passages per partition | worker peak RSS (projected) |",
+        "|---|---|---|---|",
+    ]
+    for n in (4_000_000, *SIZES):
+        count = 1
+        while fixed + slope * n / count > WORKER_LIMIT_MB:
+            count *= 2
+        lines.append(f"| {n / 1e6:g}M | {count} | {n / count:,.0f} "
+                     f"| {_number(fixed + slope * n / count, 'MB')} |")  # fmt: skip
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Write the cost model into docs/scaling.md, or check it (--check)."""
     parser = argparse.ArgumentParser(
@@ -202,10 +261,14 @@ def main(argv: list[str] | None = None) -> int:
     recall = render_recall(json.loads(ANN_RECALL.read_text(encoding="utf-8")))
     found = [json.loads(p.read_text()) for p in sorted(MEASUREMENTS.parent.glob("cluster-*.json"))]
     cluster = render_cluster([r for r in found if "model" in r])  # builds
-    serving = render_serving([r for r in found if "index" in r and "rows" in r])
+    serving = render_serving([r for r in found if r.get("kind") == "serving"])
+    graphs = render_graphs([r for r in found if r.get("kind") == "graphs"])
+    parts = [r for r in found if any(row.get("partitions_only") for row in r.get("rows", []))]
+    projection = render_projection(parts[0]) if parts else ""
     text = DOC.read_text(encoding="utf-8")
     fresh = updated(updated(text, "cost-model", table), "ann-recall", recall)
     fresh = updated(updated(fresh, "cluster-build", cluster), "cluster-serving", serving)
+    fresh = updated(updated(fresh, "cluster-graphs", graphs), "cluster-projection", projection)
     if args.check:
         if fresh != text:
             print("docs/scaling.md's cost model differs from the measurements: run "
@@ -213,7 +276,7 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         return 0
     DOC.write_text(fresh, encoding="utf-8")
-    print(table, recall, cluster, serving, sep="\n\n")
+    print(table, recall, cluster, serving, graphs, projection, sep="\n\n")
     return 0
 
 
