@@ -147,3 +147,8 @@ def test_serving_and_write_options_that_need_a_cluster_say_so(tmp_path, corpus_f
     assert "--shards serves from a Ray cluster" in capsys.readouterr().err
     assert main(["ui", "--index", str(index), "--cluster", "local"]) == 2
     assert "add --shards S" in capsys.readouterr().err
+    assert main(["graph", "build", "--index", str(index), "--partitions", "2"]) == 2
+    assert "--partitions is for a graph build on a cluster" in capsys.readouterr().err
+    missing = tmp_path / "none"
+    assert main(["graph", "build", "--index", str(missing), "--cluster", "local"]) == 2
+    assert "no index" in capsys.readouterr().err.lower() and not missing.exists()

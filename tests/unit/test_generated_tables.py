@@ -61,6 +61,17 @@ def test_the_cost_model_fits_a_power_law_and_finds_where_a_limit_is_reached():
     assert curved.b == pytest.approx(2.0)
 
 
+def test_a_workers_peak_is_projected_from_a_line_through_the_partition_runs():
+    from hopgraph.evals.bench.cost_model import render_projection
+
+    runs = [{"partitions": p, "partitions_only": 1.0, "worker_peak_rss_mb": 100 + 4e-3 * 8e5 / p}
+            for p in (1, 2, 4)]  # fmt: skip
+    table = render_projection({"data": "synthetic 800000", "rows": runs})
+    assert "100 MB + 4.10 KB" in table and "within 0 MB" in table
+    # 4M: 100 + 0.004 * 4M / P stays under 4,096 MB from P = 4 (4,100 MB at P = 4 is over: 8)
+    assert "| 4M | 8 | 500,000 | 2.1 GB |" in table
+
+
 def test_a_document_without_its_markers_is_named_and_nothing_is_written(tmp_path):
     for document in {d for _, d in doc_tables.TABLES.values()}:
         (tmp_path / document).parent.mkdir(parents=True, exist_ok=True)
