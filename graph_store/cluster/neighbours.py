@@ -186,10 +186,16 @@ def assign(source: Source, start: int, stop: int, centroids: np.ndarray) -> np.n
     """Return the nearest centroid of each chunk row ``start``–``stop``."""
     search = _open(source)
     out = np.empty(stop - start, dtype=np.int32)
-    for at in range(start, stop, 65_536):
-        block = np.arange(at, min(at + 65_536, stop))
+    step = _rows_per_block(len(centroids))
+    for at in range(start, stop, step):
+        block = np.arange(at, min(at + step, stop))
         out[block - start] = np.argmax(search.matrix(block) @ centroids.T, axis=1)
     return out
+
+
+def _rows_per_block(columns: int) -> int:
+    """Rows scored at once against ``columns`` centroids: :data:`BLOCK_CELLS` scores."""
+    return max(256, BLOCK_CELLS // max(columns, 1))
 
 
 def join_rows(
@@ -209,8 +215,11 @@ def join_rows(
     """
     search = _open(source)
     queries = np.ascontiguousarray(search.matrix(rows), dtype=np.float32)
-    wide = min(probes, len(centroids))
-    probed = np.argpartition(-(queries @ centroids.T), wide - 1, axis=1)[:, :wide]
+    wide, step = min(probes, len(centroids)), _rows_per_block(len(centroids))
+    probed = np.concatenate([
+        np.argpartition(-(queries[at : at + step] @ centroids.T), wide - 1, axis=1)[:, :wide]
+        for at in range(0, len(queries), step)
+    ])  # fmt: skip
     which, column = np.divmod(np.argsort(probed, axis=None, kind="stable"), wide)
     lists = probed[which, column]  # (row, list) pairs, by list
     bounds = np.searchsorted(lists, np.arange(len(centroids) + 1))
