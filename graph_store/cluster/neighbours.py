@@ -135,7 +135,10 @@ def find_lists(
         ):  # fmt: skip
             out.rows[a:b], out.scores[a:b] = found, scores
         return out
-    centroids = train_centroids(_open(source), n)
+    # opened for the sample alone: the driver does not keep a task's cached search
+    centroids = train_centroids(
+        source if isinstance(source, VectorSearch) else _opened.__wrapped__(*source), n
+    )
     labels = np.concatenate(run(assign, [(source, a, b, centroids) for a, b in pairwise(rows)]))
     order = np.argsort(labels, kind="stable")
     starts = np.searchsorted(labels[order], np.arange(len(centroids) + 1))
