@@ -332,6 +332,40 @@ def test_graph_build_finds_its_neighbours_on_the_cluster(built, cluster, tmp_pat
     assert np.mean(kept) >= 0.99 and check_index(copy) == []
 
 
+def lists_then_die_once(source, start, stop, m):
+    """The first range's first run finds its lists, then its worker dies before answering."""
+    from hopgraph.graph_store.cluster.neighbours import exact_lists
+
+    log = Path(source[0]).parent / "lists.log"
+    with log.open("a") as runs:
+        runs.write(f"{start}\n")
+    found = exact_lists(source, start, stop, m)
+    if start == 0 and log.read_text().split().count("0") == 1:
+        os._exit(1)  # as a kill -9 of the worker
+    return found
+
+
+def test_a_neighbour_task_whose_worker_dies_runs_again(built, cluster, tmp_path, monkeypatch):
+    from hopgraph.graph_store.cluster import neighbours
+    from hopgraph.graph_store.cluster.connect import connected
+    from hopgraph.graph_store.graphs.semantic import Neighbours
+    from hopgraph.graph_store.index.graph_build import NEIGHBOURS_FILE
+
+    monkeypatch.setattr(neighbours, "exact_lists", lists_then_die_once)
+    copy = tmp_path / "four"
+    shutil.copytree(built / "four", copy)
+    with connected(cluster) as ray:
+        build_graphs(copy, show_progress=False, search=neighbours.neighbours_on(ray, 3))
+    runs = (tmp_path / "lists.log").read_text().split()
+    assert runs.count("0") == 2 and len(runs) == 4  # only the lost range ran again
+    with Index.open(built / "four") as one, Index.open(copy) as other:
+        mine, theirs = (
+            Neighbours.load(i.manifest.path(i.directory, "graph") / NEIGHBOURS_FILE)
+            for i in (one, other)
+        )
+    assert np.array_equal(mine.rows, theirs.rows) and check_index(copy) == []
+
+
 def test_add_and_sync_embed_on_the_cluster_as_one_process(cluster, tmp_path):
     docs = load_documents(sample_dir() / "corpus.jsonl")
     rows = [{"id": d.id, "title": d.title, "text": d.text} for d in docs[150:]]
