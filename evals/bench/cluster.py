@@ -123,6 +123,10 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="run only the partition tasks of each cluster build (one process, no reduce)",
     )
+    parser.add_argument(
+        "--keep", action="store_true",
+        help="keep each cluster build's index in --workdir (pP), for evals.bench.cluster_graphs",
+    )  # fmt: skip
     parser.add_argument("--out", type=Path, help="where to save the rows (JSON)")
     args = parser.parse_args(argv)
     counts = [int(p) for p in args.partitions.split(",")]
@@ -141,7 +145,8 @@ def main(argv: list[str] | None = None) -> int:
                 one, this = (work / name / "g000001/chunks.jsonl" for name in ("one", f"p{count}"))
                 rows[-1]["same_chunks"] = this.read_bytes() == one.read_bytes()
             print(json.dumps(rows[-1]), flush=True)
-            shutil.rmtree(work / f"p{count}")  # the disk of the next
+            if not args.keep:
+                shutil.rmtree(work / f"p{count}")  # the disk of the next
     what = str(args.data) if args.data else f"synthetic {args.synthetic}"
     if args.out:
         save_json(args.out, {"data": what, "model": args.model, "rows": rows})
