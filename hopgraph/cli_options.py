@@ -166,8 +166,8 @@ def cluster_options(parser: argparse.ArgumentParser, work: str = "build") -> Non
         "`local` to start one on this machine for the write (token authentication on); "
         f"{CLUSTER_WORK[work]} (docs/scaling.md)",
     )
-    cut = "chunks, each a contiguous range" if work == "graphs" else (
-        "documents, each a range of whole documents")  # fmt: skip
+    cut = "chunks are cut into, each a contiguous range" if work == "graphs" else (
+        "documents are cut into, each a range of whole documents")  # fmt: skip
     parser.add_argument(
         "--partitions",
         type=positive,
