@@ -143,6 +143,11 @@ def updated(text: str, name: str, table: str) -> str:
     return replaced(text, *MARKERS[name], table)
 
 
+def _built_by(partitions: int) -> str:
+    """Name who built: one process (0 partitions) or a local cluster."""
+    return f"local cluster, P = {partitions}" if partitions else "one process"
+
+
 def render_cluster(reports: list[dict]) -> str:
     """Render the partitioned builds beside one process's (``evals.bench.cluster --out``)."""
     lines = [
@@ -153,7 +158,7 @@ def render_cluster(reports: list[dict]) -> str:
     for report in sorted(reports, key=lambda r: r["data"]):
         name = Path(report["data"]).name
         for r in report["rows"]:
-            where = f"local cluster, P = {r['partitions']}" if r["partitions"] else "one process"
+            where = _built_by(r["partitions"])
             if r.get("partitions_only"):
                 where += ", partition tasks alone"
             worker = f"{r['worker_peak_rss_mb']:,.0f} MB" if r["partitions"] else "–"
@@ -200,7 +205,7 @@ def render_graphs(reports: list[dict]) -> str:
     ]
     for report in reports:
         for r in report["rows"]:
-            where = f"local cluster, P = {r['partitions']}" if r["partitions"] else "one process"
+            where = _built_by(r["partitions"])
             task = f"{r['task_peak_rss_mb']:,.0f} MB" if r.get("task_peak_rss_mb") else "–"
             lines.append(
                 f"| {report['chunks']:,} | {where} | {r['wall_s']:.1f} s "

@@ -118,17 +118,20 @@ def find_lists(
     source: Source,
     n: int,
     m: int,
-    approximate: bool,
+    joined: bool,
     parts: int,
     run: Map = in_process,
     probes: int = PROBES,
 ) -> Neighbours:
-    """Return the ``m``-wide lists of the ``n`` chunk rows, found by ``parts`` calls a step."""
+    """Return the ``m``-wide lists of the ``n`` chunk rows, found by ``parts`` calls a step.
+
+    ``joined``: by the IVF join and the local join (see the module doc), else exactly.
+    """
     out = Neighbours(np.full((n, m), -1, np.int64), np.full((n, m), -np.inf, np.float32))
     if min(m, n - 1) <= 0:
         return out
     rows = np.linspace(0, n, parts + 1).astype(int)
-    if not approximate:
+    if not joined:
         for (a, b), (found, scores) in zip(
             pairwise(rows), run(exact_lists, [(source, a, b, m) for a, b in pairwise(rows)]),
             strict=True,

@@ -12,33 +12,23 @@ import shutil
 import numpy as np
 import pytest
 
-from hopgraph.core.settings import IndexSettings
-from hopgraph.demo import sample_dir
 from hopgraph.graph_store import (
     Index,
-    add_documents,
     build_graphs,
-    build_index,
-    delete_documents,
-    load_documents,
 )
 from hopgraph.graph_store.cluster import neighbours
 from hopgraph.graph_store.cluster.neighbours import approximate, find_lists
 from hopgraph.graph_store.graphs.semantic import ANN_FROM, SPARE_NEIGHBOURS, Neighbours, nearest
 from hopgraph.graph_store.index.graph_build import NEIGHBOURS_FILE, GraphSettings
 from hopgraph.graph_store.index.reader import read_vectors
+from tests.sample_index import written_in_four_steps
 
 WIDTH = GraphSettings().semantic_k + SPARE_NEIGHBOURS
 
 
 @pytest.fixture(scope="module")
 def written(tmp_path_factory):
-    docs = load_documents(sample_dir() / "corpus.jsonl")
-    path = tmp_path_factory.mktemp("neighbours") / "index"
-    build_index(docs[:120], path, IndexSettings(model="hashing"), show_progress=False)
-    add_documents(path, docs[120:200], show_progress=False)
-    add_documents(path, docs[200:], show_progress=False)
-    delete_documents(path, [d.id for d in docs[100:130]])
+    path = written_in_four_steps(tmp_path_factory.mktemp("neighbours") / "index")
     return path
 
 

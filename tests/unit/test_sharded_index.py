@@ -19,24 +19,19 @@ from hopgraph.graph_store import (
     add_documents,
     build_graphs,
     build_index,
-    delete_documents,
     load_documents,
 )
 from hopgraph.graph_store.cluster.router import LocalShards, ShardedIndex
 from hopgraph.graph_store.cluster.shard import Shard, shard_ranges
 from hopgraph.tools import make_retriever
+from tests.sample_index import written_in_four_steps
 
 METHODS = ["bm25", "dense", "hybrid", "gnn_ret", "iier", "naive_ge"]  # grag: trained weights
 
 
 @pytest.fixture(scope="module")
 def written(tmp_path_factory):
-    docs = load_documents(sample_dir() / "corpus.jsonl")
-    path = tmp_path_factory.mktemp("shards") / "index"
-    build_index(docs[:120], path, IndexSettings(model="hashing"), show_progress=False)
-    add_documents(path, docs[120:200], show_progress=False)
-    add_documents(path, docs[200:], show_progress=False)
-    delete_documents(path, [d.id for d in docs[100:130]])
+    path = written_in_four_steps(tmp_path_factory.mktemp("shards") / "index")
     build_graphs(path, show_progress=False)
     return path
 
