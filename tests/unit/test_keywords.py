@@ -82,3 +82,19 @@ def test_a_state_saved_without_keywords_picks_them_all(tmp_path):
     more = _chunk(rng, 99)
     got = resumed.update([*chunks, more], [], [more]).to_extractions()
     assert got == OfflineExtractor().extract([*chunks, more])
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_rows_picked_a_block_at_a_time_pick_as_all_at_once(seed, monkeypatch):
+    rng = random.Random(seed)
+    corpus = [_chunk(rng, i) for i in range(150)]
+    whole = OfflineExtractor().extract(corpus)
+    monkeypatch.setattr(keywords, "ROWS_AT_ONCE", 7)  # 22 blocks, the last one short
+    state = CorpusReadings()
+    assert state.update(corpus, [], corpus).to_extractions() == whole
+    removed, added = corpus[:5], [_chunk(rng, 200 + i) for i in range(5)]
+    later = [*corpus[5:], *added]
+    monkeypatch.setattr(keywords, "ROWS_AT_ONCE", 1 << 16)
+    fresh = OfflineExtractor().extract(later)
+    monkeypatch.setattr(keywords, "ROWS_AT_ONCE", 9)  # kept picks checked block by block too
+    assert state.update(later, removed, added).to_extractions() == fresh
