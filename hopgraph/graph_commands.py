@@ -18,7 +18,7 @@ from hopgraph.core.errors import InputError
 from hopgraph.graph_store import Index
 from hopgraph.graph_store.graphs.passage_graph import EDGE_TYPES
 from hopgraph.graph_store.index.build import build_graphs
-from hopgraph.graph_store.index.graph_build import GraphSettings, NeighbourSearch, sparse_reason
+from hopgraph.graph_store.index.graph_build import GraphSettings, GraphTasks, sparse_reason
 from hopgraph.graph_store.index.triple_vectors import embed_triple_vectors
 from hopgraph.graph_store.stores.manifest import read_manifest
 
@@ -51,8 +51,8 @@ def build(args: argparse.Namespace) -> None:
     partitions_need_a_cluster(args, "graph build")
     settings = graph_settings(args)
     read_manifest(index_dir(args))  # no index there: said before a cluster is joined
-    with neighbour_search(args) as search:
-        info = build_graphs(index_dir(args), settings, not args.quiet, search)
+    with graph_tasks(args) as tasks:
+        info = build_graphs(index_dir(args), settings, not args.quiet, tasks)
     counts, timings = info["counts"], info["timings"]
     edges = ", ".join(f"{k} {v}" for k, v in counts["edges"].items())
     print(
@@ -67,8 +67,11 @@ def build(args: argparse.Namespace) -> None:
 
 
 @contextmanager
-def neighbour_search(args: argparse.Namespace) -> Iterator[NeighbourSearch | None]:
-    """Yield who finds the neighbour lists: the cluster's tasks (--cluster), else ``None``."""
+def graph_tasks(args: argparse.Namespace) -> Iterator[GraphTasks | None]:
+    """Yield who reads the chunks and finds the neighbours: a cluster's tasks, or this process.
+
+    ``None`` (this process) without --cluster.
+    """
     if not args.cluster:
         yield None
         return
@@ -76,9 +79,10 @@ def neighbour_search(args: argparse.Namespace) -> Iterator[NeighbourSearch | Non
 
     require_ray()
     from hopgraph.graph_store.cluster.neighbours import neighbours_on
+    from hopgraph.graph_store.cluster.readings import readings_on
 
     with connected(args.cluster) as ray:
-        yield neighbours_on(ray, args.partitions)
+        yield GraphTasks(neighbours_on(ray, args.partitions), readings_on(ray, args.partitions))
 
 
 def triples(args: argparse.Namespace) -> None:

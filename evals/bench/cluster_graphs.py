@@ -1,4 +1,4 @@
-"""The graph build of one process beside the graph build whose neighbour lists a cluster finds.
+"""The graph build of one process beside the one whose chunks and neighbours a cluster's tasks do.
 
     python -m hopgraph.evals.bench.cluster_graphs --index DIR --partitions 8 --sample 2000 \
         --out evals/results/scale/cluster-graphs-1m.json
@@ -8,9 +8,10 @@ with a local cluster it starts, ``--cluster local``), one after the other on the
 (each commits a generation). Reported per build: wall time; the driver's own peak RSS (VmHWM,
 the process that extracts and builds the graphs) and the largest of its children's (the
 knowledge graph's forked builder, and for the cluster the processes Ray started); for the
-cluster, the largest peak RSS of a worker that ran neighbour tasks; and the recall@k of the
-neighbour lists on ``--sample`` random rows against the exact lists (a found neighbour counts
-when its cosine reaches the exact k-th). A local cluster shares this machine's cores: the
+cluster, the largest peak RSS of a worker that ran its tasks (reading the chunks, finding the
+neighbour lists); the graphs' counts (the same extractions give the same); and the recall@k of
+the neighbour lists on ``--sample`` random rows against the exact lists (a found neighbour
+counts when its cosine reaches the exact k-th). A local cluster shares this machine's cores: the
 figures say how memory divides and what the work costs, not how fast more machines build.
 """
 
@@ -43,9 +44,14 @@ def child(index: Path, partitions: int) -> dict[str, float]:
     if partitions:
         from hopgraph.graph_store.cluster.connect import connected
         from hopgraph.graph_store.cluster.neighbours import neighbours_on
+        from hopgraph.graph_store.cluster.readings import readings_on
+        from hopgraph.graph_store.index.graph_build import GraphTasks
 
         with connected("local") as ray:
-            build_graphs(index, show_progress=False, search=neighbours_on(ray, partitions, peaks))
+            tasks = GraphTasks(
+                neighbours_on(ray, partitions, peaks), readings_on(ray, partitions, peaks)
+            )
+            build_graphs(index, show_progress=False, tasks=tasks)
     else:
         build_graphs(index, show_progress=False)
     row = {"partitions": partitions, "wall_s": time.perf_counter() - started}
@@ -73,6 +79,8 @@ def measured(index: Path, partitions: int) -> tuple[dict[str, float], Neighbours
     row["children_peak_rss_mb"] = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     with Index.open(index) as idx:
         lists = Neighbours.load(idx.manifest.path(index, "graph") / NEIGHBOURS_FILE)
+        counts = idx.manifest.graph["counts"]  # the same extractions give the same counts
+    row |= {"edges": counts["edges"], "entities": counts["entities"], "triples": counts["triples"]}
     return row, lists
 
 

@@ -28,11 +28,10 @@ centroids, each row's list number and the lists found.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from itertools import pairwise
 from pathlib import Path
 from types import ModuleType
-from typing import Any
 
 import numpy as np
 
@@ -43,8 +42,7 @@ from hopgraph.graph_store.stores.chunk_table import chunk_ids
 from hopgraph.graph_store.stores.manifest import Manifest
 from hopgraph.graph_store.stores.vector_search import SearchSegment, VectorSearch
 
-from .connect import RETRIES, failed
-from .partitions import peak_rss_mb
+from .tasks import Map, in_process, ray_map
 
 LIST_ROWS = 256
 """Rows per IVF list of the join (as a segment's IVF for dense search, stores/ivf.py)."""
@@ -65,13 +63,6 @@ BLOCK_CELLS = 1 << 25
 
 Source = VectorSearch | tuple[str, str]
 """The vectors a call reads: an open search, or (index folder, manifest JSON) a task opens."""
-Map = Callable[[Callable[..., Any], list[tuple]], list[Any]]
-"""Runs calls of one function and returns their results in order: here, or as tasks."""
-
-
-def in_process(function: Callable[..., Any], calls: list[tuple]) -> list[Any]:
-    """Run the calls here, one after the other."""
-    return [function(*call) for call in calls]
 
 
 def approximate(semantic_search: str, chunks: int) -> bool:
@@ -86,22 +77,7 @@ def neighbours_on(
 
     ``peaks``: each task's worker's peak RSS (MB) is appended there.
     """
-
-    def run(function: Callable[..., Any], calls: list[tuple]) -> list[Any]:
-        task = ray.remote(max_retries=RETRIES)(_measured)
-        shared: dict[int, Any] = {}  # an array every call reads goes to the object store once
-        for call in calls:
-            for arg in call:
-                if isinstance(arg, np.ndarray) and arg.nbytes > 1 << 20:
-                    shared.setdefault(id(arg), ray.put(arg))
-        sent = [[shared.get(id(arg), arg) for arg in call] for call in calls]
-        try:
-            found = ray.get([task.remote(function, *call) for call in sent])
-        except ray.exceptions.RayError as err:
-            raise failed(ray, err) from err
-        if peaks is not None:
-            peaks.extend(peak for _, peak in found)
-        return [result for result, _ in found]
+    run = ray_map(ray, peaks)
 
     def search(
         directory: Path, manifest: Manifest, chunks: Sequence[Chunk], m: int, mode: str
@@ -266,11 +242,6 @@ def refine_rows(
         part = _best(cosines, cand, mine, m)
         found[at : at + len(mine)], scores[at : at + len(mine)] = _merge([part], m)
     return found, scores
-
-
-def _measured(function: Callable[..., Any], *args: Any) -> tuple[Any, float]:
-    """Run a call in a task; return its result and the worker's peak RSS (MB)."""
-    return function(*args), peak_rss_mb()
 
 
 @functools.lru_cache(maxsize=1)

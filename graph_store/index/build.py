@@ -44,7 +44,7 @@ from .generations import (
     passages_location,
     written_by_a_build,
 )
-from .graph_build import GraphSettings, NeighbourSearch, write_graphs
+from .graph_build import GraphSettings, GraphTasks, write_graphs
 from .lock import paused_gc, write_lock
 
 
@@ -170,12 +170,13 @@ def build_graphs(
     directory: str | Path,
     settings: GraphSettings | None = None,
     show_progress: bool = True,
-    search: NeighbourSearch | None = None,
+    tasks: GraphTasks | None = None,
 ) -> dict[str, Any]:
     """Build (or rebuild) both graphs of an index from scratch as one write; return their info.
 
     ``settings``: how (graph_build.GraphSettings); default, the offline extractor's defaults.
-    ``search``: who finds the semantic neighbour lists (a cluster's tasks); default, here.
+    ``tasks``: who finds the semantic neighbour lists and reads the chunks (a cluster's
+    tasks); default, this process.
     """
     directory = Path(directory)
     settings = settings if settings is not None else GraphSettings()
@@ -186,7 +187,7 @@ def build_graphs(
             manifest = writes.successor_manifest(old, chunks)
             write_graphs(
                 gen, directory, old, manifest, chunks, chunks, settings, show_progress,
-                fresh=True, search=search,
+                fresh=True, tasks=tasks,
             )  # fmt: skip
             gen.commit(manifest)
     assert manifest.graph is not None

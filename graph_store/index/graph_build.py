@@ -17,6 +17,7 @@ import contextlib
 import json
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -59,6 +60,18 @@ GRAPH_DIR = "graph"
 NeighbourSearch = Callable[[Path, Manifest, Sequence[Chunk], int, str], Neighbours]
 """Who finds a fresh build's neighbour lists elsewhere (a cluster's tasks: cluster/neighbours.py):
 (index folder, the committed manifest, chunks in row order, list width, semantic_search)."""
+CorpusReader = Callable[[Path, Manifest, Sequence[Chunk]], tuple[CorpusReadings, ExtractionTable]]
+"""Who reads a fresh build's chunks elsewhere with the offline extractor (a cluster's tasks:
+cluster/readings.py): (index folder, the committed manifest, chunks in row order) → the
+extractor's state over the corpus and the chunks' extractions."""
+
+
+@dataclass(frozen=True)
+class GraphTasks:
+    """Who does a fresh build's heavy parts outside this process (a cluster's tasks)."""
+
+    neighbours: NeighbourSearch
+    readings: CorpusReader | None = None
 
 
 class GraphSettings(BaseModel):
@@ -128,14 +141,15 @@ def write_graphs(
     show_progress: bool,
     fresh: bool,
     replaced: frozenset[str] = frozenset(),
-    search: NeighbourSearch | None = None,
+    tasks: GraphTasks | None = None,
 ) -> None:
     """Write both graphs of ``chunks`` (``manifest``'s) into ``gen``'s folder; sync the triples.
 
     ``before`` is the previous generation's chunk list; its graphs are updated unless ``fresh``
     or they were built with other settings. ``replaced``: ids in both lists whose text
-    changed (read again, searched again). ``search``: who finds fresh neighbour lists (default:
-    this process) in the ``previous`` generation, whose vectors are the same. Sets
+    changed (read again, searched again). ``tasks``: who finds fresh neighbour lists and makes a
+    fresh offline reading (default: this process), in the ``previous`` generation, whose
+    vectors and chunks are the same. Sets
     ``manifest.graph``, its graph file and the triples to purge.
     """
     started = time.perf_counter()
@@ -150,8 +164,9 @@ def write_graphs(
             semantic = children.enter_context(
                 _semantic(directory, manifest, old_dir, chunks, settings, target, replaced)
             )
+        reader = (tasks.readings, previous) if tasks and tasks.readings else None
         extractions, llm_stats = _extract(
-            settings, directory, old_dir, (before, replaced), chunks, target, show_progress
+            settings, directory, old_dir, (before, replaced), chunks, target, show_progress, reader
         )
         extracted = time.perf_counter()
         save_extractions(target, extractions)
@@ -159,8 +174,9 @@ def write_graphs(
         # and saves it while this one builds the passage graph: two cores, each busy.
         with _knowledge(chunks, extractions, target, keep=settings.embed_triples) as kg:
             if old_dir is None:  # a fresh search, here, while the knowledge graph is built
+                finder = tasks.neighbours if tasks else None
                 semantic = _semantic(directory, manifest, None, chunks, settings, target,
-                                     search=(search, previous))  # fmt: skip
+                                     search=(finder, previous))  # fmt: skip
             passage_graph = build_passage_graph(
                 chunks, extractions, semantic.result(), settings.passage_settings()
             )
@@ -200,12 +216,19 @@ def _extract(
     chunks: Sequence[Chunk],
     target: Path,
     show_progress: bool,
+    reader: tuple[CorpusReader, Manifest] | None = None,
 ) -> tuple[ExtractionTable, dict[str, int] | None]:
     """Extract every chunk (offline: from the previous readings; LLM: from its cache).
 
     ``previous``: the last generation's chunks and the ids replaced since (read again).
+    ``reader``: who makes a fresh offline reading, of the committed generation it names.
     Returns the extractions and the LLM's request counts (``None`` offline).
     """
+    if settings.extractor == "offline" and reader is not None and old_dir is None:
+        read, committed = reader
+        state, extractions = read(directory, committed, chunks)
+        state.save(target)
+        return extractions, None
     if settings.extractor == "offline":
         before, replaced = previous
         state = CorpusReadings.load(old_dir, before) if old_dir else None

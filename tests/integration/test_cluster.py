@@ -301,8 +301,8 @@ def test_the_langgraph_server_serves_from_shards(built, tmp_path):
 
 
 def test_graph_build_finds_its_neighbours_on_the_cluster(built, cluster, tmp_path, capsys):
-    """`hopgraph graph build --cluster ADDRESS --partitions 3`: the same lists, the same graphs
-    and the same gnn_ret top 10 as the graph build of one process."""
+    """`hopgraph graph build --cluster ADDRESS --partitions 3`: the same lists, extractions
+    and graphs, and the same gnn_ret top 10, as the graph build of one process."""
     from hopgraph.graph_store.graphs.semantic import Neighbours
     from hopgraph.graph_store.index.graph_build import NEIGHBOURS_FILE
 
@@ -319,6 +319,9 @@ def test_graph_build_finds_its_neighbours_on_the_cluster(built, cluster, tmp_pat
         )
         assert np.array_equal(mine.rows, theirs.rows)
         assert one.manifest.graph["counts"] == other.manifest.graph["counts"]
+        assert one.extractions == other.extractions  # read by the tasks
+        for kind, edges in one.passage_graph.edges.items():
+            assert (edges != other.passage_graph.edges[kind]).nnz == 0, kind
         for question in questions():
             here = [h.id for h in make_retriever("gnn_ret", one).retrieve(question, 10)]
             assert [h.id for h in make_retriever("gnn_ret", other).retrieve(question, 10)] == here
@@ -349,13 +352,13 @@ def test_a_neighbour_task_whose_worker_dies_runs_again(built, cluster, tmp_path,
     from hopgraph.graph_store.cluster import neighbours
     from hopgraph.graph_store.cluster.connect import connected
     from hopgraph.graph_store.graphs.semantic import Neighbours
-    from hopgraph.graph_store.index.graph_build import NEIGHBOURS_FILE
+    from hopgraph.graph_store.index.graph_build import NEIGHBOURS_FILE, GraphTasks
 
     monkeypatch.setattr(neighbours, "exact_lists", lists_then_die_once)
     copy = tmp_path / "four"
     shutil.copytree(built / "four", copy)
     with connected(cluster) as ray:
-        build_graphs(copy, show_progress=False, search=neighbours.neighbours_on(ray, 3))
+        build_graphs(copy, show_progress=False, tasks=GraphTasks(neighbours.neighbours_on(ray, 3)))
     runs = (tmp_path / "lists.log").read_text().split()
     assert runs.count("0") == 2 and len(runs) == 4  # only the lost range ran again
     with Index.open(built / "four") as one, Index.open(copy) as other:

@@ -19,7 +19,7 @@ from hopgraph.graph_store import (
 from hopgraph.graph_store.cluster import neighbours
 from hopgraph.graph_store.cluster.neighbours import approximate, find_lists
 from hopgraph.graph_store.graphs.semantic import ANN_FROM, SPARE_NEIGHBOURS, Neighbours, nearest
-from hopgraph.graph_store.index.graph_build import NEIGHBOURS_FILE, GraphSettings
+from hopgraph.graph_store.index.graph_build import NEIGHBOURS_FILE, GraphSettings, GraphTasks
 from hopgraph.graph_store.index.reader import read_vectors
 from tests.sample_index import written_in_four_steps
 
@@ -92,7 +92,7 @@ def test_a_graph_build_given_the_tasks_lists_builds_the_same_graphs(written, tmp
     copy = tmp_path / "copy"
     shutil.copytree(written, copy)
     build_graphs(written, show_progress=False)
-    build_graphs(copy, show_progress=False, search=in_ranges(3))
+    build_graphs(copy, show_progress=False, tasks=GraphTasks(in_ranges(3)))
     with Index.open(written) as one, Index.open(copy) as other:
         assert one.manifest.graph["counts"] == other.manifest.graph["counts"]
         mine, theirs = (

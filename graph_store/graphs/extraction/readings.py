@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_all_start_methods, get_context
 from pathlib import Path
@@ -39,6 +39,24 @@ from .offline import (
 from .reading_table import ReadingTable, empty_table
 from .table import ExtractionTable, Ragged, Vocabulary, distinct
 
+CorpusCounts = tuple[Counter[str], Counter[str], dict[str, Sequence[str]]]
+"""What a first reading counts of chunks: lower-case words, titles, and the titles' keys."""
+
+
+def corpus_counts(chunks: Iterable[Chunk]) -> CorpusCounts:
+    """Count what a first reading of ``chunks`` needs of the corpus before reading any.
+
+    Their lower-case words (offline.lower_case_words), their titles, and each title's keys
+    (offline.title_keys); :meth:`CorpusReadings.counted` sums them over the parts of a corpus.
+    """
+    lower: Counter[str] = Counter()
+    titles: Counter[str] = Counter()
+    for chunk in chunks:
+        lower.update(lower_case_words(chunk))
+        if chunk.title:
+            titles[chunk.title] += 1
+    return lower, titles, {title: title_keys(title) for title in titles}
+
 
 class CorpusReadings:
     """The offline extractor's state over a corpus, kept between writes (see the module doc)."""
@@ -48,7 +66,7 @@ class CorpusReadings:
         corpus: Sequence[Chunk] = (),
         table: ReadingTable | None = None,
         lower: Counter[str] | None = None,
-        alias_keys: dict[str, list[str]] | None = None,
+        alias_keys: Mapping[str, Sequence[str]] | None = None,
         claims: dict[str, str] | None = None,
     ) -> None:
         """Resume from a saved state of ``corpus``.
@@ -80,16 +98,40 @@ class CorpusReadings:
         # lower-case counts first: an alias that stays a common word never linked, nor will
         changed = self._shift_lower(removed, added)
         changed |= self._shift_titles(removed, added)
-        longest = max((n for n, count in self.key_words.items() if count), default=0)
-        titles = TitleIndex.claimed(self.claims, frozenset(self.lower), longest)
         gone = {c.id for c in removed} | {c.id for c in added}
         stale = self._may_contain(changed, corpus, gone)
         todo = [*stale, *added]
-        fresh = read_table(todo, titles, self.table.vocab, show_progress)
+        fresh = read_table(todo, self.title_index(), self.table.vocab, show_progress)
         table = ReadingTable.concat([self.table, fresh])
         row = {cid: i for i, cid in enumerate(table.ids)}  # a chunk read anew: its new row
-        table = table.take(np.array([row[c.id] for c in corpus], dtype=np.int64))
-        self.table = t = pick_keywords(table, max(len(corpus), 1))
+        return self.picked(table.take(np.array([row[c.id] for c in corpus], dtype=np.int64)))
+
+    @classmethod
+    def counted(cls, counts: Iterable[CorpusCounts]) -> CorpusReadings:
+        """Return the state of a first reading, nothing read yet, from its chunks' counts.
+
+        ``counts``: :func:`corpus_counts` of parts of the corpus (a cluster's tasks count
+        their rows); summed, they are what :meth:`update` counts of the whole.
+        """
+        lower: Counter[str] = Counter()
+        titles: Counter[str] = Counter()
+        keys: dict[str, Sequence[str]] = {}
+        for part_lower, part_titles, part_keys in counts:
+            lower.update(part_lower)
+            titles.update(part_titles)
+            keys.update(part_keys)
+        state = cls(lower=lower, alias_keys=keys)  # each key claimed by its first title
+        state.titles = titles
+        return state
+
+    def title_index(self) -> TitleIndex:
+        """Return the index of the titles' claimed keys every reading is made against."""
+        longest = max((n for n, count in self.key_words.items() if count), default=0)
+        return TitleIndex.claimed(self.claims, frozenset(self.lower), longest)
+
+    def picked(self, table: ReadingTable) -> ExtractionTable:
+        """Keep ``table`` (the whole corpus's readings) with its keywords picked; return them."""
+        self.table = t = pick_keywords(table, max(table.rows, 1))
         return ExtractionTable(t.ids, t.vocab, t.entities, t.keywords(), t.triples, t.page)
 
     def save(self, directory: Path) -> None:
@@ -263,7 +305,11 @@ _WORK: tuple[Sequence[Chunk], TitleIndex] | None = None
 
 
 def read_table(
-    chunks: Sequence[Chunk], titles: TitleIndex, vocab: Vocabulary, show_progress: bool = False
+    chunks: Sequence[Chunk],
+    titles: TitleIndex,
+    vocab: Vocabulary,
+    show_progress: bool = False,
+    fork: bool = True,
 ) -> ReadingTable:
     """Read every chunk against ``titles`` into a table in ids of ``vocab``.
 
@@ -271,11 +317,12 @@ def read_table(
     :data:`PARALLEL_FROM` chunks on it runs in forked worker processes, one per core: they
     inherit the chunks and the title index instead of receiving them, and send back batches
     already encoded (arrays and their own vocabulary), which only need their ids mapped.
+    Not with ``fork`` off (a cluster's task: its worker is one of many on the node already).
     """
     global _WORK
     workers = min(os.cpu_count() or 1, len(chunks) // BATCH)
     bar = tqdm(total=len(chunks), desc="extracting", unit="chunk", disable=not show_progress)
-    parallel = len(chunks) >= PARALLEL_FROM and workers > 1
+    parallel = fork and len(chunks) >= PARALLEL_FROM and workers > 1
     _WORK = (chunks, titles)
     parts = [empty_table(vocab)]
     try:

@@ -1,0 +1,65 @@
+"""Calls of one function run as tasks on a cluster, or here: what a graph build hands out.
+
+A graph build's tasks (cluster/neighbours.py, cluster/readings.py) are written against
+:data:`Map`, so a test runs the same calls in this process (:func:`in_process`) and compares.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+
+from .connect import RETRIES, failed
+from .partitions import peak_rss_mb
+
+Map = Callable[[Callable[..., Any], list[tuple]], list[Any]]
+"""Runs calls of one function and returns their results in order: here, or as tasks."""
+SHARED_FROM = 1 << 20
+"""An argument this large (bytes of an array) that several calls read goes to the object store
+once, not once a call."""
+
+
+def in_process(function: Callable[..., Any], calls: list[tuple]) -> list[Any]:
+    """Run the calls here, one after the other."""
+    return [function(*call) for call in calls]
+
+
+def ray_map(ray: ModuleType, peaks: list[float] | None = None) -> Map:
+    """Return a :data:`Map` running each call as a task (retried) on the joined cluster.
+
+    ``peaks``: each task's worker's peak RSS (MB) is appended there. A task that fails is
+    the write's failure (connect.failed says whose).
+    """
+
+    def run(function: Callable[..., Any], calls: list[tuple]) -> list[Any]:
+        task = ray.remote(max_retries=RETRIES)(_measured)
+        shared: dict[int, Any] = {}
+        for call in calls:
+            for arg in call:
+                if _large(arg):
+                    shared.setdefault(id(arg), ray.put(arg))
+        sent = [[shared.get(id(arg), arg) for arg in call] for call in calls]
+        try:
+            found = ray.get([task.remote(function, *call) for call in sent])
+        except ray.exceptions.RayError as err:
+            raise failed(ray, err) from err
+        if peaks is not None:
+            peaks.extend(peak for _, peak in found)
+        return [result for result, _ in found]
+
+    return run
+
+
+def _large(arg: Any) -> bool:
+    """Tell whether an argument is worth one copy in the object store for every call."""
+    if isinstance(arg, np.ndarray):
+        return arg.nbytes > SHARED_FROM
+    return getattr(arg, "shared", False) is True
+
+
+def _measured(function: Callable[..., Any], *args: Any) -> tuple[Any, float]:
+    """Run a call in a task; return its result and the worker's peak RSS (MB)."""
+    return function(*args), peak_rss_mb()

@@ -1,0 +1,94 @@
+"""A graph build's first reading made by a cluster's calls over ranges of rows, run here.
+
+The calls (graph_store/cluster/readings.py) count, read and pick as one process does: the
+same extractions, the same extractor state, the same graphs, and a later write brings that
+state up to date as it would one process's. tests/integration/test_cluster.py runs the calls
+as tasks on a cluster.
+"""
+
+import shutil
+from dataclasses import replace
+
+import pytest
+
+from hopgraph.demo import sample_dir
+from hopgraph.graph_store import Index, add_documents, build_graphs, load_documents
+from hopgraph.graph_store.cluster.readings import chunk_rows, read_corpus
+from hopgraph.graph_store.graphs.extraction.readings import CorpusReadings
+from hopgraph.graph_store.graphs.semantic import nearest
+from hopgraph.graph_store.index.graph_build import GraphTasks
+from hopgraph.graph_store.index.reader import read_vectors
+from hopgraph.graph_store.stores.chunk_table import read_chunks
+from tests.sample_index import written_in_four_steps
+
+
+@pytest.fixture(scope="module")
+def written(tmp_path_factory):
+    path = written_in_four_steps(tmp_path_factory.mktemp("readings") / "index")
+    build_graphs(path, show_progress=False)
+    return path
+
+
+def in_ranges(parts: int):
+    """What ``parts`` calls a step read, run here: a reader as build_graphs takes it."""
+
+    def reader(directory, manifest, chunks):
+        source = (str(directory), manifest.model_dump_json())
+        return read_corpus(source, len(chunks), parts)
+
+    return reader
+
+
+def exact_lists(directory, manifest, chunks, m, semantic_search):
+    """This process's lists (the neighbour calls are tests/unit/test_cluster_neighbours.py's)."""
+    return nearest(read_vectors(directory, manifest, chunks), m, "exact")
+
+
+@pytest.mark.parametrize("parts", [1, 3, 7])
+def test_ranges_of_rows_read_as_one_process(written, parts):
+    with Index.open(written) as idx:
+        chunks = read_chunks(written, idx.manifest)
+        state, got = in_ranges(parts)(written, idx.manifest, chunks)
+    one = CorpusReadings()
+    expected = one.update(chunks, [], chunks)
+    assert got.ids == [c.id for c in chunks]
+    assert got.to_extractions() == expected.to_extractions()
+    assert (state.lower, state.titles, state.claims) == (one.lower, one.titles, one.claims)
+    assert {t: list(k) for t, k in state.alias_keys.items()} == {
+        t: list(k) for t, k in one.alias_keys.items()
+    }
+
+
+def test_a_graph_build_whose_chunks_the_calls_read_builds_the_same_graphs(written, tmp_path):
+    copy = tmp_path / "copy"
+    shutil.copytree(written, copy)
+    build_graphs(copy, show_progress=False, tasks=GraphTasks(exact_lists, in_ranges(3)))
+    with Index.open(written) as one, Index.open(copy) as other:
+        assert one.manifest.graph["counts"] == other.manifest.graph["counts"]
+        assert one.extractions == other.extractions
+        for kind, edges in one.passage_graph.edges.items():
+            assert (edges != other.passage_graph.edges[kind]).nnz == 0, kind
+        assert one.knowledge_graph.triples == other.knowledge_graph.triples
+    # the state the calls saved is one a later write brings up to date as one process's
+    more = [
+        replace(doc, id=f"{doc.id}-again", text=doc.text + " Once more.")
+        for doc in load_documents(sample_dir() / "corpus.jsonl")[:3]
+    ]
+    for path in (written, copy):
+        add_documents(path, more, show_progress=False)
+    with Index.open(written) as one, Index.open(copy) as other:
+        assert other.manifest.graph["incremental"]
+        assert one.extractions == other.extractions
+        for kind, edges in one.passage_graph.edges.items():
+            assert (edges != other.passage_graph.edges[kind]).nnz == 0, kind
+
+
+def test_rows_past_the_end_of_the_table_are_a_clear_error(written):
+    from hopgraph.core.errors import IndexStateError
+
+    with Index.open(written) as idx:
+        source = (str(written), idx.manifest.model_dump_json())
+        n = len(idx.chunks)
+    assert len(chunk_rows(source, n - 2, n)) == 2
+    with pytest.raises(IndexStateError, match=f"ends before row {n + 1}"):
+        chunk_rows(source, n - 2, n + 1)
