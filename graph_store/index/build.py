@@ -180,9 +180,11 @@ def build_graphs(
     """
     directory = Path(directory)
     settings = settings if settings is not None else GraphSettings()
+    # a cluster's tasks read the texts: its driver holds none (2 GB of strings at 4M chunks)
+    texts = tasks is None or tasks.readings is None or settings.extractor != "offline"
     with write_lock(directory):
         old = read_manifest(directory)
-        chunks = read_chunks(directory, old)
+        chunks = read_chunks(directory, old, texts)
         with Generation(directory, old) as gen:
             manifest = writes.successor_manifest(old, chunks)
             write_graphs(

@@ -12,13 +12,19 @@ from hopgraph.graph_store.documents.schema import Chunk
 
 from .manifest import Manifest, rebuild_hint
 
+NO_TEXT = {"text": ""}
 
-def read_chunks(directory: Path, manifest: Manifest) -> list[Chunk]:
-    """Read the chunk table of an index directory's committed generation."""
+
+def read_chunks(directory: Path, manifest: Manifest, texts: bool = True) -> list[Chunk]:
+    """Read the chunk table of an index directory's committed generation.
+
+    Without ``texts``, each chunk's text is left empty: for a process that needs the rest
+    only (a cluster's driver, whose tasks read the texts).
+    """
     path = manifest.path(directory, "chunks")
     fix = rebuild_hint(directory)
     try:
-        chunks = chunks_in(path)
+        chunks = chunks_in(path, texts)
     except (OSError, ValueError, TypeError) as err:
         raise IndexStateError(f"{path} is missing or damaged: {err}", fix) from err
     expected = manifest.counts.get("chunks")
@@ -29,10 +35,12 @@ def read_chunks(directory: Path, manifest: Manifest) -> list[Chunk]:
     return chunks
 
 
-def chunks_in(path: Path) -> list[Chunk]:
-    """Read a chunk table file (or a partition's part of one), line by line."""
+def chunks_in(path: Path, texts: bool = True) -> list[Chunk]:
+    """Read a chunk table file (or a partition's part of one), line by line (see read_chunks)."""
     with path.open("rb") as lines:  # no second copy of the whole table
-        return [Chunk(**orjson.loads(line)) for line in lines if line != b"\n"]
+        if texts:
+            return [Chunk(**orjson.loads(line)) for line in lines if line != b"\n"]
+        return [Chunk(**(orjson.loads(line) | NO_TEXT)) for line in lines if line != b"\n"]
 
 
 def chunk_ids(directory: Path, manifest: Manifest) -> list[str]:
