@@ -147,9 +147,9 @@ CLUSTER_WORK = {
     "this process commits the index",
     "write": "partitions of whole documents are chunked and embedded by tasks, and this process "
     "writes and commits the change",
-    "graphs": "the semantic neighbour lists are found by tasks, each for a range of chunks, "
-    "reading the vectors from the index folder (at the same path on every node); this process "
-    "extracts, builds and commits the graphs",
+    "graphs": "tasks, each for a range of chunks, read the chunks (the offline extractor) and "
+    "find the semantic neighbour lists, reading the index folder (at the same path on every "
+    "node); this process builds and commits the graphs",
 }
 
 

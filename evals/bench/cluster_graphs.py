@@ -40,7 +40,7 @@ def child(index: Path, partitions: int) -> dict[str, float]:
     from hopgraph.graph_store.index.build import build_graphs
 
     started = time.perf_counter()
-    peaks: list[float] = []
+    peaks: dict[str, float] = {}
     if partitions:
         from hopgraph.graph_store.cluster.connect import connected
         from hopgraph.graph_store.cluster.neighbours import neighbours_on
@@ -55,9 +55,12 @@ def child(index: Path, partitions: int) -> dict[str, float]:
     else:
         build_graphs(index, show_progress=False)
     row = {"partitions": partitions, "wall_s": time.perf_counter() - started}
+    if partitions:
+        row["tasks"] = "reading, neighbours"
     row["driver_peak_rss_mb"] = _own_peak_mb()
     if peaks:
-        row["task_peak_rss_mb"] = max(peaks)
+        row["task_peak_rss_mb"] = max(peaks.values())
+        row["task_peaks_mb"] = peaks  # by the function a task ran
     return row
 
 

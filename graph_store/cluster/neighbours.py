@@ -42,7 +42,7 @@ from hopgraph.graph_store.stores.chunk_table import chunk_ids
 from hopgraph.graph_store.stores.manifest import Manifest
 from hopgraph.graph_store.stores.vector_search import SearchSegment, VectorSearch
 
-from .tasks import Map, in_process, ray_map
+from .tasks import Map, Peaks, in_process, ray_map
 
 LIST_ROWS = 256
 """Rows per IVF list of the join (as a segment's IVF for dense search, stores/ivf.py)."""
@@ -71,11 +71,11 @@ def approximate(semantic_search: str, chunks: int) -> bool:
 
 
 def neighbours_on(
-    ray: ModuleType, partitions: int | None, peaks: list[float] | None = None
+    ray: ModuleType, partitions: int | None, peaks: Peaks | None = None
 ) -> NeighbourSearch:
     """Return how a graph build finds its neighbour lists on the joined cluster.
 
-    ``peaks``: each task's worker's peak RSS (MB) is appended there.
+    ``peaks``: each kind of task's largest peak RSS (MB) goes there (tasks.ray_map).
     """
     run = ray_map(ray, peaks)
 

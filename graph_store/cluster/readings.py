@@ -42,18 +42,18 @@ from hopgraph.graph_store.graphs.extraction.table import ExtractionTable, Vocabu
 from hopgraph.graph_store.index.graph_build import CorpusReader
 from hopgraph.graph_store.stores.manifest import Manifest, rebuild_hint
 
-from .tasks import Map, in_process, ray_map
+from .tasks import Map, Peaks, in_process, ray_map
 
 Source = tuple[str, str]
 """The chunk table a call reads: (index folder, the committed manifest as JSON)."""
 
 
 def readings_on(
-    ray: ModuleType, partitions: int | None, peaks: list[float] | None = None
+    ray: ModuleType, partitions: int | None, peaks: Peaks | None = None
 ) -> CorpusReader:
     """Return how a graph build reads its corpus on the joined cluster.
 
-    ``peaks``: each task's worker's peak RSS (MB) is appended there.
+    ``peaks``: each kind of task's largest peak RSS (MB) goes there (tasks.ray_map).
     """
     run = ray_map(ray, peaks)
 

@@ -13,10 +13,12 @@ from typing import Any
 import numpy as np
 
 from .connect import RETRIES, failed
-from .partitions import peak_rss_mb
+from .partitions import reset_peak_rss, task_peak_rss_mb
 
 Map = Callable[[Callable[..., Any], list[tuple]], list[Any]]
 """Runs calls of one function and returns their results in order: here, or as tasks."""
+Peaks = dict[str, float]
+"""The largest peak RSS (MB) of a task, by the name of the function it ran."""
 SHARED_FROM = 1 << 20
 """An argument this large (bytes of an array) that several calls read goes to the object store
 once, not once a call."""
@@ -27,11 +29,12 @@ def in_process(function: Callable[..., Any], calls: list[tuple]) -> list[Any]:
     return [function(*call) for call in calls]
 
 
-def ray_map(ray: ModuleType, peaks: list[float] | None = None) -> Map:
+def ray_map(ray: ModuleType, peaks: Peaks | None = None) -> Map:
     """Return a :data:`Map` running each call as a task (retried) on the joined cluster.
 
-    ``peaks``: each task's worker's peak RSS (MB) is appended there. A task that fails is
-    the write's failure (connect.failed says whose).
+    ``peaks``: each task's own peak RSS goes there (a worker runs many tasks; its peak is
+    started afresh for each). A task that fails is the write's failure (connect.failed says
+    whose).
     """
 
     def run(function: Callable[..., Any], calls: list[tuple]) -> list[Any]:
@@ -46,8 +49,9 @@ def ray_map(ray: ModuleType, peaks: list[float] | None = None) -> Map:
             found = ray.get([task.remote(function, *call) for call in sent])
         except ray.exceptions.RayError as err:
             raise failed(ray, err) from err
-        if peaks is not None:
-            peaks.extend(peak for _, peak in found)
+        if peaks is not None and found:
+            name = function.__name__
+            peaks[name] = max(peaks.get(name, 0.0), *(peak for _, peak in found))
         return [result for result, _ in found]
 
     return run
@@ -61,5 +65,6 @@ def _large(arg: Any) -> bool:
 
 
 def _measured(function: Callable[..., Any], *args: Any) -> tuple[Any, float]:
-    """Run a call in a task; return its result and the worker's peak RSS (MB)."""
-    return function(*args), peak_rss_mb()
+    """Run a call in a task; return its result and the task's own peak RSS (MB)."""
+    reset_peak_rss()
+    return function(*args), task_peak_rss_mb()
