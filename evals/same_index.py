@@ -3,11 +3,12 @@
     python -m hopgraph.evals.same_index ONE CLUSTER --data ../shared/data/musique --split dev
 
 Both folders hold an index of the same corpus, graphs built. Printed (and exit 1 unless all
-hold): whether the chunks are the same in the same order; the recall of the cluster index's
-semantic-neighbour lists against the other's (a row's list compared as a set, -1 padding left
-out); per question of the split, whether dense, hybrid and gnn_ret return the same top 10; and
-the largest difference between BM25's top-10 scores. ``hopgraph eval`` then compares the
-scores over every method (``evals.same_scores``).
+hold): whether the chunks are the same in the same order; whether the extractions are the
+same, and the passage graph's edges of every type but the semantic one; the recall of the
+cluster index's semantic-neighbour lists against the other's (a row's list compared as a set,
+-1 padding left out); per question of the split, whether dense, hybrid and gnn_ret return
+the same top 10; and the largest difference between BM25's top-10 scores. ``hopgraph eval``
+then compares the scores over every method (``evals.same_scores``).
 """
 
 from __future__ import annotations
@@ -41,12 +42,23 @@ def neighbour_recall(one: Index, other: Index) -> float:
     return found / max(total, 1)
 
 
+def same_edges(one: Index, other: Index) -> bool:
+    """Tell whether both passage graphs have the same edges of every type but the semantic."""
+    theirs = other.passage_graph.edges
+    return all(
+        kind == "semantic" or (edges != theirs[kind]).nnz == 0
+        for kind, edges in one.passage_graph.edges.items()
+    )
+
+
 def compare(one_dir: Path, cluster_dir: Path, data: Path, split: str) -> dict:
     """Return the figures of the module doc."""
     questions = [q.question for q in load_questions(data, split)]
     with Index.open(one_dir) as one, Index.open(cluster_dir) as cluster:
         out: dict = {
             "same_chunks": list(one.chunks.values()) == list(cluster.chunks.values()),
+            "same_extractions": one.extractions == cluster.extractions,
+            "same_edges": same_edges(one, cluster),
             "neighbour_recall": neighbour_recall(one, cluster),
             "questions": len(questions),
         }
@@ -77,6 +89,8 @@ def main(argv: list[str] | None = None) -> int:
     print(json.dumps(found))
     alike = (
         found["same_chunks"]
+        and found["same_extractions"]
+        and found["same_edges"]
         and found["neighbour_recall"] >= NEIGHBOUR_RECALL
         and all(found[f"{m}_same_top10"] == 1.0 for m in METHODS)
         and found["bm25_max_score_diff"] <= BM25_TOLERANCE
