@@ -1,9 +1,9 @@
 """The offline extractor's first reading of a corpus, by tasks on a cluster (``graph build``).
 
 One process reads every chunk (a quarter of a millisecond each, on forked workers that inherit
-the whole corpus) and holds the chunks, the readings and every (row, word) pair at once: 6.5 GB
-at a million chunks. Here tasks share the work, each reading ranges of rows of the committed
-chunk table (which every node mounts at the same path):
+the whole corpus) and holds the chunks with their texts and the readings at once: 3.7 GB at a
+million chunks. Here tasks share the work, each reading ranges of rows of the committed chunk
+table (which every node mounts at the same path), and the driver holds no texts:
 
 1. tasks count their rows' lower-case words, titles and the titles' keys
    (extraction.readings.corpus_counts);
