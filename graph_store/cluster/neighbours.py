@@ -42,7 +42,7 @@ from hopgraph.graph_store.stores.chunk_table import chunk_ids
 from hopgraph.graph_store.stores.manifest import Manifest
 from hopgraph.graph_store.stores.vector_search import SearchSegment, VectorSearch
 
-from .tasks import Map, Peaks, in_process, ray_map
+from .tasks import Map, Peaks, in_process, ray_map, task_count
 
 LIST_ROWS = 256
 """Rows per IVF list of the join (as a segment's IVF for dense search, stores/ivf.py)."""
@@ -83,9 +83,8 @@ def neighbours_on(
         directory: Path, manifest: Manifest, chunks: Sequence[Chunk], m: int, mode: str
     ) -> Neighbours:
         n = len(chunks)
-        parts = max(1, min(partitions or int(ray.cluster_resources().get("CPU", 1)), n))
         source = (str(directory), manifest.model_dump_json())
-        return find_lists(source, n, m, approximate(mode, n), parts, run)
+        return find_lists(source, n, m, approximate(mode, n), task_count(ray, partitions, n), run)
 
     return search
 

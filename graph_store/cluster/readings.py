@@ -19,14 +19,12 @@ on the corpus only through the title index, its keywords only through the docume
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Sequence
 from itertools import pairwise
 from pathlib import Path
 from types import ModuleType
 
 import numpy as np
-import orjson
 
 from hopgraph.core.errors import IndexStateError
 from hopgraph.graph_store.documents.schema import Chunk
@@ -40,9 +38,10 @@ from hopgraph.graph_store.graphs.extraction.readings import (
 )
 from hopgraph.graph_store.graphs.extraction.table import ExtractionTable, Vocabulary
 from hopgraph.graph_store.index.graph_build import CorpusReader
+from hopgraph.graph_store.stores.chunk_table import chunks_in
 from hopgraph.graph_store.stores.manifest import Manifest, rebuild_hint
 
-from .tasks import Map, Peaks, in_process, ray_map
+from .tasks import Map, Peaks, in_process, ray_map, task_count
 
 Source = tuple[str, str]
 """The chunk table a call reads: (index folder, the committed manifest as JSON)."""
@@ -60,9 +59,8 @@ def readings_on(
     def read(
         directory: Path, manifest: Manifest, chunks: Sequence[Chunk]
     ) -> tuple[CorpusReadings, ExtractionTable]:
-        n = len(chunks)
-        parts = max(1, min(partitions or int(ray.cluster_resources().get("CPU", 1)), n))
-        state, table = read_corpus((str(directory), manifest.model_dump_json()), n, parts, run)
+        n, source = len(chunks), (str(directory), manifest.model_dump_json())
+        state, table = read_corpus(source, n, task_count(ray, partitions, n), run)
         if table.ids != [c.id for c in chunks]:
             raise IndexStateError(
                 f"the tasks read other chunks than {directory}'s committed table holds",
@@ -113,9 +111,7 @@ def chunk_rows(source: Source, start: int, stop: int) -> list[Chunk]:
     directory, manifest_json = source
     path = Manifest.model_validate_json(manifest_json).path(Path(directory), "chunks")
     try:
-        with path.open("rb") as lines:
-            wanted = itertools.islice((line for line in lines if line != b"\n"), start, stop)
-            chunks = [Chunk(**orjson.loads(line)) for line in wanted]
+        chunks = chunks_in(path, start=start, stop=stop)
     except (OSError, ValueError, TypeError) as err:
         fix = rebuild_hint(Path(directory))
         raise IndexStateError(f"{path} is missing or damaged: {err}", fix) from err

@@ -57,6 +57,14 @@ def ray_map(ray: ModuleType, peaks: Peaks | None = None) -> Map:
     return run
 
 
+def task_count(ray: ModuleType, partitions: int | None, rows: int) -> int:
+    """Return the calls a step over ``rows`` rows is cut into (default: the cluster's CPUs).
+
+    At least one, at most one per row.
+    """
+    return max(1, min(partitions or int(ray.cluster_resources().get("CPU", 1)), rows))
+
+
 def _large(arg: Any) -> bool:
     """Tell whether an argument is worth one copy in the object store for every call."""
     if isinstance(arg, np.ndarray):

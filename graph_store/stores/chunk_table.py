@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -35,12 +36,18 @@ def read_chunks(directory: Path, manifest: Manifest, texts: bool = True) -> list
     return chunks
 
 
-def chunks_in(path: Path, texts: bool = True) -> list[Chunk]:
-    """Read a chunk table file (or a partition's part of one), line by line (see read_chunks)."""
+def chunks_in(
+    path: Path, texts: bool = True, start: int = 0, stop: int | None = None
+) -> list[Chunk]:
+    """Read a chunk table file (or a partition's part of one), line by line (see read_chunks).
+
+    ``start`` / ``stop``: only those rows (a cluster's task reads a range).
+    """
     with path.open("rb") as lines:  # no second copy of the whole table
+        rows = itertools.islice((line for line in lines if line != b"\n"), start, stop)
         if texts:
-            return [Chunk(**orjson.loads(line)) for line in lines if line != b"\n"]
-        return [Chunk(**(orjson.loads(line) | NO_TEXT)) for line in lines if line != b"\n"]
+            return [Chunk(**orjson.loads(line)) for line in rows]
+        return [Chunk(**(orjson.loads(line) | NO_TEXT)) for line in rows]
 
 
 def chunk_ids(directory: Path, manifest: Manifest) -> list[str]:
