@@ -2,7 +2,8 @@
 
 ``build_index_on(address, corpus, directory, settings, partitions)`` is ``build_index`` with
 the reading, chunking, embedding and per-partition files on the cluster (partitions.py, one
-task a partition, retried on failure) and Chroma's rows written by one more task (rows.py).
+task a partition, retried on failure) and Chroma's rows written by one more task a partition,
+each into a collection of its own (rows.py; graph_store/stores/chroma_parts.py).
 The driver hands each task its documents, or for a JSONL corpus (a :class:`Catalog`) only where
 its lines are, and reduces what needs the whole corpus, streamed from the parts: the chunk ids
 checked unique, the chunk and document tables merged in id order, BM25's global statistics
@@ -43,7 +44,7 @@ from hopgraph.graph_store.index.build import (
     new_location,
     new_manifest,
 )
-from hopgraph.graph_store.index.generations import Generation
+from hopgraph.graph_store.index.generations import CHROMA_DIR, Generation
 from hopgraph.graph_store.index.lock import paused_gc
 from hopgraph.graph_store.stores.doc_table import DOCUMENTS_FILE
 from hopgraph.graph_store.stores.kdb_bm25 import save_store
@@ -100,8 +101,8 @@ def build_index_on(
     ):
         cpus = int(ray.cluster_resources().get("CPU", 1))
         parts = parts or plan_parts(corpus, max(1, min(cpus, len(corpus))))
-        location = new_location(settings, directory)
         with Generation(directory, old) as gen:
+            location = partitioned_location(settings, gen, len(parts))
             gpus = 1 if device == "cuda" else 0
             written = run_partitions(
                 ray, parts, directory, gen.folder.name, settings, gpus, show_progress
@@ -109,15 +110,18 @@ def build_index_on(
             # the chunk table first: ids that collide stop the build before Chroma is written
             tables = [directory / w.path / CHUNKS_PART for w in written]
             _merge(tables, gen.folder / CHUNKS_PART, unique=True)
-            gen.journal(location)  # before its task creates it: a failed build drops it
-            rows = ray.remote(max_retries=RETRIES)(write_rows).remote(
-                str(directory), [w.path for w in written], location, gen.number
-            )
+            gen.journal(location)  # before its tasks create it: a failed build drops it
+            task = ray.remote(max_retries=RETRIES, max_calls=1)(write_rows)
+            rows = [
+                task.remote(str(directory), w.path, location.part(w.number), gen.number)
+                for w in written
+            ]
             try:
                 manifest = _reduce(gen, written, settings, location)
-                rows_rss = _wait(ray, rows)
+                rows_rss = _wait(ray, rows, show_progress)
             except BaseException:
-                ray.cancel(rows, force=True)  # no row written after the roll-back drops them
+                for ref in rows:  # no row written after the roll-back drops them
+                    ray.cancel(ref, force=True)
                 raise
             for w in written:  # the parts are in the merged tables and Chroma now
                 for name in (CHUNKS_PART, DOCUMENTS_PART, CHROMA_VECTORS):
@@ -151,10 +155,33 @@ def plan_parts(corpus: Sequence[Document] | Catalog, count: int) -> list[Part]:
     return list(plan(corpus, count))
 
 
-def _wait(ray: ModuleType, ref: object) -> float:
-    """Wait for the rows' task; return its peak RSS, or raise what to tell of its failure."""
+def partitioned_location(
+    settings: IndexSettings, gen: Generation, partitions: int
+) -> ChromaLocation:
+    """Return a new collection of ``partitions`` parts, in a folder of this build's own.
+
+    The folder (``chroma-gNNNNNN``) is new, so the index it replaces keeps its store until the
+    commit, which drops it (drop_elsewhere); a killed build's is removed by a later commit.
+    """
+    name = new_location(settings, gen.directory).collection
+    if settings.chroma_url:
+        return ChromaLocation(name, url=settings.chroma_url, parts=partitions)
+    path = gen.directory / f"{CHROMA_DIR}-{gen.folder.name}"
+    return ChromaLocation(name, path=path, parts=partitions)
+
+
+def _wait(ray: ModuleType, refs: list, show_progress: bool) -> float:
+    """Wait for the rows' tasks; return their largest peak RSS, or raise what to tell."""
     try:
-        return float(ray.get(ref))
+        with tqdm(
+            total=len(refs), desc="Chroma rows", unit="partition", disable=not show_progress
+        ) as bar:
+            pending = list(refs)
+            while pending:
+                done, pending = ray.wait(pending, num_returns=1)
+                ray.get(done)  # a failed partition stops the build now
+                bar.update(len(done))
+        return max(float(peak) for peak in ray.get(refs))
     except ray.exceptions.RayError as err:
         raise failed(ray, err) from err
 

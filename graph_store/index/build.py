@@ -148,7 +148,8 @@ def commit_fresh(
     same = replaced is not None and _same_place(replaced, location)
     if same:
         assert old is not None and replaced is not None
-        manifest.purge = {"collections": [old.collection, replaced.triples().collection]}
+        names = [each.collection for each in replaced.each()]
+        manifest.purge = {"collections": [*names, replaced.triples().collection]}
     gen.commit(manifest)
     return replaced if not same else None
 
@@ -210,6 +211,7 @@ def new_manifest(
         embedder=embedder,
         collection=location.collection,
         chroma_dir=None if location.url or location.path is None else location.path.name,
+        chroma_parts=location.parts,
         counts=counts,
         versions=package_versions(),
         created_at=stamp,

@@ -33,7 +33,7 @@ from hopgraph.graph_store.documents.schema import Chunk
 from hopgraph.graph_store.stores import chroma_seal
 from hopgraph.graph_store.stores.chunk_table import read_chunks
 from hopgraph.graph_store.stores.manifest import Manifest, read_manifest
-from hopgraph.graph_store.stores.vdb_chroma import HNSW, ChromaVectorStore
+from hopgraph.graph_store.stores.vdb_chroma import HNSW, ChromaLocation, ChromaVectorStore
 from hopgraph.graph_store.stores.vector_table import VectorTable
 
 from .generations import passages_location, write_under_way
@@ -52,7 +52,7 @@ def chroma_problems(directory: Path) -> list[str]:
         return chroma_seal.broken(directory, manifest)  # opening the store would change it
     location = passages_location(directory, manifest)
     if location.path is not None:
-        found = file_problems(location.path, manifest)
+        found = store_file_problems(location, manifest)
         if found:
             return found  # the client would read what is damaged, or mend it without a word
     try:
@@ -61,6 +61,8 @@ def chroma_problems(directory: Path) -> list[str]:
         expected = table.matrix([c.id for c in chunks])
     except (IndexStateError, OSError, ValueError):
         return []  # nothing to compare with: the check names the damaged table itself
+    if location.parts:
+        return partitioned_problems(location, manifest, chunks, expected)
     store = ChromaVectorStore(location)
     try:
         return row_problems(store, manifest, chunks, expected) or query_problems(
@@ -70,8 +72,25 @@ def chroma_problems(directory: Path) -> list[str]:
         store.close()
 
 
-def file_problems(folder: Path, manifest: Manifest) -> list[str]:
-    """Check chroma.sqlite3's pages and the collection's HNSW segment files."""
+def store_file_problems(location: ChromaLocation, manifest: Manifest) -> list[str]:
+    """Check the files of an embedded store: one folder, or a partitioned one's folders."""
+    assert location.path is not None
+    triples = (manifest.graph or {}).get("settings", {}).get("embed_triples")
+    triple_names = [location.triples().collection] if triples else []  # GEAR's triple vectors
+    if not location.parts:
+        return file_problems(location.path, [location.collection, *triple_names], manifest)
+    found = [
+        problem
+        for part in location.each()
+        for problem in file_problems(part.path or location.path, [part.collection], manifest)
+    ]
+    if triple_names:  # beside the partitions, in the store's own folder
+        found += file_problems(location.path, triple_names, manifest)
+    return found
+
+
+def file_problems(folder: Path, names: list[str], manifest: Manifest) -> list[str]:
+    """Check chroma.sqlite3's pages and the HNSW segment files of the collections ``names``."""
     database = folder / "chroma.sqlite3"
     if not database.is_file():
         return [f"{database} is missing"]
@@ -89,14 +108,60 @@ def file_problems(folder: Path, manifest: Manifest) -> list[str]:
         return [f"{database} is damaged: {err}"]
     if verdict != ["ok"]:
         return [f"{database} is damaged: {'; '.join(verdict[:3])}"]
-    names = [manifest.collection]
-    if (manifest.graph or {}).get("settings", {}).get("embed_triples"):
-        names.append(f"{manifest.collection}-triples")  # the GEAR methods' triple vectors
     lost = [name for name in names if name not in segments]
     if lost:
         return [f"{database} has no vector segment for collection {', '.join(lost)}"]
     dimension = int(manifest.embedder["dimension"])
     return [p for name in names for p in hnsw_problems(folder / segments[name], dimension)]
+
+
+def partitioned_problems(
+    location: ChromaLocation, manifest: Manifest, chunks: list[Chunk], expected: np.ndarray
+) -> list[str]:
+    """Check a partitioned store a partition at a time (no process holds every HNSW).
+
+    Each partition's rows are compared with the tables as they are read; each partition's
+    index must find a spread of its own rows by their own vectors; every chunk must have a row.
+    """
+    position = {manifest.row_of(c.id): i for i, c in enumerate(chunks)}
+    problems: dict[str, str] = {}
+    seen = np.zeros(len(chunks), dtype=bool)
+    for part in location.each():
+        store = ChromaVectorStore(part)
+        try:
+            held: list[int] = []
+            for rows, vectors, texts, metas in store.records():
+                for row, vector, text, meta in zip(rows, vectors, texts, metas, strict=True):
+                    at = position.get(row)
+                    if at is None:
+                        continue  # another generation's row, not yet purged
+                    seen[at] = True
+                    held.append(at)
+                    _compare(problems, chunks[at], vector, expected[at], text, meta)
+            lost = query_problems(store, manifest, [chunks[i] for i in held], expected[held])
+            if lost:
+                problems.setdefault("query", f"partition {part.collection}: {lost[0]}")
+        finally:
+            store.close()
+    if not seen.all():
+        missing = chunks[int(np.argmin(seen))].id
+        problems.setdefault("missing", f"no row for chunk {missing!r} in any partition")
+    return list(problems.values())
+
+
+def _compare(
+    problems: dict[str, str],
+    chunk: Chunk,
+    vector: np.ndarray,
+    expected: np.ndarray,
+    text: str,
+    meta: dict | None,
+) -> None:
+    """Note the first row whose vector, text or document differs from the tables'."""
+    if float(np.abs(np.asarray(vector, dtype=np.float32) - expected).max()) > TOLERANCE:
+        problems.setdefault("vector", f"the vector of {chunk.id!r} is not the table's")
+    if text != chunk.text or (meta or {}).get("doc_id") != chunk.doc_id:
+        problems.setdefault("text", f"the text or document of {chunk.id!r} differs")
 
 
 def hnsw_problems(segment: Path, dimension: int) -> list[str]:
@@ -248,10 +313,7 @@ def row_problems(
                 problems.setdefault("missing", f"no row for chunk {chunk.id!r}")
                 continue
             vector, text, meta = held[row]
-            if float(np.abs(vector - expected[start + offset]).max()) > TOLERANCE:
-                problems.setdefault("vector", f"the vector of {chunk.id!r} is not the table's")
-            if text != chunk.text or (meta or {}).get("doc_id") != chunk.doc_id:
-                problems.setdefault("text", f"the text or document of {chunk.id!r} differs")
+            _compare(problems, chunk, vector, expected[start + offset], text, meta)
     return list(problems.values())
 
 

@@ -21,6 +21,7 @@ from types import TracebackType
 
 from hopgraph.core.errors import IndexStateError
 from hopgraph.graph_store.stores import chroma_seal
+from hopgraph.graph_store.stores.chroma_parts import PassageStore, open_store
 from hopgraph.graph_store.stores.manifest import MANIFEST, Manifest, fsync_directory, record_files
 from hopgraph.graph_store.stores.vdb_chroma import (
     ChromaLocation,
@@ -53,10 +54,11 @@ def generation_of(name: str) -> int | None:
 
 def passages_location(directory: Path, manifest: Manifest) -> ChromaLocation:
     """Return where the manifest says the index's passage vectors live."""
+    parts = manifest.chroma_parts
     if manifest.settings.chroma_url:
-        return ChromaLocation(manifest.collection, url=manifest.settings.chroma_url)
+        return ChromaLocation(manifest.collection, url=manifest.settings.chroma_url, parts=parts)
     assert manifest.chroma_dir is not None
-    return ChromaLocation(manifest.collection, path=directory / manifest.chroma_dir)
+    return ChromaLocation(manifest.collection, path=directory / manifest.chroma_dir, parts=parts)
 
 
 class Generation:
@@ -142,7 +144,9 @@ def recover(directory: Path, committed: Manifest | None) -> None:
     pending = json.loads(journal.read_text(encoding="utf-8")) if journal.is_file() else None
     if pending and (committed is None or pending["generation"] > committed.generation):
         for each in pending["collections"]:
-            drop_collection(ChromaLocation(each["collection"], _path(each), each["url"]))
+            drop_collection(
+                ChromaLocation(each["collection"], _path(each), each["url"], each.get("parts", 0))
+            )
     done = committed.generation if committed else 0  # none: an unreadable index being replaced
     uncommitted = _uncommitted(directory, done)
     # A write tags rows only after making its folder, so without one no rows need finding: at
@@ -181,11 +185,12 @@ def purge(directory: Path, manifest: Manifest) -> None:
 
 
 def drop_collection(location: ChromaLocation) -> None:
-    """Drop a collection if it exists."""
-    store = _open(location)
-    if store is not None:
-        store.drop()
-        store.close()
+    """Drop a collection (each of a partitioned one's) if it exists."""
+    for each in location.each():
+        store = _open(each)
+        if store is not None:
+            store.drop()
+            store.close()
 
 
 def fsync_tree(folder: Path) -> None:
@@ -208,11 +213,11 @@ def _stores(directory: Path, manifest: Manifest) -> list[tuple[ChromaLocation, l
     ]
 
 
-def _open(location: ChromaLocation) -> ChromaVectorStore | None:
+def _open(location: ChromaLocation) -> PassageStore | None:
     if location.path is not None and not location.path.exists():
         return None
     try:
-        return ChromaVectorStore(location)
+        return open_store(location, missing_ok=True)
     except CollectionMissingError:
         return None  # never created (no graphs yet), or already dropped
 
@@ -227,7 +232,12 @@ def _path(entry: dict) -> Path | None:
 
 def _write_journal(directory: Path, number: int, created: list[ChromaLocation]) -> None:
     entries = [
-        {"collection": c.collection, "path": str(c.path) if c.path else None, "url": c.url}
+        {
+            "collection": c.collection,
+            "path": str(c.path) if c.path else None,
+            "url": c.url,
+            "parts": c.parts,
+        }
         for c in created
     ]
     temporary = directory / f".{JOURNAL}.tmp"
@@ -239,6 +249,8 @@ def _write_journal(directory: Path, number: int, created: list[ChromaLocation]) 
 def written_by_a_build(entry: Path) -> bool:
     """Tell whether a folder entry is one a write makes before its first commit."""
     name = entry.name
+    if name.startswith(f"{CHROMA_DIR}-") and generation_of(name[len(CHROMA_DIR) + 1 :]):
+        return True  # a cluster's build writes its Chroma partitions there (cluster/build.py)
     return generation_of(name) is not None or name in {
         LOCK_FILE,
         CHROMA_DIR,
@@ -267,7 +279,9 @@ def _remove_unreferenced(directory: Path, keep: set[str]) -> None:
     children = {"/".join(name.split("/")[:2]) for name in keep}
     for entry in directory.iterdir():
         generated = generation_of(entry.name) is not None
-        legacy = entry.name in LEGACY_PARTS or entry.name.startswith("chroma-")
+        # chroma-gNNNNNN: format 1's, a repair's or a cluster build's store; chroma: a store
+        # that a build elsewhere replaced (cluster/build.py)
+        legacy = entry.name in (*LEGACY_PARTS, CHROMA_DIR) or entry.name.startswith("chroma-")
         if not (generated or legacy) or entry.name == MANIFEST:
             continue
         if entry.name not in tops:

@@ -23,6 +23,7 @@ from hopgraph.graph_store.documents.schema import Chunk
 from hopgraph.graph_store.embedding.embedders import Embedder, embedder_for
 from hopgraph.graph_store.graphs import triple_table
 from hopgraph.graph_store.stores.bm25_query import QueryScores
+from hopgraph.graph_store.stores.chroma_parts import PassageStore, open_store
 from hopgraph.graph_store.stores.chunk_table import read_chunks
 from hopgraph.graph_store.stores.doc_table import DocumentRecord, matching, read_documents
 from hopgraph.graph_store.stores.kdb_bm25 import BM25Store
@@ -33,7 +34,7 @@ from hopgraph.graph_store.stores.manifest import (
     read_manifest,
     repair_hint,
 )
-from hopgraph.graph_store.stores.vdb_chroma import ChromaLocation, ChromaVectorStore
+from hopgraph.graph_store.stores.vdb_chroma import ChromaLocation
 from hopgraph.graph_store.stores.vector_search import SearchMode, VectorSearch
 from hopgraph.graph_store.stores.vector_table import VectorTable
 
@@ -53,8 +54,8 @@ few dozen concept paths G-RAG embeds for it, are embedded once however many meth
 
 
 def stored_vectors(location: ChromaLocation) -> dict[str, np.ndarray]:
-    """Read every vector of a Chroma collection, by record id."""
-    store = ChromaVectorStore(location)
+    """Read every vector of a Chroma collection (each partition's), by record id."""
+    store = open_store(location)
     try:
         found: dict[str, np.ndarray] = {}
         for ids, embeddings, _, _ in store.records():
@@ -154,13 +155,13 @@ class Index:
         return passages_location(self.directory, self.manifest)
 
     @cached_property
-    def vectors(self) -> ChromaVectorStore:
+    def vectors(self) -> PassageStore:
         """Connect to the generation's Chroma collection, to inspect it: no query reads it.
 
         Opening an embedded store changes its files, which the last write sealed
         (graph_store.stores.chroma_seal): `check` then names them changed until the next write.
         """
-        return ChromaVectorStore(self.location, visible=self.chunks, rows=self.manifest.rows)
+        return open_store(self.location, visible=self.chunks, rows=self.manifest.rows)
 
     @cached_property
     def embedder(self) -> Embedder:

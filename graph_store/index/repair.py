@@ -92,6 +92,7 @@ def _rebuild(
                 store.close()
             manifest.collection, manifest.rows = location.collection, {}
             manifest.chroma_dir = location.path.name if location.path else None
+            manifest.chroma_parts = 0  # one collection again, whatever the build wrote
             done.append(f"Chroma: {len(chunks)} rows written from the vector table")
         for number, segment in enumerate(ivfs):
             table = VectorSegment.load(directory, segment)

@@ -22,6 +22,7 @@ from hopgraph.core.settings import IndexSettings
 from hopgraph.graph_store.documents.chunking import chunk_document
 from hopgraph.graph_store.documents.schema import Chunk, Document, row_id
 from hopgraph.graph_store.embedding.embedders import Embedder, embed_with_progress
+from hopgraph.graph_store.stores.chroma_parts import open_store
 from hopgraph.graph_store.stores.chunk_table import write_chunks
 from hopgraph.graph_store.stores.doc_table import DOCUMENTS_FILE, DocumentRecord, DocumentTable
 from hopgraph.graph_store.stores.kdb_bm25 import BM25Store
@@ -32,7 +33,6 @@ from hopgraph.graph_store.stores.manifest import (
     now,
     package_versions,
 )
-from hopgraph.graph_store.stores.vdb_chroma import ChromaVectorStore
 from hopgraph.graph_store.stores.vector_table import VectorTable
 
 from .generations import Generation, folder_name, passages_location
@@ -131,7 +131,7 @@ def commit_change(
             # rows, and the child writes meanwhile
             if added:
                 assert embeddings is not None
-                store = ChromaVectorStore(passages_location(directory, old))
+                store = open_store(passages_location(directory, old))
                 try:
                     fields = document_fields(documents.records(c.doc_id for c in added), added)
                     store.upsert(added, embeddings, gen.number, fields, manifest.rows)

@@ -44,6 +44,9 @@ class Manifest(BaseModel):
     embedder: dict[str, Any]
     collection: str
     chroma_dir: str | None
+    chroma_parts: int = 0
+    """0: the passages' Chroma rows are one collection; P: P collections, one per partition of
+    a cluster's build (graph_store/stores/chroma_parts.py)."""
     counts: dict[str, int]
     versions: dict[str, str]
     created_at: str

@@ -30,19 +30,35 @@ HNSW = {"space": "cosine", "ef_construction": 200, "ef_search": 200, "max_neighb
 
 @dataclass(frozen=True)
 class ChromaLocation:
-    """Where a collection lives: a local directory (embedded) or a server URL, and its name."""
+    """Where a collection lives: a local directory (embedded) or a server URL, and its name.
+
+    ``parts``: 0 for one collection; P for a collection written as P partitions (a build on a
+    cluster: graph_store/stores/chroma_parts.py), each its own collection, ``NAME-pNNN``, in
+    its own folder ``pNNN`` (an embedded store) or on the same server.
+    """
 
     collection: str
     path: Path | None = None
     url: str | None = None
+    parts: int = 0
 
     def triples(self) -> ChromaLocation:
         """Return the location of the triple collection that goes with these passages."""
         return ChromaLocation(f"{self.collection}-triples", self.path, self.url)
 
+    def part(self, number: int) -> ChromaLocation:
+        """Return where partition ``number`` of a partitioned collection lives."""
+        path = self.path / f"p{number:03d}" if self.path is not None else None
+        return ChromaLocation(f"{self.collection}-p{number:03d}", path, self.url)
+
+    def each(self) -> list[ChromaLocation]:
+        """Return the single collections it is made of: itself, or each partition's."""
+        return [self.part(n) for n in range(self.parts)] if self.parts else [self]
+
     def describe(self) -> str:
         """Return a short human description."""
-        return f"{self.url or self.path} [{self.collection}]"
+        parts = f", {self.parts} partitions" if self.parts else ""
+        return f"{self.url or self.path} [{self.collection}{parts}]"
 
 
 def connect(location: ChromaLocation) -> chromadb.ClientAPI:

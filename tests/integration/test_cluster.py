@@ -81,7 +81,9 @@ def test_a_partitioned_build_is_sound_and_holds_a_segment_per_partition(built):
         assert len(four.manifest.vectors) == len(four.manifest.segments) == 4
         assert four.manifest.counts == one.manifest.counts
         assert four.manifest.timings["partitions"] == 4
-        assert four.manifest.timings["rows_peak_rss_mb"] > 0  # Chroma's rows: a task's work
+        assert four.manifest.timings["rows_peak_rss_mb"] > 0  # Chroma's rows: tasks' work
+        assert four.manifest.chroma_parts == 4  # a collection a partition, in a folder each
+        assert [p.path.name for p in four.location.each()] == ["p000", "p001", "p002", "p003"]
         assert four.vectors.count() == len(one.chunks)
         stamped = [{**r.to_dict(), "indexed_at": ""} for r in four.documents]
         assert stamped == [{**r.to_dict(), "indexed_at": ""} for r in one.documents]
@@ -431,19 +433,20 @@ def test_chroma_rows_written_again_after_their_worker_died(built, cluster, tmp_p
 
     log = tmp_path / "rows.log"
 
-    def rows_die_once(root, paths, location, generation):
+    def rows_die_once(root, path, location, generation):
         with log.open("a") as runs:
             runs.write("run\n")
         if log.read_text().count("run") == 1:
-            write_rows(root, paths[:1], location, generation)  # some rows, then the worker dies
+            write_rows(root, path, location, generation)  # its rows, then the worker dies
             os._exit(1)
-        return write_rows(root, paths, location, generation)
+        return write_rows(root, path, location, generation)
 
     monkeypatch.setattr(cluster_build, "write_rows", rows_die_once)
     docs = load_documents(sample_dir() / "corpus.jsonl")
     index = tmp_path / "index"
     cluster_build.build_index_on(cluster, docs, index, IndexSettings(model="hashing"), 2, False)
-    assert log.read_text().count("run") == 2 and check_index(index) == []
+    assert log.read_text().count("run") == 3  # two partitions, one of them twice
+    assert check_index(index) == []
     with Index.open(index) as again:
         assert again.vectors.count() == len(again.chunks)
 
