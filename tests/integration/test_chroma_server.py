@@ -41,6 +41,31 @@ def test_server_and_embedded_give_the_same_results(tmp_path, chroma_server, samp
     assert len(client.list_collections()) == 1  # replaced generations were dropped
 
 
+def test_partitions_on_a_server_are_written_checked_and_dropped(
+    tmp_path, chroma_server, sample_docs
+):
+    from hopgraph.graph_store.index.check import check_index
+    from tests.unit.test_chroma_parts import partition
+
+    url, _ = chroma_server
+    client = chromadb.HttpClient(host="127.0.0.1", port=int(url.rsplit(":", 1)[1]))
+    before = {c.name for c in client.list_collections()}
+    index = tmp_path / "served"
+    build_index(sample_docs[:30], index, IndexSettings(chroma_url=url), show_progress=False)
+    location = partition(index, 3)  # what a cluster's build writes: NAME-p000 ... on the server
+    names = {c.name for c in client.list_collections()} - before
+    assert names == {part.collection for part in location.each()}
+    assert check_index(index) == []
+    add_documents(index, sample_docs[30:35], show_progress=False)
+    delete_documents(index, [d.id for d in sample_docs[:5]])
+    assert check_index(index) == []
+    with Index.open(index) as idx:
+        assert idx.vectors.count() == len(idx.chunks)
+    build_index(sample_docs[:30], index, IndexSettings(chroma_url=url), show_progress=False,
+                replace=True)  # fmt: skip
+    assert len({c.name for c in client.list_collections()} - before) == 1  # the parts dropped
+
+
 def test_server_gone_is_a_clear_error(tmp_path, chroma_server, sample_docs):
     url, proc = chroma_server
     build_index(

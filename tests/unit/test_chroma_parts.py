@@ -36,7 +36,9 @@ PARTS = 3
 
 
 def partition(index, parts=PARTS):
-    """Write the index's Chroma rows again as ``parts`` collections, as a new generation."""
+    """Write the index's Chroma rows again as ``parts`` collections, as a new generation.
+
+    On the index's Chroma server when it has one, else in a folder of their own."""
     with write_lock(index):
         old = read_manifest(index)
         chunks = read_chunks(index, old)
@@ -44,15 +46,17 @@ def partition(index, parts=PARTS):
         fields = writes.document_fields(read_documents(index, old, chunks), chunks)
         with Generation(index, old) as gen:
             manifest = writes.successor_manifest(old, chunks)
-            name = f"{old.collection}-parted"
-            location = ChromaLocation(name, index / f"{CHROMA_DIR}-{gen.folder.name}", parts=parts)
+            name, base = f"{old.collection}-parted", passages_location(index, old)
+            folder = None if base.url else index / f"{CHROMA_DIR}-{gen.folder.name}"
+            location = ChromaLocation(name, folder, base.url, parts)
             gen.journal(location)
             for n, rows in enumerate(np.array_split(np.arange(len(chunks)), parts)):
                 store = ChromaVectorStore(location.part(n), create=True)
                 store.upsert([chunks[i] for i in rows], vectors[rows], gen.number, fields)
                 store.close()
             manifest.collection, manifest.chroma_parts = name, parts
-            manifest.chroma_dir, manifest.rows = location.path.name, {}
+            manifest.chroma_dir = location.path.name if location.path else None
+            manifest.rows = {}
             gen.commit(manifest)
         drop_collection(passages_location(index, old))
     return location
