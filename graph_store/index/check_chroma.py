@@ -73,20 +73,19 @@ def chroma_problems(directory: Path) -> list[str]:
 
 
 def store_file_problems(location: ChromaLocation, manifest: Manifest) -> list[str]:
-    """Check the files of an embedded store: one folder, or a partitioned one's folders."""
-    assert location.path is not None
-    triples = (manifest.graph or {}).get("settings", {}).get("embed_triples")
-    triple_names = [location.triples().collection] if triples else []  # GEAR's triple vectors
-    if not location.parts:
-        return file_problems(location.path, [location.collection, *triple_names], manifest)
-    found = [
-        problem
-        for part in location.each()
-        for problem in file_problems(part.path or location.path, [part.collection], manifest)
-    ]
-    if triple_names:  # beside the partitions, in the store's own folder
-        found += file_problems(location.path, triple_names, manifest)
-    return found
+    """Check the files of an embedded store, each folder for the collections it holds.
+
+    A partitioned store's partitions have a folder each; the triple vectors (the GEAR methods')
+    live in the store's own folder.
+    """
+    held: dict[Path, list[str]] = {}
+    for part in location.each():
+        assert part.path is not None
+        held.setdefault(part.path, []).append(part.collection)
+    if (manifest.graph or {}).get("settings", {}).get("embed_triples"):
+        assert location.path is not None
+        held.setdefault(location.path, []).append(location.triples().collection)
+    return [p for folder, names in held.items() for p in file_problems(folder, names, manifest)]
 
 
 def file_problems(folder: Path, names: list[str], manifest: Manifest) -> list[str]:
