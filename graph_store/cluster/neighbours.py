@@ -21,8 +21,9 @@ segments memory-mapped from the index folder (which every node mounts at the sam
   into tasks: more work in all, none of it needing the whole matrix in one process.
 
 A task holds its rows' vectors and one list's candidates at a time: its memory grows with its
-share of the rows, not the corpus (beyond the mapped pages it reads). The driver holds the
-centroids, each row's list number and the lists found.
+share of the rows, not the corpus (the mapped pages it reads it lets go as it goes:
+VectorSearch.release_pages). The driver holds the centroids, each row's list number and the
+lists found.
 """
 
 from __future__ import annotations
@@ -56,6 +57,9 @@ REFINE_ROUNDS = 2
 REFINE_BLOCK = 1024
 TRAIN_PER_LIST = 32
 """Sample rows per centroid for k-means."""
+RELEASE_LISTS = 64
+"""IVF lists a join task reads between letting go of the table's pages (about 64 MB of them):
+mapped pages read count in its RSS (VectorSearch.release_pages)."""
 QUERY_BLOCK = 1024
 """Rows whose lists are found at once by the exact search."""
 BLOCK_CELLS = 1 << 25
@@ -144,6 +148,7 @@ def exact_lists(source: Source, start: int, stop: int, m: int) -> tuple[np.ndarr
         queries = np.ascontiguousarray(search.matrix(block), dtype=np.float32)
         parts = [p for seg in search.segments for p in _scored_whole(seg, queries, block, found)]
         rows[block - start, :found], scores[block - start, :found] = _merge(parts, found)
+        search.release_pages()
     return rows, scores
 
 
@@ -155,6 +160,7 @@ def train_centroids(search: VectorSearch, n: int) -> np.ndarray:
     sample = np.sort(np.random.default_rng(0).choice(n, min(n, lists * TRAIN_PER_LIST),
                                                      replace=False))  # fmt: skip
     vectors = np.ascontiguousarray(search.matrix(sample), dtype=np.float32)
+    search.release_pages()  # a sample of one row in eight touches most of the table's pages
     kmeans = faiss.Kmeans(
         vectors.shape[1], lists, niter=10, seed=1, spherical=True,
         min_points_per_centroid=1, max_points_per_centroid=TRAIN_PER_LIST,
@@ -171,6 +177,7 @@ def assign(source: Source, start: int, stop: int, centroids: np.ndarray) -> np.n
     for at in range(start, stop, step):
         block = np.arange(at, min(at + step, stop))
         out[block - start] = np.argmax(search.matrix(block) @ centroids.T, axis=1)
+        search.release_pages()
     return out
 
 
@@ -208,8 +215,11 @@ def join_rows(
     bounds = np.searchsorted(lists, np.arange(len(centroids) + 1))
     found = np.full((len(rows), m), -1, dtype=np.int64)
     scores = np.full((len(rows), m), -np.inf, dtype=np.float32)
-    for number in np.flatnonzero(np.diff(bounds)):
+    search.release_pages()
+    for done, number in enumerate(np.flatnonzero(np.diff(bounds))):
         held = order[starts[number] : starts[number + 1]]
+        if done % RELEASE_LISTS == 0:
+            search.release_pages()
         if not len(held):
             continue
         askers = which[bounds[number] : bounds[number + 1]]
@@ -242,6 +252,7 @@ def refine_rows(
         cosines = np.einsum("qd,qkd->qk", queries, vectors[inverse.reshape(cand.shape)])
         part = _best(cosines, cand, mine, m)
         found[at : at + len(mine)], scores[at : at + len(mine)] = _merge([part], m)
+        search.release_pages()
     return found, scores
 
 

@@ -2,19 +2,27 @@
 
 One process reads every chunk (a quarter of a millisecond each, on forked workers that inherit
 the whole corpus) and holds the chunks with their texts and the readings at once: 3.7 GB at a
-million chunks. Here tasks share the work, each reading ranges of rows of the committed chunk
-table (which every node mounts at the same path), and the driver holds no texts:
+million chunks. Here tasks share the work, each reading a range of rows of the committed chunk
+table (which every node mounts at the same path), and the driver holds neither the texts nor
+the readings (every chunk's word counts: gigabytes at millions of chunks):
 
 1. tasks count their rows' lower-case words, titles and the titles' keys
    (extraction.readings.corpus_counts);
 2. the driver sums them and gives each key to its title (``CorpusReadings.counted``): the title
    index every reading is made against, sent to the tasks once;
-3. tasks read their rows against it, each into a table of its own vocabulary;
-4. the driver joins the tables into one vocabulary and picks every row's keywords with the
-   corpus's document frequencies, a block of rows at a time (extraction.keywords).
+3. tasks read their rows against it, each into a table of its own vocabulary saved in the new
+   graph folder (which the nodes share too), and send back its document frequencies by string;
+4. the driver sums the frequencies (a corpus's keywords are scored with its own), sent once;
+5. tasks pick their rows' keywords with them (extraction.keywords: a row's picks depend on the
+   corpus only through them and its size), save their table as a part of the extractor's
+   state (reading_table.save_in_parts) and send back their rows' extractions, only the strings
+   those use;
+6. the driver joins the extractions into one vocabulary and saves the state: its counts and
+   titles, and the parts' names.
 
 The readings equal one process's (tests/unit/test_cluster_readings.py): a chunk's reading depends
-on the corpus only through the title index, its keywords only through the document frequencies.
+on the corpus only through the title index, its keywords only through the document frequencies
+and the corpus's size. A later write loads the parts joined and saves one file again.
 """
 
 from __future__ import annotations
@@ -28,8 +36,9 @@ import numpy as np
 
 from hopgraph.core.errors import IndexStateError
 from hopgraph.graph_store.documents.schema import Chunk
+from hopgraph.graph_store.graphs.extraction.keywords import document_frequencies, pick_keywords
 from hopgraph.graph_store.graphs.extraction.offline import TitleIndex
-from hopgraph.graph_store.graphs.extraction.reading_table import ReadingTable, empty_table
+from hopgraph.graph_store.graphs.extraction.reading_table import part_name, read_part
 from hopgraph.graph_store.graphs.extraction.readings import (
     CorpusCounts,
     CorpusReadings,
@@ -45,6 +54,8 @@ from .tasks import Map, Peaks, in_process, ray_map, task_count
 
 Source = tuple[str, str]
 """The chunk table a call reads: (index folder, the committed manifest as JSON)."""
+Frequencies = tuple[list[str], np.ndarray, np.ndarray]
+"""Strings and, for each, the rows holding it as an entity and as a word."""
 
 
 def readings_on(
@@ -57,33 +68,41 @@ def readings_on(
     run = ray_map(ray, peaks)
 
     def read(
-        directory: Path, manifest: Manifest, chunks: Sequence[Chunk]
-    ) -> tuple[CorpusReadings, ExtractionTable]:
+        directory: Path, manifest: Manifest, chunks: Sequence[Chunk], target: Path
+    ) -> ExtractionTable:
         n, source = len(chunks), (str(directory), manifest.model_dump_json())
-        state, table = read_corpus(source, n, task_count(ray, partitions, n), run)
+        table = read_corpus(source, n, task_count(ray, partitions, n), target, run)
         if table.ids != [c.id for c in chunks]:
             raise IndexStateError(
                 f"the tasks read other chunks than {directory}'s committed table holds",
                 rebuild_hint(directory),
             )
-        return state, table
+        return table
 
     return read
 
 
 def read_corpus(
-    source: Source, n: int, parts: int, run: Map = in_process
-) -> tuple[CorpusReadings, ExtractionTable]:
-    """Read the ``n`` chunk rows of ``source`` by ``parts`` calls a step (see the module doc)."""
+    source: Source, n: int, parts: int, target: Path, run: Map = in_process
+) -> ExtractionTable:
+    """Read the ``n`` chunk rows of ``source`` by ``parts`` calls a step (see the module doc).
+
+    The extractor's state is saved into ``target`` (the new graph folder); returns the
+    chunks' extractions.
+    """
     rows = np.linspace(0, n, parts + 1).astype(int).tolist()
     ranges = [(source, a, b) for a, b in pairwise(rows)]
     state = CorpusReadings.counted(run(count_rows, ranges))
     titles = SharedTitles(state.title_index())
-    tables = run(read_rows, [(*call, titles) for call in ranges])
-    vocab = Vocabulary()
-    joined = ReadingTable.concat([empty_table(vocab), *(t.into(vocab) for t in tables)])
-    del tables  # each part's copy, before the keywords' pairs are scored
-    return state, state.picked(joined)
+    names = [part_name(i) for i in range(len(ranges))]
+    calls = [(*call, titles, str(target), name) for call, name in zip(ranges, names, strict=True)]
+    frequencies = summed(run(read_rows, calls))
+    found = run(pick_rows, [(str(target), name, frequencies, n) for name in names])
+    for name in names:
+        for path in (target / unpicked(name), (target / unpicked(name)).with_suffix(".json")):
+            path.unlink()
+    state.save(target, names)
+    return ExtractionTable.joined(found)
 
 
 class SharedTitles:
@@ -95,15 +114,69 @@ class SharedTitles:
         self.index = index
 
 
+class SharedFrequencies:
+    """The corpus's document frequencies by string, sent once for every task (tasks.ray_map)."""
+
+    shared = True
+
+    def __init__(self, strings: list[str], entity: np.ndarray, word: np.ndarray) -> None:
+        self.strings, self.entity, self.word = strings, entity, word
+
+    def of(self, vocab: Vocabulary) -> tuple[np.ndarray, np.ndarray]:
+        """Return the frequencies of each id of ``vocab`` (0 for a string no row holds)."""
+        at = dict(zip(self.strings, range(len(self.strings)), strict=True))
+        place = np.array([at.get(s, -1) for s in vocab.strings], dtype=np.int64)
+        held = place >= 0
+        entity, word = np.zeros(len(place), np.int64), np.zeros(len(place), np.int64)
+        entity[held], word[held] = self.entity[place[held]], self.word[place[held]]
+        return entity, word
+
+
+def summed(parts: Sequence[Frequencies]) -> SharedFrequencies:
+    """Sum the parts' frequencies by string."""
+    vocab = Vocabulary()
+    ids = [np.array([vocab.id(s) for s in strings], np.int64) for strings, _, _ in parts]
+    entity, word = np.zeros(len(vocab), np.int64), np.zeros(len(vocab), np.int64)
+    for at, (_, e, w) in zip(ids, parts, strict=True):
+        entity[at] += e  # a string once a part: no repeated index within one
+        word[at] += w
+    return SharedFrequencies(vocab.strings, entity, word)
+
+
+def unpicked(name: str) -> str:
+    """Return the file of a part's table as read, before its keywords are picked."""
+    return name.replace(".npz", "-unpicked.npz")
+
+
 def count_rows(source: Source, start: int, stop: int) -> CorpusCounts:
     """Count what a first reading needs of chunk rows ``start``–``stop`` (a task)."""
     return corpus_counts(chunk_rows(source, start, stop))
 
 
-def read_rows(source: Source, start: int, stop: int, titles: SharedTitles) -> ReadingTable:
-    """Read chunk rows ``start``–``stop`` against the title index (a task), none picked."""
+def read_rows(
+    source: Source, start: int, stop: int, titles: SharedTitles, target: str, name: str
+) -> Frequencies:
+    """Read chunk rows ``start``–``stop`` against the title index (a task), none picked.
+
+    Their table is saved as ``name`` (unpicked) in ``target``; returns its frequencies.
+    """
     chunks = chunk_rows(source, start, stop)
-    return read_table(chunks, titles.index, Vocabulary(), fork=False)
+    table = read_table(chunks, titles.index, Vocabulary(), fork=False)
+    table.save(Path(target), {}, unpicked(name))
+    entity, word = document_frequencies(table)
+    held = np.flatnonzero((entity > 0) | (word > 0))
+    return [table.vocab.strings[i] for i in held.tolist()], entity[held], word[held]
+
+
+def pick_rows(target: str, name: str, frequencies: SharedFrequencies, n: int) -> ExtractionTable:
+    """Pick the keywords of one part's rows (a task); save the part, return its extractions."""
+    table = read_part(Path(target), unpicked(name))
+    table = pick_keywords(table, max(n, 1), frequencies.of(table.vocab))
+    table.save(Path(target), {}, name)
+    extractions = ExtractionTable(
+        table.ids, table.vocab, table.entities, table.keywords(), table.triples, table.page
+    )
+    return extractions.compact()
 
 
 def chunk_rows(source: Source, start: int, stop: int) -> list[Chunk]:

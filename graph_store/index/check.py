@@ -87,7 +87,8 @@ def check_index(
         return found.problems
     _check_files(directory, manifest, found)
     where = str(manifest.path(directory, "chunks"))
-    chunks = found.attempt(where, rebuild, lambda: read_chunks(directory, manifest))
+    # without texts (gigabytes at millions of chunks): the checksums above vouch for them
+    chunks = found.attempt(where, rebuild, lambda: read_chunks(directory, manifest, False))
     if chunks is not None:  # read_chunks also checks the count against the manifest
         _check_tables(directory, manifest, chunks, found)
         ids = [c.id for c in chunks]
@@ -141,11 +142,11 @@ def _check_tables(
     )
     if manifest.vectors:
         where = ", ".join(str(directory / p) for p in manifest.vectors)
-        vectors = VectorTable.load  # read every chunk's row: a missing one is an error
+        vectors = VectorTable.load  # read every row: a chunk without one is an error
         found.attempt(
             where,
             rebuild,
-            lambda: vectors(directory, manifest.vectors).matrix([c.id for c in chunks]),
+            lambda: vectors(directory, manifest.vectors).read_every([c.id for c in chunks]),
         )
         _check_ivfs(directory, manifest, found)
 
@@ -197,7 +198,7 @@ def _all_there(ids: list[str], held: set[str], what: str) -> None:
 
 def _check_graphs(directory: Path, manifest: Manifest, ids: list[str], found: Findings) -> None:
     """Check that the graph's nodes are the chunks and the graph files load."""
-    from hopgraph.graph_store.graphs.extraction.reading_table import READINGS_FILE, ReadingTable
+    from hopgraph.graph_store.graphs.extraction.reading_table import READINGS_FILE, read_each
     from hopgraph.graph_store.graphs.extraction.table import EXTRACTIONS_FILE, ExtractionTable
     from hopgraph.graph_store.graphs.knowledge_graph import KnowledgeGraph
     from hopgraph.graph_store.graphs.passage_graph import PassageGraph
@@ -218,7 +219,7 @@ def _check_graphs(directory: Path, manifest: Manifest, ids: list[str], found: Fi
     extractions = folder / EXTRACTIONS_FILE
     found.attempt(str(extractions), fix, lambda: ExtractionTable.load(extractions))
     if manifest.graph["settings"].get("extractor") == "offline":
-        found.attempt(str(folder / READINGS_FILE), fix, lambda: ReadingTable.load(folder))
+        found.attempt(str(folder / READINGS_FILE), fix, lambda: read_each(folder))
 
 
 def _stub(chunk_id: str) -> Chunk:

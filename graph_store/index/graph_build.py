@@ -60,10 +60,10 @@ GRAPH_DIR = "graph"
 NeighbourSearch = Callable[[Path, Manifest, Sequence[Chunk], int, str], Neighbours]
 """Who finds a fresh build's neighbour lists elsewhere (a cluster's tasks: cluster/neighbours.py):
 (index folder, the committed manifest, chunks in row order, list width, semantic_search)."""
-CorpusReader = Callable[[Path, Manifest, Sequence[Chunk]], tuple[CorpusReadings, ExtractionTable]]
+CorpusReader = Callable[[Path, Manifest, Sequence[Chunk], Path], ExtractionTable]
 """Who reads a fresh build's chunks elsewhere with the offline extractor (a cluster's tasks:
-cluster/readings.py): (index folder, the committed manifest, chunks in row order) → the
-extractor's state over the corpus and the chunks' extractions."""
+cluster/readings.py): (index folder, the committed manifest, chunks in row order, the new graph
+folder, where it saves the extractor's state) → the chunks' extractions."""
 
 
 @dataclass(frozen=True)
@@ -226,9 +226,7 @@ def _extract(
     """
     if settings.extractor == "offline" and reader is not None and old_dir is None:
         read, committed = reader
-        state, extractions = read(directory, committed, chunks)
-        state.save(target)
-        return extractions, None
+        return read(directory, committed, chunks, target), None
     if settings.extractor == "offline":
         before, replaced = previous
         state = CorpusReadings.load(old_dir, before) if old_dir else None

@@ -16,6 +16,7 @@ never wrong.
 from __future__ import annotations
 
 import logging
+import mmap
 import sys
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
@@ -186,6 +187,18 @@ class VectorSearch:
                 return best_rows(rows[keep], scores[keep], n)
             depth *= 4
 
+    def release_pages(self) -> None:
+        """Let go of the table's memory-mapped pages read so far (the page cache keeps them).
+
+        A mapped page read counts in the process's RSS until the mapping goes: a task that
+        reads the whole table a part at a time (cluster/neighbours.py) would end up holding
+        it all, 3 GB of a 3M-row table's 4.6 in a task of 1 GB of its own.
+        """
+        for segment in self.segments:
+            mapping = _mapping(segment.vectors)
+            if mapping is not None and hasattr(mmap, "MADV_DONTNEED"):
+                mapping.madvise(mmap.MADV_DONTNEED)
+
     def scores(self, query: np.ndarray, rows: np.ndarray) -> np.ndarray:
         """Return the exact cosines of ``query`` to the chunks at ``rows``."""
         return self.matrix(rows) @ np.asarray(query, dtype=np.float32)
@@ -283,3 +296,11 @@ def _ivf(directory: Path, manifest: Manifest, segment: VectorSegment, mode: str)
     if mode == "ann" and rows:
         return IVF.build(np.asarray(segment.vectors, dtype=np.float32))
     return None
+
+
+def _mapping(array: np.ndarray) -> mmap.mmap | None:
+    """Return the memory map an array is a view of, if any (a table loaded with mmap_mode)."""
+    base = array
+    while base is not None and not isinstance(base, mmap.mmap):
+        base = getattr(base, "base", None)
+    return base

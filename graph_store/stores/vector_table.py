@@ -131,12 +131,7 @@ class VectorTable:
     def matrix(self, ids: Sequence[str]) -> np.ndarray:
         """Return the vectors of ``ids``, in that order (a later segment wins a repeated id)."""
         where = self.holders()
-        missing = [i for i in ids if i not in where]
-        if missing:
-            raise IndexStateError(
-                f"{len(missing)} chunks have no stored vector (e.g. {missing[0]!r})",
-                "the index is damaged: rebuild it with `hopgraph index SOURCE --force`",
-            )
+        _none_missing(ids, where)
         dimension = self.segments[0].vectors.shape[1] if self.segments else 0
         out = np.empty((len(ids), dimension), dtype=np.float32)  # float16 rows are widened
         place = np.array([where[i] for i in ids], dtype=np.int64).reshape(-1, 2)
@@ -147,6 +142,17 @@ class VectorTable:
                 order = np.argsort(rows)  # memory-mapped: read the file forwards
                 out[mine[order]] = segment.vectors[rows[order]]
         return out
+
+    def read_every(self, ids: Sequence[str], block: int = 1 << 16) -> None:
+        """Read every row of the table, a block at a time; raise if one of ``ids`` has none.
+
+        A check: what :meth:`matrix` of every id reads, without a matrix of them all (4.6 GB
+        at 3M MiniLM rows).
+        """
+        _none_missing(ids, self.holders())
+        for segment in self.segments:
+            for at in range(0, len(segment.ids), block):
+                np.asarray(segment.vectors[at : at + block], dtype=np.float32)
 
     def updated(
         self,
@@ -193,3 +199,13 @@ class VectorTable:
         rest = [i for i in ids if holder[i][0] != largest]
         merged = VectorTable.build(rest, self.matrix(rest), root, path, self.dtype)
         return VectorTable([self.segments[largest], *merged.segments])
+
+
+def _none_missing(ids: Sequence[str], where: dict[str, tuple[int, int]]) -> None:
+    """Raise if one of ``ids`` has no vector in ``where`` (VectorTable.holders)."""
+    missing = [i for i in ids if i not in where]
+    if missing:
+        raise IndexStateError(
+            f"{len(missing)} chunks have no stored vector (e.g. {missing[0]!r})",
+            "the index is damaged: rebuild it with `hopgraph index SOURCE --force`",
+        )

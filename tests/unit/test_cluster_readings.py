@@ -14,7 +14,9 @@ import pytest
 from hopgraph.demo import sample_dir
 from hopgraph.graph_store import Index, add_documents, build_graphs, load_documents
 from hopgraph.graph_store.cluster.readings import chunk_rows, read_corpus
+from hopgraph.graph_store.graphs.extraction.reading_table import part_name, read_each
 from hopgraph.graph_store.graphs.extraction.readings import CorpusReadings
+from hopgraph.graph_store.graphs.extraction.table import ExtractionTable
 from hopgraph.graph_store.graphs.semantic import nearest
 from hopgraph.graph_store.index.graph_build import GraphTasks
 from hopgraph.graph_store.index.reader import read_vectors
@@ -32,9 +34,9 @@ def written(tmp_path_factory):
 def in_ranges(parts: int):
     """What ``parts`` calls a step read, run here: a reader as build_graphs takes it."""
 
-    def reader(directory, manifest, chunks):
+    def reader(directory, manifest, chunks, target):
         source = (str(directory), manifest.model_dump_json())
-        return read_corpus(source, len(chunks), parts)
+        return read_corpus(source, len(chunks), parts, target)
 
     return reader
 
@@ -45,18 +47,41 @@ def exact_lists(directory, manifest, chunks, m, semantic_search):
 
 
 @pytest.mark.parametrize("parts", [1, 3, 7])
-def test_ranges_of_rows_read_as_one_process(written, parts):
+def test_ranges_of_rows_read_as_one_process(written, parts, tmp_path):
     with Index.open(written) as idx:
         chunks = read_chunks(written, idx.manifest)
-        state, got = in_ranges(parts)(written, idx.manifest, chunks)
+        got = in_ranges(parts)(written, idx.manifest, chunks, tmp_path)
     one = CorpusReadings()
     expected = one.update(chunks, [], chunks)
     assert got.ids == [c.id for c in chunks]
     assert got.to_extractions() == expected.to_extractions()
+    # the state is saved in parts, one a call, the tables as read gone; joined, it is one's
+    assert sorted(p.name for p in tmp_path.glob("*.npz")) == sorted(
+        ["offline-readings.npz", *(part_name(i) for i in range(parts))]
+    )
+    assert read_each(tmp_path) == len(chunks)
+    state = CorpusReadings.load(tmp_path, chunks)
     assert (state.lower, state.titles, state.claims) == (one.lower, one.titles, one.claims)
     assert {t: list(k) for t, k in state.alias_keys.items()} == {
         t: list(k) for t, k in one.alias_keys.items()
     }
+    assert state.table.ids == one.table.ids
+    assert ExtractionTable(*_picked(state.table)).to_extractions() == expected.to_extractions()
+
+
+def _picked(table):
+    return table.ids, table.vocab, table.entities, table.keywords(), table.triples, table.page
+
+
+def test_a_missing_part_is_named(written, tmp_path):
+    with Index.open(written) as idx:
+        chunks = read_chunks(written, idx.manifest)
+        in_ranges(3)(written, idx.manifest, chunks, tmp_path)
+    (tmp_path / part_name(1)).unlink()
+    with pytest.raises(FileNotFoundError, match=f"{part_name(1)}.*missing"):
+        CorpusReadings.load(tmp_path, chunks)
+    with pytest.raises(FileNotFoundError, match=part_name(1)):
+        read_each(tmp_path)
 
 
 def test_a_graph_build_whose_chunks_the_calls_read_builds_the_same_graphs(written, tmp_path):

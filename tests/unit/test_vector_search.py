@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import ClassVar
 
 import numpy as np
@@ -273,3 +274,30 @@ def test_cosines_are_the_full_scans_for_the_rows_asked_only(ivf_index):
         assert cosines[7] == pytest.approx(float(full[7]), rel=1e-6)
         assert cosines.top(3).tolist() == np.argsort(-full, kind="stable")[:3].tolist()
         assert len(cosines._known) <= 4 + 3 < len(idx.chunks)  # 1, 5, 400, 7 and the top 3
+
+
+def _mapped_mb() -> float:
+    """Return this process's file-backed resident memory (Linux), in MB."""
+    status = Path("/proc/self/status")
+    if not status.is_file():
+        pytest.skip("no /proc/self/status here")
+    for line in status.read_text(encoding="ascii").splitlines():
+        if line.startswith("RssFile:"):
+            return int(line.split()[1]) / 1024
+    pytest.skip("no RssFile in /proc/self/status")
+
+
+def test_a_search_lets_go_of_the_mapped_pages_it_read(tmp_path):
+    from hopgraph.graph_store.stores.vector_search import VectorSearch
+
+    rows = 30_000  # 46 MB of float32 at 384 dimensions
+    np.save(tmp_path / "v.npy", np.ones((rows, 384), dtype=np.float32))
+    vectors = np.load(tmp_path / "v.npy", mmap_mode="r")
+    search = VectorSearch([SearchSegment(vectors, np.arange(rows), None)], rows)
+    before = _mapped_mb()
+    assert search.matrix(np.arange(rows)).sum() == rows * 384
+    read = _mapped_mb()
+    search.release_pages()
+    assert read - before > 30  # the pages read count in RSS ...
+    assert read - _mapped_mb() > 30  # ... until let go
+    assert search.matrix(np.array([7])).sum() == 384  # and read again when asked

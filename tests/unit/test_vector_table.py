@@ -43,6 +43,9 @@ def test_a_chunk_without_a_vector_is_a_clear_error(tmp_path):
     table = VectorTable.build(["a"], np.ones((1, 2), np.float32), tmp_path, "v")
     with pytest.raises(IndexStateError, match="no stored vector"):
         table.matrix(["a", "b"])
+    table.read_every(["a"], block=1)  # a check reads every row without a matrix of them all
+    with pytest.raises(IndexStateError, match=r"1 chunks have no stored vector .*'b'"):
+        table.read_every(["a", "b"])
 
 
 def test_a_damaged_segment_is_a_clear_error(tmp_path):

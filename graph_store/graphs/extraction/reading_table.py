@@ -139,26 +139,79 @@ class ReadingTable:
         page = np.where(self.page >= 0, new[np.maximum(self.page, 0)], -1)
         return ReadingTable(self.ids, vocab, page, keyword_entities=self.keyword_entities, **parts)
 
-    def save(self, directory: Path, extra: dict) -> None:
+    def save(self, directory: Path, extra: dict, name: str = READINGS_FILE) -> None:
         """Write the arrays and, beside them, the ids, vocabulary and ``extra`` (JSON-ready)."""
-        parts = {name: getattr(self, name) for name in ARRAYS}
-        plain = {name: getattr(self, name) for name in PLAIN} | self.vocab.kept_arrays()
-        save_ragged(directory / READINGS_FILE, parts, self.ids, self.vocab, plain, extra)
+        parts = {part: getattr(self, part) for part in ARRAYS}
+        plain = {part: getattr(self, part) for part in PLAIN} | self.vocab.kept_arrays()
+        save_ragged(directory / name, parts, self.ids, self.vocab, plain, extra)
 
     @classmethod
     def load(cls, directory: Path) -> tuple[ReadingTable, dict] | None:
-        """Read what :meth:`save` wrote, and its ``extra``; ``None`` when absent.
+        """Read what :meth:`save` (or :func:`save_in_parts`) wrote, and its ``extra``.
 
-        A state saved before keywords were kept reads as none picked.
+        ``None`` when absent. A state saved before keywords were kept reads as none picked;
+        one saved in parts reads as their rows in turn, in one vocabulary.
         """
-        path = directory / READINGS_FILE
-        if not path.is_file() or not path.with_suffix(".json").is_file():
+        found = _load_file(directory, READINGS_FILE)
+        if found is None:
             return None
-        parts, plain, ids, vocab, meta = load_ragged(path, ARRAYS, PLAIN)
-        if "keyword_at" not in parts or "keyword_entities" not in plain:
-            parts["keyword_at"] = Ragged.from_lists([[] for _ in ids])
-            plain["keyword_entities"] = np.full(len(ids), UNPICKED, dtype=np.int64)
-        return cls(ids, vocab, **plain, **parts), meta
+        table, meta = found
+        names = meta.pop(PARTS_KEY, None)
+        if names is None:
+            return table, meta
+        vocab = Vocabulary()  # each part read, moved into it and let go in turn
+        joined = [empty_table(vocab), *(read_part(directory, n).into(vocab) for n in names)]
+        return cls.concat(joined), meta
+
+
+PARTS_KEY = "parts"
+"""The extra of a state saved in parts (:func:`save_in_parts`): their file names, in row order."""
+
+
+def part_name(number: int) -> str:
+    """Return the file of part ``number`` of a state saved in parts."""
+    return READINGS_FILE.replace(".npz", f"-p{number:03d}.npz")
+
+
+def save_in_parts(directory: Path, names: Sequence[str], extra: dict) -> None:
+    """Write a state whose rows are the tables already saved as ``names`` (in row order).
+
+    A cluster's graph build saves each task's rows as a part of their own (cluster/readings.py),
+    so no process holds the whole corpus's readings; :meth:`ReadingTable.load` joins them.
+    """
+    empty_table().save(directory, extra | {PARTS_KEY: list(names)})
+
+
+def read_each(directory: Path) -> int:
+    """Read a saved state a file at a time, its parts never joined (a check); return its rows.
+
+    Raises what a missing or damaged file raises; 0 rows when none is saved.
+    """
+    found = _load_file(directory, READINGS_FILE)
+    if found is None:
+        return 0
+    table, meta = found
+    return table.rows + sum(read_part(directory, n).rows for n in meta.get(PARTS_KEY) or [])
+
+
+def read_part(directory: Path, name: str) -> ReadingTable:
+    """Read one part of a state saved in parts; a missing part is an error, not no state."""
+    found = _load_file(directory, name)
+    if found is None:
+        raise FileNotFoundError(f"{directory / name} (a part of the saved readings) is missing")
+    return found[0]
+
+
+def _load_file(directory: Path, name: str) -> tuple[ReadingTable, dict] | None:
+    """Read one table file and its extra; ``None`` when absent."""
+    path = directory / name
+    if not path.is_file() or not path.with_suffix(".json").is_file():
+        return None
+    parts, plain, ids, vocab, meta = load_ragged(path, ARRAYS, PLAIN)
+    if "keyword_at" not in parts or "keyword_entities" not in plain:
+        parts["keyword_at"] = Ragged.from_lists([[] for _ in ids])
+        plain["keyword_entities"] = np.full(len(ids), UNPICKED, dtype=np.int64)
+    return ReadingTable(ids, vocab, **plain, **parts), meta
 
 
 def empty_table(vocab: Vocabulary | None = None) -> ReadingTable:

@@ -36,7 +36,7 @@ from .offline import (
     title_keys,
     token_key,
 )
-from .reading_table import ReadingTable, empty_table
+from .reading_table import ReadingTable, empty_table, save_in_parts
 from .table import ExtractionTable, Ragged, Vocabulary, distinct
 
 CorpusCounts = tuple[Counter[str], Counter[str], dict[str, Sequence[str]]]
@@ -134,10 +134,17 @@ class CorpusReadings:
         self.table = t = pick_keywords(table, max(table.rows, 1))
         return ExtractionTable(t.ids, t.vocab, t.entities, t.keywords(), t.triples, t.page)
 
-    def save(self, directory: Path) -> None:
-        """Write the readings, the lower-case word counts and the titles' keys."""
+    def save(self, directory: Path, parts: Sequence[str] = ()) -> None:
+        """Write the readings, the lower-case word counts and the titles' keys.
+
+        ``parts``: the readings are those tables, already saved in ``directory`` (a cluster's
+        tasks each saved their rows': reading_table.save_in_parts), not this state's table.
+        """
         extra = {"lower": self.lower, "alias_keys": self.alias_keys, "claims": self.claims}
-        self.table.save(directory, extra)
+        if parts:
+            save_in_parts(directory, parts, extra)
+        else:
+            self.table.save(directory, extra)
 
     @classmethod
     def load(cls, directory: Path, corpus: Sequence[Chunk]) -> CorpusReadings | None:

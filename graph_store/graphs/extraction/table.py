@@ -221,6 +221,49 @@ class ExtractionTable:
     def __len__(self) -> int:
         return len(self.ids)
 
+    def compact(self) -> ExtractionTable:
+        """Return this table with a vocabulary of only the strings it uses (to send it)."""
+        pages = self.pages if self.pages is not None else np.zeros(0, dtype=np.int64)
+        used = distinct(
+            np.concatenate([
+                self.entities.values.ravel(), self.keywords.values.ravel(),
+                self.triples.values.ravel(), pages[pages >= 0],
+            ]).astype(np.int64)
+        )  # fmt: skip
+        new = np.full(len(self.vocab), -1, dtype=np.int64)
+        new[used] = np.arange(len(used))
+        words = self.vocab.strings
+        return self._moved(Vocabulary(words[i] for i in used.tolist()), new)
+
+    @staticmethod
+    def joined(parts: Sequence[ExtractionTable]) -> ExtractionTable:
+        """Return the rows of every part in turn, in one vocabulary (each part has its own)."""
+        vocab = Vocabulary()
+        moved = [
+            part._moved(vocab, np.array([vocab.id(s) for s in part.vocab.strings], np.int64))
+            for part in parts
+        ]
+        pages = [part.pages for part in moved]
+        return ExtractionTable(
+            [i for part in moved for i in part.ids],
+            vocab,
+            *(Ragged.concat([getattr(part, name) for part in moved]) for name in PARTS),
+            None if any(p is None for p in pages) else np.concatenate(pages),  # type: ignore[arg-type]
+        )
+
+    def _moved(self, vocab: Vocabulary, new: np.ndarray) -> ExtractionTable:
+        """Return this table in ids of ``vocab``, ``new[i]`` being id ``i``'s there."""
+
+        def mapped(part: Ragged) -> Ragged:
+            return Ragged(part.ptr, new[part.values].astype(VALUES))
+
+        pages = self.pages
+        if pages is not None:  # -1 (no title) stays -1, even in an empty vocabulary
+            pages = np.append(new, -1)[np.where(pages >= 0, pages, len(new))]
+        return ExtractionTable(
+            self.ids, vocab, *(mapped(getattr(self, name)) for name in PARTS), pages
+        )
+
     def extraction(self, row: int) -> Extraction:
         """Decode one chunk's extraction."""
         words = self.vocab.strings
