@@ -56,7 +56,7 @@ def child(index: Path, partitions: int) -> dict[str, float]:
         build_graphs(index, show_progress=False)
     row = {"partitions": partitions, "wall_s": time.perf_counter() - started}
     if partitions:
-        row["tasks"] = "reading, neighbours"
+        row["tasks"] = "reading, keywords, neighbours"
     row["driver_peak_rss_mb"] = _own_peak_mb()
     if peaks:
         row["task_peak_rss_mb"] = max(peaks.values())

@@ -21,9 +21,10 @@ segments memory-mapped from the index folder (which every node mounts at the sam
   into tasks: more work in all, none of it needing the whole matrix in one process.
 
 A task holds its rows' vectors and one list's candidates at a time: its memory grows with its
-share of the rows, not the corpus (the mapped pages it reads it lets go as it goes:
-VectorSearch.release_pages). The driver holds the centroids, each row's list number and the
-lists found.
+share of the rows, not the corpus. The mapped pages it reads count in its RSS too (the page
+cache's, reclaimable): the exact search, the assignment and the IVF join let go of them as they
+go (VectorSearch.release_pages), the local join does not (see refine_rows). The driver holds
+the centroids, each row's list number and the lists found.
 """
 
 from __future__ import annotations
@@ -252,7 +253,9 @@ def refine_rows(
         cosines = np.einsum("qd,qkd->qk", queries, vectors[inverse.reshape(cand.shape)])
         part = _best(cosines, cand, mine, m)
         found[at : at + len(mine)], scores[at : at + len(mine)] = _merge([part], m)
-        search.release_pages()
+    # no release_pages here: a block's candidates lie all over the table, so one block maps most
+    # of it again (the kernel maps the cached pages around each one read); letting go after
+    # each block made the 3M build's local join far slower, for an RSS of reclaimable pages
     return found, scores
 
 
