@@ -21,16 +21,20 @@ segments memory-mapped from the index folder (which every node mounts at the sam
   into tasks: more work in all, none of it needing the whole matrix in one process.
 
 A task holds its rows' vectors and one list's candidates at a time: its memory grows with its
-share of the rows, not the corpus. The mapped pages it reads count in its RSS too (the page
-cache's, reclaimable): the exact search, the assignment and the IVF join let go of them as they
-go (VectorSearch.release_pages), the local join does not (see refine_rows). The driver holds
-the centroids, each row's list number and the lists found.
+share of the rows, not the corpus. Mapped pages it reads would count in its RSS too (the page
+cache's, reclaimable, but a peak all the same): the exact search and the assignment read the
+table in order and let go of the pages as they go (VectorSearch.release_pages); the k-means
+sample, the IVF join and the local join read rows all over it, so they read them from the
+files without mapping them (VectorSearch.read). The driver holds the centroids, each row's list
+number and the lists found.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
-from collections.abc import Sequence
+import tempfile
+from collections.abc import Iterator, Sequence
 from itertools import pairwise
 from pathlib import Path
 from types import ModuleType
@@ -58,9 +62,6 @@ REFINE_ROUNDS = 2
 REFINE_BLOCK = 1024
 TRAIN_PER_LIST = 32
 """Sample rows per centroid for k-means."""
-RELEASE_LISTS = 64
-"""IVF lists a join task reads between letting go of the table's pages (about 64 MB of them):
-mapped pages read count in its RSS (VectorSearch.release_pages)."""
 QUERY_BLOCK = 1024
 """Rows whose lists are found at once by the exact search."""
 BLOCK_CELLS = 1 << 25
@@ -85,11 +86,16 @@ def neighbours_on(
     run = ray_map(ray, peaks)
 
     def search(
-        directory: Path, manifest: Manifest, chunks: Sequence[Chunk], m: int, mode: str
+        directory: Path,
+        manifest: Manifest,
+        chunks: Sequence[Chunk],
+        m: int,
+        mode: str,
+        scratch: Path,
     ) -> Neighbours:
-        n = len(chunks)
+        n, parts = len(chunks), task_count(ray, partitions, len(chunks))
         source = (str(directory), manifest.model_dump_json())
-        return find_lists(source, n, m, approximate(mode, n), task_count(ray, partitions, n), run)
+        return find_lists(source, n, m, approximate(mode, n), parts, run, scratch=scratch)
 
     return search
 
@@ -102,10 +108,15 @@ def find_lists(
     parts: int,
     run: Map = in_process,
     probes: int = PROBES,
+    scratch: Path | None = None,
 ) -> Neighbours:
     """Return the ``m``-wide lists of the ``n`` chunk rows, found by ``parts`` calls a step.
 
-    ``joined``: by the IVF join and the local join (see the module doc), else exactly.
+    ``joined``: by the IVF join and the local join (see the module doc), else exactly. The
+    joins' calls read the lists and write what they find as files in ``scratch`` (a folder every
+    node mounts; default: a temporary one), not through the object store: at 3M rows the lists
+    alone are 360 MB of a 512 MB store, and every array the driver reads from the store stays
+    in its RSS as mapped shared memory.
     """
     out = Neighbours(np.full((n, m), -1, np.int64), np.full((n, m), -np.inf, np.float32))
     if min(m, n - 1) <= 0:
@@ -127,15 +138,45 @@ def find_lists(
     starts = np.searchsorted(labels[order], np.arange(len(centroids) + 1))
     # tasks take rows in list order: alike rows together, so each reads fewer lists
     slices = [order[a:b] for a, b in pairwise(rows)]
-    calls = [(source, mine, order, starts, centroids, m, probes) for mine in slices]
-    for mine, (found, scores) in zip(slices, run(join_rows, calls), strict=True):
-        out.rows[mine], out.scores[mine] = found, scores
-    for _ in range(REFINE_ROUNDS):
-        lists = out.rows.copy()
-        calls = [(source, mine, lists, m) for mine in slices]
-        for mine, (found, scores) in zip(slices, run(refine_rows, calls), strict=True):
-            out.rows[mine], out.scores[mine] = found, scores
+    with _scratch(scratch) as folder:
+        found = [str(folder / f"joined-{i}.npz") for i in range(len(slices))]
+        run(join_rows, [(source, mine, order, starts, centroids, m, probes, to)
+                        for mine, to in zip(slices, found, strict=True)])  # fmt: skip
+        _take(out, slices, found)
+        for round_ in range(REFINE_ROUNDS):
+            lists = folder / f"lists-{round_}.npy"
+            np.save(lists, out.rows.astype(np.int32))
+            found = [str(folder / f"refined-{round_}-{i}.npz") for i in range(len(slices))]
+            run(refine_rows, [(source, mine, str(lists), m, to)
+                              for mine, to in zip(slices, found, strict=True)])  # fmt: skip
+            _take(out, slices, found)
+            lists.unlink()
     return out
+
+
+@contextlib.contextmanager
+def _scratch(folder: Path | None) -> Iterator[Path]:
+    """Yield ``folder`` (created), or a temporary folder removed after."""
+    if folder is not None:
+        folder.mkdir(parents=True, exist_ok=True)
+        yield folder
+        return
+    with tempfile.TemporaryDirectory(prefix="hopgraph-lists-") as temporary:
+        yield Path(temporary)
+
+
+def _take(out: Neighbours, slices: Sequence[np.ndarray], files: Sequence[str]) -> None:
+    """Put what each call found for its rows into ``out``; remove the calls' files."""
+    for mine, name in zip(slices, files, strict=True):
+        with np.load(name) as found:
+            out.rows[mine], out.scores[mine] = found["rows"], found["scores"]
+        Path(name).unlink()
+
+
+def _put(to: str, rows: np.ndarray, scores: np.ndarray) -> None:
+    """Write a call's lists (rows as int32: chunk rows stay below 2^31) where it was told."""
+    with open(to, "wb") as file:  # np.savez would add ".npz" to a name without it
+        np.savez(file, rows=rows.astype(np.int32), scores=scores)
 
 
 def exact_lists(source: Source, start: int, stop: int, m: int) -> tuple[np.ndarray, np.ndarray]:
@@ -160,8 +201,7 @@ def train_centroids(search: VectorSearch, n: int) -> np.ndarray:
     lists = max(1, round(n / LIST_ROWS))
     sample = np.sort(np.random.default_rng(0).choice(n, min(n, lists * TRAIN_PER_LIST),
                                                      replace=False))  # fmt: skip
-    vectors = np.ascontiguousarray(search.matrix(sample), dtype=np.float32)
-    search.release_pages()  # a sample of one row in eight touches most of the table's pages
+    vectors = search.read(sample)  # not mapped: a sample of one row in eight maps most pages
     kmeans = faiss.Kmeans(
         vectors.shape[1], lists, niter=10, seed=1, spherical=True,
         min_points_per_centroid=1, max_points_per_centroid=TRAIN_PER_LIST,
@@ -195,15 +235,16 @@ def join_rows(
     centroids: np.ndarray,
     m: int,
     probes: int,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Return the lists (rows, cosines) of chunk ``rows``, found in each one's nearest lists.
+    to: str,
+) -> None:
+    """Find the lists (rows, cosines) of chunk ``rows`` in each one's nearest lists; write them.
 
     ``order``: every chunk row by IVF list, list ``i`` at ``starts[i]``–``starts[i + 1]``. Each
     of ``rows`` reads its ``probes`` lists nearest by centroid; a list is read once for all the
-    rows that probe it, by one matrix product.
+    rows that probe it, by one matrix product. The lists go to the file ``to``.
     """
     search = _open(source)
-    queries = np.ascontiguousarray(search.matrix(rows), dtype=np.float32)
+    queries = search.read(rows)
     wide, step = min(probes, len(centroids)), _rows_per_block(len(centroids))
     probed = np.empty((len(queries), wide), dtype=np.int64)
     for at in range(0, len(queries), step):
@@ -216,47 +257,41 @@ def join_rows(
     bounds = np.searchsorted(lists, np.arange(len(centroids) + 1))
     found = np.full((len(rows), m), -1, dtype=np.int64)
     scores = np.full((len(rows), m), -np.inf, dtype=np.float32)
-    search.release_pages()
-    for done, number in enumerate(np.flatnonzero(np.diff(bounds))):
+    for number in np.flatnonzero(np.diff(bounds)):
         held = order[starts[number] : starts[number + 1]]
-        if done % RELEASE_LISTS == 0:
-            search.release_pages()
         if not len(held):
             continue
         askers = which[bounds[number] : bounds[number + 1]]
-        cosines = queries[askers] @ search.matrix(held).T
+        cosines = queries[askers] @ search.read(held).T
         part = _best(cosines, np.broadcast_to(held, cosines.shape), rows[askers], m)
         found[askers], scores[askers] = _merge([(found[askers], scores[askers]), part], m)
-    return found, scores
+    _put(to, found, scores)
 
 
-def refine_rows(
-    source: Source, rows: np.ndarray, lists: np.ndarray, m: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """Return better lists of ``rows``: the best of their listed chunks and those chunks' lists.
+def refine_rows(source: Source, rows: np.ndarray, listed_in: str, m: int, to: str) -> None:
+    """Find better lists of ``rows``: the best of their listed chunks and those chunks' lists.
 
     One round of NN-descent's local join (a neighbour's neighbour is likely a neighbour),
-    every candidate scored exactly.
+    every candidate scored exactly. The lists are read from the file ``listed_in`` (every
+    row's, int32; memory-mapped) and the better ones written to the file ``to``.
     """
+    lists = np.load(listed_in, mmap_mode="r")
     search = _open(source)
     found = np.full((len(rows), m), -1, dtype=np.int64)
     scores = np.full((len(rows), m), -np.inf, dtype=np.float32)
     for at in range(0, len(rows), REFINE_BLOCK):
         mine = rows[at : at + REFINE_BLOCK]
-        listed = lists[mine]
+        listed = np.asarray(lists[mine], dtype=np.int64)
         cand = np.concatenate([listed, lists[np.maximum(listed, 0)].reshape(len(mine), -1)], 1)
         cand = np.sort(np.where(cand == mine[:, None], -1, cand), axis=1)
         cand[:, 1:][cand[:, 1:] == cand[:, :-1]] = -1  # each chunk once
         unique, inverse = np.unique(np.maximum(cand, 0), return_inverse=True)
-        vectors = search.matrix(unique)
-        queries = search.matrix(mine)
+        vectors = search.read(unique)
+        queries = search.read(mine)
         cosines = np.einsum("qd,qkd->qk", queries, vectors[inverse.reshape(cand.shape)])
         part = _best(cosines, cand, mine, m)
         found[at : at + len(mine)], scores[at : at + len(mine)] = _merge([part], m)
-    # no release_pages here: a block's candidates lie all over the table, so one block maps most
-    # of it again (the kernel maps the cached pages around each one read); letting go after
-    # each block made the 3M build's local join far slower, for an RSS of reclaimable pages
-    return found, scores
+    _put(to, found, scores)
 
 
 @functools.lru_cache(maxsize=1)

@@ -57,9 +57,10 @@ from .reader import read_vectors
 
 NEIGHBOURS_FILE = "semantic-neighbours.npz"
 GRAPH_DIR = "graph"
-NeighbourSearch = Callable[[Path, Manifest, Sequence[Chunk], int, str], Neighbours]
+NeighbourSearch = Callable[[Path, Manifest, Sequence[Chunk], int, str, Path], Neighbours]
 """Who finds a fresh build's neighbour lists elsewhere (a cluster's tasks: cluster/neighbours.py):
-(index folder, the committed manifest, chunks in row order, list width, semantic_search)."""
+(index folder, the committed manifest, chunks in row order, list width, semantic_search, a
+scratch folder inside the new graph folder, for the tasks' files)."""
 CorpusReader = Callable[[Path, Manifest, Sequence[Chunk], Path], ExtractionTable]
 """Who reads a fresh build's chunks elsewhere with the offline extractor (a cluster's tasks:
 cluster/readings.py): (index folder, the committed manifest, chunks in row order, the new graph
@@ -270,7 +271,10 @@ def _semantic(
         finder, committed = search or (None, manifest)
         if finder is not None:
             wanted = settings.semantic_k + SPARE_NEIGHBOURS
-            found = finder(directory, committed, chunks, wanted, settings.semantic_search)
+            scratch = target / "neighbour-search"
+            found = finder(directory, committed, chunks, wanted, settings.semantic_search, scratch)
+            if scratch.exists():  # the tasks' files are gone by now: an error if not
+                scratch.rmdir()
             found.save(target / NEIGHBOURS_FILE)
             return found
         vectors = read_vectors(directory, manifest, chunks)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import mmap
+import os
 import sys
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
@@ -217,6 +218,25 @@ class VectorSearch:
                 out[mine[order]] = segment.vectors[inside[order]]
         return out
 
+    def read(self, rows: np.ndarray) -> np.ndarray:
+        """Return what :meth:`matrix` does, read from the files without mapping their pages.
+
+        For a task that reads rows all over the table (cluster/neighbours.py): every mapped page
+        read counts in its RSS (the kernel maps the cached pages around each one faulted in),
+        so scattered reads through the mapping end up holding the whole table, and letting go
+        of it after each read means mapping it again for the next. A read here costs a system
+        call per run of consecutive rows and leaves nothing behind.
+        """
+        rows = np.asarray(rows, dtype=np.int64)
+        dim = self.segments[0].vectors.shape[1] if self.segments else 0
+        out = np.empty((len(rows), dim), dtype=np.float32)
+        where = self.segment_of[rows]
+        for s, segment in enumerate(self.segments):
+            mine = np.flatnonzero(where == s)
+            if len(mine):
+                out[mine] = _read_rows(segment.vectors, self.row_in[rows[mine]])
+        return out
+
     def all_scores(self, query: np.ndarray) -> np.ndarray:
         """Return the exact cosine of ``query`` to every chunk, in chunk order (a full scan)."""
         query = np.asarray(query, dtype=np.float32)
@@ -304,3 +324,31 @@ def _mapping(array: np.ndarray) -> mmap.mmap | None:
     while base is not None and not isinstance(base, mmap.mmap):
         base = getattr(base, "base", None)
     return base
+
+
+def _read_rows(vectors: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """Return ``vectors[at]`` (float32), by ``pread`` from its file when it is memory-mapped.
+
+    Rows are read in file order, one call per run of consecutive rows, into place.
+    """
+    filename = getattr(vectors, "filename", None)
+    if not isinstance(vectors, np.memmap) or filename is None or not vectors.flags.c_contiguous:
+        return np.asarray(vectors[at], dtype=np.float32)
+    unique, back = np.unique(at, return_inverse=True)
+    held = np.empty((len(unique), vectors.shape[1]), dtype=vectors.dtype)
+    width = vectors.strides[0]
+    starts = np.flatnonzero(np.diff(unique, prepend=-2) != 1)  # where each run begins
+    ends = np.append(starts[1:], len(unique))
+    view = memoryview(held.reshape(-1).view(np.uint8))
+    fd = os.open(filename, os.O_RDONLY)
+    try:
+        for a, b in zip(starts.tolist(), ends.tolist(), strict=True):
+            wanted, offset = (b - a) * width, vectors.offset + int(unique[a]) * width
+            if os.preadv(fd, [view[a * width : b * width]], offset) != wanted:
+                raise IndexStateError(
+                    f"{filename} is shorter than its header says",
+                    "the index is damaged: rebuild it with `hopgraph index SOURCE --force`",
+                )
+    finally:
+        os.close(fd)
+    return np.asarray(held[back.reshape(-1)], dtype=np.float32)

@@ -35,10 +35,10 @@ def written(tmp_path_factory):
 def in_ranges(parts: int, probes: int = 32):
     """What ``parts`` calls a step find, run here: a finder as build_graphs takes it."""
 
-    def finder(directory, manifest, chunks, m, semantic_search):
+    def finder(directory, manifest, chunks, m, semantic_search, scratch=None):
         source = (str(directory), manifest.model_dump_json())
         wide = approximate(semantic_search, len(chunks))
-        return find_lists(source, len(chunks), m, wide, parts, probes=probes)
+        return find_lists(source, len(chunks), m, wide, parts, probes=probes, scratch=scratch)
 
     return finder
 
@@ -103,3 +103,17 @@ def test_a_graph_build_given_the_tasks_lists_builds_the_same_graphs(written, tmp
         for kind, edges in one.passage_graph.edges.items():
             theirs_edges = other.passage_graph.edges[kind]
             assert (edges != theirs_edges).nnz == 0, kind
+
+
+def test_the_joins_hand_their_lists_over_in_files_left_in_no_graph_folder(written, tmp_path):
+    copy = tmp_path / "copy"
+    shutil.copytree(written, copy)
+    ann = GraphSettings(semantic_search="ann")
+    build_graphs(copy, ann, show_progress=False, tasks=GraphTasks(in_ranges(3, probes=4)))
+    with Index.open(copy) as other:
+        folder = other.manifest.path(copy, "graph")
+        assert not (folder / "neighbour-search").exists()
+        lists = Neighbours.load(folder / NEIGHBOURS_FILE)
+    expected = one_process(written)
+    kept = [len(set(a) & set(b)) / len(a) for a, b in zip(expected.rows, lists.rows, strict=True)]
+    assert np.mean(kept) > 0.9

@@ -41,7 +41,7 @@ def in_ranges(parts: int):
     return reader
 
 
-def exact_lists(directory, manifest, chunks, m, semantic_search):
+def exact_lists(directory, manifest, chunks, m, semantic_search, scratch):
     """This process's lists (the neighbour calls are tests/unit/test_cluster_neighbours.py's)."""
     return nearest(read_vectors(directory, manifest, chunks), m, "exact")
 
@@ -55,6 +55,7 @@ def test_ranges_of_rows_read_as_one_process(written, parts, tmp_path):
     expected = one.update(chunks, [], chunks)
     assert got.ids == [c.id for c in chunks]
     assert got.to_extractions() == expected.to_extractions()
+    assert _page_strings(got) == _page_strings(expected)  # through each part's file
     # the state is saved in parts, one a call, the tables as read gone; joined, it is one's
     assert sorted(p.name for p in tmp_path.glob("*.npz")) == sorted(
         ["offline-readings.npz", *(part_name(i) for i in range(parts))]
@@ -67,6 +68,10 @@ def test_ranges_of_rows_read_as_one_process(written, parts, tmp_path):
     }
     assert state.table.ids == one.table.ids
     assert ExtractionTable(*_picked(state.table)).to_extractions() == expected.to_extractions()
+
+
+def _page_strings(table):
+    return [table.vocab.strings[p] if p >= 0 else None for p in table.pages.tolist()]
 
 
 def _picked(table):

@@ -5,6 +5,7 @@ import scipy.sparse as sp
 from hopgraph.core.errors import IndexStateError
 from hopgraph.evals.coverage import covered
 from hopgraph.graph_store.documents.schema import Chunk
+from hopgraph.graph_store.graphs import passage_graph
 from hopgraph.graph_store.graphs.ann import ann_top_k, locality_order
 from hopgraph.graph_store.graphs.extraction import Extraction, Triple
 from hopgraph.graph_store.graphs.extraction.table import ExtractionTable
@@ -96,7 +97,7 @@ def test_locality_order_groups_alike_rows_and_the_ann_lists_come_back_in_row_ord
     assert (np.diff(scores, axis=1) <= 1e-6).all()  # best first
 
 
-def test_passage_graph_features_neighbours_and_round_trip(tmp_path):
+def test_passage_graph_features_neighbours_and_round_trip(tmp_path, monkeypatch):
     chunks = [
         Chunk("a", "a", "A", "t"),
         Chunk("b#0", "b", "B", "t", 0, 2),
@@ -121,6 +122,9 @@ def test_passage_graph_features_neighbours_and_round_trip(tmp_path):
     np.testing.assert_allclose(graph.edge_features("b#0", ["b#1"]), [[1, 0.8, 0, 1]], rtol=1e-6)
     assert graph.neighbours("a", ["keyword"]) == ["b#0"]
     assert graph.degrees().tolist() == [2, 2, 2]
+    monkeypatch.setattr(passage_graph, "DEGREE_ROWS", 2)  # counted by blocks of rows
+    assert graph.degrees().tolist() == [2, 2, 2]
+    assert graph.degrees(["link"]).tolist() == [2, 1, 1]  # either direction
     # "a" mentions page B: links a → b#0 and a → b#1, one way; b's chunks mention no other page
     assert graph.edges["link"].toarray().tolist() == [[0, 1, 1], [0, 0, 0], [0, 0, 0]]
     assert graph.edge_count("link") == 2 and graph.edge_count("structural") == 1

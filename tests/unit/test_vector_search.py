@@ -301,3 +301,30 @@ def test_a_search_lets_go_of_the_mapped_pages_it_read(tmp_path):
     assert read - before > 30  # the pages read count in RSS ...
     assert read - _mapped_mb() > 30  # ... until let go
     assert search.matrix(np.array([7])).sum() == 384  # and read again when asked
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_rows_read_from_the_files_equal_the_mapped_rows_and_map_nothing(tmp_path, dtype):
+    from hopgraph.graph_store.stores.vector_search import VectorSearch
+
+    rng = np.random.default_rng(3)
+    first, second = rng.normal(size=(20_000, 384)), rng.normal(size=(9_000, 384))
+    np.save(tmp_path / "a.npy", first.astype(dtype))
+    np.save(tmp_path / "b.npy", second.astype(dtype))
+    segments = [  # the second segment's rows interleave with the first's, one row dead
+        SearchSegment(np.load(tmp_path / "a.npy", mmap_mode="r"), np.arange(20_000) * 2, None),
+        SearchSegment(
+            np.load(tmp_path / "b.npy", mmap_mode="r"),
+            np.r_[np.arange(8_999) * 2 + 1, -1],
+            None,
+        ),
+    ]
+    search = VectorSearch(segments, 40_000, complete=False)
+    rows = np.r_[rng.integers(0, 17_998, size=5_000), [5, 5, 6, 7, 8, 9, 3, 17_997]]
+    before = _mapped_mb()
+    read = search.read(rows)
+    assert _mapped_mb() - before < 5  # nothing mapped ...
+    np.testing.assert_array_equal(read, search.matrix(rows))  # ... and the same rows
+    assert read.dtype == np.float32
+    in_memory = VectorSearch([SearchSegment(first, np.arange(20_000), None)], 20_000)
+    np.testing.assert_array_equal(in_memory.read(rows), first[rows].astype(np.float32))

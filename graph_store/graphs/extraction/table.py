@@ -236,8 +236,11 @@ class ExtractionTable:
         return self._moved(Vocabulary(words[i] for i in used.tolist()), new)
 
     @staticmethod
-    def joined(parts: Sequence[ExtractionTable]) -> ExtractionTable:
-        """Return the rows of every part in turn, in one vocabulary (each part has its own)."""
+    def joined(parts: Iterable[ExtractionTable]) -> ExtractionTable:
+        """Return the rows of every part in turn, in one vocabulary (each part has its own).
+
+        ``parts`` may be read one at a time (a generator): only their ids and arrays are kept.
+        """
         vocab = Vocabulary()
         moved = [
             part._moved(vocab, np.array([vocab.id(s) for s in part.vocab.strings], np.int64))
@@ -280,13 +283,14 @@ class ExtractionTable:
 
     def save(self, path: Path) -> None:
         """Write the arrays into ``path`` (.npz) and the strings beside it (.json)."""
-        save_ragged(path, {n: getattr(self, n) for n in PARTS}, self.ids, self.vocab)
+        pages = {"pages": self.pages} if self.pages is not None else None
+        save_ragged(path, {n: getattr(self, n) for n in PARTS}, self.ids, self.vocab, pages)
 
     @classmethod
     def load(cls, path: Path) -> ExtractionTable:
         """Read what :meth:`save` wrote."""
-        parts, _, ids, vocab, _ = load_ragged(path, PARTS)
-        return cls(ids, vocab, **parts)
+        parts, arrays, ids, vocab, _ = load_ragged(path, PARTS, ("pages",))
+        return cls(ids, vocab, **parts, pages=arrays.get("pages"))
 
 
 PARTS = ("entities", "keywords", "triples")
