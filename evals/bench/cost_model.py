@@ -209,6 +209,7 @@ def render_graphs(reports: list[dict]) -> str:
             task = f"{r['task_peak_rss_mb']:,.0f} MB" if r.get("task_peak_rss_mb") else "–"
             # builds measured before the tasks read the chunks found only the neighbours
             work = r.get("tasks", "neighbours") if r["partitions"] else "–"
+            work += f" (commit {r['code']})" if r.get("code") else ""
             lines.append(
                 f"| {report['chunks']:,} | {where} | {work} | {r['wall_s']:.1f} s "
                 f"| {r['driver_peak_rss_mb']:,.0f} MB | {r['children_peak_rss_mb']:,.0f} MB "
