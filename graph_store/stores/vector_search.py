@@ -331,9 +331,13 @@ def _read_rows(vectors: np.ndarray, at: np.ndarray) -> np.ndarray:
 
     Rows are read in file order, one call per run of consecutive rows, into place.
     """
-    filename = getattr(vectors, "filename", None)
-    if not isinstance(vectors, np.memmap) or filename is None or not vectors.flags.c_contiguous:
+    mapping, filename = _mapping(vectors), getattr(vectors, "filename", None)
+    if mapping is None or filename is None or not vectors.flags.c_contiguous:
         return np.asarray(vectors[at], dtype=np.float32)
+    # where row 0 lies in the file: the map starts at ``offset`` rounded down to the allocation
+    # granularity (np.memmap), and a view of a slice keeps its parent's map and ``offset``
+    mapped_from = vectors.offset - vectors.offset % mmap.ALLOCATIONGRANULARITY
+    first = vectors.ctypes.data - np.frombuffer(mapping, np.uint8).ctypes.data + mapped_from
     unique, back = np.unique(at, return_inverse=True)
     held = np.empty((len(unique), vectors.shape[1]), dtype=vectors.dtype)
     width = vectors.strides[0]
@@ -343,12 +347,20 @@ def _read_rows(vectors: np.ndarray, at: np.ndarray) -> np.ndarray:
     fd = os.open(filename, os.O_RDONLY)
     try:
         for a, b in zip(starts.tolist(), ends.tolist(), strict=True):
-            wanted, offset = (b - a) * width, vectors.offset + int(unique[a]) * width
-            if os.preadv(fd, [view[a * width : b * width]], offset) != wanted:
-                raise IndexStateError(
-                    f"{filename} is shorter than its header says",
-                    "the index is damaged: rebuild it with `hopgraph index SOURCE --force`",
-                )
+            _read_into(fd, view[a * width : b * width], first + int(unique[a]) * width, filename)
     finally:
         os.close(fd)
     return np.asarray(held[back.reshape(-1)], dtype=np.float32)
+
+
+def _read_into(fd: int, buffer: memoryview, offset: int, filename: str) -> None:
+    """Fill ``buffer`` from ``offset`` of the open file (a read may return less than asked)."""
+    done = 0
+    while done < len(buffer):
+        got = os.preadv(fd, [buffer[done:]], offset + done)
+        if got == 0:
+            raise IndexStateError(
+                f"{filename} is shorter than its header says",
+                "the index is damaged: rebuild it with `hopgraph index SOURCE --force`",
+            )
+        done += got

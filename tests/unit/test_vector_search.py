@@ -328,3 +328,6 @@ def test_rows_read_from_the_files_equal_the_mapped_rows_and_map_nothing(tmp_path
     assert read.dtype == np.float32
     in_memory = VectorSearch([SearchSegment(first, np.arange(20_000), None)], 20_000)
     np.testing.assert_array_equal(in_memory.read(rows), first[rows].astype(np.float32))
+    sliced = np.load(tmp_path / "a.npy", mmap_mode="r")[5_000:]  # a view keeps its parent's map
+    part = VectorSearch([SearchSegment(sliced, np.arange(15_000), None)], 15_000)
+    np.testing.assert_array_equal(part.read(rows % 15_000), part.matrix(rows % 15_000))
