@@ -19,7 +19,7 @@ import logging
 import mmap
 import os
 import sys
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -206,17 +206,7 @@ class VectorSearch:
 
     def matrix(self, rows: np.ndarray) -> np.ndarray:
         """Return the vectors of the chunks at ``rows`` (float32, in that order)."""
-        rows = np.asarray(rows, dtype=np.int64)
-        dim = self.segments[0].vectors.shape[1] if self.segments else 0
-        out = np.empty((len(rows), dim), dtype=np.float32)
-        where = self.segment_of[rows]
-        for s, segment in enumerate(self.segments):
-            mine = np.flatnonzero(where == s)
-            if len(mine):
-                inside = self.row_in[rows[mine]]
-                order = np.argsort(inside)  # memory-mapped: read the file forwards
-                out[mine[order]] = segment.vectors[inside[order]]
-        return out
+        return self._gathered(rows, _mapped_rows)
 
     def read(self, rows: np.ndarray) -> np.ndarray:
         """Return what :meth:`matrix` does, read from the files without mapping their pages.
@@ -227,6 +217,12 @@ class VectorSearch:
         of it after each read means mapping it again for the next. A read here costs a system
         call per run of consecutive rows and leaves nothing behind.
         """
+        return self._gathered(rows, _read_rows)
+
+    def _gathered(
+        self, rows: np.ndarray, fetch: Callable[[np.ndarray, np.ndarray], np.ndarray]
+    ) -> np.ndarray:
+        """Return the vectors at ``rows``, each segment's fetched by ``fetch(vectors, at)``."""
         rows = np.asarray(rows, dtype=np.int64)
         dim = self.segments[0].vectors.shape[1] if self.segments else 0
         out = np.empty((len(rows), dim), dtype=np.float32)
@@ -234,7 +230,7 @@ class VectorSearch:
         for s, segment in enumerate(self.segments):
             mine = np.flatnonzero(where == s)
             if len(mine):
-                out[mine] = _read_rows(segment.vectors, self.row_in[rows[mine]])
+                out[mine] = fetch(segment.vectors, self.row_in[rows[mine]])
         return out
 
     def all_scores(self, query: np.ndarray) -> np.ndarray:
@@ -324,6 +320,14 @@ def _mapping(array: np.ndarray) -> mmap.mmap | None:
     while base is not None and not isinstance(base, mmap.mmap):
         base = getattr(base, "base", None)
     return base
+
+
+def _mapped_rows(vectors: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """Return ``vectors[at]`` (float32), read in file order (memory-mapped: forwards)."""
+    order = np.argsort(at)
+    out = np.empty((len(at), vectors.shape[1]), dtype=np.float32)
+    out[order] = vectors[at[order]]
+    return out
 
 
 def _read_rows(vectors: np.ndarray, at: np.ndarray) -> np.ndarray:
