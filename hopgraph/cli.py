@@ -206,6 +206,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("doc_ids", nargs="*", metavar="DOC_ID")
     p.add_argument("--ids-file", metavar="FILE", help="read more ids from FILE, one per line")
     index_option(p)
+    cluster_options(p, "delete")
     p.set_defaults(func=lazy("commands:delete"))
 
     p = sub.add_parser(

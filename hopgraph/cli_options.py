@@ -145,8 +145,11 @@ def build_options(parser: argparse.ArgumentParser) -> None:
 CLUSTER_WORK = {
     "build": "partitions of whole documents are chunked, embedded and written by tasks, and "
     "this process commits the index",
-    "write": "partitions of whole documents are chunked and embedded by tasks, and this process "
+    "write": "partitions of whole documents are chunked and embedded by tasks, tasks (each a "
+    "range of the chunks) bring the semantic neighbour lists up to date, and this process "
     "writes and commits the change",
+    "delete": "tasks, each for a range of the chunks, bring the semantic neighbour lists up to "
+    "date, and this process writes and commits the change",
     "graphs": "tasks, each for a range of chunks, read the chunks (the offline extractor) and "
     "find the semantic neighbour lists, reading the index folder (at the same path on every "
     "node); this process builds and commits the graphs",
@@ -166,14 +169,14 @@ def cluster_options(parser: argparse.ArgumentParser, work: str = "build") -> Non
         "`local` to start one on this machine for the write (token authentication on); "
         f"{CLUSTER_WORK[work]} (docs/scaling.md)",
     )
-    cut = "chunks are cut into, each a contiguous range" if work == "graphs" else (
+    cut = "chunks are cut into, each a contiguous range" if work in ("graphs", "delete") else (
         "documents are cut into, each a range of whole documents")  # fmt: skip
     parser.add_argument(
         "--partitions",
         type=positive,
         metavar="P",
         help=f"with --cluster: tasks the {cut} (default: the cluster's CPUs"
-        + ("" if work == "graphs" else ", at most one per document")
+        + ("" if work in ("graphs", "delete") else ", at most one per document")
         + ")",
     )
 

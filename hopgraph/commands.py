@@ -31,6 +31,7 @@ if TYPE_CHECKING:  # the write path (loaders, parsers, graph building) is import
     from hopgraph.graph_store.documents.loaders import Loaded, LoadReport
     from hopgraph.graph_store.documents.schema import Document
     from hopgraph.graph_store.index.changes import Embed, SyncReport
+    from hopgraph.graph_store.index.graph_build import GraphTasks
     from hopgraph.graph_store.index.writes import WriteReport
 
 
@@ -143,26 +144,33 @@ def add(args: argparse.Namespace) -> None:
     from hopgraph.graph_store.index.changes import add_documents
 
     docs = load(args).documents
-    with embedder_of(args) as embed:
-        report = add_documents(index_dir(args), docs, not args.quiet, embed)
+    with write_tasks(args) as (embed, tasks):
+        report = add_documents(index_dir(args), docs, not args.quiet, embed, tasks)
     _report("updated", report)
 
 
 @contextmanager
-def embedder_of(args: argparse.Namespace) -> Iterator[Embed | None]:
-    """Yield how a write embeds: here (None), or on the cluster of --cluster."""
+def write_tasks(args: argparse.Namespace) -> Iterator[tuple[Embed | None, GraphTasks | None]]:
+    """Yield who embeds a write and updates its neighbour lists: here (None), or the cluster.
+
+    With --cluster, tasks embed its new documents and bring the lists up to date
+    (cluster/embed.py, cluster/neighbours.py); this process writes the rest and commits.
+    """
     partitions_need_a_cluster(args, "write")
     if not args.cluster:
-        yield None
+        yield None, None
         return
     from hopgraph.graph_store.cluster.connect import connected, require_ray
 
     require_ray()
     from hopgraph.core.settings import settings
     from hopgraph.graph_store.cluster.embed import embedded_on
+    from hopgraph.graph_store.cluster.neighbours import updated_on
+    from hopgraph.graph_store.index.graph_build import GraphTasks
 
     with connected(args.cluster, {"HOPGRAPH_DEVICE": settings().device}) as ray:
-        yield embedded_on(ray, args.partitions)
+        tasks = GraphTasks(update=updated_on(ray, args.partitions))
+        yield embedded_on(ray, args.partitions), tasks
 
 
 def sync(args: argparse.Namespace) -> None:
@@ -186,7 +194,7 @@ def sync_once(args: argparse.Namespace, verbose: bool = True) -> SyncReport:
         str((root / name).resolve() if root.is_dir() else root.resolve())
         for name, _ in loaded.report.skipped
     )
-    with embedder_of(args) as embed:
+    with write_tasks(args) as (embed, tasks):
         report = sync_documents(
             index_dir(args),
             loaded.documents,
@@ -195,6 +203,7 @@ def sync_once(args: argparse.Namespace, verbose: bool = True) -> SyncReport:
             keep_sources=unread,
             show_progress=not args.quiet and verbose,
             embed=embed,
+            tasks=tasks,
         )
     if not verbose:
         return report
@@ -252,7 +261,9 @@ def delete(args: argparse.Namespace) -> None:
             raise InputError(f"{args.ids_file}: cannot be read ({err})") from err
     if not ids:
         raise InputError("no document ids given", "name them, or use --ids-file FILE")
-    _report("updated", delete_documents(index_dir(args), ids))
+    with write_tasks(args) as (_, tasks):
+        report = delete_documents(index_dir(args), ids, tasks)
+    _report("updated", report)
 
 
 def retrieve(args: argparse.Namespace) -> None:

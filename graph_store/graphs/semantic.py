@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
@@ -87,6 +88,21 @@ def nearest(embeddings: np.ndarray, m: int, search: str = "auto", block: int = 5
     return out
 
 
+class ListUpdate(NamedTuple):
+    """The lists of an update before its search (see :func:`kept_lists`)."""
+
+    lists: Neighbours
+    """Each kept chunk's list less its removed neighbours; the rest empty."""
+    asked: np.ndarray
+    """Rows whose lists are searched whole: added chunks, and chunks left short."""
+    width: int
+    """How many neighbours a whole search finds (the lists' width, or every other chunk)."""
+    is_added: np.ndarray
+    """For each row, whether it is an added chunk."""
+    threshold: np.ndarray
+    """For each row, the score an added chunk must beat to enter its list (short rows: none)."""
+
+
 def update_nearest(
     old: Neighbours,
     old_to_new: np.ndarray,
@@ -100,9 +116,21 @@ def update_nearest(
     still outranks every chunk the list never held) and takes in the added chunks that beat its
     last survivor; an added chunk, or a chunk left with fewer than ``k``, gets a full search of
     ``m`` (the lists' width). Cost: one (added + short lists) × corpus product, not corpus².
+    A cluster's tasks do the same search by ranges of the corpus (cluster/neighbours.py).
     """
-    n, m = len(embeddings), old.rows.shape[1]
+    plan = kept_lists(old, old_to_new, len(embeddings), k)
     vectors = np.ascontiguousarray(embeddings, dtype=np.float32)
+    hits = _search_rows(plan.lists, vectors, plan.asked, plan.width, plan.is_added, plan.threshold)
+    take_in(plan.lists, *hits)
+    return plan.lists
+
+
+def kept_lists(old: Neighbours, old_to_new: np.ndarray, n: int, k: int) -> ListUpdate:
+    """Return an update's kept lists and what its search must do (see :func:`update_nearest`).
+
+    ``n``: the chunks after the change.
+    """
+    m = old.rows.shape[1]
     out = _empty_neighbours(n, m)
     kept = np.flatnonzero(old_to_new >= 0)
     remapped = np.where(old.rows[kept] >= 0, old_to_new[np.maximum(old.rows[kept], 0)], -1)
@@ -123,9 +151,7 @@ def update_nearest(
         listed >= len(kept) - 1, -np.inf, out.scores[np.arange(n), np.maximum(listed - 1, 0)]
     ).astype(np.float32)
     threshold[short] = np.inf
-    hits = _search_rows(out, vectors, short, min(m, n - 1), is_added, threshold)
-    _take_in(out, *hits)
-    return out
+    return ListUpdate(out, short, min(m, n - 1), is_added, threshold)
 
 
 def _empty_neighbours(n: int, m: int) -> Neighbours:
@@ -200,7 +226,7 @@ def _top(scores: np.ndarray, m: int) -> tuple[np.ndarray, np.ndarray]:
     return top_scores.numpy(), top.numpy().astype(np.int64)
 
 
-def _take_in(out: Neighbours, rows: np.ndarray, added: np.ndarray, scores: np.ndarray) -> None:
+def take_in(out: Neighbours, rows: np.ndarray, added: np.ndarray, scores: np.ndarray) -> None:
     """Merge the hits (``rows[i]`` takes in ``added[i]`` at ``scores[i]``) into the lists."""
     if not len(rows):
         return

@@ -25,6 +25,7 @@ from hopgraph.graph_store.stores.doc_table import DocumentTable, records_of
 from hopgraph.graph_store.stores.manifest import Manifest, now, read_manifest
 
 from . import writes
+from .graph_build import GraphTasks
 from .lock import paused_gc, write_lock
 from .reader import read_vectors
 
@@ -35,8 +36,13 @@ def add_documents(
     docs: Sequence[Document],
     show_progress: bool = True,
     embed: Embed | None = None,
+    tasks: GraphTasks | None = None,
 ) -> writes.WriteReport:
-    """Add new documents to an index; only their chunks are embedded (by ``embed``, if given)."""
+    """Add new documents to an index; only their chunks are embedded (by ``embed``, if given).
+
+    ``tasks``: who brings the neighbour lists up to date (``tasks.update``; default: a child
+    of this process).
+    """
     directory = Path(directory)
     if not docs:
         raise InputError("no documents to add")
@@ -56,9 +62,8 @@ def add_documents(
         new_chunks, embeddings, embed_seconds = _embed_new(
             directory, old, existing, docs, show_progress, embed
         )
-        chunks = _add(
-            directory, old, existing, documents, docs, new_chunks, embeddings, show_progress
-        )
+        embedded = (new_chunks, embeddings)
+        chunks = _add(directory, old, existing, documents, docs, embedded, show_progress, tasks)
     return writes.write_report(
         directory,
         chunks,
@@ -129,22 +134,33 @@ def _add(
     existing: list[Chunk],
     documents: DocumentTable,
     docs: Sequence[Document],
-    new_chunks: list[Chunk],
-    embeddings: np.ndarray,
+    embedded: tuple[list[Chunk], np.ndarray],
     show_progress: bool,
+    tasks: GraphTasks | None,
 ) -> list[Chunk]:
-    """Commit ``docs`` (chunked and embedded) as the next generation; return all chunks."""
+    """Commit ``docs`` (``embedded``: their chunks and vectors) as the next generation.
+
+    Returns all chunks.
+    """
+    new_chunks, embeddings = embedded
     chunks = sorted(existing + new_chunks, key=lambda c: c.id)
     documents = documents.with_records(records_of(docs, new_chunks, now()))
     writes.commit_change(
-        directory, old, existing, chunks, documents, show_progress, new_chunks, embeddings
-    )
+        directory, old, existing, chunks, documents, show_progress, new_chunks, embeddings,
+        tasks=tasks,
+    )  # fmt: skip
     return chunks
 
 
 @paused_gc()
-def delete_documents(directory: str | Path, doc_ids: Sequence[str]) -> writes.WriteReport:
-    """Remove documents (all their chunks) from every store of the index."""
+def delete_documents(
+    directory: str | Path, doc_ids: Sequence[str], tasks: GraphTasks | None = None
+) -> writes.WriteReport:
+    """Remove documents (all their chunks) from every store of the index.
+
+    ``tasks``: who brings the neighbour lists up to date (``tasks.update``; default: a child
+    of this process).
+    """
     directory = Path(directory)
     wanted = set(doc_ids)
     if not wanted:
@@ -160,7 +176,7 @@ def delete_documents(directory: str | Path, doc_ids: Sequence[str]) -> writes.Wr
                 "`hopgraph docs --index DIR` lists the documents; ids are case-sensitive",
             )
         documents = DocumentTable.read(directory, old, existing)
-        chunks, removed = _delete(directory, old, existing, documents, wanted)
+        chunks, removed = _delete(directory, old, existing, documents, wanted, tasks)
     return writes.write_report(
         directory, chunks, added=0, removed=len(removed), started=started, embed_seconds=0.0
     )
@@ -172,6 +188,7 @@ def _delete(
     existing: list[Chunk],
     documents: DocumentTable,
     wanted: set[str],
+    tasks: GraphTasks | None,
 ) -> tuple[list[Chunk], list[str]]:
     """Commit the removal of the documents ``wanted``; return the chunks kept and removed ids."""
     removed = [c.id for c in existing if c.doc_id in wanted]
@@ -182,7 +199,9 @@ def _delete(
             "remove the index directory instead",
         )
     kept = documents.without(wanted)
-    writes.commit_change(directory, old, existing, chunks, kept, False, removed=removed)
+    writes.commit_change(
+        directory, old, existing, chunks, kept, False, removed=removed, tasks=tasks
+    )
     return chunks, removed
 
 
@@ -216,6 +235,7 @@ def sync_documents(
     keep_sources: frozenset[str] = frozenset(),
     show_progress: bool = True,
     embed: Embed | None = None,
+    tasks: GraphTasks | None = None,
 ) -> SyncReport:
     """Make the index hold ``docs``: new ones added, changed ones (by content hash) replaced.
 
@@ -225,7 +245,8 @@ def sync_documents(
     reported; those from ``keep_sources`` (files that exist but could not be read this time)
     are neither. The whole change is one generation: a changed document's chunks that keep
     their ids get new Chroma rows (the old ones stay for the previous generation's readers until
-    the commit purges them), the others are removed, the new ones added.
+    the commit purges them), the others are removed, the new ones added. ``embed`` and
+    ``tasks``: as :func:`add_documents`'.
     """
     directory = Path(directory)
     check_unique_ids(docs, "documents to sync")
@@ -260,7 +281,7 @@ def sync_documents(
         if drop or added:
             chunks = sorted(kept + new_chunks, key=lambda c: c.id)
             change = (drop, added, new_chunks, embeddings)
-            _replace(directory, old, existing, chunks, documents, change, show_progress)
+            _replace(directory, old, existing, chunks, documents, change, show_progress, tasks)
     return SyncReport(
         directory,
         added=[d.id for d in new],
@@ -283,6 +304,7 @@ def _replace(
     documents: DocumentTable,
     change: tuple[set[str], Sequence[Document], list[Chunk], np.ndarray],
     show_progress: bool,
+    tasks: GraphTasks | None,
 ) -> None:
     """Commit a sync as one generation.
 
@@ -309,6 +331,7 @@ def _replace(
         embeddings,
         removed=[i for i in dropped if i not in new_ids],
         replaced=[i for i in dropped if i in new_ids],
+        tasks=tasks,
     )
 
 

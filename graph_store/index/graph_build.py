@@ -67,12 +67,22 @@ cluster/readings.py): (index folder, the committed manifest, chunks in row order
 folder, where it saves the extractor's state) → the chunks' extractions."""
 
 
+NeighbourUpdate = Callable[
+    [Path, Manifest, Sequence[Chunk], Neighbours, np.ndarray, int, Path], Neighbours
+]
+"""Who brings a write's neighbour lists up to date elsewhere (a cluster's tasks:
+cluster/neighbours.py), as semantic.update_nearest does: (index folder, the write's manifest,
+whose vectors are written, chunks in row order, the previous lists, each old row's new row,
+``semantic_k``, a scratch folder inside the new graph folder)."""
+
+
 @dataclass(frozen=True)
 class GraphTasks:
-    """Who does a fresh build's heavy parts outside this process (a cluster's tasks)."""
+    """Who does a build's or a write's heavy parts outside this process (a cluster's tasks)."""
 
-    neighbours: NeighbourSearch
+    neighbours: NeighbourSearch | None = None
     readings: CorpusReader | None = None
+    update: NeighbourUpdate | None = None
 
 
 class GraphSettings(BaseModel):
@@ -161,10 +171,11 @@ def write_graphs(
     target.mkdir()
     # a failed write waits for the children (leaving ``with``) before its folder is removed
     with contextlib.ExitStack() as children:
-        if old_dir is not None:  # a forked child brings the neighbour lists up to date meanwhile
+        if old_dir is not None:  # a forked child (or tasks) brings the lists up to date meanwhile
             semantic = children.enter_context(
-                _semantic(directory, manifest, old_dir, chunks, settings, target, replaced)
-            )
+                _semantic(directory, manifest, old_dir, chunks, settings, target, replaced,
+                          update=tasks.update if tasks else None)
+            )  # fmt: skip
         reader = (tasks.readings, previous) if tasks and tasks.readings else None
         extractions, llm_stats = _extract(
             settings, directory, old_dir, (before, replaced), chunks, target, show_progress, reader
@@ -258,53 +269,57 @@ def _semantic(
     target: Path,
     replaced: frozenset[str] = frozenset(),
     search: tuple[NeighbourSearch | None, Manifest] | None = None,
+    update: NeighbourUpdate | None = None,
 ) -> Forked[Neighbours]:
     """Find and save each chunk's nearest chunks; the result: those lists.
 
     They depend on the vectors only, so when the previous lists are brought up to date a
-    forked child does it while this process extracts. A fresh search (its index takes
-    gigabytes at a million chunks) is done here, in place, or by ``search``'s finder in the
-    committed generation ``search`` names (the vectors are not read here).
+    forked child does it while this process extracts, or ``update``'s tasks do it here. A
+    fresh search (its index takes gigabytes at a million chunks) is done here, in place, or by
+    ``search``'s finder in the committed generation ``search`` names (the vectors are not read
+    here).
     """
+    wanted = settings.semantic_k + SPARE_NEIGHBOURS
+    scratch = target / "neighbour-search"
 
     def work() -> Neighbours:
         finder, committed = search or (None, manifest)
-        if finder is not None:
-            wanted = settings.semantic_k + SPARE_NEIGHBOURS
-            scratch = target / "neighbour-search"
+        previous = _previous_lists(old_dir, chunks, wanted, replaced) if old_dir else None
+        if previous is not None and update is not None:
+            found = update(directory, manifest, chunks, *previous, settings.semantic_k, scratch)
+        elif previous is None and finder is not None:
             found = finder(directory, committed, chunks, wanted, settings.semantic_search, scratch)
-            if scratch.exists():  # the tasks' files are gone by now: an error if not
-                scratch.rmdir()
-            found.save(target / NEIGHBOURS_FILE)
-            return found
-        vectors = read_vectors(directory, manifest, chunks)
-        found = _neighbours(old_dir, chunks, vectors, settings, replaced)
+        else:
+            vectors = read_vectors(directory, manifest, chunks)
+            if previous is not None:
+                found = update_nearest(*previous, vectors, settings.semantic_k)
+            else:
+                found = nearest(vectors, wanted, settings.semantic_search)
+        if scratch.exists():  # the tasks' files are gone by now: an error if not
+            scratch.rmdir()
         found.save(target / NEIGHBOURS_FILE)
         return found
 
-    return Forked("finding the semantic neighbours", work, in_child=old_dir is not None)
+    in_child = old_dir is not None and update is None
+    return Forked("finding the semantic neighbours", work, in_child=in_child)
 
 
-def _neighbours(
-    old_dir: Path | None,
-    chunks: Sequence[Chunk],
-    vectors: np.ndarray,
-    settings: GraphSettings,
-    replaced: frozenset[str] = frozenset(),
-) -> Neighbours:
-    """Each chunk's nearest chunks: the previous lists brought up to date, or a new search.
+def _previous_lists(
+    old_dir: Path, chunks: Sequence[Chunk], wanted: int, replaced: frozenset[str]
+) -> tuple[Neighbours, np.ndarray] | None:
+    """Return the previous generation's lists and each old row's new row (-1: gone).
 
-    A ``replaced`` chunk is a new one under an old id: its old row counts as removed.
+    ``None`` when it has no lists ``wanted`` wide. A ``replaced`` chunk is a new one under an
+    old id: its old row counts as removed.
     """
-    wanted = settings.semantic_k + SPARE_NEIGHBOURS
-    if old_dir is not None and (old_dir / NEIGHBOURS_FILE).is_file():
-        old = Neighbours.load(old_dir / NEIGHBOURS_FILE)
-        old_ids = json.loads((old_dir / "nodes.json").read_text(encoding="utf-8"))
-        if old.rows.shape == (len(old_ids), wanted):
-            row = {c.id: i for i, c in enumerate(chunks) if c.id not in replaced}
-            old_to_new = np.array([row.get(i, -1) for i in old_ids], dtype=np.int64)
-            return update_nearest(old, old_to_new, vectors, settings.semantic_k)
-    return nearest(vectors, wanted, settings.semantic_search)
+    if not (old_dir / NEIGHBOURS_FILE).is_file():
+        return None
+    old = Neighbours.load(old_dir / NEIGHBOURS_FILE)
+    old_ids = json.loads((old_dir / "nodes.json").read_text(encoding="utf-8"))
+    if old.rows.shape != (len(old_ids), wanted):
+        return None
+    row = {c.id: i for i, c in enumerate(chunks) if c.id not in replaced}
+    return old, np.array([row.get(i, -1) for i in old_ids], dtype=np.int64)
 
 
 def sync_triples(

@@ -36,7 +36,7 @@ from hopgraph.graph_store.stores.manifest import (
 from hopgraph.graph_store.stores.vector_table import VectorTable
 
 from .generations import Generation, folder_name, passages_location
-from .graph_build import GraphSettings, write_graphs
+from .graph_build import GraphSettings, GraphTasks, write_graphs
 from .reader import read_vectors
 
 
@@ -110,6 +110,7 @@ def commit_change(
     embeddings: np.ndarray | None = None,
     removed: Sequence[str] = (),
     replaced: Sequence[str] = (),
+    tasks: GraphTasks | None = None,
 ) -> Manifest:
     """Commit a change of passages as the next generation: rows, tables and graphs.
 
@@ -150,6 +151,7 @@ def commit_change(
                     show_progress,
                     False,
                     frozenset(replaced),
+                    tasks,
                 )
             manifest.segments, manifest.vectors, manifest.ann = tables.result()
         gen.commit(manifest)

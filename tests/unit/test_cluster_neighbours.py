@@ -14,13 +14,29 @@ import pytest
 
 from hopgraph.graph_store import (
     Index,
+    add_documents,
     build_graphs,
+    delete_documents,
 )
 from hopgraph.graph_store.cluster import neighbours
-from hopgraph.graph_store.cluster.neighbours import approximate, find_lists
-from hopgraph.graph_store.graphs.semantic import ANN_FROM, SPARE_NEIGHBOURS, Neighbours, nearest
+from hopgraph.graph_store.cluster.neighbours import (
+    approximate,
+    find_lists,
+    update_lists,
+    updated_by,
+)
+from hopgraph.graph_store.cluster.tasks import in_process
+from hopgraph.graph_store.documents.schema import Document
+from hopgraph.graph_store.graphs.semantic import (
+    ANN_FROM,
+    SPARE_NEIGHBOURS,
+    Neighbours,
+    nearest,
+    update_nearest,
+)
 from hopgraph.graph_store.index.graph_build import NEIGHBOURS_FILE, GraphSettings, GraphTasks
 from hopgraph.graph_store.index.reader import read_vectors
+from hopgraph.graph_store.stores.vector_search import VectorSearch
 from tests.sample_index import written_in_four_steps
 
 WIDTH = GraphSettings().semantic_k + SPARE_NEIGHBOURS
@@ -117,3 +133,74 @@ def test_the_joins_hand_their_lists_over_in_files_left_in_no_graph_folder(writte
     expected = one_process(written)
     kept = [len(set(a) & set(b)) / len(a) for a, b in zip(expected.rows, lists.rows, strict=True)]
     assert np.mean(kept) > 0.9
+
+
+@pytest.mark.parametrize("parts", [1, 3])
+@pytest.mark.parametrize("seed", range(6))
+def test_calls_over_ranges_update_the_lists_as_one_process_does(monkeypatch, parts, seed):
+    """A write's update by calls (cluster/neighbours.update_lists) equals update_nearest.
+
+    Chunks removed and added over several writes; the calls' blocks made small so that each
+    call scores its range in several blocks.
+    """
+    monkeypatch.setattr(neighbours, "BLOCK_CELLS", 64)
+    rng = np.random.default_rng(seed)
+    unit = lambda v: (v / np.linalg.norm(v)).astype(np.float32)  # noqa: E731
+    vectors = {i: unit(rng.standard_normal(8)) for i in range(int(rng.integers(5, 40)))}
+    ids = sorted(vectors)
+    lists = nearest(np.stack([vectors[i] for i in ids]), 6)
+    next_id = 1000
+    for _ in range(4):
+        for gone in rng.choice(ids, size=min(len(ids) - 3, int(rng.integers(0, 8))), replace=False):
+            del vectors[gone]
+        for _ in range(int(rng.integers(0, 6))):
+            vectors[next_id] = unit(rng.standard_normal(8))
+            next_id += 1
+        new_ids = sorted(vectors)
+        position = {i: row for row, i in enumerate(new_ids)}
+        old_to_new = np.array([position.get(i, -1) for i in ids])
+        matrix = np.stack([vectors[i] for i in new_ids])
+        expected = update_nearest(lists, old_to_new, matrix, k=3)
+        search = VectorSearch.of_matrix(matrix, "exact")
+        got = update_lists(search, lists, old_to_new, len(matrix), 3, parts)
+        np.testing.assert_array_equal(got.rows, expected.rows)
+        np.testing.assert_allclose(got.scores, expected.scores, rtol=0, atol=1e-6)
+        lists, ids = got, new_ids
+
+
+def test_a_write_given_the_update_calls_writes_the_same_graphs(tmp_path):
+    """An add and a delete on an index with graphs, their lists updated by calls over ranges
+    (as `add --cluster` has tasks do): the same passage graph as a write in one process."""
+    here, there = tmp_path / "here", tmp_path / "there"
+    written_in_four_steps(here)
+    build_graphs(here, GraphSettings(), show_progress=False)
+    shutil.copytree(here, there)
+    docs = [Document(f"new{i}", f"New page {i}", f"A new page {i} about shared words.")
+            for i in range(3)]  # fmt: skip
+    calls = []
+
+    def three(n):
+        calls.append(n)
+        return 3
+
+    by_calls = GraphTasks(update=updated_by(in_process, three))
+    for path, tasks in ((here, None), (there, by_calls)):
+        add_documents(path, docs, show_progress=False, tasks=tasks)
+        with Index.open(path) as idx:
+            gone = sorted({c.doc_id for c in idx.chunks.values()})[:2]
+        delete_documents(path, gone, tasks)
+    assert len(calls) == 2  # the add's update and the delete's
+    a, b = (Neighbours.load(_graph_folder(p) / NEIGHBOURS_FILE) for p in (here, there))
+    np.testing.assert_array_equal(a.rows, b.rows)
+    np.testing.assert_allclose(a.scores, b.scores, rtol=0, atol=1e-6)
+    assert not (_graph_folder(there) / "neighbour-search").exists()
+    with Index.open(here) as one, Index.open(there) as other:
+        assert one.chunks.keys() == other.chunks.keys()
+        for kind in ("entity", "semantic", "link"):
+            got, expected = other.passage_graph.edges[kind], one.passage_graph.edges[kind]
+            assert (got != expected).nnz == 0, kind
+
+
+def _graph_folder(path):
+    with Index.open(path) as idx:
+        return idx.manifest.path(path, "graph")

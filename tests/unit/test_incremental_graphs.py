@@ -261,7 +261,7 @@ def test_a_failed_write_waits_for_its_neighbours_child_and_rolls_back(tmp_path, 
     build_graphs(path, GRAPHS, show_progress=False)
     before = sorted(p.name for p in path.iterdir())
     searched = []
-    real = graph_build._neighbours
+    real = graph_build.update_nearest
 
     def slow_search(*args, **kwargs):  # in the child: still at work when the extraction fails
         time.sleep(0.5)
@@ -271,7 +271,7 @@ def test_a_failed_write_waits_for_its_neighbours_child_and_rolls_back(tmp_path, 
     def broken(*args, **kwargs):
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(graph_build, "_neighbours", slow_search)
+    monkeypatch.setattr(graph_build, "update_nearest", slow_search)
     monkeypatch.setattr(graph_build, "_extract", broken)
     with pytest.raises(RuntimeError, match="boom"):
         add_documents(path, [_doc(rng, 99)], show_progress=False)
