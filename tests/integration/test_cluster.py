@@ -371,7 +371,10 @@ def test_a_neighbour_task_whose_worker_dies_runs_again(built, cluster, tmp_path,
     assert np.array_equal(mine.rows, theirs.rows) and check_index(copy) == []
 
 
-def test_add_and_sync_embed_on_the_cluster_as_one_process(cluster, tmp_path):
+def test_writes_embed_and_update_their_lists_on_the_cluster_as_one_process(cluster, tmp_path):
+    """`add`, `sync` and `delete` with --cluster on an index with graphs: tasks embed and
+    bring the neighbour lists up to date; the same chunks, vectors, lists and graphs as the
+    writes of one process."""
     docs = load_documents(sample_dir() / "corpus.jsonl")
     rows = [{"id": d.id, "title": d.title, "text": d.text} for d in docs[150:]]
     rest = tmp_path / "rest.jsonl"
@@ -381,22 +384,36 @@ def test_add_and_sync_embed_on_the_cluster_as_one_process(cluster, tmp_path):
     changed = tmp_path / "changed.jsonl"
     changed.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     on = ["--cluster", cluster, "--partitions", "3"]
-    for name, extra in (("here", []), ("there", on)):
+    gone = [d.id for d in docs[10:40]]
+    writes = (["add", str(rest), "-q"], ["sync", str(changed), "-q"], ["delete", *gone])
+    for name in ("here", "there"):
         build_index(docs[:150], tmp_path / name, IndexSettings(model="hashing"), False)
-        assert main(["add", str(rest), "--index", str(tmp_path / name), "-q", *extra]) == 0
-    _same(tmp_path / "here", tmp_path / "there")
-    for name, extra in (("here", []), ("there", on)):
-        assert main(["sync", str(changed), "--index", str(tmp_path / name), "-q", *extra]) == 0
-    _same(tmp_path / "here", tmp_path / "there")
+        build_graphs(tmp_path / name, show_progress=False)
+    for write in writes:
+        for name, extra in (("here", []), ("there", on)):
+            assert main([*write, "--index", str(tmp_path / name), *extra]) == 0, write
+        _same(tmp_path / "here", tmp_path / "there")
     assert check_index(tmp_path / "there") == []
 
 
 def _same(here: Path, there: Path) -> None:
-    import numpy as np
+    """The same chunks, vectors, neighbour lists and passage graph."""
+    from hopgraph.graph_store.graphs.semantic import Neighbours
+    from hopgraph.graph_store.index.graph_build import NEIGHBOURS_FILE
 
     with Index.open(here) as a, Index.open(there) as b:
         assert list(a.chunks.values()) == list(b.chunks.values())
         assert np.array_equal(a.embedding_matrix, b.embedding_matrix)
+        mine, theirs = (
+            Neighbours.load(i.manifest.path(i.directory, "graph") / NEIGHBOURS_FILE) for i in (a, b)
+        )
+        assert np.array_equal(mine.rows, theirs.rows)
+        assert b.manifest.graph["incremental"]
+        for kind, edges in a.passage_graph.edges.items():
+            other = b.passage_graph.edges[kind]
+            assert ((edges != 0) != (other != 0)).nnz == 0, kind
+            # cosines by other products: the same to float32's last bits or so
+            assert abs(edges - other).max() <= 1e-6, kind
 
 
 def always_die(number, docs, root, folder, settings, stamp):
