@@ -15,6 +15,7 @@ from hopgraph.graph_store.cluster import connect
 from hopgraph.graph_store.cluster.partitions import plan, plan_catalog
 from hopgraph.graph_store.documents.catalog import catalog_jsonl
 from hopgraph.graph_store.documents.loaders import load_jsonl
+from hopgraph.graph_store.stores.manifest import read_manifest
 
 
 def docs(sizes):
@@ -143,6 +144,10 @@ def test_serving_and_write_options_that_need_a_cluster_say_so(tmp_path, corpus_f
     assert main(["index", str(corpus_file), "--index", str(index), "--model", "hashing", "-q"]) == 0
     assert main(["add", str(corpus_file), "--index", str(index), "--partitions", "2"]) == 2
     assert "--partitions is for a write on a cluster" in capsys.readouterr().err
+    generation = read_manifest(index).generation
+    assert main(["delete", "anything", "--index", str(index), "--partitions", "2"]) == 2
+    assert "--partitions is for a write on a cluster" in capsys.readouterr().err
+    assert read_manifest(index).generation == generation
     assert main(["mcp", "--index", str(index), "--shards", "2"]) == 2
     assert "--shards serves from a Ray cluster" in capsys.readouterr().err
     assert main(["ui", "--index", str(index), "--cluster", "local"]) == 2
