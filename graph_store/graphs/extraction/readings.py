@@ -102,9 +102,16 @@ class CorpusReadings:
         stale = self._may_contain(changed, corpus, gone)
         todo = [*stale, *added]
         fresh = read_table(todo, self.title_index(), self.table.vocab, show_progress)
+        # The old readings, their join with the fresh ones and the join in corpus order are
+        # each about the corpus's size: each goes once the next is made (held together with
+        # the picking, they took 2.5 GB more at a million chunks).
         table = ReadingTable.concat([self.table, fresh])
+        del fresh
+        self.table = empty_table(table.vocab)  # its rows are in ``table`` now
         row = {cid: i for i, cid in enumerate(table.ids)}  # a chunk read anew: its new row
-        return self.picked(table.take(np.array([row[c.id] for c in corpus], dtype=np.int64)))
+        taken = table.take(np.array([row[c.id] for c in corpus], dtype=np.int64))
+        del table, row
+        return self.picked(taken)
 
     @classmethod
     def counted(cls, counts: Iterable[CorpusCounts]) -> CorpusReadings:
