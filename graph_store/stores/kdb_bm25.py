@@ -5,9 +5,10 @@ write that adds chunks tokenizes only them into a new segment (a sparse chunk ×
 term frequencies and the chunks' lengths), and a delete only drops the chunks from the live set.
 Scores use the statistics of the live chunks of every segment together (N, each term's document
 frequency, the mean length), kept up to date by each write, so a segmented index scores exactly
-as one built from scratch (tests/unit/test_bm25.py checks it against bm25s). When more than
-:data:`MAX_SEGMENTS` segments pile up, or a quarter of their rows are dead, the next write merges
-them into one, from their stored term counts: only the write's own chunks are tokenized. A chunk
+as one built from scratch (tests/unit/test_bm25.py checks it against bm25s). Once enough of the
+writes' small segments pile up, or a segment has a quarter of its rows dead, the next write
+merges them into one (stores/segments.py: a build's or a partition's segment stays as it is),
+from their stored term counts: only the write's own chunks are tokenized. A chunk
 deleted and added back under its id (a replaced document) counts by its newest row only.
 """
 
@@ -30,11 +31,10 @@ from hopgraph.core.errors import IndexStateError
 from hopgraph.graph_store.documents.schema import Chunk
 
 from .base import Scored
+from .segments import to_merge
 
 _STEMMER = Stemmer.Stemmer("english")
 K1, B = 1.5, 0.75  # bm25s's defaults
-MAX_SEGMENTS = 8
-MAX_DEAD_SHARE = 0.25
 SEGMENTS_FILE = "segments.json"
 STATS_FILE = "stats.json"
 
@@ -194,16 +194,40 @@ class BM25Store:
         """Return the store after a write that leaves ``chunks``, ``added`` among them.
 
         The added chunks become a new segment at ``root / name``; the statistics move by what
-        came and went. Past :data:`MAX_SEGMENTS`, or with too many dead rows, everything live is
-        merged into one new segment instead.
+        came and went. When :func:`segments.to_merge` says so (the writes' small segments once
+        there are enough of them, a segment with too many dead rows), those segments' live rows
+        and the new ones are merged into one segment there instead, from their stored term
+        counts: only the write's own chunks are tokenized.
         """
         ids = [c.id for c in chunks]
         new = [Segment.build(added)] if added else []
-        rows = _live_rows([*self.segments, *new], ids)
-        after = rows[: len(self.segments)]
-        dead = sum(int((r < 0).sum()) for r in after)
-        if len(self.segments) + 1 > MAX_SEGMENTS or dead > MAX_DEAD_SHARE * sum(map(len, rows)):
-            return self._merged(after, new, ids, root, name)
+        segments = [*self.segments, *new]
+        rows = _live_rows(segments, ids)
+        stats = self._moved(rows[: len(self.segments)], new, len(ids))
+        merge = set(to_merge([len(s.ids) for s in segments], [int((r < 0).sum()) for r in rows]))
+        if not merge:
+            for segment in new:
+                segment.save(root / name)
+            paths = [*self.paths, *([name] if new else [])]
+            return BM25Store(segments, paths, ids, stats, rows)
+        if new:
+            merge.add(len(segments) - 1)  # the write's rows join the merge: one folder
+        parts = [(seg, rows[s] >= 0) for s, seg in enumerate(segments) if s in merge]
+        merged = Segment.merge(parts)
+        merged.save(root / name)
+        kept = [s for s in range(len(self.segments)) if s not in merge]
+        return BM25Store(
+            [*(self.segments[s] for s in kept), merged],
+            [*(self.paths[s] for s in kept), name],
+            ids,
+            stats,
+        )
+
+    def _moved(self, after: list[np.ndarray], new: list[Segment], n: int) -> dict:
+        """Return the statistics after a write leaving ``n`` chunks.
+
+        ``after``: this store's rows then (-1: dead); ``new``: the added segment, if any.
+        """
         df = dict(self.stats["df"])
         total = self.stats["total_length"]
         for segment, was, now in zip(self.segments, self.rows, after, strict=True):
@@ -215,33 +239,11 @@ class BM25Store:
                     if not df[term]:
                         del df[term]
         for segment in new:
-            segment.save(root / name)
             total += float(segment.lengths.sum())
-            for term, count in segment.document_frequencies(np.ones(len(added), bool)).items():
+            every = np.ones(len(segment.ids), bool)
+            for term, count in segment.document_frequencies(every).items():
                 df[term] = df.get(term, 0) + count
-        stats = {"n": len(ids), "total_length": total, "df": df}
-        paths = [*self.paths, *([name] if new else [])]
-        return BM25Store([*self.segments, *new], paths, ids, stats, rows)
-
-    def _merged(
-        self, live: list[np.ndarray], new: list[Segment], ids: list[str], root: Path, name: str
-    ) -> BM25Store:
-        """Return the store as one segment: the live rows of every segment, then ``new``.
-
-        Rows keep their term counts, so nothing but the write's own chunks is tokenized: a merge
-        at a million chunks takes seconds, not the minute a rebuild from the text takes.
-        """
-        parts = [(seg, rows >= 0) for seg, rows in zip(self.segments, live, strict=True)]
-        parts += [(seg, np.ones(len(seg.ids), dtype=bool)) for seg in new]
-        segment = Segment.merge(parts)
-        segment.save(root / name)
-        every = np.ones(len(segment.ids), dtype=bool)
-        stats = {
-            "n": len(ids),
-            "total_length": float(segment.lengths.sum()),
-            "df": segment.document_frequencies(every),
-        }
-        return BM25Store([segment], [name], ids, stats)
+        return {"n": n, "total_length": total, "df": df}
 
     def save(self, folder: Path) -> None:
         """Write which segments make the store (paths relative to the index) and its statistics."""

@@ -7,10 +7,10 @@ their vectors as a segment (``vectors.npy`` + ``ids.json`` in its generation fol
 on read); a delete leaves the rows in place, dead. A segment of :data:`ivf.MIN_ROWS` rows or more
 also gets its IVF partition (``ivf.npz``), for dense search that reads a few lists of it
 (graph_store/stores/vector_search.py). Vectors are float32, or float16 when the index says so (half
-the memory and disk; cosines change in the fourth decimal). As in the BM25 store, more than
-:data:`MAX_SEGMENTS` segments or a quarter of dead rows make the next write merge the live rows
-into one segment. An index written before the table existed has none: its vectors are read from
-Chroma, and its next write saves them as a first segment.
+the memory and disk; cosines change in the fourth decimal). As in the BM25 store, a write merges
+the writes' small segments once there are enough of them, and rewrites a segment with a quarter
+of its rows dead (stores/segments.py). An index written before the table existed has none: its
+vectors are read from Chroma, and its next write saves them as a first segment.
 """
 
 from __future__ import annotations
@@ -25,9 +25,8 @@ import numpy as np
 from hopgraph.core.errors import IndexStateError
 
 from .ivf import IVF, IVF_FILE, MIN_ROWS
+from .segments import to_merge
 
-MAX_SEGMENTS = 8
-MAX_DEAD_SHARE = 0.25
 VECTORS_FILE = "vectors.npy"
 IDS_FILE = "ids.json"
 
@@ -164,10 +163,10 @@ class VectorTable:
     ) -> VectorTable:
         """Return the table after a write that leaves ``ids``, ``added`` among them.
 
-        The added vectors become a new segment at ``root / path``; past :data:`MAX_SEGMENTS`
-        segments or with too many dead rows, the live rows are merged into one segment there.
+        The added vectors become a new segment at ``root / path``; then :meth:`compacted`, any
+        merged segment at ``path``-merged.
         """
-        return self.appended(added, vectors, root, path).compacted(ids, root, path)
+        return self.appended(added, vectors, root, path).compacted(ids, root, f"{path}-merged")
 
     def appended(
         self, added: Sequence[str], vectors: np.ndarray, root: Path, path: str
@@ -181,24 +180,24 @@ class VectorTable:
     def compacted(self, ids: Sequence[str], root: Path, path: str) -> VectorTable:
         """Return this table, or with some segments merged into one at ``path``.
 
-        Past :data:`MAX_DEAD_SHARE` dead rows, every live row (``ids``) is merged into one
-        segment. Past :data:`MAX_SEGMENTS` segments, the segments other than the largest are
-        merged when the largest holds most rows (size-tiered: the large segment and its IVF stay
-        as they are, so a write's merge costs what the small segments hold, not the corpus),
-        else all of them.
+        Which: :func:`segments.to_merge` (size-tiered: the writes' small segments once there
+        are enough of them, and any segment with too many dead rows; a build's or a cluster
+        partition's segment stays as it is). The merged segment, of the live rows (``ids``)
+        those segments hold, comes last.
         """
-        live = set(ids)
-        rows = sum(len(s.ids) for s in self.segments)
-        dead = sum(1 for s in self.segments for i in s.ids if i not in live)
-        if len(self.segments) <= MAX_SEGMENTS and dead <= MAX_DEAD_SHARE * rows:
+        holder, live = self.holders(), set(ids)
+        sizes = [len(s.ids) for s in self.segments]
+        dead = [  # deleted since, or stored again in a later segment
+            sum(1 for row, i in enumerate(seg.ids) if i not in live or holder[i] != (number, row))
+            for number, seg in enumerate(self.segments)
+        ]
+        merge = set(to_merge(sizes, dead))
+        if not merge:
             return self
-        largest = max(range(len(self.segments)), key=lambda s: len(self.segments[s].ids))
-        if dead > MAX_DEAD_SHARE * rows or 2 * len(self.segments[largest].ids) < rows:
-            return VectorTable.build(ids, self.matrix(ids), root, path, self.dtype)
-        holder = self.holders()
-        rest = [i for i in ids if holder[i][0] != largest]
+        rest = [i for i in ids if holder[i][0] in merge]
         merged = VectorTable.build(rest, self.matrix(rest), root, path, self.dtype)
-        return VectorTable([self.segments[largest], *merged.segments])
+        kept = [s for number, s in enumerate(self.segments) if number not in merge]
+        return VectorTable([*kept, *merged.segments])
 
 
 def _none_missing(ids: Sequence[str], where: dict[str, tuple[int, int]]) -> None:

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from hopgraph.graph_store.documents.schema import Chunk
-from hopgraph.graph_store.stores import kdb_bm25
+from hopgraph.graph_store.stores import segments
 from hopgraph.graph_store.stores.kdb_bm25 import BM25Store, tokenize
 from tests.unit.test_incremental_graphs import random_chunk
 
@@ -47,7 +47,7 @@ def test_a_chunk_deleted_and_added_back_counts_once(tmp_path):
 
 @pytest.mark.parametrize("seed", range(8))
 def test_any_sequence_of_writes_scores_as_a_fresh_build(tmp_path, seed, monkeypatch):
-    monkeypatch.setattr(kdb_bm25, "MAX_SEGMENTS", 3)  # merges happen along the way too
+    monkeypatch.setattr(segments, "MAX_SEGMENTS", 3)  # merges happen along the way too
     rng = random.Random(seed)
     corpus = {c.id: c for c in (random_chunk(rng, i) for i in range(5))}
     store = BM25Store.build(sorted(corpus.values(), key=lambda c: c.id), tmp_path, "s0")
@@ -68,7 +68,11 @@ def test_any_sequence_of_writes_scores_as_a_fresh_build(tmp_path, seed, monkeypa
             np.testing.assert_allclose(
                 store.scores(query), bm25s_scores(chunks, query), rtol=1e-5, atol=1e-6
             )
-        assert len(store.segments) <= 3
+        sizes = [len(s.ids) for s in store.segments]
+        small = [size for size in sizes if size < segments.LARGE_SHARE * max(sizes)]
+        assert len(small) < segments.MAX_SEGMENTS  # merged once there are that many
+        for segment, rows in zip(store.segments, store.rows, strict=True):
+            assert (rows < 0).sum() <= segments.MAX_DEAD_SHARE * len(segment.ids)
 
 
 def test_an_index_of_format_1_is_read_by_tokenizing_its_chunks(tmp_path):

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from hopgraph.graph_store.documents.schema import Chunk
-from hopgraph.graph_store.stores import bm25_query, kdb_bm25
+from hopgraph.graph_store.stores import bm25_query, segments
 from hopgraph.graph_store.stores.bm25_query import QueryScores
 from hopgraph.graph_store.stores.kdb_bm25 import BM25Store
 from tests.unit.test_incremental_graphs import random_chunk
@@ -20,7 +20,8 @@ def written_store(tmp_path, seed: int) -> BM25Store:
     corpus = {c.id: c for c in (random_chunk(rng, i) for i in range(30))}
     store = BM25Store.build(sorted(corpus.values(), key=lambda c: c.id), tmp_path, "s0")
     for step in range(1, 4):
-        for gone in rng.sample(sorted(corpus), k=3):
+        # two a write: a segment with a quarter of its rows dead would be rewritten
+        for gone in rng.sample(sorted(corpus), k=2):
             del corpus[gone]
         added = [random_chunk(rng, 100 * step + j) for j in range(6)]
         corpus.update({c.id: c for c in added})
@@ -61,7 +62,7 @@ def test_an_extended_query_scores_as_the_longer_text(tmp_path, seed):
 def test_the_top_holds_the_best_and_the_ceiling_bounds_the_rest(tmp_path, seed, monkeypatch):
     monkeypatch.setattr(bm25_query, "POSTINGS_PER_DEPTH", 1)  # prune as hard as it can
     monkeypatch.setattr(bm25_query, "NEGLIGIBLE", 1.0)
-    monkeypatch.setattr(kdb_bm25, "MAX_SEGMENTS", 8)
+    monkeypatch.setattr(segments, "MAX_SEGMENTS", 8)
     store = written_store(tmp_path, seed)
     pruned = 0
     for query in QUERIES:

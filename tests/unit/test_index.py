@@ -372,18 +372,20 @@ def test_a_rollback_that_cannot_reach_the_store_leaves_the_folder_for_the_next_w
 
 def test_a_write_that_merges_vector_segments_commits_the_merged_one(tmp_path, monkeypatch):
     from hopgraph.graph_store.index.reader import read_vectors
-    from hopgraph.graph_store.stores import vector_table
+    from hopgraph.graph_store.stores import segments
 
     directory = tmp_path / "idx"
     build(directory, ALL[:4])
-    monkeypatch.setattr(vector_table, "MAX_SEGMENTS", 1)  # every add merges
+    # every segment smaller than the largest is small, and one small segment merges
+    monkeypatch.setattr(segments, "LARGE_SHARE", 1.0)
+    monkeypatch.setattr(segments, "MAX_SEGMENTS", 1)
     add_documents(directory, ALL[4:], show_progress=False)
     manifest = read_manifest(directory)
     folder = folder_name(manifest.generation)
     # size-tiered: the largest segment (4 of the 6 rows) stays, the rest are merged
     assert manifest.vectors == ["g000001/vectors", f"{folder}/vectors-merged"]
     assert not (directory / folder / "vectors").exists()  # the unmerged segment is gone
-    delete_documents(directory, [d.id for d in ALL[:2]])  # a third dead: everything merges
+    delete_documents(directory, [d.id for d in ALL[:2]])  # half the first one's rows dead
     merged = read_manifest(directory)
     assert merged.vectors == [f"{folder_name(merged.generation)}/vectors-merged"]
     add_documents(directory, ALL[:2], show_progress=False)

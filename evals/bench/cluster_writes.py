@@ -1,0 +1,126 @@
+"""Writes to a built index in one process beside writes whose neighbour update a cluster does.
+
+    python -m hopgraph.evals.bench.cluster_writes --index DIR --docs NEW.jsonl --partitions 8 \
+        --out evals/results/scale/cluster-writes-1m.json
+
+Each write is its own fresh process, as ``hopgraph add`` / ``hopgraph delete`` run: the
+documents of ``--docs`` (ids the index does not hold) are added, then deleted again, so the
+index ends with the documents it had (two generations later). First in one process, then with
+``--cluster local`` (``--partitions`` tasks bring the semantic neighbour lists up to date,
+cluster/neighbours.update_lists). Reported per write: wall time; the driver's own peak RSS
+(VmHWM: the process that reads the chunks, updates the readings and builds the graphs) and the
+largest of its children's (its forked children: the tables' writer, the readings' workers, the
+knowledge graph's builder, the one-process neighbour update; for the cluster, Ray's processes
+too); the largest peak RSS of a task, by what it ran; and whether the lists after the cluster's
+add are the one-process add's (the same rows; cosines to 1e-6). A local cluster shares this
+machine's cores: the figures say how memory divides, not how fast more machines write.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from hopgraph.evals.bench import save_json
+from hopgraph.evals.bench.cluster_graphs import _own_peak_mb
+from hopgraph.graph_store import Index
+from hopgraph.graph_store.graphs.semantic import Neighbours
+from hopgraph.graph_store.index.graph_build import NEIGHBOURS_FILE
+
+
+def child(index: Path, write: str, docs: Path, partitions: int) -> dict[str, float | str]:
+    """Do one write here (``partitions`` 0: in this process alone); return its figures."""
+    from hopgraph.graph_store import add_documents, delete_documents, load_documents
+
+    documents = load_documents(docs)
+    started = time.perf_counter()
+    peaks: dict[str, float] = {}
+
+    def run(tasks: object) -> None:
+        if write == "add":
+            add_documents(index, documents, False, None, tasks)  # type: ignore[arg-type]
+        else:
+            delete_documents(index, [d.id for d in documents], tasks)  # type: ignore[arg-type]
+
+    if partitions:
+        from hopgraph.graph_store.cluster.connect import connected
+        from hopgraph.graph_store.cluster.neighbours import updated_on
+        from hopgraph.graph_store.index.graph_build import GraphTasks
+
+        with connected("local") as ray:
+            run(GraphTasks(update=updated_on(ray, partitions, peaks)))
+    else:
+        run(None)
+    row: dict[str, float | str] = {"write": write, "documents": len(documents)}
+    row |= {"partitions": partitions, "wall_s": time.perf_counter() - started}
+    row["driver_peak_rss_mb"] = _own_peak_mb()
+    if peaks:
+        row["task_peak_rss_mb"] = max(peaks.values())
+    return row
+
+
+def measured(index: Path, write: str, docs: Path, partitions: int) -> dict:
+    """Run one write in a fresh process; return its figures."""
+    argv = [sys.executable, "-m", "hopgraph.evals.bench.cluster_writes", "--index", str(index)]
+    argv += ["--docs", str(docs), "--child", write, str(partitions)]
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    done = subprocess.run(argv, check=True, env=env, capture_output=True, text=True)
+    row = json.loads(done.stdout.strip().splitlines()[-1])
+    row["children_peak_rss_mb"] = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    return row
+
+
+def lists_of(index: Path) -> Neighbours:
+    """Return the index's semantic neighbour lists."""
+    with Index.open(index) as idx:
+        if idx.manifest.graph is None:
+            raise SystemExit(f"{index} has no graphs: `hopgraph graph build --index {index}`")
+        return Neighbours.load(idx.manifest.path(index, "graph") / NEIGHBOURS_FILE)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the writes, print each row, save the table."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--index", type=Path, required=True, help="a built index with graphs")
+    parser.add_argument("--docs", type=Path, required=True, help="new documents (JSONL)")
+    parser.add_argument("--partitions", type=int, default=8, help="update tasks (default 8)")
+    parser.add_argument("--no-single", action="store_true", help="skip the one-process writes")
+    parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
+    parser.add_argument("--out", type=Path, help="where to save the rows (JSON)")
+    args = parser.parse_args(argv)
+    if args.child is not None:
+        write, partitions = args.child
+        print(json.dumps(child(args.index, write, args.docs, int(partitions))))
+        return 0
+    lists_of(args.index)  # an index with graphs, or a clear stop before any write
+    rows, added = [], []
+    for partitions in ([] if args.no_single else [0]) + [args.partitions]:
+        for write in ("add", "delete"):
+            rows.append(measured(args.index, write, args.docs, partitions))
+            print(json.dumps(rows[-1]), flush=True)
+            if write == "add":
+                added.append(lists_of(args.index))
+    if len(added) == 2:
+        one, cluster = added
+        same = np.array_equal(one.rows, cluster.rows)
+        same = same and np.allclose(one.scores, cluster.scores, rtol=0, atol=1e-6)
+        rows[2]["same_lists_as_one_process"] = bool(same)
+        print(f"the cluster's add gives one process's lists: {same}")
+    if args.out:
+        with Index.open(args.index) as idx:
+            chunks = len(idx.chunks)
+        save_json(args.out, {"kind": "writes", "index": str(args.index), "chunks": chunks,
+                             "docs": str(args.docs), "rows": rows})  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
