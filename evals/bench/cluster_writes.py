@@ -1,19 +1,21 @@
 """Writes to a built index in one process beside writes whose neighbour update a cluster does.
 
-    python -m hopgraph.evals.bench.cluster_writes --index DIR --docs NEW.jsonl --partitions 8 \
+    python -m hopgraph.evals.bench.cluster_writes --index DIR --new 1000 --partitions 8 \
         --out evals/results/scale/cluster-writes-1m.json
 
 Each write is its own fresh process, as ``hopgraph add`` / ``hopgraph delete`` run: the
-documents of ``--docs`` (ids the index does not hold) are added, then deleted again, so the
-index ends with the documents it had (two generations later). First in one process, then with
-``--cluster local`` (``--partitions`` tasks bring the semantic neighbour lists up to date,
-cluster/neighbours.update_lists). Reported per write: wall time; the driver's own peak RSS
-(VmHWM: the process that reads the chunks, updates the readings and builds the graphs) and the
-largest of its children's (its forked children: the tables' writer, the readings' workers, the
-knowledge graph's builder, the one-process neighbour update; for the cluster, Ray's processes
-too); the largest peak RSS of a task, by what it ran; and whether the lists after the cluster's
-add are the one-process add's (the same rows; cosines to 1e-6). A local cluster shares this
-machine's cores: the figures say how memory divides, not how fast more machines write.
+documents of ``--docs`` (ids the index does not hold), or ``--new N`` synthetic ones like the
+scale benchmark's (seeded, ids ``w…``, saved in the index's parent folder), are added, then
+deleted again, so the index ends with the documents it had (two generations later). First in
+one process, then with ``--cluster local`` (``--partitions`` tasks bring the semantic
+neighbour lists up to date, cluster/neighbours.update_lists). Reported per write: wall time;
+the driver's own peak RSS (VmHWM: the process that reads the chunks, updates the readings and
+builds the graphs) and the largest of its forked children's (the tables' writer, the readings'
+workers, the knowledge graph's builder, the one-process neighbour update; forked, they share the
+driver's pages, counted in each one's RSS too); the largest peak RSS of a task; and whether the
+lists after the cluster's add are the one-process add's (the same rows; cosines to 1e-6). A
+local cluster shares this machine's cores: the figures say how memory divides, not how fast
+more machines write.
 """
 
 from __future__ import annotations
@@ -62,9 +64,23 @@ def child(index: Path, write: str, docs: Path, partitions: int) -> dict[str, flo
     row: dict[str, float | str] = {"write": write, "documents": len(documents)}
     row |= {"partitions": partitions, "wall_s": time.perf_counter() - started}
     row["driver_peak_rss_mb"] = _own_peak_mb()
+    # its own children only (RUSAGE_CHILDREN of the benchmark's process is a running maximum)
+    row["children_peak_rss_mb"] = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     if peaks:
         row["task_peak_rss_mb"] = max(peaks.values())
     return row
+
+
+def synthetic_new(count: int, folder: Path) -> Path:
+    """Write ``count`` synthetic documents (seed 7, ids ``w…``: new to any scale corpus)."""
+    from hopgraph.evals.bench.graphs import synthetic_corpus
+
+    path = folder / f"new-{count}.jsonl"
+    chunks, _ = synthetic_corpus(count, seed=7, dimension=2)  # vectors unused: the model embeds
+    with path.open("w", encoding="utf-8") as out:
+        for c in chunks:
+            out.write(json.dumps({"id": f"w{c.id}", "title": c.title, "text": c.text}) + "\n")
+    return path
 
 
 def measured(index: Path, write: str, docs: Path, partitions: int) -> dict:
@@ -73,9 +89,7 @@ def measured(index: Path, write: str, docs: Path, partitions: int) -> dict:
     argv += ["--docs", str(docs), "--child", write, str(partitions)]
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     done = subprocess.run(argv, check=True, env=env, capture_output=True, text=True)
-    row = json.loads(done.stdout.strip().splitlines()[-1])
-    row["children_peak_rss_mb"] = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-    return row
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def lists_of(index: Path) -> Neighbours:
@@ -90,7 +104,9 @@ def main(argv: list[str] | None = None) -> int:
     """Run the writes, print each row, save the table."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--index", type=Path, required=True, help="a built index with graphs")
-    parser.add_argument("--docs", type=Path, required=True, help="new documents (JSONL)")
+    new = parser.add_mutually_exclusive_group(required=True)
+    new.add_argument("--docs", type=Path, help="new documents (JSONL)")
+    new.add_argument("--new", type=int, metavar="N", help="N new synthetic documents")
     parser.add_argument("--partitions", type=int, default=8, help="update tasks (default 8)")
     parser.add_argument("--no-single", action="store_true", help="skip the one-process writes")
     parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
@@ -101,6 +117,8 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(child(args.index, write, args.docs, int(partitions))))
         return 0
     lists_of(args.index)  # an index with graphs, or a clear stop before any write
+    if args.docs is None:
+        args.docs = synthetic_new(args.new, args.index.resolve().parent)
     rows, added = [], []
     for partitions in ([] if args.no_single else [0]) + [args.partitions]:
         for write in ("add", "delete"):
