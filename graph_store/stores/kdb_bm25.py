@@ -213,15 +213,13 @@ class BM25Store:
         if new:
             merge.add(len(segments) - 1)  # the write's rows join the merge: one folder
         parts = [(seg, rows[s] >= 0) for s, seg in enumerate(segments) if s in merge]
-        merged = Segment.merge(parts)
-        merged.save(root / name)
         kept = [s for s in range(len(self.segments)) if s not in merge]
-        return BM25Store(
-            [*(self.segments[s] for s in kept), merged],
-            [*(self.paths[s] for s in kept), name],
-            ids,
-            stats,
-        )
+        held, paths = [self.segments[s] for s in kept], [self.paths[s] for s in kept]
+        if any(live.any() for _, live in parts):  # else they all go, and nothing replaces them
+            merged = Segment.merge(parts)
+            merged.save(root / name)
+            held, paths = [*held, merged], [*paths, name]
+        return BM25Store(held, paths, ids, stats)
 
     def _moved(self, after: list[np.ndarray], new: list[Segment], n: int) -> dict:
         """Return the statistics after a write leaving ``n`` chunks.

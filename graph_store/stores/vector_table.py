@@ -194,9 +194,11 @@ class VectorTable:
         merge = set(to_merge(sizes, dead))
         if not merge:
             return self
-        rest = [i for i in ids if holder[i][0] in merge]
-        merged = VectorTable.build(rest, self.matrix(rest), root, path, self.dtype)
         kept = [s for number, s in enumerate(self.segments) if number not in merge]
+        rest = [i for i in ids if holder[i][0] in merge]
+        if not rest:  # every row of them is dead: they go, and nothing takes their place
+            return VectorTable(kept)
+        merged = VectorTable.build(rest, self.matrix(rest), root, path, self.dtype)
         return VectorTable([*kept, *merged.segments])
 
 

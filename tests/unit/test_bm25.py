@@ -97,3 +97,26 @@ def test_sparse_scores_tally_and_sort_agree_with_bm25s(tmp_path):
         assert np.all(np.diff(rows) > 0) and np.all(scores > 0)
     assert len(store.sparse_scores("river stone")[0]) == 30
     assert store.sparse_scores("rare")[0].tolist() == [3]
+
+
+def test_large_segments_stay_and_a_write_deleted_again_leaves_no_segment(tmp_path):
+    """Two segments of 40 chunks (a build's partitions, say) are never merged for their
+    number; a small write's segment, its chunks deleted again, goes without a trace."""
+    rng = random.Random(5)
+    first = [random_chunk(rng, i) for i in range(40)]
+    second = [random_chunk(rng, 100 + i) for i in range(40)]
+    store = BM25Store.build(first, tmp_path, "p0")
+    store = store.updated(sorted(first + second, key=lambda c: c.id), second, tmp_path, "p1")
+    small = [random_chunk(rng, 200 + i) for i in range(2)]
+    every = sorted(first + second + small, key=lambda c: c.id)
+    store = store.updated(every, small, tmp_path, "w1")
+    assert store.paths == ["p0", "p1", "w1"]
+    chunks = sorted(first + second, key=lambda c: c.id)
+    store = store.updated(chunks, [], tmp_path, "w2")
+    assert store.paths == ["p0", "p1"]
+    store.save(tmp_path / "bm25")
+    store = BM25Store.load(tmp_path / "bm25", tmp_path, chunks)
+    for query in QUERIES:
+        np.testing.assert_allclose(
+            store.scores(query), bm25s_scores(chunks, query), rtol=1e-5, atol=1e-6
+        )

@@ -71,6 +71,9 @@ def test_a_clusters_partitions_stay_segments_of_their_own(tmp_path):
         _tiered(table, live)
     assert len(table.segments) < 16 + 20  # the writes' segments were merged
     np.testing.assert_array_equal(table.matrix(live), np.stack([vector(i) for i in live]))
+    # the writes' documents deleted again: their segments go, none left empty in their place
+    table = table.compacted(ids, tmp_path, "gone")
+    assert [s.path for s in table.segments] == [f"p{p}" for p in range(16)]
 
 
 def test_a_chunk_without_a_vector_is_a_clear_error(tmp_path):
