@@ -175,7 +175,9 @@ def cluster_options(parser: argparse.ArgumentParser, work: str = "build") -> Non
         "--partitions",
         type=positive,
         metavar="P",
-        help=f"with --cluster: tasks the {cut} (default: the cluster's CPUs"
+        help=f"with --cluster: tasks the {cut}"
+        + (" (and ranges of the chunks the lists' update is cut into)" if work == "write" else "")
+        + " (default: the cluster's CPUs"
         + ("" if work in ("graphs", "delete") else ", at most one per document")
         + ")",
     )
