@@ -38,6 +38,7 @@ from hopgraph.graph_store.index.graph_build import NEIGHBOURS_FILE, GraphSetting
 from hopgraph.graph_store.index.reader import read_vectors
 from hopgraph.graph_store.stores.vector_search import VectorSearch
 from tests.sample_index import written_in_four_steps
+from tests.unit.test_incremental_graphs import vector_writes
 
 WIDTH = GraphSettings().semantic_k + SPARE_NEIGHBOURS
 
@@ -144,28 +145,14 @@ def test_calls_over_ranges_update_the_lists_as_one_process_does(monkeypatch, par
     call scores its range in several blocks.
     """
     monkeypatch.setattr(neighbours, "BLOCK_CELLS", 64)
-    rng = np.random.default_rng(seed)
-    unit = lambda v: (v / np.linalg.norm(v)).astype(np.float32)  # noqa: E731
-    vectors = {i: unit(rng.standard_normal(8)) for i in range(int(rng.integers(5, 40)))}
-    ids = sorted(vectors)
-    lists = nearest(np.stack([vectors[i] for i in ids]), 6)
-    next_id = 1000
-    for _ in range(4):
-        for gone in rng.choice(ids, size=min(len(ids) - 3, int(rng.integers(0, 8))), replace=False):
-            del vectors[gone]
-        for _ in range(int(rng.integers(0, 6))):
-            vectors[next_id] = unit(rng.standard_normal(8))
-            next_id += 1
-        new_ids = sorted(vectors)
-        position = {i: row for row, i in enumerate(new_ids)}
-        old_to_new = np.array([position.get(i, -1) for i in ids])
-        matrix = np.stack([vectors[i] for i in new_ids])
+    writes = vector_writes(np.random.default_rng(seed), (5, 40), 4, 8, 6, keep=3, start=1000)
+    lists = nearest(next(writes)[1], 6)
+    for old_to_new, matrix in writes:
         expected = update_nearest(lists, old_to_new, matrix, k=3)
         search = VectorSearch.of_matrix(matrix, "exact")
-        got = update_lists(search, lists, old_to_new, len(matrix), 3, parts)
-        np.testing.assert_array_equal(got.rows, expected.rows)
-        np.testing.assert_allclose(got.scores, expected.scores, rtol=0, atol=1e-6)
-        lists, ids = got, new_ids
+        lists = update_lists(search, lists, old_to_new, len(matrix), 3, parts)
+        np.testing.assert_array_equal(lists.rows, expected.rows)
+        np.testing.assert_allclose(lists.scores, expected.scores, rtol=0, atol=1e-6)
 
 
 def test_a_write_given_the_update_calls_writes_the_same_graphs(tmp_path):

@@ -120,25 +120,47 @@ def test_a_new_title_reaches_chunks_that_name_it_only_as_a_possessive_or_between
     assert "guy name" in got[0].entities  # re-read: "Guy" now links to the page
 
 
-@pytest.mark.parametrize("seed", range(10))
-def test_neighbour_lists_kept_between_writes_equal_a_fresh_search(seed):
-    rng = np.random.default_rng(seed)
-    vectors = {i: rng.standard_normal(8).astype(np.float32) for i in range(rng.integers(1, 30))}
-    vectors = {i: v / np.linalg.norm(v) for i, v in vectors.items()}
+def vector_writes(
+    rng: np.random.Generator,
+    first: tuple[int, int],
+    writes: int,
+    gone: int,
+    added: int,
+    keep: int,
+    start: int,
+):
+    """Yield a random corpus of unit vectors, then the corpus after each of ``writes`` writes.
+
+    First ``(None, matrix)``, its size drawn from the range ``first``; then, after each write
+    (up to ``gone`` rows removed, ``keep`` left at least, and up to ``added`` new ones, ids from
+    ``start``), ``(old_to_new, matrix)``: each earlier row's new row (-1: removed) and the new
+    matrix, rows by id.
+    """
+
+    def unit() -> np.ndarray:
+        v = rng.standard_normal(8).astype(np.float32)
+        return v / np.linalg.norm(v)
+
+    vectors = {i: unit() for i in range(rng.integers(*first))}
     ids = sorted(vectors)
-    lists = nearest(np.stack([vectors[i] for i in ids]), 4)
-    next_id = 100
-    for _ in range(6):
-        for gone in rng.choice(ids, size=min(len(ids) - 1, rng.integers(0, 6)), replace=False):
-            del vectors[gone]
-        for _ in range(rng.integers(0, 5)):
-            v = rng.standard_normal(8).astype(np.float32)
-            vectors[next_id] = v / np.linalg.norm(v)
-            next_id += 1
+    yield None, np.stack([vectors[i] for i in ids])
+    for _ in range(writes):
+        for out in rng.choice(ids, size=min(len(ids) - keep, rng.integers(0, gone)), replace=False):
+            del vectors[out]
+        for _ in range(rng.integers(0, added)):
+            vectors[start] = unit()
+            start += 1
         new_ids = sorted(vectors)
         position = {i: row for row, i in enumerate(new_ids)}
-        old_to_new = np.array([position.get(i, -1) for i in ids])
-        matrix = np.stack([vectors[i] for i in new_ids])
+        yield np.array([position.get(i, -1) for i in ids]), np.stack([vectors[i] for i in new_ids])
+        ids = new_ids
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_neighbour_lists_kept_between_writes_equal_a_fresh_search(seed):
+    writes = vector_writes(np.random.default_rng(seed), (1, 30), 6, 6, 5, keep=1, start=100)
+    lists = nearest(next(writes)[1], 4)
+    for old_to_new, matrix in writes:
         lists = update_nearest(lists, old_to_new, matrix, k=2)
         fresh = nearest(matrix, 4)
         # Every list is an exact prefix of a fresh search's, at least k (= 2) long.
@@ -146,7 +168,6 @@ def test_neighbour_lists_kept_between_writes_equal_a_fresh_search(seed):
             listed = int((row >= 0).sum())
             assert listed >= min(2, len(matrix) - 1)
             assert (row[:listed] == fresh_row[:listed]).all()
-        ids = new_ids
 
 
 def _doc(rng: random.Random, i: int) -> Document:
