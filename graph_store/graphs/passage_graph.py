@@ -234,31 +234,22 @@ def build_passage_graph(
     extractions: ExtractionTable,
     semantic: np.ndarray | Neighbours,
     settings: PassageGraphSettings,
-    shared: dict[str, sp.csr_matrix] | None = None,
 ) -> PassageGraph:
     """Build every edge type over ``chunks`` (extractions and ``semantic`` in the same order).
 
     ``semantic``: the chunks' embeddings, searched here for nearest neighbours, or their
-    nearest-neighbour lists when already known (kept between writes). ``shared``: the entity
-    and keyword edges when already known (a write updates them: edge_groups.py).
+    nearest-neighbour lists when already known (kept between writes).
     """
     ids, vocabulary = [c.id for c in chunks], len(extractions.vocab)
     neighbours = semantic
     if not isinstance(neighbours, Neighbours):
         neighbours = nearest(semantic, settings.semantic_k, settings.semantic_search)
-    if shared is None:
-        shared = {
-            "entity": co_occurrence(extractions.entities.incidence(vocabulary), 1, settings.max_df),
-            "keyword": co_occurrence(
-                extractions.keywords.incidence(vocabulary),
-                settings.keyword_min_shared,
-                settings.max_df,
-            ),
-        }
     edges = {
         "structural": structural_edges(chunks),
-        "entity": shared["entity"],
-        "keyword": shared["keyword"],
+        "entity": co_occurrence(extractions.entities.incidence(vocabulary), 1, settings.max_df),
+        "keyword": co_occurrence(
+            extractions.keywords.incidence(vocabulary), settings.keyword_min_shared, settings.max_df
+        ),
         "semantic": neighbour_edges(neighbours, settings.semantic_k, settings.semantic_min_sim),
         "link": link_edges(chunks, extractions, settings.max_df),
     }

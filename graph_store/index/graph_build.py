@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
-import scipy.sparse as sp
 from pydantic import BaseModel, ConfigDict, Field
 
 from hopgraph.core.errors import IndexStateError
@@ -30,7 +29,6 @@ from hopgraph.core.forked import Forked
 from hopgraph.graph_store.documents.schema import Chunk, Scalar
 from hopgraph.graph_store.embedding.embedders import embed_with_progress, embedder_for
 from hopgraph.graph_store.graphs import triple_table
-from hopgraph.graph_store.graphs.edge_groups import previous_items, updated_shared_edges
 from hopgraph.graph_store.graphs.extraction import Extractor
 from hopgraph.graph_store.graphs.extraction.readings import CorpusReadings, OfflineExtractor
 from hopgraph.graph_store.graphs.extraction.table import EXTRACTIONS_FILE, ExtractionTable
@@ -191,9 +189,8 @@ def write_graphs(
                 finder = tasks.neighbours if tasks else None
                 semantic = _semantic(directory, manifest, None, chunks, settings, target,
                                      search=(finder, previous))  # fmt: skip
-            shared = _shared_edges(old_dir, before, chunks, extractions, settings)
             passage_graph = build_passage_graph(
-                chunks, extractions, semantic.result(), settings.passage_settings(), shared
+                chunks, extractions, semantic.result(), settings.passage_settings()
             )
             passage_graph.save(target)
             knowledge, *kg_sizes = kg.result()
@@ -212,30 +209,10 @@ def write_graphs(
             "triple_embed_seconds": time.perf_counter() - built,
         },
         "incremental": old_dir is not None,
-        "shared_edges": "updated" if shared is not None else "built",
         "triples_embedded": embedded,
         "llm": llm_stats,
         "built_at": now(),
     }
-
-
-def _shared_edges(
-    old_dir: Path | None,
-    before: Sequence[Chunk],
-    chunks: Sequence[Chunk],
-    extractions: ExtractionTable,
-    settings: GraphSettings,
-) -> dict[str, sp.csr_matrix] | None:
-    """Return a write's entity and keyword edges, updated from ``old_dir``'s where it can.
-
-    ``None``: build them whole (a fresh build, or a graph folder of an older hopgraph).
-    """
-    if old_dir is None:
-        return None
-    previous = previous_items(old_dir, before, chunks, extractions)
-    if previous is None:
-        return None
-    return updated_shared_edges(previous, extractions, settings.passage_settings())
 
 
 def _settings(manifest: Manifest) -> GraphSettings:

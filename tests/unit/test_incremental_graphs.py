@@ -239,7 +239,6 @@ def test_any_sequence_of_writes_equals_a_fresh_build(tmp_path, seed):
     assert any(grown_state["edges"].values()) and grown_state["triples"]
     with Index.open(grown) as idx:
         assert idx.manifest.graph["incremental"] and idx.manifest.generation == 6
-        assert idx.manifest.graph["shared_edges"] == "updated"  # by group (edge_groups.py)
 
 
 def test_reading_in_worker_processes_equals_reading_in_one(monkeypatch):
