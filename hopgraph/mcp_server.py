@@ -9,14 +9,14 @@ with an error saying what to set, and the retrievers still work.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Annotated, Any, Literal, TypeVar
 
 import anyio
 from mcp.server.fastmcp import FastMCP
 from mcp.server.fastmcp.exceptions import ToolError
-from pydantic import Field
+from pydantic import Field, ValidationError
 
 from hopgraph.agents.registry import DEFAULT_METHOD, agent_methods
 from hopgraph.core.network import bearer_matches, check_exposure, parse_host_port
@@ -46,13 +46,20 @@ INSTRUCTIONS = (
 )
 
 
-def build_server(live: LiveIndex, host: str = "127.0.0.1", port: int = 8000) -> FastMCP:
+def build_server(
+    live: LiveIndex,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    methods: Sequence[str] | None = None,
+) -> FastMCP:
     """Return an MCP server exposing ``live``; the caller runs it and closes the index.
 
     Each request answers from the newest committed generation (LiveIndex.current): a write
     committed while the server runs is seen by the next request, never half-way through one.
+    ``methods``: the retrievers ``retrieve`` offers (default: those the index runs,
+    :func:`served_methods`).
     """
-    server = FastMCP("hopgraph", instructions=INSTRUCTIONS, host=host, port=port)
+    server = Server("hopgraph", instructions=INSTRUCTIONS, host=host, port=port)
     workers = anyio.CapacityLimiter(WORKERS)
 
     async def in_worker(work: Callable[[], T]) -> T:
@@ -82,9 +89,9 @@ def build_server(live: LiveIndex, host: str = "127.0.0.1", port: int = 8000) -> 
         return await in_worker(work)
 
     # The methods this index runs: the standalone ones, and those with trained weights here.
-    methods = served_methods(live.current())
+    offered = tuple(methods) if methods is not None else served_methods(live.current())
     retrieve.__annotations__["method"] = Annotated[
-        Literal[methods], Field(description=METHOD_HELP)  # type: ignore[valid-type]
+        Literal[offered], Field(description=METHOD_HELP)  # type: ignore[valid-type]
     ]
     server.tool()(retrieve)
 
@@ -127,6 +134,51 @@ def build_server(live: LiveIndex, host: str = "127.0.0.1", port: int = 8000) -> 
         }
 
     return server
+
+
+class Server(FastMCP):
+    """FastMCP whose argument errors read as the CLI's (:func:`argument_errors`)."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any]) -> Any:
+        """Call a tool; arguments its schema refuses come back named, with what is allowed."""
+        try:
+            return await super().call_tool(name, arguments)
+        except ToolError as err:
+            if isinstance(err.__cause__, ValidationError):
+                raise ToolError(argument_errors(name, err.__cause__.errors())) from None
+            raise
+
+
+def argument_errors(tool: str, errors: Sequence[Any]) -> str:
+    """Say which arguments of ``tool`` were wrong and what each allows (pydantic's errors)."""
+    problems = []
+    for error in errors:
+        name = ".".join(str(part) for part in error["loc"]) or "the arguments"
+        if error["type"] == "missing":
+            problems.append(f"{name} is required")
+        else:
+            problems.append(f"{name} {_allowed(error)} (got {error.get('input')!r})")
+    return f"{tool}: " + "; ".join(problems) + f" (tools/list gives every argument of {tool})"
+
+
+def _allowed(error: Any) -> str:
+    """Say what an argument allows, from a pydantic error's type and context."""
+    kind, context = error["type"], error.get("ctx") or {}
+    if kind == "literal_error":
+        return f"must be one of {context['expected']}"
+    if kind in ("less_than_equal", "less_than"):
+        return f"must be at most {context.get('le', context.get('lt'))}"
+    if kind in ("greater_than_equal", "greater_than"):
+        return f"must be at least {context.get('ge', context.get('gt'))}"
+    if kind == "string_too_short":
+        return "must not be empty"
+    if kind in ("int_parsing", "int_type", "int_from_float"):
+        return "must be a whole number"
+    if kind in ("string_type", "dict_type", "bool_type", "bool_parsing", "list_type"):
+        wanted = {"string": "text", "dict": "an object", "bool": "true or false", "list": "a list"}
+        return f"must be {wanted[kind.split('_')[0]]}"
+    message = str(error.get("msg", "is not allowed"))
+    return message[:1].lower() + message[1:]
 
 
 def served_methods(index: Any) -> tuple[str, ...]:

@@ -28,7 +28,7 @@ from hopgraph.evals.doc_markers import replaced as between_markers
 ROOT = Path(__file__).resolve().parent.parent
 COLUMNS = "100"
 """The width argparse wraps help to (it reads $COLUMNS): the same page on every terminal."""
-PAGES = {"cli": "docs/cli.md", "configuration": "docs/configuration.md"}
+PAGES = {"cli": "docs/cli.md", "configuration": "docs/configuration.md", "mcp": "docs/serving.md"}
 
 
 def _commands(
@@ -114,7 +114,60 @@ def configuration_reference() -> str:
     )
 
 
-RENDER = {"cli": cli_reference, "configuration": configuration_reference}
+def mcp_reference() -> str:
+    """Render every MCP tool's arguments from the JSON schemas the server sends its clients.
+
+    ``retrieve``'s methods are all those that run without an LLM; a server offers the ones
+    needing trained weights only where the index has them.
+    """
+    import asyncio
+
+    from hopgraph.mcp_server import build_server
+    from hopgraph.tools.registry import RETRIEVERS
+
+    offered = [n for n, c in RETRIEVERS.items() if not c.needs_llm]
+    server = build_server(None, methods=offered)  # type: ignore[arg-type]  # no index: schemas
+    parts = []
+    for tool in asyncio.run(server.list_tools()):
+        doc = " ".join((tool.description or "").split("\n\n")[0].split())
+        lines = [f"#### `{tool.name}`", "", doc, ""]
+        properties = tool.inputSchema.get("properties", {})
+        required = set(tool.inputSchema.get("required", []))
+        if not properties:
+            lines.append("No arguments.")
+        else:
+            lines += ["| argument | type | default | meaning |", "|---|---|---|---|"]
+            for name, schema in properties.items():
+                default = schema.get("default")
+                default = (
+                    "required" if name in required else "–" if default is None else f"`{default}`"
+                )
+                meaning = " ".join(str(schema.get("description", "")).split())
+                lines.append(f"| `{name}` | {_schema_type(schema)} | {default} | {meaning} |")
+        parts.append("\n".join(lines))
+    return "\n\n".join(parts)
+
+
+def _schema_type(schema: dict[str, Any]) -> str:
+    """Name a JSON schema's type as a user writes its value."""
+    if "enum" in schema:
+        return " \\| ".join(f"`{v}`" for v in schema["enum"])
+    if "anyOf" in schema:
+        kinds = [_schema_type(s) for s in schema["anyOf"] if s.get("type") != "null"]
+        nullable = any(s.get("type") == "null" for s in schema["anyOf"])
+        return " or ".join(kinds) + (" (optional)" if nullable else "")
+    kind = schema.get("type", "any")
+    names = {"string": "text", "integer": "integer", "number": "number", "boolean": "true / false"}
+    text = names.get(kind, "object" if kind == "object" else str(kind))
+    low, high = schema.get("minimum"), schema.get("maximum")
+    if low is not None and high is not None:
+        text += f", {low} to {high}"
+    if schema.get("minLength"):
+        text += ", not empty"
+    return text
+
+
+RENDER = {"cli": cli_reference, "configuration": configuration_reference, "mcp": mcp_reference}
 
 
 def _markers(name: str) -> tuple[str, str]:
