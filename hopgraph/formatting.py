@@ -6,6 +6,7 @@ import shutil
 import textwrap
 
 from hopgraph.tools import Hit
+from hopgraph.tools.hits import order_note
 
 
 def format_hits(hits: list[Hit], gold: set[str] | frozenset[str] = frozenset()) -> str:
@@ -17,4 +18,7 @@ def format_hits(hits: list[Hit], gold: set[str] | frozenset[str] = frozenset()) 
         head = f"{rank:>2}. {hit.score:.3f}  {hit.id}  {hit.title}{mark}"
         body = textwrap.shorten(hit.text, width=max(40, 3 * width - 20), placeholder=" …")
         blocks.append(head + "\n" + textwrap.indent(textwrap.fill(body, width - 6), "      "))
+    note = order_note(hits)
+    if note is not None:  # scores rise somewhere: the order is the method's (tools/hits.py)
+        blocks.append(textwrap.fill(f"({note})", width))
     return "\n".join(blocks)

@@ -45,19 +45,19 @@ hotpotqa R@5 89.5 → 90.2 for gnn_ret, R@2 untouched; docs/methods.md)."""
 def keep_top(anchors: list[Hit], hits: list[Hit], k: int, method: str, at: int = 0) -> list[Hit]:
     """Return ``hits`` without ``anchors`` with the anchors placed from rank ``at + 1``: k in all.
 
-    Scores stay non-increasing down the list: a hit below a kept one scores at most what the
-    hit above it does (methods' scores and cosines are on different scales; the order is what
-    the guard decides).
+    Every hit keeps its method's score: a kept chunk the method ranked too scores as the method
+    scored it, one it did not keeps its cosine; so scores may rise down the list, whose order is
+    the guard's (hits.order_note says so; the provenance step "kept: dense top" marks them).
     """
     kept = {h.id for h in anchors}
+    own = {h.id: h for h in hits if h.id in kept}
     rest = [h for h in hits if h.id not in kept]
-    merged = [*rest[:at], *anchors, *rest[at:]][:k]
+    merged = [*rest[:at], *(own.get(h.id, h) for h in anchors), *rest[at:]][:k]
     out: list[Hit] = []
     for rank, hit in enumerate(merged, start=1):
-        score = min(hit.score, out[-1].score) if out else hit.score
         if hit.id in kept:
-            hit = hit.with_score(score, Provenance(method, "kept: dense top", rank, score))
-        out.append(hit.with_score(score))  # the method's own provenance says why it came
+            hit = hit.with_score(hit.score, Provenance(method, "kept: dense top", rank, hit.score))
+        out.append(hit)  # the method's own provenance says why it came
     return out
 
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from itertools import pairwise
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,13 +58,25 @@ class Hit:
         }
 
 
-def in_rank_order(hits: list[Hit]) -> list[Hit]:
-    """Clamp scores so they never rise down the list (each hit's provenance keeps its own).
+STEP_ORDERS = {
+    "kept: dense top": "the guard keeps dense retrieval's first chunks on top",
+    "hop 1": "chains come in chain order (a chain's passages scored by their cosine to the query)",
+    "base retrieval": "the base ranking fills the places left",
+}
+"""Why a list comes in another order than its scores', by the provenance step that says so."""
 
-    For methods whose order is not their score's (IIER's chains come in chain order, each hit
-    scored by its cosine to the question): a user reads the list top-down by score.
+
+def order_note(hits: Sequence[Hit]) -> str | None:
+    """Say why ``hits`` are not in their scores' order, or ``None`` when they are.
+
+    A hit's score is its method's own, never changed to read as a rank: the guard puts dense
+    retrieval's first chunks on top, IIER ranks by its chains, and their scores may then rise
+    down the list. Each hit's provenance gives the step that placed it.
     """
-    out: list[Hit] = []
-    for hit in hits:
-        out.append(hit.with_score(min(hit.score, out[-1].score)) if out else hit)
-    return out
+    if all(a.score >= b.score for a, b in pairwise(hits)):
+        return None
+    steps = {p.step for hit in hits for p in hit.provenance}
+    reasons = [why for step, why in STEP_ORDERS.items() if step in steps]
+    return "in the method's order, not by score: " + (
+        "; ".join(reasons) if reasons else "each hit's provenance gives its step"
+    )

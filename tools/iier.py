@@ -38,7 +38,7 @@ from hopgraph.prompts.iier import QUESTION_KEYWORDS
 
 from .base import Bases
 from .guard import KEEP, Guarded
-from .hits import Hit, Provenance, in_rank_order
+from .hits import Hit, Provenance
 from .iier_steps import Step, scaled_edges
 from .weights import available_weights
 
@@ -249,4 +249,4 @@ class IIERRetriever(Guarded):
                             Provenance(self.name, "base retrieval", len(hits) + 1, extra.score),
                         )
                     )
-        return in_rank_order(hits)
+        return hits  # chain order; each scored by its cosine (hits.order_note says so)

@@ -10,7 +10,7 @@ from hopgraph.graph_store.documents.filters import JSON_HELP, Where, WhereValue
 
 from .base import Retriever
 from .expand import EXPAND_HELP, Expansion, expand_hits
-from .hits import Hit
+from .hits import Hit, order_note
 from .registry import RETRIEVERS, make_retriever
 
 
@@ -27,10 +27,12 @@ def format_hits(hits: list[Hit]) -> str:
     """Render hits as numbered passages an LLM can cite by id."""
     if not hits:
         return "No passages found."
-    return "\n\n".join(
+    text = "\n\n".join(
         f"[{i}] id={h.id} title={h.title!r} score={h.score:.3f}\n{h.text}"
         for i, h in enumerate(hits, start=1)
     )
+    note = order_note(hits)
+    return text if note is None else f"{text}\n\n(Passages {note}.)"
 
 
 def as_tool(retriever: Retriever) -> BaseTool:

@@ -119,7 +119,10 @@ def test_a_graph_build_given_the_tasks_lists_builds_the_same_graphs(written, tmp
         np.testing.assert_allclose(mine.scores, theirs.scores, atol=1e-6)
         for kind, edges in one.passage_graph.edges.items():
             theirs_edges = other.passage_graph.edges[kind]
-            assert (edges != theirs_edges).nnz == 0, kind
+            assert ((edges != 0) != (theirs_edges != 0)).nnz == 0, kind  # the same pairs
+            # the same weights; a cosine found by a task's product of a range of rows may round
+            # apart from the whole matrix's in its last bit (seen with some CPUs' BLAS kernels)
+            assert abs(edges - theirs_edges).max() <= 1e-6, kind
 
 
 def test_the_joins_hand_their_lists_over_in_files_left_in_no_graph_folder(written, tmp_path):
