@@ -107,6 +107,9 @@ def _condition(key: str, operator: str, value: object) -> Condition:
 def _text(key: str, value: object) -> str:
     if isinstance(value, bool):
         return str(value).lower()
+    if isinstance(value, str) and not value.strip():
+        # "contains nothing" would keep every chunk and "has nothing" none, silently
+        raise _malformed(f"{key!r}: the value is empty; give the text to test for")
     if isinstance(value, str | int | float):
         return str(value)
     raise _malformed(f"{key!r}: {value!r} is not a text, number or true/false value")
