@@ -90,10 +90,11 @@ def run_search(index: Index, params: Any, served: dict[str, Any]) -> dict[str, A
                 "id": h.id,
                 "doc_id": h.doc_id,
                 "title": h.title,
-                "section": index.chunk(h.id).section if h.id in index.chunks else "",
+                "section": str(h.metadata.get("section", "")),
                 "text": h.text,
                 "score": round(h.score, 4),
                 "why": why(h),
+                "metadata": dict(h.metadata),
             }
             for rank, h in enumerate(hits, start=1)
         ],

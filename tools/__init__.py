@@ -21,14 +21,21 @@ from .registry import (
 if TYPE_CHECKING:
     from .base import Retriever
     from .hits import Hit, Provenance
+    from .langchain import HopgraphRetriever
 
-_LAZY = {"Retriever": "base", "Hit": "hits", "Provenance": "hits"}
+_LAZY = {
+    "Retriever": "base",
+    "Hit": "hits",
+    "Provenance": "hits",
+    "HopgraphRetriever": "langchain",
+}
 
 __all__ = [
     "DEFAULT_PRESET",
     "PRESETS",
     "RETRIEVERS",
     "Hit",
+    "HopgraphRetriever",
     "Provenance",
     "Retriever",
     "check_preset",

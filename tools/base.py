@@ -92,7 +92,8 @@ class Retriever(ABC):
     def _hit(self, chunk_id: str, score: float, *provenance: Provenance) -> Hit:
         """Build the hit of a chunk with the given score and provenance."""
         chunk = self.index.chunk(chunk_id)
-        return Hit(chunk.id, score, chunk.title, chunk.text, chunk.doc_id, provenance)
+        metadata = self.index.metadata(chunk_id)
+        return Hit(chunk.id, score, chunk.title, chunk.text, chunk.doc_id, provenance, metadata)
 
 
 Bases = Callable[[str], Retriever]

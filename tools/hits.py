@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import pairwise
 
@@ -32,6 +32,9 @@ class Hit:
     text: str
     doc_id: str
     provenance: tuple[Provenance, ...] = field(default=())
+    metadata: Mapping[str, str | int | float | bool] = field(default_factory=dict)
+    """Its document's fields and ``source``, the chunk's ``section``, ``position`` and the
+    document's number of ``chunks`` (graph_store Index.metadata)."""
 
     def with_score(self, score: float, *more: Provenance) -> Hit:
         """Return a copy with a new score and extra provenance appended."""
@@ -45,6 +48,7 @@ class Hit:
             "score": self.score,
             "title": self.title,
             "text": self.text,
+            "metadata": dict(self.metadata),
             "provenance": [
                 {
                     "method": p.method,

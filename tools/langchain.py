@@ -1,9 +1,17 @@
-"""Retrievers as LangChain tools, for LLM agents and other tool-calling code."""
+"""Retrievers for LangChain: tools for LLM agents, and a ``BaseRetriever`` for chains."""
 
 from __future__ import annotations
 
+import asyncio
+
+from langchain_core.callbacks import (
+    AsyncCallbackManagerForRetrieverRun,
+    CallbackManagerForRetrieverRun,
+)
+from langchain_core.documents import Document as LangChainDocument
+from langchain_core.retrievers import BaseRetriever
 from langchain_core.tools import BaseTool, StructuredTool
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from hopgraph.graph_store import Index
 from hopgraph.graph_store.documents.filters import JSON_HELP, Where, WhereValue
@@ -11,7 +19,7 @@ from hopgraph.graph_store.documents.filters import JSON_HELP, Where, WhereValue
 from .base import Retriever
 from .expand import EXPAND_HELP, Expansion, expand_hits
 from .hits import Hit, order_note
-from .registry import RETRIEVERS, make_retriever
+from .registry import DEFAULT_PRESET, RETRIEVERS, make_retriever
 
 
 class RetrieveInput(BaseModel):
@@ -60,3 +68,53 @@ def retrieval_tools(index: Index, names: list[str] | None = None) -> list[BaseTo
     """Return the named retrievers as tools over ``index`` (default: every LLM-free one)."""
     default = [n for n, cls in RETRIEVERS.items() if not (cls.needs_llm or cls.needs_weights)]
     return [as_tool(make_retriever(name, index)) for name in names or default]
+
+
+class HopgraphRetriever(BaseRetriever):
+    """A hopgraph method as a LangChain retriever: ``Document``s with their metadata and score.
+
+    ``retriever.invoke("question")`` (or ``ainvoke``) returns the ``k`` best passages of
+    ``method`` over ``index``; each ``Document`` carries the hit's metadata (``Hit.metadata``:
+    the document's fields and source, the chunk's section, position and count) and its ``id``,
+    ``doc_id``, ``title``, ``score`` and ``method``. Usable anywhere a retriever is, e.g.
+    ``{"context": retriever | format, "question": RunnablePassthrough()} | prompt | llm``.
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    index: Index
+    method: str = "gnn_ret"
+    k: int = Field(5, ge=1, le=50)
+    where: dict[str, WhereValue] | None = None
+    expand: str | None = None
+    preset: str = DEFAULT_PRESET
+
+    def _get_relevant_documents(
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun
+    ) -> list[LangChainDocument]:
+        retriever = make_retriever(self.method, self.index, preset=self.preset)
+        hits = retriever.retrieve(query, self.k, self.where)
+        if self.expand:
+            hits = expand_hits(self.index, hits, Expansion.parse(self.expand))
+        return [as_document(hit, self.method) for hit in hits]
+
+    async def _aget_relevant_documents(
+        self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun
+    ) -> list[LangChainDocument]:
+        # retrieval is CPU work on numpy and memory maps: a worker thread keeps the loop free
+        return await asyncio.to_thread(
+            self._get_relevant_documents, query, run_manager=run_manager.get_sync()
+        )
+
+
+def as_document(hit: Hit, method: str) -> LangChainDocument:
+    """Return a hit as a LangChain ``Document``: its text, and its metadata with its score."""
+    metadata = {
+        **hit.metadata,
+        "id": hit.id,
+        "doc_id": hit.doc_id,
+        "title": hit.title,
+        "score": hit.score,
+        "method": method,
+    }
+    return LangChainDocument(page_content=hit.text, metadata=metadata, id=hit.id)

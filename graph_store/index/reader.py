@@ -19,7 +19,7 @@ import orjson
 
 from hopgraph.core.errors import IndexStateError
 from hopgraph.graph_store.documents.filters import Where, conditions
-from hopgraph.graph_store.documents.schema import Chunk
+from hopgraph.graph_store.documents.schema import Chunk, Scalar
 from hopgraph.graph_store.embedding.embedders import Embedder, embedder_for
 from hopgraph.graph_store.graphs import triple_table
 from hopgraph.graph_store.stores.bm25_query import QueryScores
@@ -389,6 +389,29 @@ class Index:
     def documents(self) -> list[DocumentRecord]:
         """Return the index's documents: source, content hash, indexed at, chunks, metadata."""
         return read_documents(self.directory, self.manifest, list(self.chunks.values()))
+
+    @cached_property
+    def records(self) -> dict[str, DocumentRecord]:
+        """Return each document's record by its id."""
+        return {record.id: record for record in self.documents}
+
+    def metadata(self, chunk_id: str) -> dict[str, Scalar]:
+        """Return what a hit on this chunk carries besides its text (tools.hits.Hit.metadata).
+
+        Its document's own fields (a file's front matter, a JSONL record's other keys), its
+        ``source``, then the chunk's ``section`` (headings outermost first, " > " between),
+        ``position`` (0-based) and the document's number of ``chunks``; those four win over
+        a front-matter field of the same name.
+        """
+        chunk = self.chunks[chunk_id]
+        record = self.records.get(chunk.doc_id)
+        fields = record.fields() if record is not None else {}
+        return {
+            **fields,
+            "section": chunk.section,
+            "position": chunk.position,
+            "chunks": chunk.n_chunks,
+        }
 
     def matching(self, where: Where) -> frozenset[str]:
         """Return the ids of the chunks that pass the filter ``where`` (doc_table.matching).
