@@ -25,13 +25,19 @@ from hopgraph.graph_store.graphs import triple_table
 from hopgraph.graph_store.stores.bm25_query import QueryScores
 from hopgraph.graph_store.stores.chroma_parts import PassageStore, open_store
 from hopgraph.graph_store.stores.chunk_table import read_chunks
-from hopgraph.graph_store.stores.doc_table import DocumentRecord, matching, read_documents
+from hopgraph.graph_store.stores.doc_table import (
+    DocumentLookup,
+    DocumentRecord,
+    matching,
+    read_documents,
+)
 from hopgraph.graph_store.stores.kdb_bm25 import BM25Store
 from hopgraph.graph_store.stores.manifest import (
     TRIPLE_VECTORS,
     Manifest,
     damaged_files,
     read_manifest,
+    rebuild_hint,
     repair_hint,
 )
 from hopgraph.graph_store.stores.vdb_chroma import ChromaLocation
@@ -112,6 +118,8 @@ class Index:
         self._last_similarities: tuple[str, np.ndarray] | None = None
         self._last_top: tuple[str, int, np.ndarray, np.ndarray] | None = None
         self._matching: dict[bytes, frozenset[str]] = {}
+        self._records: dict[str, DocumentRecord | None] = {}
+        self._lookup: DocumentLookup | None = None
         self._cache_lock = threading.Lock()
 
     def _open_keywords(self, chunks: list[Chunk]) -> BM25Store:
@@ -390,10 +398,18 @@ class Index:
         """Return the index's documents: source, content hash, indexed at, chunks, metadata."""
         return read_documents(self.directory, self.manifest, list(self.chunks.values()))
 
-    @cached_property
-    def records(self) -> dict[str, DocumentRecord]:
-        """Return each document's record by its id."""
-        return {record.id: record for record in self.documents}
+    def record(self, doc_id: str) -> DocumentRecord | None:
+        """Return one document's record (looked up in the table, not read whole)."""
+        if doc_id not in self._records:
+            name = self.manifest.files.get("documents")
+            if name is None:  # an index written before the table: worked out from the chunks
+                self._records = {r.id: r for r in self.documents}
+                return self._records.get(doc_id)
+            if self._lookup is None:
+                path = self.directory / name
+                self._lookup = DocumentLookup(path, rebuild_hint(self.directory))
+            self._records[doc_id] = self._lookup.get(doc_id)
+        return self._records[doc_id]
 
     def metadata(self, chunk_id: str) -> dict[str, Scalar]:
         """Return what a hit on this chunk carries besides its text (tools.hits.Hit.metadata).
@@ -404,7 +420,7 @@ class Index:
         a front-matter field of the same name.
         """
         chunk = self.chunks[chunk_id]
-        record = self.records.get(chunk.doc_id)
+        record = self.record(chunk.doc_id)
         fields = record.fields() if record is not None else {}
         return {
             **fields,
@@ -445,6 +461,9 @@ class Index:
         vectors = self.__dict__.pop("vectors", None)
         if vectors is not None:
             vectors.close()
+        if self._lookup is not None:
+            self._lookup.close()
+            self._lookup = None
 
     def __enter__(self) -> Index:
         return self

@@ -8,6 +8,7 @@ chunks, with no source and no hash (its next sync then counts every document as 
 
 from __future__ import annotations
 
+import mmap
 from bisect import bisect_left
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -143,6 +144,64 @@ class DocumentTable:
 
     def __len__(self) -> int:
         return len(self.ids)
+
+
+class DocumentLookup:
+    """Single records of a table file, found by binary search over its lines (memory-mapped).
+
+    A query's hits need the records of a few documents: reading the whole table took 1.6 s
+    at 100,000 documents, a lookup reads a few pages.
+    """
+
+    def __init__(self, path: Path, hint: str = "") -> None:
+        self.path, self.hint = path, hint
+        try:
+            with path.open("rb") as handle:
+                self.data = (
+                    mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+                    if path.stat().st_size
+                    else b""
+                )
+        except OSError as err:
+            raise IndexStateError(f"{path} is missing or damaged: {err}", hint) from err
+
+    def get(self, doc_id: str) -> DocumentRecord | None:
+        """Return the record of ``doc_id``, or ``None`` when the table has none."""
+        low, high = 0, len(self.data)  # byte offsets: the answer's line starts in [low, high)
+        while low < high:
+            middle = (low + high) // 2
+            start = self.data.rfind(b"\n", 0, middle) + 1
+            end = self.data.find(b"\n", start)
+            end = len(self.data) if end < 0 else end
+            line = self.data[start:end]
+            if not line.strip():  # the final newline
+                high = start
+                continue
+            found = self._id(line)
+            if found == doc_id:
+                return self._record(line)
+            if found < doc_id:
+                low = end + 1
+            else:
+                high = start
+        return None
+
+    def close(self) -> None:
+        """Unmap the file."""
+        if isinstance(self.data, mmap.mmap):
+            self.data.close()
+
+    def _id(self, line: bytes) -> str:
+        try:
+            return str(orjson.loads(line)["id"])
+        except (ValueError, TypeError, KeyError) as err:
+            raise IndexStateError(f"{self.path} is damaged: {err}", self.hint) from err
+
+    def _record(self, line: bytes) -> DocumentRecord:
+        try:
+            return DocumentRecord(**orjson.loads(line))
+        except (ValueError, TypeError) as err:
+            raise IndexStateError(f"{self.path} is damaged: {err}", self.hint) from err
 
 
 def read_documents(

@@ -96,3 +96,21 @@ def test_the_retriever_in_an_lcel_chain_with_a_chat_model(docs_dir):
 def test_a_bad_k_is_refused_when_the_retriever_is_made(docs_dir):
     with Index.open(docs_dir) as idx, pytest.raises(ValueError, match="k"):
         HopgraphRetriever(index=idx, k=0)
+
+
+@pytest.mark.parametrize("count", [0, 1, 2, 7, 50])
+def test_a_record_looked_up_in_the_table_file_is_the_one_the_table_reads(tmp_path, count):
+    from hopgraph.graph_store.stores.doc_table import DocumentLookup, DocumentRecord, DocumentTable
+
+    ids = [f"d{i:03d}" for i in range(count)] + ['q"uote', "é/ü.md", "a#1", "Z b"][: count % 5]
+    records = [
+        DocumentRecord(i, f"T {i}", f"/src/{i}", "h", "now", 1, {"n": n}) for n, i in enumerate(ids)
+    ]
+    path = tmp_path / "documents.jsonl"
+    DocumentTable.of(records).write(path)
+    lookup = DocumentLookup(path)
+    for record in records:
+        assert lookup.get(record.id) == record
+    for missing in ("", "d", "d0000", "zzz", "a#", "\uffff"):
+        assert lookup.get(missing) is None
+    lookup.close()
