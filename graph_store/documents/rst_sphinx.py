@@ -66,15 +66,25 @@ class _AnyOptions(dict):
         return directives.unchanged
 
 
+CALLABLE_ROLES = frozenset({"func", "meth"})
+"""Roles whose target Sphinx shows with ``()`` (its ``add_function_parentheses``, on by default)."""
+
+
 def _role_text(name: str, rawtext: str, text: str) -> str:
-    """Return what Sphinx shows of a reference: ``title <target>`` -> title, ``~a.b`` -> b."""
+    """Return what Sphinx shows of a reference, as its Python roles do.
+
+    ``title <target>`` -> title; otherwise the target: a leading ``.`` (search from here)
+    dropped, ``~a.b`` -> ``b``, and a function or method followed by ``()``.
+    """
     text = nodes.unescape(text)
     titled = re.match(r"^(.+?)\s*<[^<>]+>$", text, re.DOTALL)
     if titled:
         return titled.group(1)
-    text = text.lstrip("!")
+    text = text.lstrip("!").lstrip(".")
     if text.startswith("~"):
-        text = text[1:].rpartition(".")[2]
+        text = text[1:].lstrip(".").rpartition(".")[2]
+    if name.rpartition(":")[2] in CALLABLE_ROLES and text and not text.endswith(")"):
+        text += "()"
     return text
 
 

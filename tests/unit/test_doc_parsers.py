@@ -120,7 +120,7 @@ def test_rst_sections_are_real_heading_paths_and_code_survives(rst_folder: Path)
     text = doc.text
     for code in CODE_BLOCKS:
         assert f"\n{code}\n```" in text
-    assert "the tutorial" in text and "`url_for`" in text and "Flaskish" in text
+    assert "the tutorial" in text and "`url_for()`" in text and "Flaskish" in text
     assert "Text from the included file, with a `Thing`." in text
     assert ":func:" not in text and ":caption:" not in text and "comment" not in text
     assert "1. First item of the list\n2. Second item of the list" in text
@@ -236,6 +236,20 @@ def test_the_default_role_shows_a_cross_reference_title(tmp_path: Path):
     )
     [doc] = load_corpus(tmp_path / "a.rst").documents
     assert doc.text == "# Remove SchemaOpts args\n\nSee plain and PEP 8."
+
+
+def test_python_roles_show_what_sphinx_shows(tmp_path: Path):
+    """Issue 53: a leading dot stayed on ``:attr:`.x``` targets; functions lacked their ()."""
+    (tmp_path / "a.rst").write_text(
+        "Page\n====\n\nSet :attr:`.Flask.config`, call :meth:`~.Flask.run` and "
+        ":func:`url_for`, or :func:`url_for() <flask.url_for>`; :class:`~flask.Flask`, "
+        ":meth:`Flask.run()`, :meth:`the runner <.Flask.run>` and :py:meth:`!Flask.send`.\n"
+    )
+    [doc] = load_corpus(tmp_path / "a.rst").documents
+    assert doc.text == (
+        "Set `Flask.config`, call `run()` and `url_for()`, or `url_for()`; `Flask`, "
+        "`Flask.run()`, `the runner` and `Flask.send()`."
+    )
 
 
 def test_index_strict_with_a_missing_include_writes_nothing(rst_folder: Path, capsys):
