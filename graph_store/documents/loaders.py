@@ -22,6 +22,7 @@ from hopgraph.core.errors import InputError
 from hopgraph.core.settings import settings
 
 from .file_formats import DOCUMENT_SUFFIXES, SkipFile, check_fields, read_file, scalar
+from .rst_references import resolving, scan_folder
 from .schema import Document
 
 JSONL_SUFFIXES = (".jsonl", ".ndjson", ".json")
@@ -87,8 +88,9 @@ def load_corpus(
     elif path.is_dir():
         docs = _load_folder(path, include, exclude, strict, report)
     else:
-        try:
-            docs = _load_file(path, path.name, report, strict)
+        try:  # labels within the file resolve
+            with resolving(scan_folder(path.parent, [(path, path.name)])):
+                docs = _load_file(path, path.name, report, strict)
         except SkipFile as err:
             raise InputError(f"{path}: {err}") from err
         report.files = 1
@@ -173,9 +175,27 @@ def _load_file(path: Path, doc_id: str, report: LoadReport, strict: bool = False
 def _load_folder(
     folder: Path, include: Sequence[str], exclude: Sequence[str], strict: bool, report: LoadReport
 ) -> list[Document]:
-    """Read every document file below ``folder``; the id is the path relative to it."""
+    """Read every document file below ``folder``; the id is the path relative to it.
+
+    Its pages' titles and labels are scanned first: a page's ``:ref:`` and ``:doc:`` show the
+    title they point to in another page (rst_references).
+    """
+    files = list(_files(folder, include, exclude))
+    with resolving(scan_folder(folder, files)):
+        docs = _read_files(files, report, strict)
+    if not docs and not report.skipped:
+        raise InputError(
+            f"{folder}: no corpus.jsonl and no document files "
+            f"({', '.join((*DOCUMENT_SUFFIXES, *JSONL_SUFFIXES))})",
+            "point at a JSONL file, a benchmark folder, or a folder of documents",
+        )
+    return docs
+
+
+def _read_files(files: list[tuple[Path, str]], report: LoadReport, strict: bool) -> list[Document]:
+    """Read the folder's ``files`` (path, name relative to the folder) into documents."""
     docs: list[Document] = []
-    for file, name in _files(folder, include, exclude):
+    for file, name in files:
         if file.suffix.lower() not in (*DOCUMENT_SUFFIXES, *JSONL_SUFFIXES):
             report.skipped.append((name, f"{NOT_A_DOCUMENT} ({file.suffix or 'no suffix'})"))
             continue
@@ -189,12 +209,6 @@ def _load_folder(
                     f"{file}: {why}", "fix or exclude that file (--exclude GLOB), or drop --strict"
                 ) from err
             report.skipped.append((name, why))
-    if not docs and not report.skipped:
-        raise InputError(
-            f"{folder}: no corpus.jsonl and no document files "
-            f"({', '.join((*DOCUMENT_SUFFIXES, *JSONL_SUFFIXES))})",
-            "point at a JSONL file, a benchmark folder, or a folder of documents",
-        )
     return docs
 
 

@@ -22,6 +22,8 @@ from docutils.parsers.rst import Directive, directives, roles
 from docutils.parsers.rst.directives import misc
 from docutils.parsers.rst.languages import en as _english
 
+from .rst_references import reference_role
+
 CODE_ROLES = frozenset(
     "func class meth attr data const exc obj mod envvar option program command file samp kbd "
     "makevar mimetype regexp dfn keyword confval event directive role".split()
@@ -276,6 +278,8 @@ def _register_builtin() -> None:
     # projects set it to a cross-reference role, whose `Title <target>` shows the title.
     for name in ("pep", "rfc", "title-reference"):
         roles.register_local_role(name, sphinx_role)
+    for name in ("ref", "doc", "std:ref", "std:doc"):  # the title they point to
+        roles.register_local_role(name, reference_role)
 
 
 _DIRECTIVE_NAME = re.compile(r"^\s*\.\.\s+([\w][\w:.+-]*)\s*::", re.MULTILINE)

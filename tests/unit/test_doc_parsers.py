@@ -263,3 +263,27 @@ def test_index_strict_with_a_missing_include_writes_nothing(rst_folder: Path, ca
     assert not index.exists()
     assert main(argv[:-1]) == 0  # without --strict: indexed, the include named as a warning
     assert "missing.rst" in capsys.readouterr().err
+
+
+def test_ref_and_doc_show_the_title_they_point_to_across_the_folder(tmp_path: Path):
+    """Issue 53: a bare :ref: showed its label and :doc: its path."""
+    (tmp_path / "guide").mkdir()
+    (tmp_path / "index.rst").write_text(
+        "Welcome\n=======\n\nSee :ref:`Signals-Intro`, :ref:`Other <signals-intro>`, "
+        ":doc:`guide/install`, :doc:`/guide/install`, :ref:`missing-label` and :doc:`nowhere`.\n"
+    )
+    (tmp_path / "guide" / "install.rst").write_text(
+        ".. _install:\n\n=================\nInstalling ``x``\n=================\n\n"
+        "Back to :doc:`../index`, :doc:`notes` and :ref:`install`.\n\n"
+        ".. _signals-intro:\n\nThe *Signals* API\n-----------------\n\nText.\n"
+    )
+    (tmp_path / "guide" / "notes.md").write_text("# Release `notes`\n\nText.\n")
+    docs = {d.id: d for d in load_corpus(tmp_path).documents}
+    assert docs["index.rst"].text == (
+        "See The Signals API, Other, Installing x, Installing x, missing-label and nowhere."
+    )  # a label or path nothing names stays as written, as Sphinx shows it (with a warning)
+    assert docs["guide/install.rst"].text.startswith(
+        "Back to Welcome, Release notes and Installing x."
+    )
+    [alone] = load_corpus(tmp_path / "guide" / "install.rst").documents  # one file: its labels
+    assert alone.text.startswith("Back to ../index, notes and Installing x.")
