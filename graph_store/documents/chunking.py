@@ -96,14 +96,71 @@ def _path(path: list[tuple[int, str]]) -> str:
 
 
 def _block_units(body: str, limit: int, count: TokenCounter, section: str) -> list[Unit]:
-    """Return a block as one unit, or, over the budget, one unit per line."""
+    """Return a block as one unit, or, over the budget, one unit per line.
+
+    A fenced code block over the budget becomes several fenced blocks instead (:func:`_code_parts`),
+    so that every chunk's code reads as code, in its language.
+    """
     size = count(body)
     if size <= limit:
         return [Unit(body, size, PARAGRAPH, section)]
+    lines = body.split("\n")
+    fence = _FENCE.match(lines[0])
+    if fence and len(lines) > 2 and lines[-1].strip().startswith(fence.group(1)):
+        parts = _code_parts(lines[0], lines[1:-1], lines[-1], limit, count)
+        return [Unit(part, count(part), PARAGRAPH, section) for part in parts]
     out: list[Unit] = []
-    for j, line in enumerate(body.split("\n")):
+    for j, line in enumerate(lines):
         out += _sized(line, PARAGRAPH if j == 0 else LINE, limit, count, section, LINE)
     return out
+
+
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_CONTINUES = re.compile(r"^\s*(?:[)\]}.,]|else\b|elif\b|except\b|finally\b|catch\b|case\b)")
+"""A line that continues the statement above it: no code part starts with one."""
+
+
+def _code_parts(
+    opening: str, code: list[str], closing: str, limit: int, count: TokenCounter
+) -> list[str]:
+    """Cut a fenced block's ``code`` lines into fenced blocks of at most ``limit`` tokens.
+
+    A part ends where the next line starts a statement: after a blank line or at the block's
+    least indentation best, else at the least indented line that does not continue the one
+    above (a nested statement); the last such place that fits. A single line over the budget
+    is a part of its own. Each part opens with the block's fence and language.
+    """
+    room = max(1, limit - count(f"{opening}\n{closing}"))
+    margin = min((len(x) - len(x.lstrip()) for x in code if x.strip()), default=0)
+
+    def cost(at: int) -> float:  # how bad a part boundary before line ``at`` is (0: best)
+        line = code[at]
+        if not code[at - 1].strip():
+            return 0
+        indent = len(line) - len(line.lstrip())
+        if not line.strip() or _CONTINUES.match(line):
+            return math.inf
+        return max(0, indent - margin)
+
+    parts: list[list[str]] = []
+    start = 0
+    while start < len(code):
+        end, size = start, 0
+        while end < len(code):
+            size += count(code[end]) + 1
+            if size > room and end > start:
+                break
+            end += 1
+        if end < len(code):  # the best boundary of those that fit, the last among equals
+            best = min(range(start + 1, end + 1), key=lambda at: (cost(at), -at))
+            end = best if cost(best) < math.inf else end
+        while end > start + 1 and not code[end - 1].strip():
+            end -= 1  # a blank line opens the next part rather than ends this one
+        parts.append(code[start:end])
+        start = end
+        while start < len(code) and not code[start].strip():
+            start += 1
+    return ["\n".join([opening, *part, closing]) for part in parts if part]
 
 
 def _sized(

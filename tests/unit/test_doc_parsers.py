@@ -8,6 +8,7 @@ import pytest
 from hopgraph.core.errors import InputError
 from hopgraph.graph_store.documents.chunking import chunk_document
 from hopgraph.graph_store.documents.loaders import load_corpus
+from hopgraph.graph_store.documents.schema import Document
 
 API_RST = """\
 :orphan:
@@ -287,3 +288,36 @@ def test_ref_and_doc_show_the_title_they_point_to_across_the_folder(tmp_path: Pa
     )
     [alone] = load_corpus(tmp_path / "guide" / "install.rst").documents  # one file: its labels
     assert alone.text.startswith("Back to ../index, notes and Installing x.")
+
+
+@pytest.mark.parametrize("budget", [25, 40, 60])
+def test_a_long_code_block_is_cut_between_statements_each_part_fenced(budget):
+    """Issue 53: code was cut mid-statement and the continuation had no opening fence."""
+    code = []
+    for i in range(12):
+        code += [
+            f"def function_{i}(argument, other):",
+            "    value = compute(argument,",
+            "                    other)  # continued",
+            "    if value:",
+            "        return value",
+            "    else:",
+            f"        return {i}",
+            "",
+        ]
+    body = "\n".join(code).rstrip()
+    text = f"Intro.\n\n```python\n{body}\n```\n\nAfter."
+    chunks = chunk_document(Document("d", "T", text), budget, lambda t: len(t.split()))
+    assert len(chunks) > 2
+    parts = []
+    for chunk in chunks:
+        assert chunk.text.count("```") % 2 == 0, chunk.text
+        for block in chunk.text.split("```python\n")[1:]:
+            parts.append(block.split("\n```")[0])
+    for part in parts:  # each part opens a statement, never continues one
+        first = part.split("\n")[0].strip()
+        assert not first.startswith(("other)", "else")), part
+        if budget >= 40:  # a whole function fits: parts hold whole functions
+            assert part.startswith("def function_"), part
+    kept = [line for part in parts for line in part.split("\n") if line.strip()]
+    assert kept == [line for line in code if line.strip()]  # every line once, in order
