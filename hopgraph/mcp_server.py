@@ -101,14 +101,27 @@ def build_server(
         method: Annotated[AskMethod, Field(description="answering method")] = DEFAULT_METHOD,
         preset: Annotated[Preset, Field(description=PRESET_HELP)] = DEFAULT_PRESET,
     ) -> dict[str, Any]:
-        """Answer a question from the corpus, citing passages, with the steps and LLM usage."""
+        """Answer a question from the corpus, citing passages, with the steps and LLM usage.
+
+        With no LLM configured on the server: the passages a retriever ranks first, and why
+        there is no written answer (as `hopgraph ask` prints them).
+        """
+        from hopgraph.agents.evidence import evidence_alone
         from hopgraph.agents.run import run_agent
 
-        from .core.llm import required_chat
+        from .core.llm import SETUP_HINT, choose_chat
 
         def work() -> dict[str, Any]:
             with _as_tool_error(), live.reading() as index:
-                chat = required_chat()
+                chat = choose_chat()
+                if chat is None:
+                    used, hits = evidence_alone(index, method, question, 5, preset)
+                    return {
+                        "answer": None,
+                        "method": used,
+                        "evidence": hits,
+                        "llm": f"no LLM is configured on this server ({SETUP_HINT})",
+                    }
                 result = run_agent(method, question, index, chat, preset=preset)
                 cited = [{k: c[k] for k in ("id", "title", "text")} for c in result.citations]
                 return {
