@@ -25,8 +25,8 @@ from .partitions import (
     CHUNKS_PART,
     DOCUMENTS_PART,
     VECTORS,
+    peak_rss_mb,
     reset_peak_rss,
-    task_peak_rss_mb,
 )
 
 
@@ -49,4 +49,4 @@ def write_rows(root: str, path: str, location: ChromaLocation, generation: int) 
         store.upsert(chunks, np.asarray(vectors, dtype=np.float32), generation, fields)
     finally:
         store.close()
-    return task_peak_rss_mb()
+    return peak_rss_mb()

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from .connect import RETRIES, failed
-from .partitions import reset_peak_rss, task_peak_rss_mb
+from .partitions import peak_rss_mb, reset_peak_rss
 
 Map = Callable[[Callable[..., Any], list[tuple]], list[Any]]
 """Runs calls of one function and returns their results in order: here, or as tasks."""
@@ -75,4 +75,4 @@ def _large(arg: Any) -> bool:
 def _measured(function: Callable[..., Any], *args: Any) -> tuple[Any, float]:
     """Run a call in a task; return its result and the task's own peak RSS (MB)."""
     reset_peak_rss()
-    return function(*args), task_peak_rss_mb()
+    return function(*args), peak_rss_mb()

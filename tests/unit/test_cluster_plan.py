@@ -4,6 +4,7 @@ runs the build on a local cluster)."""
 import socket
 import subprocess
 import sys
+from pathlib import Path
 
 import orjson
 import pytest
@@ -157,3 +158,19 @@ def test_serving_and_write_options_that_need_a_cluster_say_so(tmp_path, corpus_f
     missing = tmp_path / "none"
     assert main(["graph", "build", "--index", str(missing), "--cluster", "local"]) == 2
     assert "no index" in capsys.readouterr().err.lower() and not missing.exists()
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="Linux's VmHWM")
+def test_a_processs_peak_is_its_own_not_its_parents():
+    """ru_maxrss carries a parent's peak across exec: a build started from a process holding a
+    million passages read 915 MB; peak_rss_mb is the process's own (VmHWM)."""
+    held = bytearray(400 * 1024 * 1024)  # touched: resident in this (parent) process
+    held[::4096] = b"x" * len(held[::4096])
+    code = (
+        "import resource; from hopgraph.graph_store.cluster.partitions import peak_rss_mb; "
+        "print(peak_rss_mb(), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    own, inherited = map(float, out.stdout.split())
+    del held
+    assert inherited >= 400 and own < 300
