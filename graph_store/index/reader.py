@@ -405,9 +405,10 @@ class Index:
             if name is None:  # an index written before the table: worked out from the chunks
                 self._records = {r.id: r for r in self.documents}
                 return self._records.get(doc_id)
-            if self._lookup is None:
-                path = self.directory / name
-                self._lookup = DocumentLookup(path, rebuild_hint(self.directory))
+            with self._cache_lock:  # servers share an index between threads: one mapping
+                if self._lookup is None:
+                    path = self.directory / name
+                    self._lookup = DocumentLookup(path, rebuild_hint(self.directory))
             self._records[doc_id] = self._lookup.get(doc_id)
         return self._records[doc_id]
 
