@@ -43,16 +43,22 @@ def format_hits(hits: list[Hit]) -> str:
     return text if note is None else f"{text}\n\n(Passages {note}.)"
 
 
+def widened(
+    retriever: Retriever, query: str, k: int, where: Where | None, expand: str | None
+) -> list[Hit]:
+    """Return the retriever's hits, widened by ``expand`` when given (tools.expand)."""
+    expansion = Expansion.parse(expand) if expand else None  # a typo is named before retrieving
+    hits = retriever.retrieve(query, k, where)
+    return expand_hits(retriever.index, hits, expansion) if expansion is not None else hits
+
+
 def as_tool(retriever: Retriever) -> BaseTool:
     """Wrap a retriever: the content is text for the model, the artifact is the list of hits."""
 
     def run(
         query: str, k: int = 5, where: Where | None = None, expand: str | None = None
     ) -> tuple[str, list[Hit]]:
-        expansion = Expansion.parse(expand) if expand else None
-        hits = retriever.retrieve(query, k, where)
-        if expansion is not None:
-            hits = expand_hits(retriever.index, hits, expansion)
+        hits = widened(retriever, query, k, where, expand)
         return format_hits(hits), hits
 
     return StructuredTool.from_function(
@@ -93,9 +99,7 @@ class HopgraphRetriever(BaseRetriever):
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun
     ) -> list[LangChainDocument]:
         retriever = make_retriever(self.method, self.index, preset=self.preset)
-        hits = retriever.retrieve(query, self.k, self.where)
-        if self.expand:
-            hits = expand_hits(self.index, hits, Expansion.parse(self.expand))
+        hits = widened(retriever, query, self.k, self.where, self.expand)
         return [as_document(hit, self.method) for hit in hits]
 
     async def _aget_relevant_documents(
