@@ -17,6 +17,8 @@ command line        JSON                  keeps the chunks whose field ...
 ==================  ====================  ==================================================
 
 Fields are ``doc_id``, ``title``, ``source``, ``section`` and each document's own metadata,
+compared as text. A ``section`` path starts with its page's title (schema.Chunk.section_path),
+so ``section~=Signals`` finds the page called Signals as well as a heading called so; values are
 compared as text (booleans as ``true`` / ``false``). Every condition must hold. A malformed
 filter raises :class:`InputError` that shows this syntax.
 """

@@ -45,7 +45,20 @@ class Chunk:
     position: int = 0
     n_chunks: int = 1
     section: str = ""
-    """The headings above the chunk's start, outermost first, joined by " > "."""
+    """The headings above the chunk's start within its document, outermost first, " > " between."""
+
+    @property
+    def section_path(self) -> str:
+        """Return the section users see and filter on: the page's title, then :attr:`section`.
+
+        An .rst page's title and a Markdown page's H1 become the document's title, not a
+        heading of its text, so without this ``section~=Signals`` would leave out the page
+        called Signals. A section that already starts with the title is not doubled.
+        """
+        title, section = " ".join(self.title.split()), self.section
+        if not title or section == title or section.startswith(title + " > "):
+            return section
+        return f"{title} > {section}" if section else title
 
     @property
     def embed_text(self) -> str:

@@ -425,7 +425,7 @@ class Index:
         fields = record.fields() if record is not None else {}
         return {
             **fields,
-            "section": chunk.section,
+            "section": chunk.section_path,
             "position": chunk.position,
             "chunks": chunk.n_chunks,
         }

@@ -238,7 +238,9 @@ def matching(records: Sequence[DocumentRecord], chunks: Iterable[Chunk], where: 
     docs = {r.id for r in records if all(c.holds(_field(r, c.field)) for c in doc_tests)}
     section_tests = [c for c in tests if c.field == "section"]
     return {
-        c.id for c in chunks if c.doc_id in docs and all(t.holds(c.section) for t in section_tests)
+        c.id
+        for c in chunks
+        if c.doc_id in docs and all(t.holds(c.section_path) for t in section_tests)
     }
 
 

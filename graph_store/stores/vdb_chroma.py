@@ -162,7 +162,7 @@ class ChromaVectorStore:
                     "title": c.title,
                     "position": c.position,
                     "n_chunks": c.n_chunks,
-                    "section": c.section,
+                    "section": c.section_path,
                     GENERATION: generation,
                 }
                 for c in chunks

@@ -36,7 +36,8 @@ def test_every_hit_carries_its_section_position_source_and_front_matter(docs_dir
         for method in ("bm25", "dense", "gnn_ret", "iier"):
             for hit in make_retriever(method, idx).retrieve(QUESTION, 4):
                 chunk = idx.chunk(hit.id)
-                assert hit.metadata["section"] == chunk.section, method
+                assert hit.metadata["section"] == chunk.section_path, method
+                assert hit.metadata["section"].startswith(chunk.title)  # the page first
                 assert hit.metadata["position"] == chunk.position
                 assert hit.metadata["chunks"] == chunk.n_chunks
                 assert hit.metadata["source"].endswith(hit.doc_id)

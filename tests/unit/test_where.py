@@ -180,6 +180,31 @@ def test_json_malformed_filters_name_the_problem(docs_index, where):
         assert "$prefix" in err.value.hint
 
 
+def test_a_section_path_starts_with_its_page_title(tmp_path, capsys):
+    """Issue 53: `section~=Signals` left out the .rst page called Signals."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "signals.rst").write_text(
+        "Signals\n=======\n\nIntro on receivers.\n\nSending\n-------\n\nSend to receivers.\n"
+    )
+    (docs / "guide.md").write_text(
+        "# Guide\n\nReceivers stay connected.\n\n## Signals\n\nMore on receivers.\n"
+    )
+    (docs / "same.md").write_text("---\ntitle: Setup\n---\n# Setup\n\nReceivers here too.\n")
+    build_index(load_documents(docs), tmp_path / "idx", HASHING, show_progress=False)
+    argv = ["retrieve", "receivers", "--index", str(tmp_path / "idx"), "--method", "bm25"]
+    assert main([*argv, "--json", "-k", "10", "--where", "section~=signals"]) == 0
+    hits = json.loads(capsys.readouterr().out)
+    assert {h["metadata"]["section"] for h in hits} == {
+        "Signals",  # the page's own text: its title is the first level
+        "Signals > Sending",
+        "Guide > Signals",  # a Markdown H1 (the title) then its heading
+    }
+    assert main([*argv, "--json", "--where", "doc_id=same.md"]) == 0
+    [same] = json.loads(capsys.readouterr().out)
+    assert same["metadata"]["section"] == "Setup"  # a title and an equal H1: not doubled
+
+
 def test_json_operators_on_the_retriever_and_agent_context(docs_index):
     from langchain_core.language_models.fake_chat_models import FakeListChatModel
 
