@@ -43,7 +43,8 @@ SYNTAX = (
 JSON_HELP = (
     'only passages that pass this filter: {"lang": "en"} (equal), or a field\'s operators: '
     '{"section": {"$has": "Signals"}} (a heading at any level), {"title": {"$in": ["A", "B"]}}, '
-    '{"source": {"$prefix": "/docs/"}}, {"title": {"$contains": "flask"}}, {"lang": {"$ne": '
+    '{"source": {"$prefix": "api/"}} (a path below the indexed folder), '
+    '{"title": {"$contains": "flask"}}, {"lang": {"$ne": '
     '"de"}}; fields: doc_id, title, source, section or a document\'s own metadata; all must hold'
 )
 """The filter's description for tool schemas (MCP, LangChain, the LangGraph server)."""

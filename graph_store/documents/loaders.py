@@ -83,7 +83,7 @@ def load_corpus(
         raise InputError(f"{path}: no such file or directory", "check the path to the documents")
     report = LoadReport(path)
     if path.is_dir() and (path / "corpus.jsonl").is_file():
-        docs = load_jsonl(path / "corpus.jsonl")
+        docs = load_jsonl(path / "corpus.jsonl")  # its root: its own folder
         report.files = 1
     elif path.is_dir():
         docs = _load_folder(path, include, exclude, strict, report)
@@ -151,10 +151,12 @@ def load_documents(source: str | Path) -> list[Document]:
     return load_corpus(source, strict=True).documents
 
 
-def _load_file(path: Path, doc_id: str, report: LoadReport, strict: bool = False) -> list[Document]:
+def _load_file(
+    path: Path, doc_id: str, report: LoadReport, strict: bool = False, root: str = ""
+) -> list[Document]:
     """Read one file: a JSONL file's records (InputError on a bad line), or one document."""
     if path.suffix.lower() in JSONL_SUFFIXES:
-        return load_jsonl(path)
+        return load_jsonl(path, root)
     if path.suffix.lower() not in DOCUMENT_SUFFIXES:
         raise InputError(
             f"{path}: expected a .jsonl file, a document ({', '.join(DOCUMENT_SUFFIXES)}) or a "
@@ -169,7 +171,8 @@ def _load_file(path: Path, doc_id: str, report: LoadReport, strict: bool = False
     report.warnings += [(doc_id, why) for why in parsed.warnings]
     if parsed.encoding:
         report.redecoded.append((doc_id, parsed.encoding))
-    return [Document(doc_id, parsed.title, parsed.text, str(path.resolve()), parsed.metadata)]
+    source = str(path.resolve())
+    return [Document(doc_id, parsed.title, parsed.text, source, parsed.metadata, root)]
 
 
 def _load_folder(
@@ -182,7 +185,7 @@ def _load_folder(
     """
     files = list(_files(folder, include, exclude))
     with resolving(scan_folder(folder, files)):
-        docs = _read_files(files, report, strict)
+        docs = _read_files(files, report, strict, str(folder.resolve()))
     if not docs and not report.skipped:
         raise InputError(
             f"{folder}: no corpus.jsonl and no document files "
@@ -192,15 +195,17 @@ def _load_folder(
     return docs
 
 
-def _read_files(files: list[tuple[Path, str]], report: LoadReport, strict: bool) -> list[Document]:
-    """Read the folder's ``files`` (path, name relative to the folder) into documents."""
+def _read_files(
+    files: list[tuple[Path, str]], report: LoadReport, strict: bool, root: str
+) -> list[Document]:
+    """Read the folder's ``files`` (path, name relative to the folder ``root``) into documents."""
     docs: list[Document] = []
     for file, name in files:
         if file.suffix.lower() not in (*DOCUMENT_SUFFIXES, *JSONL_SUFFIXES):
             report.skipped.append((name, f"{NOT_A_DOCUMENT} ({file.suffix or 'no suffix'})"))
             continue
         try:
-            docs += _load_file(file, name, report, strict)
+            docs += _load_file(file, name, report, strict, root)
             report.files += 1
         except (InputError, SkipFile) as err:
             why = err.message.removeprefix(f"{file}: ") if isinstance(err, InputError) else str(err)
@@ -227,17 +232,20 @@ def _files(
         yield file, name
 
 
-def load_jsonl(path: Path) -> list[Document]:
-    """Read one ``{id, title, text, ...}`` object per line; blank lines are skipped."""
+def load_jsonl(path: Path, root: str = "") -> list[Document]:
+    """Read one ``{id, title, text, ...}`` object per line; blank lines are skipped.
+
+    ``root``: the folder that was indexed (hits show the file's path relative to it).
+    """
     docs = []
     source = str(path.resolve())
     for number, line in enumerate(_read_bytes(path).splitlines(), start=1):
         if line.strip():
-            docs.append(parse_line(line, path, number, source))
+            docs.append(parse_line(line, path, number, source, root))
     return docs
 
 
-def parse_line(line: bytes, path: Path, number: int, source: str) -> Document:
+def parse_line(line: bytes, path: Path, number: int, source: str, root: str = "") -> Document:
     """Parse line ``number`` of the JSONL file ``path`` into a document (InputError if bad)."""
     where = f"{path}:{number}"
     try:
@@ -263,7 +271,7 @@ def parse_line(line: bytes, path: Path, number: int, source: str) -> Document:
         check_fields(metadata)
     except ValueError as err:
         raise InputError(f"{where}: {err}") from err
-    return Document(str(doc_id), title.strip(), text.strip(), source, metadata)
+    return Document(str(doc_id), title.strip(), text.strip(), source, metadata, root)
 
 
 def _read_bytes(path: Path) -> bytes:

@@ -15,7 +15,8 @@ class Document:
     """A source document as loaded from a corpus.
 
     ``source``: where it was read from (a file path; empty when given in code). ``metadata``:
-    the user's fields (JSONL keys, Markdown front matter), scalars only.
+    the user's fields (JSONL keys, Markdown front matter), scalars only. ``root``: the folder
+    that was indexed, which hits show ``source`` relative to (empty: the file's own folder).
     """
 
     id: str
@@ -23,6 +24,7 @@ class Document:
     text: str
     source: str = ""
     metadata: dict[str, Scalar] = field(default_factory=dict)
+    root: str = ""
 
     def content_hash(self) -> str:
         """Return a hash of what is indexed of it (title, text, metadata): sync's change test."""

@@ -9,11 +9,12 @@ chunks, with no source and no hash (its next sync then counts every document as 
 from __future__ import annotations
 
 import mmap
+import os
 from bisect import bisect_left
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePath
 
 import orjson
 
@@ -28,7 +29,11 @@ DOCUMENTS_FILE = "documents.jsonl"
 
 @dataclass(frozen=True, slots=True)
 class DocumentRecord:
-    """One indexed document: id, title, source, content hash, indexed at, chunks, metadata."""
+    """One indexed document: id, title, source, content hash, indexed at, chunks, metadata.
+
+    ``source`` is the file's absolute path (sync's scope test); ``root`` the folder that was
+    indexed (a table written before it has none: the file's own folder).
+    """
 
     id: str
     title: str
@@ -37,14 +42,29 @@ class DocumentRecord:
     indexed_at: str
     chunks: int
     metadata: dict[str, Scalar] = field(default_factory=dict)
+    root: str = ""
 
     def to_dict(self) -> dict:
         """Return the record as JSON-ready data."""
         return asdict(self)
 
+    @property
+    def shown_source(self) -> str:
+        """Return the source as hits show and filters read it: relative to the indexed folder.
+
+        So ``--where 'source^=guide/'`` means the same wherever the folder lies on disk.
+        """
+        if not self.source:
+            return ""
+        root = self.root or os.path.dirname(self.source)
+        try:
+            return PurePath(self.source).relative_to(root).as_posix()
+        except ValueError:  # not below it (a record edited by hand): as stored
+            return self.source
+
     def fields(self) -> dict[str, Scalar]:
         """Return what every chunk of the document carries as metadata: source, user fields."""
-        return {**self.metadata, "source": self.source}
+        return {**self.metadata, "source": self.shown_source}
 
 
 def records_of(
@@ -53,7 +73,9 @@ def records_of(
     """Return the records of newly indexed ``docs`` (``chunks``: theirs, for the counts)."""
     counts = Counter(c.doc_id for c in chunks)
     return [
-        DocumentRecord(d.id, d.title, d.source, d.content_hash(), stamp, counts[d.id], d.metadata)
+        DocumentRecord(
+            d.id, d.title, d.source, d.content_hash(), stamp, counts[d.id], d.metadata, d.root
+        )
         for d in docs
     ]
 
@@ -247,7 +269,9 @@ def matching(records: Sequence[DocumentRecord], chunks: Iterable[Chunk], where: 
 def _field(record: DocumentRecord, key: str) -> str | None:
     if key == "doc_id":
         return record.id
-    if key in ("title", "source"):
-        return getattr(record, key)
+    if key == "title":
+        return record.title
+    if key == "source":
+        return record.shown_source
     value = record.metadata.get(key)
     return None if value is None else as_text(value)
