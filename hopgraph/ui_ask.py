@@ -7,7 +7,8 @@ as `hopgraph chat` keeps them in its checkpoint file; follow-ups are rewritten i
 questions). Events, in order:
 
 - ``step`` ``{"node", "line"}``: each line an agent node adds to its steps, when the node ends;
-- ``answer`` ``{"answer", "evidence": [{id, title, text, cited}], "usage", "llm"}`` at the end;
+- ``answer`` ``{"answer", "evidence": [{id, title, text, parts, cited}], "usage", "llm"}`` at the
+  end (``parts``: the text as prose and highlighted code, hopgraph.ui_format.passage_parts);
 - ``evidence`` ``{"why", "hint", "method", "evidence"}`` instead, when no LLM is configured: the
   passages a retriever ranks first (as `hopgraph ask` prints them) and how to configure one;
 - ``failed`` ``{"error", "hint"}`` when the input or the run fails (the stream then ends).
@@ -31,6 +32,7 @@ from starlette.responses import StreamingResponse
 from hopgraph.core.errors import HopgraphError, InputError
 from hopgraph.graph_store import Index
 
+from .ui_format import passage_parts
 from .ui_queries import parse_k
 
 Send = Callable[[str, dict[str, Any]], None]
@@ -126,7 +128,7 @@ def answer(index: Index, params: Any, send: Send) -> None:
 
 def _passage(passage: Any, cited: set[str]) -> dict[str, Any]:
     return {"id": passage["id"], "title": passage["title"], "text": passage["text"],
-            "cited": passage["id"] in cited}  # fmt: skip
+            "parts": passage_parts(passage["text"]), "cited": passage["id"] in cited}  # fmt: skip
 
 
 def stream(run: Callable[[Send], None], limiter: anyio.CapacityLimiter) -> StreamingResponse:

@@ -2,11 +2,13 @@
 
 Every string that comes from the index or the user is put into the page with ``textContent``
 (never parsed as HTML); the evidence graph's SVG is drawn by the server, which escapes every
-title, id and entity in it (hopgraph.explain). ``{index_name}`` is replaced, escaped, by the
-server.
+title, id and entity in it (hopgraph.explain), and so is highlighted code, which Pygments
+escapes (hopgraph.ui_format). ``{index_name}`` is replaced, escaped, by the server.
 """
 
-PAGE = """<!doctype html>
+from .ui_format import code_css
+
+_PAGE = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
 <title>hopgraph: {index_name}</title>
 <meta name="viewport" content="width=device-width, initial-scale=1">
@@ -28,14 +30,34 @@ form input, form select, form textarea { font: inherit; padding: .25em; }
 .hit { background: #fff; border: 1px solid #ddd; border-radius: 4px; padding: .5em .7em;
   margin-bottom: .5em; }
 .hit .head { font-weight: 600; } .hit .meta { color: #666; font-size: .85em; }
-.hit .why { color: #8a4b08; font-size: .85em; } .hit .text { margin-top: .3em; }
+.hit .why { color: #8a4b08; font-size: .85em; } .hit .passage { margin-top: .3em; }
 .hit.gold { border: 2px solid #d4ac0d; }
+.passage .text { white-space: pre-wrap; margin: .3em 0; overflow-wrap: anywhere; }
+.passage .heading { font-weight: 600; margin: .5em 0 .2em; }
+pre.code { margin: .4em 0; padding: .5em .7em; border: 1px solid #e3e3e3; border-radius: 4px;
+  overflow: auto; max-height: 28em; font: 12.5px/1.4 ui-monospace, "DejaVu Sans Mono", monospace;
+  position: relative; }
+pre.code[data-language]:not([data-language=""])::after { content: attr(data-language);
+  position: absolute; top: .2em; right: .5em; color: #999; font: 11px system-ui, sans-serif; }
+.loading { color: #666; font-style: italic; }
+.loading::before { content: ""; display: inline-block; width: .8em; height: .8em;
+  margin-right: .45em; vertical-align: -.1em; border: 2px solid #c8d3e0;
+  border-top-color: #1f3a5f; border-radius: 50%; animation: spin .9s linear infinite; }
+@keyframes spin { to { transform: rotate(360deg); } }
+#graph h2 { font-size: 1em; margin: 1em 0 .3em; }
 #graph svg { background: #fff; border: 1px solid #ddd; max-width: 100%; height: auto; }
 table { border-collapse: collapse; background: #fff; } td, th { border: 1px solid #ddd;
   padding: .2em .5em; text-align: left; vertical-align: top; }
+caption { text-align: left; font-weight: 600; padding: .3em 0; }
+.tables { display: flex; flex-wrap: wrap; gap: 1.5em; align-items: flex-start; }
+.tables th[scope="row"] { font-weight: normal; color: #444; }
+td.figure { text-align: right; font-variant-numeric: tabular-nums; }
+#ask-evidence li { margin-bottom: .5em; }
 #steps li { color: #444; font-family: ui-monospace, monospace; font-size: .9em; }
 #answer { font-size: 1.2em; font-weight: 600; margin: .6em 0; } .note { color: #666; }
-#ask-error { color: #a00; white-space: pre-wrap; } #ask-evidence li.cited { font-weight: 600; }
+#ask-error { color: #a00; white-space: pre-wrap; }
+#ask-evidence li.cited > .head { font-weight: 600; }
+/*code-css*/
 .sound { color: #176b2c; font-weight: 600; } .unsound { color: #a00; font-weight: 600; }
 </style></head>
 <body>
@@ -46,11 +68,11 @@ table { border-collapse: collapse; background: #fff; } td, th { border: 1px soli
 <main>
 <section id="view-search">
 <form id="search">
-<label for="q">question</label><input id="q" name="q" autocomplete="off"
-  placeholder="When did military instruction start where Larry Alcala was educated?">
-<label for="method">method</label><select id="method" name="method"></select>
-<div id="description"></div>
-<label for="compare">compare with</label><select id="compare" name="compare">
+<label for="q">question</label><input id="q" name="q" autocomplete="off">
+<label for="method">method</label><select id="method" name="method" disabled aria-busy="true">
+  <option value="">loading methods …</option></select>
+<div id="description" class="loading">reading the index for the methods it runs …</div>
+<label for="compare">compare with</label><select id="compare" name="compare" disabled>
   <option value="">(none)</option></select>
 <label for="k">passages (k)</label><input id="k" name="k" type="number" min="1" max="50" value="5">
 <label for="where">filters</label><textarea id="where" name="where" rows="2"
@@ -58,18 +80,20 @@ table { border-collapse: collapse; background: #fff; } td, th { border: 1px soli
 <label for="expand">expand</label><input id="expand" name="expand"
   placeholder="section, neighbours or neighbours:N">
 <label for="gold">gold ids</label><input id="gold" name="gold" placeholder="d1,d2 (highlighted)">
-<div class="buttons"><button id="go" type="submit">Search</button>
-  <button id="show-graph" type="button">Evidence graph</button></div>
+<div class="buttons"><button id="go" type="submit" disabled>Search</button>
+  <button id="show-graph" type="button" disabled>Evidence graph</button></div>
 </form>
 <div id="error" role="alert"></div>
 <div id="results"></div>
-<div id="graph"><p id="graph-counts"></p><p id="legend"></p><div id="drawing"></div></div>
+<div id="graph"><h2 id="graph-title"></h2><p id="graph-counts"></p><p id="legend"></p>
+<div id="drawing"></div></div>
 </section>
 <section id="view-ask" hidden>
 <form id="ask-form">
 <label for="ask-q">question</label><input id="ask-q" autocomplete="off">
-<label for="agent">method</label><select id="agent"></select>
-<div class="buttons"><button id="ask" type="submit">Ask</button></div>
+<label for="agent">method</label><select id="agent" disabled>
+  <option value="">loading methods …</option></select>
+<div class="buttons"><button id="ask" type="submit" disabled>Ask</button></div>
 </form>
 <p class="note">An agent answers with the LLM of HOPGRAPH_LLM_* (or HOPGRAPH_LLM=local); its steps
 appear as they happen; chat keeps the conversation of this page, so follow-ups may say "it". Without
@@ -86,7 +110,9 @@ an LLM the page shows the evidence passages and how to set one.</p>
 const $ = (id) => document.getElementById(id);
 const el = (tag, cls, text) => { const e = document.createElement(tag);
   if (cls) e.className = cls; if (text !== undefined) e.textContent = text; return e; };
+const loading = (tag, text) => el(tag, "loading", text);
 let methods = [];
+let searchRun = 0, graphRun = 0;  // a reply to an earlier request is dropped, never drawn
 
 async function api(path, params) {
   const query = new URLSearchParams(params || {});
@@ -107,6 +133,22 @@ function params(method) {
   if ($("gold").value.trim()) p.set("gold", $("gold").value);
   return p;
 }
+function passage(parts) {
+  const body = el("div", "passage");
+  for (const part of parts) {  // kind "text" or "heading": shown as text
+    if (part.kind !== "code") { body.append(el("div", part.kind, part.text)); continue; }
+    const pre = el("pre", "code"); pre.dataset.language = part.language;
+    const code = el("code"); code.innerHTML = part.html;  // highlighted and escaped by Pygments
+    pre.append(code); body.append(pre);
+  }
+  return body;
+}
+const headings = (h) => (h.section || h.title).split(" > ");
+function body(h) {  // a heading the card's head already names is not said twice
+  const [first, ...rest] = h.parts;
+  const said = first && first.kind === "heading" && first.text === headings(h).at(-1);
+  return passage(said ? rest : h.parts);
+}
 function column(result) {
   const gold = new Set($("gold").value.split(",").map((s) => s.trim()).filter(Boolean));
   const col = el("div", "column"); col.dataset.method = result.method;
@@ -114,49 +156,73 @@ function column(result) {
   for (const h of result.hits) {
     const card = el("div", "hit" + (gold.has(h.doc_id) ? " gold" : ""));
     card.dataset.id = h.id;
-    card.append(el("div", "head", "#" + h.rank + "  " + h.title));
-    card.append(el("div", "meta", [h.id, h.section, "score " + h.score.toFixed(3)]
-      .filter(Boolean).join(" · ")));
+    card.append(el("div", "head", "#" + h.rank + "  " + headings(h).join(" › ")));
+    card.append(el("div", "meta", h.id + " · score " + h.score.toFixed(3)));
     card.append(el("div", "why", h.why));
-    card.append(el("div", "text", h.text.length > 600 ? h.text.slice(0, 600) + " …" : h.text));
+    card.append(body(h));
     col.append(card);
   }
   return col;
 }
+function clearGraph() {
+  graphRun++;
+  for (const id of ["graph-title", "graph-counts", "legend"]) $(id).replaceChildren();
+  $("drawing").replaceChildren();
+}
 async function search(event) {
   if (event) event.preventDefault();
-  $("error").textContent = ""; $("results").replaceChildren();
+  const run = ++searchRun;
+  clearGraph();  // the graph drawn was the last question's
+  $("error").textContent = "";
   const chosen = [$("method").value, $("compare").value].filter(Boolean);
+  $("results").replaceChildren(...chosen.map((m) => {
+    const col = el("div", "column"); col.append(loading("p", "searching with " + m + " …"));
+    return col; }));
   try {
     const found = await Promise.all(chosen.map((m) => api("/api/search?" + params(m))));
-    $("results").replaceChildren(...found.map(column));
-  } catch (err) { showError(err); }
+    if (run === searchRun) $("results").replaceChildren(...found.map(column));
+  } catch (err) {
+    if (run === searchRun) { $("results").replaceChildren(); showError(err); }
+  }
 }
 async function graph() {
+  clearGraph();
+  const run = graphRun;
   $("error").textContent = "";
+  $("graph-counts").replaceChildren(loading("span", "drawing the evidence graph …"));
   try {
     const g = await api("/api/graph?" + params($("method").value));
+    if (run !== graphRun) return;
     const passages = g.nodes.filter((n) => n.kind === "passage").length;
+    $("graph-title").textContent = "Evidence graph of “" + g.question + "”";
     $("graph-counts").textContent = g.method + ": " + g.nodes.length + " nodes (" + passages +
       " passages), " + g.edges.length + " edges";
     $("legend").innerHTML = g.legend;   // drawn and escaped by the server
     $("drawing").innerHTML = g.svg;     // drawn and escaped by the server
-  } catch (err) { showError(err); }
+  } catch (err) { if (run === graphRun) { $("graph-counts").replaceChildren(); showError(err); } }
 }
 function describe() {
   const m = methods.find((x) => x.name === $("method").value);
   $("description").textContent = m ? m.description : "";
 }
+const FIGURE = /^[\\d,.≈ —]+$/;  // a cell that is a number: right-aligned
+function table(t) {
+  const out = el("table"); out.append(el("caption", null, t.caption));
+  if (t.head.some(Boolean)) {
+    const tr = el("tr"); for (const h of t.head) tr.append(el("th", null, h)); out.append(tr);
+  }
+  for (const [first, ...rest] of t.rows) {
+    const tr = el("tr"); const th = el("th", null, first); th.scope = "row"; tr.append(th);
+    for (const cell of rest) tr.append(el("td", FIGURE.test(cell) ? "figure" : null, cell));
+    out.append(tr);
+  }
+  return out;
+}
 async function showIndex() {
-  const box = $("index-info"); box.replaceChildren(el("p", null, "reading the index …"));
+  const box = $("index-info"); box.replaceChildren(loading("p", "reading the index …"));
   try {
     const info = await api("/api/index");
-    const rows = [["index", info.index], ["generation", info.generation], ["model", info.model]];
-    for (const [k, v] of Object.entries(info.counts)) rows.push([k, v]);
-    for (const [k, v] of Object.entries(info.graphs || {})) rows.push(["graph " + k, v]);
-    const table = el("table");
-    for (const [k, v] of rows) { const tr = el("tr"); tr.append(el("th", null, k),
-      el("td", null, String(v))); table.append(tr); }
+    const tables = el("div", "tables"); tables.append(...info.tables.map(table));
     const check = el("p", info.check.sound ? "sound" : "unsound", info.check.sound
       ? "check: sound, every part is readable and they agree"
       : "check: " + info.check.problems.length + " problems");
@@ -164,14 +230,16 @@ async function showIndex() {
     for (const p of info.check.problems) problems.append(el("li", null,
       p.where + ": " + p.what + " (fix: " + p.fix + ")"));
     const docs = el("table"); docs.id = "documents";
-    docs.append(Object.assign(el("tr"), {}));
-    docs.firstChild.append(el("th", null, "document"), el("th", null, "title"),
-      el("th", null, "chunks"));
+    const head = el("tr"); docs.append(head);
+    head.append(el("th", null, "document"), el("th", null, "title"), el("th", null, "chunks"));
     for (const d of info.documents) { const tr = el("tr");
-      tr.append(el("td", null, d.id), el("td", null, d.title), el("td", null, String(d.chunks)));
+      tr.append(el("td", null, d.id), el("td", null, d.title),
+                el("td", "figure", d.chunks.toLocaleString("en")));
       docs.append(tr); }
-    box.replaceChildren(table, check, problems,
-      el("h2", null, info.documents_total + " documents"), docs);
+    const shown = info.documents.length < info.documents_total
+      ? " (the first " + info.documents.length + ")" : "";
+    box.replaceChildren(tables, check, problems,
+      el("h2", null, info.documents_total.toLocaleString("en") + " documents" + shown), docs);
   } catch (err) { box.replaceChildren(el("p", "unsound", err.error || String(err))); }
 }
 function tab(which) {
@@ -183,8 +251,11 @@ function tab(which) {
   if (which === "ask" && !$("ask-q").value) $("ask-q").value = $("q").value;
 }
 function evidenceList(items) {
-  $("ask-evidence").replaceChildren(...items.map((e) => el("li", e.cited ? "cited" : "",
-    (e.cited ? "* " : "") + e.title + " (" + e.id + "): " + e.text.slice(0, 240))));
+  $("ask-evidence").replaceChildren(...items.map((e) => {
+    const li = el("li", e.cited ? "cited" : "");
+    li.append(el("div", "head", (e.cited ? "* " : "") + e.title + " (" + e.id + ")"),
+              passage(e.parts));
+    return li; }));
 }
 let source = null;
 let thread = Math.random().toString(36).slice(2) + Date.now().toString(36);  // this page's chat
@@ -214,6 +285,9 @@ function ask(event) {
   source.onerror = () => { if (source.readyState === EventSource.CLOSED) return;
     source.close(); if ($("answer").textContent === "working …") $("answer").textContent = ""; };
 }
+function options(select, names) {
+  select.replaceChildren(...names.map((n) => Object.assign(el("option", null, n), {value: n})));
+}
 async function start() {
   $("search").addEventListener("submit", search);
   $("show-graph").addEventListener("click", graph);
@@ -225,19 +299,26 @@ async function start() {
   try {
     const served = await api("/api/methods");
     methods = served.methods;
-    for (const a of served.agents) {
-      $("agent").append(Object.assign(el("option", null, a), {value: a}));
-    }
-    for (const m of methods) {
-      $("method").append(Object.assign(el("option", null, m.name), {value: m.name}));
-      $("compare").append(Object.assign(el("option", null, m.name), {value: m.name}));
-    }
+    options($("agent"), served.agents);
+    options($("method"), methods.map((m) => m.name));
+    $("compare").append(...methods.map((m) => Object.assign(el("option", null, m.name),
+                                                             {value: m.name})));
     $("method").value = methods.some((m) => m.name === "gnn_ret") ? "gnn_ret" : methods[0].name;
+    $("q").placeholder = $("ask-q").placeholder = "e.g. " + served.example;
+    for (const id of ["method", "compare", "agent", "go", "show-graph", "ask"]) {
+      $(id).disabled = false;
+    }
+    $("method").removeAttribute("aria-busy");
+    $("description").classList.remove("loading");
     describe();
     document.body.dataset.ready = "1";
-  } catch (err) { showError(err); }
+  } catch (err) {
+    $("description").classList.remove("loading"); $("description").textContent = "";
+    showError(err);
+  }
 }
 start();
 </script>
 </body></html>
 """
+PAGE = _PAGE.replace("/*code-css*/", code_css())

@@ -17,6 +17,8 @@ from hopgraph.graph_store.documents.filters import parse_cli
 from hopgraph.graph_store.graphs.passage_graph import EDGE_TYPES
 from hopgraph.tools import Hit
 
+from .ui_format import index_tables, node_label, passage_parts
+
 MAX_K = 50
 MAX_DOCUMENTS = 500
 """Documents listed on the index view (the count says how many there are)."""
@@ -92,6 +94,7 @@ def run_search(index: Index, params: Any, served: dict[str, Any]) -> dict[str, A
                 "title": h.title,
                 "section": str(h.metadata.get("section", "")),
                 "text": h.text,
+                "parts": passage_parts(h.text),
                 "score": round(h.score, 4),
                 "why": why(h),
                 "metadata": dict(h.metadata),
@@ -107,8 +110,10 @@ def run_graph(index: Index, params: Any, served: dict[str, Any]) -> dict[str, An
 
     question, method, hits = _hits(index, params, served)
     gold = {g.strip() for g in params.get("gold", "").split(",") if g.strip()}
+    # a passage is drawn under its section's name: a manual's passages share one title
+    labels = {h.id: node_label(h.title, str(h.metadata.get("section", ""))) for h in hits}
     passages = [
-        Passage(h.id, h.doc_id, h.title, h.text, rank, h.provenance[-1].via if h.provenance
+        Passage(h.id, h.doc_id, labels[h.id], h.text, rank, h.provenance[-1].via if h.provenance
                 else (), h.provenance[-1].step if h.provenance else "")
         for rank, h in enumerate(hits, start=1)
     ]  # fmt: skip
@@ -116,8 +121,9 @@ def run_graph(index: Index, params: Any, served: dict[str, Any]) -> dict[str, An
     return {
         "question": question,
         "method": method,
-        "nodes": [{"id": p.id, "kind": "passage", "rank": p.rank, "title": p.title,
-                   "gold": p.doc_id in gold} for p in passages]
+        "nodes": [{"id": h.id, "kind": "passage", "rank": rank, "title": h.title,
+                   "label": labels[h.id], "gold": h.doc_id in gold}
+                  for rank, h in enumerate(hits, start=1)]
         + [{"id": f"entity:{e}", "kind": "entity", "title": e} for e in graph.entities],
         "edges": [{"source": a, "target": b, "kind": kind} for a, b, kind in graph.edges],
         "svg": render_svg(graph, 900, 560),
@@ -147,6 +153,7 @@ def describe_index(index: Index) -> dict[str, Any]:
         "model": manifest.settings.model,
         "counts": manifest.counts,
         "graphs": manifest.graph["counts"] if manifest.graph else None,
+        "tables": index_tables(index),
         "check": {"sound": not problems, "problems": problems},
         "documents": list(documents.values())[:MAX_DOCUMENTS],
         "documents_total": len(documents),

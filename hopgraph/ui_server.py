@@ -3,12 +3,15 @@
 Server-rendered page (hopgraph/ui_page.py: HTML, CSS and a little vanilla JS, no external assets)
 over a JSON API:
 
-- ``GET /api/methods``: the retrievers the index runs, each with its one-line description;
+- ``GET /api/methods``: the retrievers the index runs, each with its one-line description, and
+  an example question about the index's first document;
 - ``GET /api/search?q=&method=&k=&where=&expand=``: the ranked passages with title, section,
-  text, score and provenance (the CLI's errors come back as ``{"error", "hint"}``, status 400);
+  text (also split into prose and highlighted code), score and provenance (the CLI's errors
+  come back as ``{"error", "hint"}``, status 400);
 - ``GET /api/graph?q=&method=&k=&gold=``: the evidence graph (nodes, edges, and its SVG as
-  `hopgraph explain` draws it);
-- ``GET /api/index``: documents, counts, generation, graph statistics and what `check` says;
+  `hopgraph explain` draws it, each passage named by its section);
+- ``GET /api/index``: documents, counts, generation, graph statistics and what `check` says,
+  with the figures also as worded tables (hopgraph/ui_format.py);
 - ``GET /api/ask?q=&method=&k=``: an agent's steps as they happen, then its answer
   (server-sent events; hopgraph/ui_ask.py), or evidence alone when no LLM is configured.
 
@@ -38,6 +41,7 @@ from hopgraph.core.network import bearer_matches, check_exposure, parse_host_por
 from hopgraph.graph_store import Index, LiveIndex
 
 from . import ui_ask
+from .ui_format import example_question
 from .ui_page import PAGE
 
 COOKIE = "hopgraph_token"
@@ -129,6 +133,7 @@ class UIApp:
 
         return {
             "index": index.directory.name,
+            "example": example_question(index),
             "agents": ui_ask.ask_methods(),
             "methods": [
                 {"name": m, "description": RETRIEVERS[m].description} for m in served_methods(index)

@@ -172,3 +172,108 @@ def test_why_says_what_brought_a_hit_in_words():
     assert why(hit(chain)) == "iier: hop 2 (chain a#0 → b#0 → c#0)"
     assert why(hit(Provenance("bm25", "keyword match", 1, 3.0))) == "bm25: keyword match"
     assert why(hit()) == ""
+
+
+# -- what the page shows: figures, code, graph labels, the example question --------------------
+
+NOTES = {
+    "signals.md": "# Signals\n\nSignals let a handler run when an event happens.\n\n"
+    "## Connecting a handler\n\nCall `connect` with the handler:\n\n```python\n"
+    "def on_started(sender):\n    print(sender)\n\nstarted.connect(on_started)\n```\n\n"
+    "## Sending\n\nSend the signal with its sender:\n\n```python\nstarted.send('app')\n```\n\n"
+    "## Disconnecting\n\nA handler stays connected until `disconnect` is called.\n",
+}
+LONG_FLOAT = r"\d\.\d{4}"
+
+
+@pytest.fixture(scope="module")
+def notes_client(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("notes")
+    for name, text in NOTES.items():
+        (folder / name).write_text(text)
+    index = folder.parent / (folder.name + "-idx")
+    assert main(["index", str(folder), "--index", str(index), "--model", "hashing", "-q"]) == 0
+    assert main(["graph", "build", "--index", str(index), "-q"]) == 0
+    with LiveIndex(index) as live:
+        yield TestClient(UIApp(live).app())
+
+
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [(2.6666666666666665, "2.67"), (1.5, "1.5"), (3.0, "3"), (0.0, "0"), (0.0001, "≈ 0"),
+     (1234567, "1,234,567"), (True, "yes"), (None, "—"), ("hashing", "hashing"),
+     ({"structural": 5, "mean_degree": 2.5714}, "structural 5, edges per chunk (mean) 2.57")],
+)  # fmt: skip
+def test_a_figure_is_shown_rounded_and_in_words(value, shown):
+    from hopgraph.ui_format import figure
+
+    assert figure(value) == shown
+
+
+def test_the_index_view_gives_tables_of_words_and_rounded_figures(client):
+    import re
+
+    from hopgraph.graph_store.graphs.passage_graph import EDGE_TYPES
+
+    tables = {t["caption"]: t for t in client.get("/api/index").json()["tables"]}
+    assert list(tables) == ["Index", "Graphs", "Edges by type"]
+    cells = [c for t in tables.values() for row in t["rows"] for c in row]
+    assert all(isinstance(c, str) for c in cells)
+    assert not any("_" in c or re.search(LONG_FLOAT, c) or "{" in c for c in cells), cells
+    edges = tables["Edges by type"]["rows"]
+    assert [row[0] for row in edges] == [*EDGE_TYPES, "all"]
+    assert int(edges[-1][1]) == sum(int(row[1]) for row in edges[:-1])
+    graph = dict(tables["Graphs"]["rows"])
+    assert re.fullmatch(r"\d+(\.\d{1,2})?", graph["edges per chunk (mean)"])
+
+
+def test_passage_parts_keep_code_as_code_highlighted_and_escaped():
+    from hopgraph.ui_format import passage_parts
+
+    text = ("## Install\n\nRun this:\n\n```python\ndef f(x):\n    return '<b>'\n```\n\n"
+            "Then:\n\n    indented = 1\n\nDone.")  # fmt: skip
+    parts = passage_parts(text)
+    assert [p["kind"] for p in parts] == ["heading", "text", "code", "text", "code", "text"]
+    assert parts[0]["text"] == "Install" and parts[1]["text"] == "Run this:"
+    python = parts[2]
+    assert python["language"] == "python" and '<span class="k">def</span>' in python["html"]
+    assert "\n    " in python["html"]  # its lines and indentation, as written
+    assert "<b>" not in python["html"] and "&lt;b&gt;" in python["html"]
+    assert parts[4]["language"] == "" and "indented" in parts[4]["html"]
+    assert passage_parts("Plain words,\nover two lines.") == [
+        {"kind": "text", "text": "Plain words,\nover two lines."}
+    ]
+    assert "<script>" not in passage_parts("```nosuchlanguage\n<script>\n```")[0]["html"]
+
+
+def test_search_hits_carry_their_code_as_parts(notes_client):
+    hits = notes_client.get("/api/search", params={"q": "connect a handler", "method": "bm25",
+                                                   "k": 2}).json()["hits"]  # fmt: skip
+    code = [p for h in hits for p in h["parts"] if p["kind"] == "code"]
+    assert code and code[0]["language"] == "python" and 'class="k"' in code[0]["html"]
+
+
+def test_node_labels_name_the_section_and_keep_its_innermost_headings():
+    from hopgraph.ui_format import LABEL_WIDTH, node_label
+
+    assert node_label("Signals", "Signals > Sending") == "Signals › Sending"
+    assert node_label("Larry Alcala", "Larry Alcala") == "Larry Alcala"
+    assert node_label("Larry Alcala", "") == "Larry Alcala"
+    deep = node_label("A manual", "A manual > Configuration reference > Environment variables")
+    assert deep == "… › Environment variables" and len(deep) <= LABEL_WIDTH
+    assert len(node_label("T", "x" * 100)) == LABEL_WIDTH
+
+
+def test_graph_nodes_are_named_by_section_not_by_title(notes_client):
+    body = notes_client.get("/api/graph", params={"q": "handler signal send connect",
+                                                  "method": "bm25", "k": 4}).json()  # fmt: skip
+    labels = [n["label"] for n in body["nodes"] if n["kind"] == "passage"]
+    assert len(labels) == 4 and len(set(labels)) == 4, labels
+    assert {n["title"] for n in body["nodes"] if n["kind"] == "passage"} == {"Signals"}
+    assert all(f">{label}</text>" in body["svg"] for label in labels)
+
+
+def test_the_example_question_is_drawn_from_the_index(client, notes_client):
+    assert client.get("/api/methods").json()["example"] == "What is known about Larry Alcala?"
+    example = notes_client.get("/api/methods").json()["example"]
+    assert example == "What does Signals say about Connecting a handler?"
