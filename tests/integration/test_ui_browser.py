@@ -2,13 +2,18 @@
 
 Searches a sample question with gnn_ret, sees its hits and their provenance, adds hybrid beside
 it, opens the evidence graph and counts its nodes and edges against the JSON the server gives,
-and opens the index view. Screenshots of each view land in the test's folder, and in docs/ when
+asks a second question (the first one's graph goes), and opens the index view; no view may show
+``[object Object]``, ``undefined`` or a float of more than 3 decimals. On a small manual (Markdown
+with code): the loading states, code shown as highlighted code, graph nodes named by section, the
+example question drawn from the index, and a late graph of an earlier question never drawn.
+Screenshots of each view land in the test's folder, and in docs/ when
 HOPGRAPH_UPDATE_SCREENSHOTS=1 (how the README's pictures are made).
 """
 
 import contextlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -23,6 +28,7 @@ pytestmark = pytest.mark.integration
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 QUESTION = "When did military instruction start where Larry Alcala was educated?"
+SECOND = "Which county is Van Hook Township in?"
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 
 
@@ -62,6 +68,26 @@ def shoot(page, name, tmp_path):
         shutil.copyfile(tmp_path / name, DOCS / name)
 
 
+UNFINISHED = re.compile(r"\[object Object\]|\bundefined\b|\bNaN\b|\d\.\d{4}")
+"""What a view must never show: an object or a missing value printed, a float unrounded."""
+
+
+def assert_reads_well(page, view):
+    text = page.inner_text(f"#view-{view}")
+    assert not UNFINISHED.search(text), UNFINISHED.search(text).group()
+
+
+def api_graph(url, question, method, k, gold=""):
+    query = {"q": question, "method": method, "k": str(k), "gold": gold}
+    return json.loads(urllib.request.urlopen(
+        f"{url}/api/graph?{urllib.parse.urlencode(query)}", timeout=30).read())  # fmt: skip
+
+
+def drawn_passages(page):
+    ids = "gs => gs.map(g => g.dataset.id)"
+    return set(page.eval_on_selector_all("#drawing svg g.passage", ids))
+
+
 @pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (.ci/run installs it)")
 def test_search_compare_graph_and_index_in_a_browser(server, tmp_path):
     from playwright.sync_api import sync_playwright
@@ -71,6 +97,8 @@ def test_search_compare_graph_and_index_in_a_browser(server, tmp_path):
         page = browser.new_page(viewport={"width": 1280, "height": 900})
         page.goto(server)
         page.wait_for_selector("body[data-ready='1']")
+        # the example comes from the index's first document, not a question fixed in the page
+        assert page.get_attribute("#q", "placeholder") == "e.g. What is known about Larry Alcala?"
         page.fill("#q", QUESTION)
         page.select_option("#method", "gnn_ret")
         page.fill("#gold", "d1,d2")
@@ -79,6 +107,7 @@ def test_search_compare_graph_and_index_in_a_browser(server, tmp_path):
         whys = page.locator(".column[data-method='gnn_ret'] .why").all_text_contents()
         assert len(whys) == 5 and all(w.startswith("gnn_ret: ") for w in whys)
         assert any("pulled in by" in w for w in whys), whys  # a message over a graph edge
+        assert_reads_well(page, "search")
         shoot(page, "ui-search.png", tmp_path)
 
         page.select_option("#compare", "hybrid")
@@ -88,9 +117,7 @@ def test_search_compare_graph_and_index_in_a_browser(server, tmp_path):
 
         page.click("#show-graph")
         page.wait_for_selector("#drawing svg")
-        query = {"q": QUESTION, "method": "gnn_ret", "k": "5", "gold": "d1,d2"}
-        expected = json.loads(urllib.request.urlopen(
-            f"{server}/api/graph?{urllib.parse.urlencode(query)}", timeout=30).read())  # fmt: skip
+        expected = api_graph(server, QUESTION, "gnn_ret", 5, "d1,d2")
         passages = [n for n in expected["nodes"] if n["kind"] == "passage"]
         assert page.locator("#drawing svg g.passage").count() == len(passages)
         assert page.locator("#drawing svg g.entity").count() == len(expected["nodes"]) - len(
@@ -98,7 +125,25 @@ def test_search_compare_graph_and_index_in_a_browser(server, tmp_path):
         )
         assert page.locator("#drawing svg line.edge").count() == len(expected["edges"])
         assert page.locator("#drawing svg g.passage.gold").count() >= 1
+        assert_reads_well(page, "search")
         shoot(page, "ui-graph.png", tmp_path)
+
+        # a second question: the first one's graph goes with its search, the new one is its own
+        first = drawn_passages(page)
+        page.fill("#q", SECOND)
+        page.fill("#k", "2")
+        page.click("#go")
+        assert page.locator("#drawing svg").count() == 0  # cleared as the search starts
+        page.wait_for_selector(".column[data-method='gnn_ret'] .hit")
+        assert page.locator("#drawing svg").count() == 0 and not page.inner_text("#graph").strip()
+        page.click("#show-graph")
+        page.wait_for_selector("#drawing svg")
+        second = {n["id"] for n in api_graph(server, SECOND, "gnn_ret", 2, "d1,d2")["nodes"]
+                  if n["kind"] == "passage"}  # fmt: skip
+        assert drawn_passages(page) == second and second != first
+        assert SECOND in page.inner_text("#graph-title")
+        assert_reads_well(page, "search")
+        page.fill("#k", "5")
 
         page.fill("#q", "")
         page.click("#go")
@@ -113,11 +158,172 @@ def test_search_compare_graph_and_index_in_a_browser(server, tmp_path):
         page.wait_for_selector("#ask-evidence li")
         assert "no written answer" in page.text_content("#answer")
         assert "HOPGRAPH_LLM" in page.text_content("#usage")
+        assert_reads_well(page, "ask")
 
         page.click("#tab-index")
         page.wait_for_selector("#index-info .sound")
         assert page.locator("#documents tr").count() == 1 + 6  # a header and the six documents
+        edges = page.locator("table:has(caption:text('Edges by type')) tr")
+        assert edges.count() == 1 + 5 + 1  # a header, the five types, all
+        assert_reads_well(page, "index")
         shoot(page, "ui-index.png", tmp_path)
+        browser.close()
+
+
+MANUAL = {
+    "signals.md": """# Signals
+
+Signals let a handler run when something happens in the application.
+
+## Connecting a handler
+
+Call `connect` with the function to run; it is called with the sender and the signal's data:
+
+```python
+from relay import signal
+
+started = signal("started")
+
+
+def on_started(sender, **data):
+    print(f"{sender} started, version {data['version']}")
+
+
+started.connect(on_started)
+```
+
+## Sending a signal
+
+Send it with the sender and any data; every connected handler runs in turn:
+
+```python
+started.send("app", version=2)
+```
+
+## Disconnecting
+
+A handler stays connected until `disconnect` is called with it.
+""",
+    "configuration.md": """# Configuration
+
+Settings come from `relay.toml` in the working folder, then from the environment.
+
+## The settings file
+
+```toml
+[server]
+host = "127.0.0.1"
+port = 8080
+workers = 4
+```
+
+## Environment variables
+
+`RELAY_PORT` overrides the port and `RELAY_WORKERS` the number of workers.
+""",
+}
+HANDLER = "How do I connect a handler to a signal?"
+PORT = "Which port does the server listen on?"
+
+
+def hold(page, pattern):
+    """Hold the page's requests to ``pattern`` until the test lets them go: (held, release)."""
+    held = []
+    page.route(pattern, lambda route: held.append(route))
+
+    def release():
+        while held:
+            held.pop().continue_()
+        page.unroute(pattern)
+
+    def wait():
+        while not held:
+            page.wait_for_timeout(20)
+
+    return wait, release
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (.ci/run installs it)")
+def test_a_manual_shows_code_sections_loading_and_only_the_latest_graph(tmp_path):
+    from playwright.sync_api import sync_playwright
+
+    from hopgraph.cli import main
+
+    notes = tmp_path / "manual"
+    notes.mkdir()
+    for name, text in MANUAL.items():
+        (notes / name).write_text(text)
+    index = tmp_path / "manual-index"
+    assert main(["index", str(notes), "--index", str(index), "--model", "hashing", "-q"]) == 0
+    assert main(["graph", "build", "--index", str(index), "-q"]) == 0
+    with running_ui(index, tmp_path) as url, sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+
+        # a cold server: the method list says it is loading, and nothing can be sent meanwhile
+        wait, release = hold(page, re.compile(r"/api/methods$"))
+        page.goto(url, wait_until="domcontentloaded")
+        wait()
+        assert "loading methods" in page.inner_text("#method") and page.is_disabled("#go")
+        assert page.locator("#description.loading").count() == 1
+        release()
+        page.wait_for_selector("body[data-ready='1']")
+        example = json.loads(urllib.request.urlopen(f"{url}/api/methods").read())["example"]
+        assert page.get_attribute("#q", "placeholder") == "e.g. " + example
+        assert example.startswith(("What does Signals", "What does Configuration"))
+
+        # results say they are coming
+        page.fill("#q", HANDLER)
+        page.select_option("#method", "bm25")
+        page.fill("#k", "2")
+        wait, release = hold(page, re.compile(r"/api/search\?"))
+        page.click("#go")
+        wait()
+        assert "searching with bm25" in page.inner_text("#results .loading")
+        release()
+        page.wait_for_selector(".hit")
+
+        # code as code: its own lines, highlighted, in a preformatted block
+        code = page.locator(".hit pre.code").first
+        assert "\n    print(" in code.inner_text()
+        assert code.evaluate("e => getComputedStyle(e).whiteSpace") == "pre"
+        assert code.locator("span.k, span.kn").count() >= 2  # def, from, import
+        assert_reads_well(page, "search")
+
+        # a graph still on its way when a new search starts is never drawn
+        wait, release = hold(page, re.compile(r"/api/graph\?"))
+        page.click("#show-graph")
+        wait()
+        page.fill("#q", PORT)
+        page.click("#go")
+        page.wait_for_selector(".hit[data-id^='configuration.md']")
+        with page.expect_response(re.compile(r"/api/graph\?")):
+            release()
+        page.wait_for_timeout(300)
+        assert page.locator("#drawing svg").count() == 0
+
+        # two questions: the graph shows the second's passages only, each named by its section
+        first = {n["id"] for n in api_graph(url, HANDLER, "bm25", 2)["nodes"]
+                 if n["kind"] == "passage"}  # fmt: skip
+        page.click("#show-graph")
+        page.wait_for_selector("#drawing svg")
+        second = {n["id"] for n in api_graph(url, PORT, "bm25", 2)["nodes"]
+                  if n["kind"] == "passage"}  # fmt: skip
+        assert drawn_passages(page) == second and not first & second
+        assert PORT in page.inner_text("#graph-title")
+
+        page.fill("#q", HANDLER)
+        page.select_option("#method", "gnn_ret")
+        page.fill("#k", "4")
+        page.click("#go")
+        page.wait_for_selector(".column[data-method='gnn_ret'] .hit")
+        page.click("#show-graph")
+        page.wait_for_selector("#drawing svg")
+        labels = page.locator("#drawing svg g.passage > text:last-of-type").all_text_contents()
+        assert len(labels) == 4 and len(set(labels)) == 4, labels  # not one title four times
+        assert any(" › " in label for label in labels), labels
+        assert_reads_well(page, "search")
+        shoot(page, "ui-code.png", tmp_path)
         browser.close()
 
 
