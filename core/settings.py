@@ -13,7 +13,7 @@ import os
 import threading
 import tomllib
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import (
@@ -23,20 +23,38 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
+# The names the parser shows and the run's --config and flags live in config.py, which the
+# parser imports without paying for pydantic; re-exported here for everything that reads settings.
+from .config import (
+    CONFIG_FILE,
+    DEFAULT_MODEL,
+    DEVICES,
+    ENV_PREFIX,
+    LLM_CHOICES,
+    Device,
+    LLMChoice,
+    _active,
+    configure,
+    settings_file,
+)
 from .errors import InputError
 
-DEFAULT_MODEL = "all-MiniLM-L6-v2"
-CONFIG_FILE = "hopgraph.toml"
-"""The settings file hopgraph reads from an index folder."""
-ENV_PREFIX = "HOPGRAPH_"
-
-
-Device = Literal["auto", "cpu", "cuda", "mps"]
-DEVICES: tuple[str, ...] = get_args(Device)
-"""Where the embedding model runs (``--device``, ``HOPGRAPH_DEVICE``)."""
-LLMChoice = Literal["auto", "endpoint", "local", "none"]
-LLM_CHOICES: tuple[str, ...] = get_args(LLMChoice)
-"""What ``--llm`` (or ``HOPGRAPH_LLM``) may say: who answers a run's prompts."""
+__all__ = [  # with the names of config.py, re-exported
+    "CONFIG_FILE",
+    "DEFAULT_MODEL",
+    "DEVICES",
+    "LLM_CHOICES",
+    "IndexSettings",
+    "Settings",
+    "cache_dir",
+    "configure",
+    "default_index_dir",
+    "describe_settings",
+    "encoders_dir",
+    "named_setting",
+    "settings",
+    "settings_file",
+]
 
 
 class Settings(BaseSettings):
@@ -112,27 +130,7 @@ class Settings(BaseSettings):
         return (init_settings, env_settings, *toml)
 
 
-_active: dict[str, Any] = {"file": None, "config": None, "flags": {}}
-"""What :func:`configure` set for this process: the --config file and the global flags."""
 _reading = threading.RLock()  # the file being read is passed to the source through _active
-
-
-def configure(config: Path | None = None, **flags: Any) -> None:
-    """Set this process's --config file and command-line flags (None: not given)."""
-    if config is not None and not Path(config).is_file():
-        raise InputError(f"no settings file at {config}", "give the path of a hopgraph.toml")
-    _active["config"] = Path(config) if config is not None else None
-    _active["flags"] = {k: v for k, v in flags.items() if v is not None}
-
-
-def settings_file(flags: dict[str, Any] | None = None) -> Path | None:
-    """Return the settings file in effect: --config, else hopgraph.toml in the index folder."""
-    if _active["config"] is not None:
-        return _active["config"]
-    flags = {**_active["flags"], **(flags or {})}
-    index = flags.get("index") or os.environ.get(f"{ENV_PREFIX}INDEX") or "hopgraph-index"
-    candidate = Path(index) / CONFIG_FILE
-    return candidate if candidate.is_file() else None
 
 
 def settings(**flags: Any) -> Settings:

@@ -12,13 +12,7 @@ The few names a library user needs (docs/api.md), imported on first use (PEP 562
 """
 
 import importlib
-from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
-
-try:
-    __version__ = version("hopgraph")
-except PackageNotFoundError:  # running from a source tree that was never installed
-    __version__ = "0.0.0+source"
 
 if TYPE_CHECKING:
     from hopgraph.agents.run import RunResult, run_agent
@@ -80,4 +74,15 @@ __all__ = [
 def __getattr__(name: str) -> Any:
     if name in _API:
         return getattr(importlib.import_module(_API[name]), name)
+    if name == "__version__":  # importlib.metadata is 0.05 s of every CLI start: on request
+        return _version()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("hopgraph")
+    except PackageNotFoundError:  # running from a source tree that was never installed
+        return "0.0.0+source"

@@ -20,7 +20,6 @@ from .cli_options import (
     where_option,
 )
 from .core.errors import HopgraphError, InputError, LLMServerError
-from .core.settings import cache_dir
 
 # Each command imports what it runs on (LangGraph, the index, the LLM client) when it runs:
 # building the parser, for any command, must not.
@@ -28,6 +27,8 @@ from .core.settings import cache_dir
 
 def default_checkpoints() -> Path:
     """Return where runs are checkpointed unless --checkpoints says otherwise."""
+    from .core.settings import cache_dir
+
     return cache_dir() / "runs.sqlite"
 
 

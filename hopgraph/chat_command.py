@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any
 
 from .cli_options import index_option, llm_option, method_option, positive, preset_option
 from .core.errors import HopgraphError
-from .core.settings import cache_dir
 
 if TYPE_CHECKING:  # imported when the chat runs, not when the CLI's parser is built
     from hopgraph.graph_store import Index, LiveIndex
@@ -148,6 +147,7 @@ def chat(args: argparse.Namespace) -> None:
 
     from .commands import index_dir
     from .core.llm import choose_chat, describe
+    from .core.settings import cache_dir
 
     model = choose_chat(args.llm)
     if model is None:

@@ -7,6 +7,7 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from .cli_options import (
     DEMO_INDEX,
@@ -22,8 +23,8 @@ from .cli_options import (
     shard_options,
     where_option,
 )
+from .core.config import configure
 from .core.errors import HopgraphError
-from .core.settings import configure
 
 EPILOG = """\
 examples:
@@ -97,7 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--version", action="version", version=_version())
+    parser.add_argument("--version", action=_Version)
     parser.add_argument(
         "--config",
         type=Path,
@@ -518,10 +519,18 @@ def _graph_parser(sub: argparse._SubParsersAction) -> None:
     c.set_defaults(func=lazy("graph_commands:coverage"))
 
 
-def _version() -> str:
-    from . import __version__
+class _Version(argparse.Action):
+    """``--version``, read (importlib.metadata, 0.03 s) only when asked for, not per parse."""
 
-    return f"hopgraph {__version__}"
+    def __init__(self, option_strings: list[str], dest: str, **_: Any) -> None:
+        super().__init__(option_strings, argparse.SUPPRESS, nargs=0, default=argparse.SUPPRESS,
+                         help="show program's version number and exit")  # fmt: skip
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
+        from . import __version__
+
+        print(f"hopgraph {__version__}")
+        parser.exit()
 
 
 def _diagnose(args: argparse.Namespace | None) -> str | None:

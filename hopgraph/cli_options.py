@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .core.settings import DEVICES, LLM_CHOICES, default_index_dir
+from .core.config import DEVICES, LLM_CHOICES
 
 DEMO_INDEX = Path(".hopgraph") / "demo-index"
 """Where `hopgraph demo` builds its index unless --index says otherwise."""
@@ -33,7 +33,11 @@ def lazy(target: str) -> Handler:
 
 def index_dir(args: argparse.Namespace) -> Path:
     """Return the index directory the user named, or the default."""
-    return Path(args.index) if args.index else default_index_dir()
+    if args.index:
+        return Path(args.index)
+    from .core.settings import default_index_dir  # pydantic: not for parsing alone
+
+    return default_index_dir()
 
 
 def positive(text: str) -> int:

@@ -9,11 +9,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from tqdm.auto import tqdm
-
 from .cli_options import build_options, index_option, positive
 from .core.errors import InputError
-from .core.settings import named_setting
 
 TOP_O = {"gnn_ret": 25, "rgnn_ret": 10}  # the paper's competitive-set sizes (spec §3.4, §4.2)
 NETWORKS = ("grag", "iier")
@@ -33,6 +30,7 @@ def _open(args: argparse.Namespace, data: Path) -> Any:
     from hopgraph.evals.runner import eval_index
 
     from .commands import settings_from
+    from .core.settings import named_setting
 
     named_model = args.model or named_setting("model")
     index_path = Path(args.index) if args.index else None
@@ -41,6 +39,8 @@ def _open(args: argparse.Namespace, data: Path) -> Any:
 
 def train_network(args: argparse.Namespace) -> None:
     """Train G-RAG's or IIER's network on one or more datasets; save it with its provenance."""
+    from tqdm.auto import tqdm
+
     from hopgraph.evals.datasets import load_questions
     from hopgraph.graph_store.stores.manifest import package_versions
     from hopgraph.tools.training import FitSettings
@@ -207,6 +207,8 @@ def _gold_rows(idx: Any) -> dict[str, list[int]]:
 
 
 def _progress(args: argparse.Namespace) -> tuple[Any, Callable[[int, float], None]]:
+    from tqdm.auto import tqdm  # with asyncio: for training, not for the CLI's parser
+
     bar = tqdm(total=args.max_iterations, desc="training", unit="step", disable=args.quiet)
 
     def step(_: int, loss: float) -> None:
@@ -217,6 +219,8 @@ def _progress(args: argparse.Namespace) -> tuple[Any, Callable[[int, float], Non
 
 
 def _fit_single(retriever: Any, questions: Sequence[Any], gold_docs: dict, top_o: int, args: Any):
+    from tqdm.auto import tqdm
+
     from hopgraph.tools.gnn_ret_training import make_sample, train_alphas
 
     samples = [
@@ -235,6 +239,8 @@ def _fit_single(retriever: Any, questions: Sequence[Any], gold_docs: dict, top_o
 def _fit_recurrent(
     retriever: Any, questions: Sequence[Any], gold_docs: dict, top_o: int, args: Any
 ):
+    from tqdm.auto import tqdm
+
     from hopgraph.agents.rgnn_ret.context import Context
     from hopgraph.tools.gnn_ret_training import (
         make_recurrent_sample,
