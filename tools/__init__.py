@@ -22,12 +22,14 @@ if TYPE_CHECKING:
     from .base import Retriever
     from .hits import Hit, Provenance
     from .langchain import HopgraphRetriever
+    from .llamaindex import HopgraphLlamaIndexRetriever
 
 _LAZY = {
     "Retriever": "base",
     "Hit": "hits",
     "Provenance": "hits",
     "HopgraphRetriever": "langchain",
+    "HopgraphLlamaIndexRetriever": "llamaindex",  # the llamaindex extra
 }
 
 __all__ = [
@@ -35,6 +37,7 @@ __all__ = [
     "PRESETS",
     "RETRIEVERS",
     "Hit",
+    "HopgraphLlamaIndexRetriever",
     "HopgraphRetriever",
     "Provenance",
     "Retriever",
