@@ -10,15 +10,18 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
-from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import BaseMessage, HumanMessage
 from pydantic import BaseModel, ConfigDict, Field
 from typing_extensions import TypedDict  # pydantic reads it on Python < 3.12
 
 from .errors import HopgraphError, LLMReplyError, LLMServerError
 from .settings import LLM_CHOICES, settings
+
+if TYPE_CHECKING:  # langchain-core is 1 s of imports: paid when a model is called, not by
+    # the LLM-free retrievers that import this module for its types and helpers
+    from langchain_core.language_models import BaseChatModel
+    from langchain_core.messages import BaseMessage
 
 T = TypeVar("T")
 
@@ -124,6 +127,8 @@ def complete(chat: BaseChatModel, prompt: str) -> tuple[str, Usage]:
 
     Tokens are the server's counts (``usage_metadata``); a server that reports none counts 0.
     """
+    from langchain_core.messages import HumanMessage
+
     started = time.perf_counter()
     message = invoke(chat, [HumanMessage(prompt)])
     tokens = getattr(message, "usage_metadata", None) or {}

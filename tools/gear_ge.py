@@ -19,10 +19,9 @@ import itertools
 import math
 import re
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import numpy as np
-from langchain_core.language_models import BaseChatModel
 
 from hopgraph.core.llm import Usage, add_usage, complete, no_usage
 from hopgraph.graph_store import Index
@@ -33,6 +32,9 @@ from .base import Bases
 from .fusion import reciprocal_rank_fusion
 from .guard import CONFIDENT, KEEP, MARGIN, Guarded
 from .hits import Hit, Provenance
+
+if TYPE_CHECKING:  # a chat model is passed in; the LLM-free runs import no langchain-core
+    from langchain_core.language_models import BaseChatModel
 
 Beam = tuple[float, list[int]]
 

@@ -19,7 +19,8 @@ Two branches share the graph:
 
 Both branches' output layers start at zero, and a = 1, b = 0: the untrained network ranks as
 dense retrieval does, and training moves away from it only as far as the held-back slice allows.
-Torch lives here, apart from ``tools/grag.py``, so importing the retrievers stays light.
+Torch lives here, for training, apart from ``tools/grag.py``: retrieval applies the trained
+weights in numpy (``GraphScorer`` in ``tools/grag.py``).
 """
 
 from __future__ import annotations
@@ -128,6 +129,6 @@ def load_model(path: Path, index: Index) -> tuple[GRAGNet, dict[str, Any]]:
     # Weights saved before concept_paths existed embedded the path strings.
     record["settings"] = {"concept_paths": "encoded", **record["settings"]}
     model = GRAGNet(int(record["dimension"]), GRAGSettings(**record["settings"]))
-    model.load_state_dict(state)
+    model.load_state_dict({name: torch.from_numpy(value) for name, value in state.items()})
     model.eval()
     return model, record

@@ -12,7 +12,8 @@
    s(n) = cos(q, n) + ``edge_weight`` · mean(r(u, n)), with IIER's edge features r scaled to
    [0, 1] (structural, semantic, keywords / 5, shared entities > 0). A trained chain scorer
    (``tools/iier_scorer.py``, `hopgraph train iier`) replaces it when given or found with the
-   index (``INDEX/models/iier.pt``).
+   index (``INDEX/models/iier.pt``); its weights are applied in numpy (``ChainRanker``), so
+   retrieval imports no torch.
 4. Ranking: chains flattened breadth-first (every seed, then every chain's second chunk, …), or
    chain after chain as the paper concatenates them (``order="chains"``, the paper preset);
    the base retriever's ranking fills the remaining places.
@@ -27,7 +28,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import numpy as np
-from langchain_core.language_models import BaseChatModel
 
 from hopgraph.core.llm import ask_structured
 from hopgraph.graph_store import Index
@@ -39,13 +39,13 @@ from hopgraph.prompts.iier import QUESTION_KEYWORDS
 from .base import Bases
 from .guard import KEEP, Guarded
 from .hits import Hit, Provenance
-from .iier_steps import Step, scaled_edges
-from .weights import available_weights
+from .iier_steps import ChainRanker, ScorerSettings, Step, scaled_edges
+from .weights import available_weights, load_weights
 
 log = logging.getLogger(__name__)
 
-if TYPE_CHECKING:
-    from .iier_scorer import ChainScorer
+if TYPE_CHECKING:  # a chat model is passed in; the LLM-free runs import no langchain-core
+    from langchain_core.language_models import BaseChatModel
 
 
 def flatten_chains(
@@ -134,11 +134,10 @@ class IIERRetriever(Guarded):
             path = None
         else:
             path = Path(weights) if weights else available_weights(index, self.name)
-        self.scorer: ChainScorer | None = None
+        self.scorer: ChainRanker | None = None
         if path is not None:
-            from .iier_scorer import load_scorer
-
-            self.scorer, _ = load_scorer(path, index)
+            record, state = load_weights(path, index, self.name)
+            self.scorer = ChainRanker(state, ScorerSettings(**record["settings"]))
         self.weights_path = path
         self.base = bases(base)
         self.graph = index.passage_graph

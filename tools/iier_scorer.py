@@ -10,13 +10,12 @@ against the question and the path, and the edge features r(u, n) through f_r (Eq
 
 The last two terms are the untrained scorer of ``tools/iier.py``; f_s's output layer starts at
 zero, so an untrained network chooses exactly as the untrained scorer does, and training learns
-a correction to it. Torch lives here, apart from ``tools/iier.py``, so importing the retrievers
-stays light.
+a correction to it. Torch lives here, for training, apart from ``tools/iier.py``: retrieval
+applies the trained weights in numpy (``ChainRanker`` in ``tools/iier_steps.py``).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,23 +25,13 @@ from torch import nn
 
 from hopgraph.graph_store import Index
 
-from .iier_steps import Step
+from .iier_steps import ChainRanker, ScorerSettings, Step
 from .weights import load_weights
+
+__all__ = ["ChainScorer", "ScorerSettings", "load_scorer", "new_scorer"]
 
 EDGE_FEATURES = 4
 """r(u, n): structural, semantic, keywords / 5, shared entities > 0 (see ``scaled_edges``)."""
-
-
-@dataclass(frozen=True)
-class ScorerSettings:
-    """The network's sizes; saved with its weights."""
-
-    hidden: int = 128
-    edge_hidden: int = 32
-    dropout: float = 0.2
-    """The paper's dropout before each linear layer (§3.4)."""
-    edge_weight: float = 0.1
-    """w of the untrained scorer's skip term (IIERRetriever's ``edge_weight``)."""
 
 
 class ChainScorer(nn.Module):
@@ -66,7 +55,7 @@ class ChainScorer(nn.Module):
         )
         nn.init.zeros_(self.score[-1].weight)
         nn.init.zeros_(self.score[-1].bias)
-        self._frozen: list[tuple[np.ndarray, np.ndarray]] | None = None
+        self._frozen: ChainRanker | None = None
 
     def forward(self, step: Step) -> torch.Tensor:
         """Return one score (a logit) per candidate."""
@@ -79,25 +68,12 @@ class ChainScorer(nn.Module):
         return self.score(joint).squeeze(-1) + skip
 
     def rank(self, step: Step) -> np.ndarray:
-        """Score a step's candidates in inference mode, in numpy.
-
-        Equal to ``forward`` without dropout; a chain step scores a few dozen candidates, where
-        torch's per-call overhead would cost more than the arithmetic (6.8 × dense latency).
-        """
+        """Score a step's candidates in inference mode, in numpy (:class:`ChainRanker`)."""
         if self.training or self._frozen is None:
             self.eval()
-            self._frozen = [
-                (m.weight.detach().numpy().T.copy(), m.bias.detach().numpy().copy())
-                for m in (self.edge[0], self.edge[3], self.score[1], self.score[4])
-            ]
-        (e1, c1), (e2, c2), (s1, d1), (s2, d2) = self._frozen
-        n, q, p, r = step.candidates, step.question, step.path, step.edges
-        edge = np.maximum(r @ e1 + c1, 0) @ e2 + c2
-        joint = np.hstack(
-            [np.broadcast_to(q, n.shape), np.broadcast_to(p, n.shape), n, n * q, n * p, edge]
-        )
-        skip = n @ q + self.edge_weight * r.mean(axis=1)
-        return (np.maximum(joint @ s1 + d1, 0) @ s2 + d2)[:, 0] + skip
+            state = {k: v.detach().numpy().copy() for k, v in self.state_dict().items()}
+            self._frozen = ChainRanker(state, ScorerSettings(edge_weight=self.edge_weight))
+        return self._frozen.rank(step)
 
     def train(self, mode: bool = True) -> ChainScorer:
         """Switch mode; the numpy copy of the weights is taken again after training."""
@@ -115,6 +91,6 @@ def load_scorer(path: Path, index: Index) -> tuple[ChainScorer, dict[str, Any]]:
     """Load trained scorer weights checked against ``index`` (see ``tools/weights.py``)."""
     record, state = load_weights(path, index, "iier")
     scorer = ChainScorer(int(record["dimension"]), ScorerSettings(**record["settings"]))
-    scorer.load_state_dict(state)
+    scorer.load_state_dict({k: torch.from_numpy(v) for k, v in state.items()})
     scorer.eval()
     return scorer, record

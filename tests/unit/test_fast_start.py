@@ -100,3 +100,62 @@ def test_an_export_is_keyed_by_the_model_files(tmp_path, monkeypatch):
     assert before.is_relative_to(tmp_path / "enc")
     (tmp_path / "m" / "model.safetensors").write_bytes(b"new weights")
     assert spec.exported != before
+
+
+def test_weights_are_read_without_torch_as_torch_reads_them(tmp_path):
+    import numpy as np
+    import torch
+
+    from hopgraph.tools.weights import SHIPPED, read_weights
+
+    strided, double = torch.arange(12.0).reshape(3, 4).t(), torch.tensor([1.5], dtype=torch.float64)
+    state = {"t": strided, "d": double}
+    torch.save({"record": {"method": "x"}, "state": state}, tmp_path / "w.pt")
+    files = [tmp_path / "w.pt", *SHIPPED.glob("*.pt")]
+    for path in files:
+        ours, theirs = read_weights(path), torch.load(path, weights_only=True)
+        assert ours["record"] == theirs["record"]
+        for name, tensor in theirs["state"].items():
+            assert ours["state"][name].dtype == tensor.numpy().dtype
+            assert np.array_equal(ours["state"][name], tensor.numpy())
+
+
+def test_trained_grag_and_iier_retrieve_without_torch_as_torch_scores(tmp_path):
+    import numpy as np
+    import torch
+
+    from hopgraph.graph_store import Index
+    from hopgraph.tools import make_retriever
+    from hopgraph.tools.grag_graph import GRAGSettings
+    from hopgraph.tools.grag_model import new_model, score_graph
+    from hopgraph.tools.iier_scorer import ScorerSettings, new_scorer
+    from hopgraph.tools.weights import save_weights
+    from tests.conftest import build_docs_index
+
+    index = build_docs_index(tmp_path / "idx", "hashing")
+    with Index.open(index) as idx:
+        d = idx.manifest.embedder["dimension"]
+    grag, iier = new_model(d, GRAGSettings(hidden=4), seed=0), new_scorer(d, ScorerSettings(), 0)
+    for net in (grag, iier):  # weights that have learned something: no zeroed output layers
+        for p in net.parameters():
+            torch.nn.init.normal_(p, std=0.1)
+    record = {"model": "hashing", "dimension": d}
+    save_weights(index / "models" / "grag.pt", {**record, "method": "grag",
+                 "settings": {"hidden": 4}}, grag.state_dict())  # fmt: skip
+    save_weights(index / "models" / "iier.pt", {**record, "method": "iier",
+                 "settings": {}}, iier.state_dict())  # fmt: skip
+    with Index.open(index) as idx:
+        retriever = make_retriever("grag", idx)
+        graph = retriever.builder.build("Where was Larry Alcala educated?")
+        ours = retriever.scores(graph)
+        assert np.allclose(ours, score_graph(grag, graph), atol=1e-5)
+        assert np.abs(ours - graph.cosine).max() > 1e-3  # the weights count
+    for method in ("grag", "iier"):
+        probe = (
+            "import sys\nfrom hopgraph.cli import main\n"
+            f"main(['retrieve', 'Larry', '--method', '{method}', '--index', {str(index)!r}])\n"
+            "print('torch' in sys.modules)"
+        )
+        out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+        assert out.returncode == 0, out.stderr
+        assert out.stdout.strip().splitlines()[-1] == "False"
