@@ -75,6 +75,13 @@ def _source_options(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="stop at the first file that cannot be read instead of skipping it",
     )
+    p.add_argument(
+        "--autodoc-source",
+        metavar="PATH",
+        help="the package source that .rst autodoc directives (autoclass, autofunction, ...) "
+        "are read from, statically: the package's folder or the folder holding it (default: "
+        "a package beside the docs, as in an sdist; an object not found is a warning)",
+    )
 
 
 def _document_write_options(p: argparse.ArgumentParser) -> None:

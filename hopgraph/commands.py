@@ -64,14 +64,17 @@ def _report(action: str, report: WriteReport) -> None:
 
 
 def load(args: argparse.Namespace, verbose: bool = True) -> Loaded:
-    """Load SOURCE with the command's --include / --exclude / --strict; print the summary.
+    """Load SOURCE with the command's source options (--include, --strict, ...); print a summary.
 
     Not ``verbose`` (each batch of a watched folder): only the documents that could not be read
     and the warnings, not the summary nor the files of other kinds.
     """
     from hopgraph.graph_store.documents.loaders import NOT_A_DOCUMENT, load_corpus
 
-    loaded = load_corpus(args.source, args.include or (), args.exclude or (), args.strict)
+    autodoc = getattr(args, "autodoc_source", None)
+    loaded = load_corpus(
+        args.source, args.include or (), args.exclude or (), args.strict, autodoc_source=autodoc
+    )
     report = loaded.report
     if not verbose:
         for name, why in [*report.skipped, *report.warnings]:

@@ -21,6 +21,7 @@ import orjson
 from hopgraph.core.errors import InputError
 from hopgraph.core.settings import settings
 
+from .autodoc import sourcing
 from .file_formats import DOCUMENT_SUFFIXES, SkipFile, check_fields, read_file, scalar
 from .rst_references import resolving, scan_folder
 from .schema import Document
@@ -43,12 +44,15 @@ class LoadReport:
     redecoded: list[tuple[str, str]] = field(default_factory=list)
     warnings: list[tuple[str, str]] = field(default_factory=list)
     """(file, what of it could not be read): an include that is missing, say."""
+    autodoc: str = ""
+    """How many autodoc directives were read from the package's source, and from where."""
 
     def summary(self) -> list[str]:
         """Return the summary lines: counts, then each skipped and re-decoded file."""
         lines = [
             f"read {self.files} file(s) from {self.source}: {self.documents} document(s), "
             f"{len(self.skipped)} skipped, {len(self.redecoded)} re-decoded"
+            + (f"; {self.autodoc}" if self.autodoc else "")
         ]
         lines += [f"  skipped {name}: {why}" for name, why in self.skipped[:SHOWN_SKIPS]]
         if len(self.skipped) > SHOWN_SKIPS:
@@ -72,28 +76,32 @@ def load_corpus(
     exclude: Sequence[str] = (),
     strict: bool = False,
     max_mb: float | None = None,
+    autodoc_source: str | Path | None = None,
 ) -> Loaded:
     """Load and check the documents of ``source`` (non-empty, unique ids); see the module doc.
 
     ``max_mb``: documents with more text are skipped and named (default: the
-    ``max_document_mb`` setting), or, ``strict``, refused.
+    ``max_document_mb`` setting), or, ``strict``, refused. ``autodoc_source``: the package
+    source autodoc's directives are read from (default: beside the docs; :mod:`.autodoc`).
     """
     path = Path(source)
     if not path.exists():
         raise InputError(f"{path}: no such file or directory", "check the path to the documents")
     report = LoadReport(path)
-    if path.is_dir() and (path / "corpus.jsonl").is_file():
-        docs = load_jsonl(path / "corpus.jsonl")  # its root: its own folder
-        report.files = 1
-    elif path.is_dir():
-        docs = _load_folder(path, include, exclude, strict, report)
-    else:
-        try:  # labels within the file resolve
-            with resolving(scan_folder(path.parent, [(path, path.name)])):
-                docs = _load_file(path, path.name, report, strict)
-        except SkipFile as err:
-            raise InputError(f"{path}: {err}") from err
-        report.files = 1
+    with sourcing(autodoc_source, path if path.is_dir() else path.parent) as autodoc:
+        if path.is_dir() and (path / "corpus.jsonl").is_file():
+            docs = load_jsonl(path / "corpus.jsonl")  # its root: its own folder
+            report.files = 1
+        elif path.is_dir():
+            docs = _load_folder(path, include, exclude, strict, report)
+        else:
+            try:  # labels within the file resolve
+                with resolving(scan_folder(path.parent, [(path, path.name)])):
+                    docs = _load_file(path, path.name, report, strict)
+            except SkipFile as err:
+                raise InputError(f"{path}: {err}") from err
+            report.files = 1
+    report.autodoc = autodoc.summary()
     report.documents = len(docs)
     if not docs:
         why = " (every file was skipped)" if report.skipped else ""
@@ -166,7 +174,9 @@ def _load_file(
     parsed = read_file(path, _read_bytes(path))
     if parsed.warnings and strict:
         raise InputError(
-            f"{path}: {parsed.warnings[0]}", "fix the include, or drop --strict to index without it"
+            f"{path}: {parsed.warnings[0]}",
+            "fix it (an include, an autodoc directive's source), or drop --strict to index "
+            "without it",
         )
     report.warnings += [(doc_id, why) for why in parsed.warnings]
     if parsed.encoding:

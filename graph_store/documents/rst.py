@@ -23,7 +23,7 @@ from pathlib import Path
 from docutils import nodes
 from docutils.core import publish_doctree
 
-from . import rst_sphinx
+from . import rst_autodoc, rst_sphinx
 
 _SETTINGS = {
     "_disable_config": True,  # no docutils.conf from the working or home directory
@@ -42,7 +42,10 @@ _SETTINGS = {
     "language_code": "en",
 }
 
-_INCLUDE_PROBLEM = re.compile(r'"(?:literal)?include"|circular inclusion|literalinclude', re.I)
+_INCLUDE_PROBLEM = re.compile(
+    rf'"(?:literal)?include"|circular inclusion|literalinclude|^{rst_autodoc.WARNING}', re.I
+)
+"""The problems a page's warnings name: an include's, and an autodoc directive's object."""
 
 
 def docutils_settings() -> dict[str, object]:

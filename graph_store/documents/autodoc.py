@@ -1,0 +1,517 @@
+"""autodoc's directives read statically: signatures and docstrings from the package's source.
+
+Sphinx's autodoc (``.. autoclass:: pkg.mod.Class``) imports the package and writes what it finds
+as reStructuredText. hopgraph runs none of a user's code: it reads the source with griffe (what
+mkdocstrings reads with: the files parsed, never imported) and writes the reStructuredText
+Sphinx would, which :mod:`.rst_autodoc` parses as any other text: each object's signature as a
+description (``class pkg.mod.Class(a: int, b: str = 'x')``) with its docstring as the body
+(a class's, else its ``__init__``'s; an attribute's, else its ``#:`` comment), then with
+``:members:`` each member the same way, chosen as autodoc chooses them (documented, public,
+not imported, ``__all__`` first; ``undoc-members``, ``private-members``, ``special-members``,
+``inherited-members``, ``imported-members``, ``exclude-members`` and ``member-order`` read).
+
+Where the source is: the folder given (``--autodoc-source``: the package's folder, or a folder
+holding it, ``src/`` included), else beside the docs as in an sdist: the .rst file's folder or
+one above it, up to the indexed folder's parent, that holds the package the object's path
+starts with (``sphinx/`` for ``sphinx.application.Sphinx``).
+
+An object that cannot be found there is a warning naming the directive (:class:`Missing`; the
+.rst file and line are added by the parser), and the page keeps what the .rst itself writes. A
+module that does not parse is named, with its line, in the warnings of the directives that
+need it: one broken file leaves out its own objects, as a missing include does (``--strict``
+stops the load instead).
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import logging
+from collections.abc import Iterator, Mapping
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hopgraph.core.errors import InputError
+
+DIRECTIVES = {
+    "automodule": "module",
+    "autoclass": "class",
+    "autoexception": "exception",
+    "autofunction": "function",
+    "autodecorator": "function",
+    "automethod": "method",
+    "autoproperty": "property",
+    "autoattribute": "attribute",
+    "autodata": "data",
+}
+"""autodoc's directives and the kind of object each documents."""
+CLASS_LEVEL = frozenset({"method", "property", "attribute"})
+"""Kinds whose bare name is looked up in the class the directive stands in."""
+VALUE_CHARS = 120
+"""An attribute's value is shown up to this many characters (a long literal is cut, "...")."""
+_ORDER = {"exception": 10, "class": 20, "function": 30, "data": 40, "method": 50}
+"""``member-order: groupwise``: autodoc's groups (the rest, attributes and properties, last)."""
+
+
+@dataclass(frozen=True)
+class Request:
+    """One autodoc directive: what it names, and the module and class it stands in."""
+
+    directive: str
+    """Its name without a domain: ``autoclass``."""
+    name: str
+    """The object as written, without an explicit signature: ``Sphinx.add_builder``."""
+    signature: str = ""
+    """An explicit signature written after the name, ``(a, b) -> int``: shown instead."""
+    options: Mapping[str, str] = field(default_factory=dict)
+    module: str = ""
+    """The current module (``.. module::``, ``.. currentmodule::``, ``.. automodule::``)."""
+    cls: str = ""
+    """The class whose description holds the directive, if any."""
+    file: Path = Path()
+    """The .rst file it is written in."""
+
+
+@dataclass(frozen=True)
+class Found:
+    """The reStructuredText Sphinx would write for the object, and what it is."""
+
+    lines: list[str]
+    members: list[str]
+    path: str
+    kind: str
+    source: str
+    """The .py file it was read from (for the parser's line numbers)."""
+
+
+@dataclass(frozen=True)
+class Missing:
+    """Why a directive's object could not be read from the source."""
+
+    reason: str
+    depth: int = 0
+    """How many names of the dotted path were found (the package is the first)."""
+
+
+@dataclass
+class Sources:
+    """Where one load finds packages' source, the packages read so far, and what it resolved."""
+
+    given: Path | None = None
+    """``--autodoc-source``: the only place looked in when given."""
+    root: Path | None = None
+    """The folder being loaded: the search beside the docs goes up to its parent."""
+    packages: dict[tuple[Path, str], Any] = field(default_factory=dict)
+    resolved: int = 0
+    missing: int = 0
+    folders: set[Path] = field(default_factory=set)
+    """The package folders objects were read from."""
+
+    def summary(self) -> str:
+        """Return "autodoc: R of N directive(s) resolved from FOLDER", or "" when none were met."""
+        total = self.resolved + self.missing
+        if not total:
+            return ""
+        where = ", ".join(sorted(map(str, self.folders))) or "no package source read"
+        return f"autodoc: {self.resolved} of {total} directive(s) resolved ({where})"
+
+    def package(self, top: str, file: Path) -> Any:
+        """Return the griffe module of the top-level package ``top``, or :class:`Missing`."""
+        base = self._base(top, file)
+        if isinstance(base, Missing):
+            return base
+        if (base, top) not in self.packages:
+            self.packages[base, top] = _load(base, top)
+        return self.packages[base, top]
+
+    def _base(self, top: str, file: Path) -> Path | Missing:
+        """Return the folder that holds the package ``top`` (a search path), or why none."""
+        if self.given is not None:
+            return given_base(self.given, top)
+        folders = beside(file, self.root)
+        for folder in folders:
+            for base in (folder, folder / "src"):
+                if holds(base, top):
+                    return base
+        return Missing(
+            f"no source of `{top}` beside the docs (looked from {folders[0]} up to "
+            f"{folders[-1]}); give its folder with --autodoc-source"
+        )
+
+
+_CURRENT: ContextVar[Sources | None] = ContextVar("autodoc_sources", default=None)
+
+
+def check_source(path: str | Path) -> Path:
+    """Return ``--autodoc-source`` resolved; InputError when it is not a folder or a .py file."""
+    given = Path(path)
+    if not given.exists():
+        raise InputError(
+            f"{given}: no such folder (--autodoc-source)",
+            "give the package's source: its folder, or the folder holding it (src/)",
+        )
+    if not given.is_dir() and given.suffix != ".py":
+        raise InputError(
+            f"{given}: not a folder or a .py file (--autodoc-source)",
+            "give the package's source: its folder, or the folder holding it (src/)",
+        )
+    return given.resolve()
+
+
+@contextlib.contextmanager
+def sourcing(given: str | Path | None, root: Path) -> Iterator[Sources]:
+    """Resolve the autodoc directives of the pages parsed within from ``given`` or beside ``root``.
+
+    ``given`` is checked first (InputError if it is not there); the packages read are kept for
+    the whole load, and the yielded :class:`Sources` counts what was resolved.
+    """
+    sources = Sources(check_source(given) if given else None, root.resolve())
+    token = _CURRENT.set(sources)
+    try:
+        yield sources
+    finally:
+        _CURRENT.reset(token)
+
+
+def given_base(given: Path, top: str) -> Path | Missing:
+    """Return the search path of ``top`` in ``--autodoc-source`` (the package, or holding it)."""
+    if (given / "__init__.py").is_file() and given.name == top:
+        return given.parent
+    if given.suffix == ".py" and given.stem == top:
+        return given.parent
+    for base in (given, given / "src"):
+        if holds(base, top):
+            return base
+    return Missing(f"`{top}` is not in {given} (--autodoc-source)")
+
+
+def holds(base: Path, top: str) -> bool:
+    """Tell whether the folder ``base`` holds the package or module ``top``."""
+    return (base / top / "__init__.py").is_file() or (base / f"{top}.py").is_file()
+
+
+def beside(file: Path, root: Path | None) -> list[Path]:
+    """Return the folders looked in beside the docs: ``file``'s folder and those above it.
+
+    Up to the loaded folder's parent (the sdist's root when the docs folder is loaded); without
+    a loaded folder, the file's folder and its parent.
+    """
+    here = file.resolve().parent
+    chain = [here, *here.parents]
+    if root is not None and (root == here or root in here.parents):
+        return chain[: chain.index(root) + 2]
+    return chain[:2]
+
+
+def document(request: Request) -> Found | Missing:
+    """Return the reStructuredText of the object ``request`` names, or why it cannot be read."""
+    sources = _CURRENT.get() or Sources()
+    reasons: list[tuple[int, Missing]] = []
+    written = len(request.name.split("."))
+    for path in candidates(request):
+        found = _found(path, request, sources)
+        if isinstance(found, Found):
+            sources.resolved += 1
+            return found
+        # the reading that finds most of what is written tells why (``Class.meth`` in the
+        # current module; ``pkg.mod.f`` as written), the first of equals
+        reasons.append((found.depth - (len(path.split(".")) - written), found))
+    sources.missing += 1
+    if not reasons:
+        return Missing(f"`{request.name}` names no object")
+    return max(reasons, key=lambda r: r[0])[1]  # max: the first of the best
+
+
+def candidates(request: Request) -> list[str]:
+    """Return the dotted paths the name may stand for, most specific first, as Sphinx tries."""
+    name, module, cls = request.name, request.module, request.cls
+    if DIRECTIVES.get(request.directive) == "module" or not name:
+        return [name] if name else []
+    if "." in name:  # absolute, or (``Class.method``) in the current module
+        return list(dict.fromkeys([name, *([f"{module}.{name}"] if module else [])]))
+    out: list[str] = []
+    if DIRECTIVES.get(request.directive) in CLASS_LEVEL and cls:
+        out += [f"{module}.{cls}.{name}"] if module else []
+        out.append(f"{cls}.{name}")
+    out += [f"{module}.{name}"] if module else []
+    return list(dict.fromkeys([*out, name]))
+
+
+def _found(path: str, request: Request, sources: Sources) -> Found | Missing:
+    """Return the object at the dotted ``path`` rendered, or why it is not there."""
+    top, _, rest = path.partition(".")
+    package = sources.package(top, request.file)
+    if isinstance(package, Missing):  # a package that does not parse explains all below it
+        return Missing(package.reason, len(path.split(".")) if package.depth else 0)
+    parts = rest.split(".") if rest else []
+    obj, depth = walk(package, parts)
+    target = _target(obj) if depth == len(parts) else None
+    if target is None:
+        if depth == len(parts):
+            why = f"`{path}` is imported from `{obj.target_path}`, not in the source"
+            return Missing(why, 1 + depth)
+        base, folder = _where(package)
+        why = unparsable(base, path.split(".")) or f"`{path}` is not in {folder}"
+        return Missing(why, 1 + depth)
+    sources.folders.add(_where(package)[1])
+    kind = kind_of(target, DIRECTIVES.get(request.directive, "data"))
+    within = request.cls and "." not in request.name and getattr(target.parent, "is_class", 0)
+    shown = request.name if within else path  # as Sphinx: a member in its class by its name
+    lines = describe(target, kind, shown, request.signature, request.options)
+    members = _members_text(target, kind, request.options, {path})
+    return Found(lines, members, path, kind, str(target.filepath))
+
+
+def _where(package: Any) -> tuple[Path, Path]:
+    """Return a top-level package's search path and its own folder (or file, for a module)."""
+    file = Path(package.filepath)
+    return (file.parent.parent, file.parent) if package.is_package else (file.parent, file)
+
+
+def _load(base: Path, top: str) -> Any:
+    """Read the package ``top`` below ``base`` with griffe (parsed, never imported)."""
+    import griffe
+
+    loader = griffe.GriffeLoader(search_paths=[base], allow_inspection=False)
+    quiet = logging.getLogger("griffe")
+    was, quiet.disabled = quiet.disabled, True  # its tracebacks: the warnings say it shorter
+    try:
+        return loader.load(top)
+    except (ImportError, OSError, SyntaxError, UnicodeDecodeError, griffe.GriffeError) as err:
+        why = unparsable(base, [top]) or f"{err.__class__.__name__}: {err}"
+        return Missing(f"the source of `{top}` in {base} cannot be read ({why})", 1)
+    finally:
+        quiet.disabled = was
+
+
+def walk(obj: Any, parts: list[str]) -> tuple[Any, int]:
+    """Return the member at ``parts`` below ``obj`` (inherited ones too), or the last found.
+
+    The count says how many of ``parts`` were found: all of them when the member is there.
+    """
+    import griffe
+
+    for depth, part in enumerate(parts):
+        try:
+            found = obj.members.get(part)
+            if found is None and obj.is_class:
+                found = obj.all_members.get(part)
+        except (griffe.AliasResolutionError, griffe.CyclicAliasError):
+            found = None
+        if found is None:
+            return obj, depth
+        obj = found
+    return obj, len(parts)
+
+
+def _target(obj: Any) -> Any:
+    """Return what ``obj`` stands for: itself, or an import's target when it is in the source."""
+    import griffe
+
+    if not obj.is_alias:
+        return obj
+    try:
+        return obj.final_target
+    except (griffe.AliasResolutionError, griffe.CyclicAliasError):
+        return None
+
+
+def unparsable(base: Path, parts: list[str]) -> str | None:
+    """Return "FILE does not parse (line N: why)" for the first module on the path that fails."""
+    for i in range(1, len(parts) + 1):
+        folder = base.joinpath(*parts[:i])
+        for file in (folder / "__init__.py", folder.with_suffix(".py")):
+            try:
+                ast.parse(file.read_bytes(), str(file))
+            except SyntaxError as err:
+                return f"{file} does not parse (line {err.lineno}: {err.msg})"
+            except (OSError, ValueError):  # not there (ValueError: NUL bytes, not Python)
+                continue
+    return None
+
+
+def kind_of(obj: Any, asked: str) -> str:
+    """Return the kind Sphinx shows ``obj`` as: class, exception, function, method, ...."""
+    if obj.is_module:
+        return "module"
+    if obj.is_class:
+        return "exception" if asked == "exception" or _is_exception(obj) else "class"
+    in_class = obj.parent is not None and obj.parent.is_class
+    if "property" in obj.labels:  # griffe reads a property as an attribute of its return type
+        return "property"
+    if obj.is_function:
+        return "method" if in_class else "function"
+    return "attribute" if in_class else "data"
+
+
+def _is_exception(cls: Any) -> bool:
+    """Tell whether a class derives from an exception, by its bases' names (not imported)."""
+    names = [str(base).rpartition(".")[2] for base in cls.bases]
+    return any(n.endswith(("Error", "Exception", "Warning")) for n in names)
+
+
+def signature(obj: Any, kind: str, shown: str, written: str = "") -> str:
+    """Return the signature line Sphinx shows: ``class a.B(x: int)``, ``b.f(y) -> str``, ...."""
+    if kind in ("class", "exception"):
+        text = (shown + written) if written else (obj.signature(name=shown) or shown)
+        return f"{kind} {text}"
+    if kind in ("function", "method"):
+        prefixes = [p for p in ("async", "classmethod", "staticmethod") if p in obj.labels]
+        words = " ".join(p.replace("staticmethod", "static") for p in prefixes)
+        text = (shown + written) if written else obj.signature(name=shown)
+        return f"{words} {text}".strip()
+    if kind == "property":
+        returns = getattr(obj, "annotation", None) or getattr(obj, "returns", None)
+        return f"property {shown}" + (f": {returns}" if returns else "")
+    annotation = getattr(obj, "annotation", None)  # a type alias has none
+    annotation = f": {annotation}" if annotation is not None else ""
+    value = "" if obj.value is None or instance_only(obj) else " ".join(str(obj.value).split())
+    if len(value) > VALUE_CHARS:
+        value = value[: VALUE_CHARS - 3] + "..."
+    return f"{shown}{annotation}" + (f" = {value}" if value else "")
+
+
+def docstring(obj: Any, kind: str) -> str:
+    """Return the object's documentation: its docstring, else what autodoc falls back to."""
+    text = obj.docstring.value if obj.docstring else ""
+    if not text and kind in ("class", "exception"):
+        init = obj.members.get("__init__")
+        text = init.docstring.value if init is not None and init.docstring else ""
+    if not text and kind in ("attribute", "data"):
+        text = comment_doc(obj)
+    if not text and kind in CLASS_LEVEL:  # autodoc_inherit_docstrings, on by default
+        text = next(filter(None, (docstring(o, kind) for o in overridden(obj))), "")
+    return text
+
+
+def overridden(obj: Any) -> list[Any]:
+    """Return the members of the same name in the bases of ``obj``'s class, nearest first."""
+    import griffe
+
+    try:
+        bases = obj.parent.mro() if obj.parent is not None and obj.parent.is_class else []
+    except (griffe.AliasResolutionError, griffe.CyclicAliasError, ValueError):
+        return []  # a base outside the source: nothing to inherit from
+    found = [base.members.get(obj.name) for base in bases]
+    return [m for m in found if m is not None and not m.is_alias]
+
+
+def comment_doc(obj: Any) -> str:
+    """Return an attribute's ``#:`` comment: on the lines just above it, or after it."""
+    try:
+        lines = obj.lines_collection[obj.filepath]
+    except (KeyError, TypeError):
+        return ""
+    at = (obj.lineno or 0) - 1
+    if not 0 <= at < len(lines):
+        return ""
+    _, mark, after = lines[at].partition("#: ")
+    if mark:
+        return after.strip()
+    found: list[str] = []
+    for line in reversed(lines[:at]):
+        if not line.strip().startswith("#:"):
+            break
+        found.insert(0, line.strip()[2:].removeprefix(" "))
+    return "\n".join(found)
+
+
+def describe(
+    obj: Any, kind: str, shown: str, written: str = "", options: Mapping[str, str] | None = None
+) -> list[str]:
+    """Return the object as reStructuredText: a ``py:`` description of it, its docstring inside.
+
+    A module has no signature: its docstring stands alone.
+    """
+    body = docstring(obj, kind).splitlines()
+    if kind == "module":
+        return [*body, ""]
+    line = signature(obj, kind, shown, written)
+    options = options or {}
+    if kind in ("attribute", "data") and "annotation" in options:
+        line = f"{shown} {options['annotation']}".strip()
+    elif kind in ("attribute", "data") and "no-value" in options:
+        line = line.partition(" = ")[0]
+    directive = {"exception": "exception", "property": "property"}.get(kind, kind)
+    return [f".. py:{directive}:: {line}", "", *(f"   {b}" if b.strip() else "" for b in body), ""]
+
+
+def _members_text(obj: Any, kind: str, options: Mapping[str, str], seen: set[str]) -> list[str]:
+    """Return the reStructuredText of the members ``:members:`` asks for (classes' in turn)."""
+    lines: list[str] = []
+    for name, child in members(obj, kind, options):
+        target = _target(child)
+        if target is None or target.path in seen:
+            continue
+        child_kind = kind_of(target, "data")
+        shown = f"{obj.path}.{name}" if kind == "module" else name  # as Sphinx shows them
+        lines += describe(target, child_kind, shown)
+        if child_kind in ("class", "exception"):
+            lines += _members_text(target, child_kind, options, {*seen, target.path})
+    return lines
+
+
+def members(obj: Any, kind: str, options: Mapping[str, str]) -> list[tuple[str, Any]]:
+    """Return the (name, member) pairs ``:members:`` documents, in ``member-order``."""
+    spec = options.get("members")
+    if spec is None or kind not in ("module", "class", "exception"):
+        return []
+    inherited = "inherited-members" in options and obj.is_class
+    table = dict(obj.all_members if inherited else obj.members)
+    named = names(spec)
+    if named:
+        return [(n, table[n]) for n in named if n in table]
+    order = list(table)
+    if kind == "module" and obj.exports is not None and "ignore-module-all" not in options:
+        order = [str(e).rpartition(".")[2] for e in obj.exports]
+    excluded = set(names(options.get("exclude-members") or ""))
+    kept = [
+        (n, table[n])
+        for n in order
+        if n in table and n not in excluded and wanted(n, table[n], kind, options)
+    ]
+    return ordered(kept, options.get("member-order") or "alphabetical")
+
+
+def names(spec: str) -> list[str]:
+    """Split an option's list of names (``a, b``)."""
+    return [n.strip() for n in spec.split(",") if n.strip()]
+
+
+def wanted(name: str, child: Any, kind: str, options: Mapping[str, str]) -> bool:
+    """Tell whether an unnamed member is documented, as autodoc's defaults and options say."""
+    if child.is_alias and kind == "module" and "imported-members" not in options:
+        return False  # imported into the module, documented where it is defined
+    target = _target(child)
+    if target is None or target.is_module:
+        return False
+    if name.startswith("__") and name.endswith("__"):
+        return listed(name, options, "special-members")
+    if name.startswith("_"):
+        return listed(name, options, "private-members")
+    documented = bool(docstring(target, kind_of(target, "data")))
+    # autodoc finds an attribute set in __init__ only through its documentation
+    return documented or ("undoc-members" in options and not instance_only(target))
+
+
+def instance_only(obj: Any) -> bool:
+    """Tell whether ``obj`` is an attribute set on instances only (``self.x = ...``)."""
+    labels = getattr(obj, "labels", set())
+    return "instance-attribute" in labels and "class-attribute" not in labels
+
+
+def listed(name: str, options: Mapping[str, str], key: str) -> bool:
+    """Tell whether the option ``key`` is given bare (all) or names ``name``."""
+    return key in options and (not names(options[key]) or name in names(options[key]))
+
+
+def ordered(pairs: list[tuple[str, Any]], order: str) -> list[tuple[str, Any]]:
+    """Return the members in autodoc's ``member-order``: alphabetical, bysource or groupwise."""
+    if order == "bysource":
+        return pairs
+    if order == "groupwise":
+        rank = {n: _ORDER.get(kind_of(_target(c), "data"), 60) for n, c in pairs}
+        return sorted(pairs, key=lambda p: (rank[p[0]], p[0]))
+    return sorted(pairs, key=lambda p: p[0])
