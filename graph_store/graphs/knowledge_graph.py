@@ -12,15 +12,17 @@ import hashlib
 from collections.abc import Sequence
 from functools import cached_property
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
-import networkx as nx
 import numpy as np
 import orjson
 import scipy.sparse as sp
 
 from .extraction import Triple
 from .extraction.table import ExtractionTable, distinct
+
+if TYPE_CHECKING:  # networkx (0.2 s of imports) only for to_networkx: no retriever walks it
+    import networkx as nx
 
 
 class StoredTriple(NamedTuple):
@@ -137,6 +139,8 @@ class KnowledgeGraph:
 
     def to_networkx(self) -> nx.MultiDiGraph:
         """Return entities as nodes and triples as directed edges (predicate, chunk_id)."""
+        import networkx as nx
+
         graph = nx.MultiDiGraph()
         graph.add_nodes_from(self.entities)
         for t in self.triples:

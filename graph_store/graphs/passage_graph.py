@@ -26,8 +26,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import networkx as nx
 import numpy as np
 import scipy.sparse as sp
 
@@ -37,6 +37,9 @@ from hopgraph.graph_store.documents.schema import Chunk
 from .extraction.offline import token_key
 from .extraction.table import ExtractionTable, Ragged, Vocabulary
 from .semantic import Neighbours, nearest, neighbour_edges
+
+if TYPE_CHECKING:  # networkx (0.2 s of imports) only for to_networkx: no retriever walks it
+    import networkx as nx
 
 EDGE_TYPES = ("structural", "entity", "keyword", "semantic", "link")
 DIRECTED = frozenset({"link"})
@@ -168,6 +171,8 @@ class PassageGraph:
 
     def to_networkx(self) -> nx.MultiGraph:
         """Return a networkx MultiGraph: one edge per (pair, type), with ``type`` and ``weight``."""
+        import networkx as nx
+
         graph = nx.MultiGraph()
         graph.add_nodes_from(self.ids)
         for kind, matrix in self.edges.items():

@@ -1,7 +1,8 @@
 """The read side of an index directory: open it, look chunks up, embed queries.
 
-Opening reads the manifest, the chunk table and the BM25 files and connects to Chroma;
-nothing is recomputed, and the embedding model is loaded only when a query needs it.
+Opening reads the manifest and the chunk table and connects to Chroma; nothing is recomputed.
+The BM25 files, the graphs and the embedding model are read when a query first needs them, so
+dense search never imports bm25s and scipy (0.3 s of a command's start).
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ from hopgraph.graph_store.documents.filters import Where, conditions
 from hopgraph.graph_store.documents.schema import Chunk, Scalar
 from hopgraph.graph_store.embedding.embedders import Embedder, embedder_for
 from hopgraph.graph_store.graphs import triple_table
-from hopgraph.graph_store.stores.bm25_query import QueryScores
 from hopgraph.graph_store.stores.chroma_parts import PassageStore, open_store
 from hopgraph.graph_store.stores.chunk_table import read_chunks
 from hopgraph.graph_store.stores.doc_table import (
@@ -31,7 +31,6 @@ from hopgraph.graph_store.stores.doc_table import (
     matching,
     read_documents,
 )
-from hopgraph.graph_store.stores.kdb_bm25 import BM25Store
 from hopgraph.graph_store.stores.manifest import (
     TRIPLE_VECTORS,
     Manifest,
@@ -47,12 +46,14 @@ from hopgraph.graph_store.stores.vector_table import VectorTable
 from .generations import passages_location
 from .lock import recover
 
-if TYPE_CHECKING:  # networkx and the graph arrays: imported when a method opens the graphs
+if TYPE_CHECKING:  # BM25 (bm25s, scipy) and the graphs: imported when a method reads them
     from hopgraph.graph_store.graphs.entity_linker import EntityLinker
     from hopgraph.graph_store.graphs.extraction import Extraction
     from hopgraph.graph_store.graphs.extraction.table import ExtractionTable
     from hopgraph.graph_store.graphs.knowledge_graph import KnowledgeGraph, StoredTriple
     from hopgraph.graph_store.graphs.passage_graph import PassageGraph
+    from hopgraph.graph_store.stores.bm25_query import QueryScores
+    from hopgraph.graph_store.stores.kdb_bm25 import BM25Store
 
 QUERY_CACHE = 4096
 """Query-time texts whose vectors an open index keeps (1.5k floats each): a question, and the
@@ -113,7 +114,6 @@ class Index:
         self.chunks: dict[str, Chunk] = {c.id: c for c in chunks}
         # Rows a write in progress adds, or this generation removed, are not visible here.
         self.generation = manifest.generation
-        self.keywords = self._open_keywords(chunks)
         self._query_vectors: dict[str, np.ndarray] = {}
         self._last_similarities: tuple[str, np.ndarray] | None = None
         self._last_top: tuple[str, int, np.ndarray, np.ndarray] | None = None
@@ -122,8 +122,15 @@ class Index:
         self._lookup: DocumentLookup | None = None
         self._cache_lock = threading.Lock()
 
+    @cached_property
+    def keywords(self) -> BM25Store:
+        """The BM25 store over the chunks, opened when a query first needs it."""
+        return self._open_keywords(list(self.chunks.values()))
+
     def _open_keywords(self, chunks: list[Chunk]) -> BM25Store:
         """Open BM25 over ``chunks`` (a sharded index's router asks its shards instead)."""
+        from hopgraph.graph_store.stores.kdb_bm25 import BM25Store
+
         return BM25Store.load(self.manifest.path(self.directory, "bm25"), self.directory, chunks)
 
     @classmethod
@@ -281,6 +288,8 @@ class Index:
 
     def query_scores(self, text: str) -> QueryScores:
         """Return the BM25 scores of query ``text``, computed only where asked (bm25_query)."""
+        from hopgraph.graph_store.stores.bm25_query import QueryScores
+
         return QueryScores(self.keywords, text)
 
     @cached_property

@@ -5,6 +5,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from hopgraph.graph_store.embedding.embedders import announced
 from hopgraph.graph_store.embedding.onnx_encoder import encoder_spec
 
@@ -159,3 +161,26 @@ def test_trained_grag_and_iier_retrieve_without_torch_as_torch_scores(tmp_path):
         out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
         assert out.returncode == 0, out.stderr
         assert out.stdout.strip().splitlines()[-1] == "False"
+
+
+@pytest.mark.parametrize(
+    ("method", "unneeded"),
+    [
+        ("dense", ("bm25s", "scipy", "networkx", "torch", "langchain_core", "markdown_it")),
+        ("gnn_ret", ("networkx", "torch", "langchain_core", "markdown_it")),
+        ("naive_ge", ("networkx", "torch", "langchain_core", "markdown_it")),
+        ("iier", ("networkx", "torch", "langchain_core", "markdown_it")),
+    ],
+)
+def test_a_method_imports_only_what_it_runs_on(method, unneeded, tmp_path):
+    from tests.conftest import build_docs_index
+
+    index = build_docs_index(tmp_path / "idx", "hashing")
+    probe = (
+        "import sys\nfrom hopgraph.cli import main\n"
+        f"main(['retrieve', 'Stanley', '--method', '{method}', '--index', {str(index)!r}])\n"
+        f"print(sorted(m for m in {unneeded!r} if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip().splitlines()[-1] == "[]"

@@ -24,7 +24,6 @@ from collections.abc import Container, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 
-from hopgraph.graph_store.documents.chunking import split_sentences
 from hopgraph.graph_store.documents.schema import Chunk
 
 from .base import Triple
@@ -136,6 +135,9 @@ class TitleIndex:
 
 def extraction_sentences(text: str) -> list[str]:
     """Split into sentences, re-joining splits made after initials and abbreviations."""
+    # chunking imports the Markdown parser: for extraction, not for queries that use token_key
+    from hopgraph.graph_store.documents.chunking import split_sentences
+
     out: list[str] = []
     for sentence in split_sentences(text):
         if out and ABBREVIATION.search(out[-1]):
