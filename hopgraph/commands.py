@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from hopgraph.core.errors import InputError
-from hopgraph.core.settings import IndexSettings, named_setting
+from hopgraph.core.index_settings import IndexSettings
 from hopgraph.graph_store import Index
 from hopgraph.graph_store.documents.filters import WhereValue, parse_cli
 from hopgraph.tools import RETRIEVERS, make_retriever, parse_methods
@@ -327,6 +327,7 @@ def info(args: argparse.Namespace) -> None:
 def evaluate(args: argparse.Namespace) -> None:
     """Evaluate methods on a benchmark split and write the report."""
     from hopgraph.agents.registry import MULTI_STEP, agent_methods, needs_triple_vectors
+    from hopgraph.core.settings import named_setting
     from hopgraph.evals.answers import evaluate_answers, format_answer_table
     from hopgraph.evals.datasets import load_questions
     from hopgraph.evals.report import format_table, write_report

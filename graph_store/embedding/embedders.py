@@ -19,13 +19,13 @@ from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
+from hopgraph.core.config import DEVICES
 from hopgraph.core.errors import HopgraphError, InputError
-from hopgraph.core.settings import DEVICES, settings
 
 from .vector_cache import VectorCache, cached_vectors
 
 if TYPE_CHECKING:
-    from hopgraph.core.settings import IndexSettings
+    from hopgraph.core.index_settings import IndexSettings
 
     from .onnx_encoder import EncoderSpec
 
@@ -234,6 +234,8 @@ def load_embedder(name: str, batch_size: int = 32) -> Embedder:
         raise InputError("the embedding model name is empty")
     if name == "hashing":
         return HashingEmbedder()
+    from hopgraph.core.settings import settings  # pydantic-settings: not for query embedders
+
     current = settings()  # the device and processes belong to this run, not to the index
     return _load(name, batch_size, current.device, current.embed_processes)
 

@@ -16,8 +16,6 @@ from pathlib import Path
 
 import numpy as np
 
-from hopgraph.core.settings import cache_dir
-
 
 class VectorCache:
     """Vectors by key, in one SQLite file."""
@@ -51,6 +49,8 @@ class VectorCache:
 
 def default_cache() -> VectorCache:
     """Return the cache in hopgraph's cache folder (the ``cache`` setting)."""
+    from hopgraph.core.settings import cache_dir  # pydantic-settings: when a cache is opened
+
     return VectorCache(cache_dir() / "embeddings.sqlite")
 
 

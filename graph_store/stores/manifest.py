@@ -19,7 +19,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from hopgraph.core.errors import IndexStateError
-from hopgraph.core.settings import IndexSettings
+from hopgraph.core.index_settings import IndexSettings
 
 from .ivf import IVF_FILE
 
