@@ -77,10 +77,11 @@ def _source_options(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--autodoc-source",
+        action="append",
         metavar="PATH",
-        help="the package source that .rst autodoc directives (autoclass, autofunction, ...) "
-        "are read from, statically: the package's folder or the folder holding it (default: "
-        "a package beside the docs, as in an sdist; an object not found is a warning)",
+        help="where .rst autodoc directives (autoclass, autofunction, ...) are read from, "
+        "statically: a package's folder or the folder holding it; repeatable (default: a "
+        "package beside the docs, as in an sdist; an object not found is a warning)",
     )
 
 

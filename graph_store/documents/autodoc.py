@@ -10,10 +10,10 @@ description (``class pkg.mod.Class(a: int, b: str = 'x')``) with its docstring a
 not imported, ``__all__`` first; ``undoc-members``, ``private-members``, ``special-members``,
 ``inherited-members``, ``imported-members``, ``exclude-members`` and ``member-order`` read).
 
-Where the source is: the folder given (``--autodoc-source``: the package's folder, or a folder
-holding it, ``src/`` included), else beside the docs as in an sdist: the .rst file's folder or
-one above it, up to the indexed folder's parent, that holds the package the object's path
-starts with (``sphinx/`` for ``sphinx.application.Sphinx``).
+Where the source is: the folders given (``--autodoc-source``, repeatable: a package's folder,
+or a folder holding packages, ``src/`` included), else beside the docs as in an sdist: the .rst
+file's folder or one above it, up to the indexed folder's parent, that holds the package the
+object's path starts with (``sphinx/`` for ``sphinx.application.Sphinx``).
 
 An object that cannot be found there is a warning naming the directive (:class:`Missing`; the
 .rst file and line are added by the parser), and the page keeps what the .rst itself writes. A
@@ -27,9 +27,10 @@ from __future__ import annotations
 import ast
 import contextlib
 import logging
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -72,6 +73,21 @@ class Request:
     """The class whose description holds the directive, if any."""
     file: Path = Path()
     """The .rst file it is written in."""
+    line: int = 0
+    """Its line in that file."""
+
+
+@dataclass(frozen=True)
+class Met:
+    """One directive a load met: where, what it names, the paths tried and the one found."""
+
+    file: str
+    line: int
+    directive: str
+    name: str
+    tried: tuple[str, ...]
+    found: str
+    """The dotted path read, or "" when none was."""
 
 
 @dataclass(frozen=True)
@@ -99,23 +115,27 @@ class Missing:
 class Sources:
     """Where one load finds packages' source, the packages read so far, and what it resolved."""
 
-    given: Path | None = None
-    """``--autodoc-source``: the only place looked in when given."""
+    given: tuple[Path, ...] = ()
+    """``--autodoc-source``: the only places looked in when given."""
     root: Path | None = None
     """The folder being loaded: the search beside the docs goes up to its parent."""
     packages: dict[tuple[Path, str], Any] = field(default_factory=dict)
-    resolved: int = 0
-    missing: int = 0
+    """The packages read, by search path and name (dropped when the load ends)."""
+    met: list[Met] = field(default_factory=list)
     folders: set[Path] = field(default_factory=set)
     """The package folders objects were read from."""
 
+    @property
+    def resolved(self) -> int:
+        """Return how many of the directives met were read from the source."""
+        return sum(1 for m in self.met if m.found)
+
     def summary(self) -> str:
-        """Return "autodoc: R of N directive(s) resolved from FOLDER", or "" when none were met."""
-        total = self.resolved + self.missing
-        if not total:
+        """Return "autodoc: R of N directive(s) resolved (FOLDER)", or "" when none were met."""
+        if not self.met:
             return ""
         where = ", ".join(sorted(map(str, self.folders))) or "no package source read"
-        return f"autodoc: {self.resolved} of {total} directive(s) resolved ({where})"
+        return f"autodoc: {self.resolved} of {len(self.met)} directive(s) resolved ({where})"
 
     def package(self, top: str, file: Path) -> Any:
         """Return the griffe module of the top-level package ``top``, or :class:`Missing`."""
@@ -123,13 +143,16 @@ class Sources:
         if isinstance(base, Missing):
             return base
         if (base, top) not in self.packages:
-            self.packages[base, top] = _load(base, top)
+            self.packages[base, top] = _load(base, top, self.packages)
         return self.packages[base, top]
 
     def _base(self, top: str, file: Path) -> Path | Missing:
         """Return the folder that holds the package ``top`` (a search path), or why none."""
-        if self.given is not None:
-            return given_base(self.given, top)
+        if self.given:
+            bases = [given_base(given, top) for given in self.given]
+            found = [b for b in bases if isinstance(b, Path)]
+            places = ", ".join(map(str, self.given))
+            return found[0] if found else Missing(f"`{top}` is not in {places} (--autodoc-source)")
         folders = beside(file, self.root)
         for folder in folders:
             for base in (folder, folder / "src"):
@@ -161,18 +184,21 @@ def check_source(path: str | Path) -> Path:
 
 
 @contextlib.contextmanager
-def sourcing(given: str | Path | None, root: Path) -> Iterator[Sources]:
+def sourcing(given: Sequence[str | Path] | str | Path | None, root: Path) -> Iterator[Sources]:
     """Resolve the autodoc directives of the pages parsed within from ``given`` or beside ``root``.
 
-    ``given`` is checked first (InputError if it is not there); the packages read are kept for
-    the whole load, and the yielded :class:`Sources` counts what was resolved.
+    ``given`` (one path or several) is checked first (InputError for one that is not there);
+    the packages read are kept for the whole load, and the yielded :class:`Sources` records
+    every directive met.
     """
-    sources = Sources(check_source(given) if given else None, root.resolve())
+    paths = [given] if isinstance(given, str | Path) else list(given or ())
+    sources = Sources(tuple(check_source(path) for path in paths), root.resolve())
     token = _CURRENT.set(sources)
     try:
         yield sources
     finally:
         _CURRENT.reset(token)
+        sources.packages.clear()  # griffe's models of whole packages: not kept with the report
 
 
 def given_base(given: Path, top: str) -> Path | Missing:
@@ -184,12 +210,20 @@ def given_base(given: Path, top: str) -> Path | Missing:
     for base in (given, given / "src"):
         if holds(base, top):
             return base
-    return Missing(f"`{top}` is not in {given} (--autodoc-source)")
+    return Missing(f"`{top}` is not in {given}")
 
 
 def holds(base: Path, top: str) -> bool:
-    """Tell whether the folder ``base`` holds the package or module ``top``."""
-    return (base / top / "__init__.py").is_file() or (base / f"{top}.py").is_file()
+    """Tell whether the folder ``base`` holds the package or module ``top``.
+
+    A namespace package (``sphinxcontrib/``, no ``__init__.py``) counts when it holds a
+    package or a module.
+    """
+    folder = base / top
+    if (folder / "__init__.py").is_file() or (base / f"{top}.py").is_file():
+        return True
+    inside = folder.glob("*/__init__.py") if folder.is_dir() else iter(())
+    return next(inside, None) is not None or any(folder.glob("*.py"))
 
 
 def beside(file: Path, root: Path | None) -> list[Path]:
@@ -210,15 +244,17 @@ def document(request: Request) -> Found | Missing:
     sources = _CURRENT.get() or Sources()
     reasons: list[tuple[int, Missing]] = []
     written = len(request.name.split("."))
-    for path in candidates(request):
+    tried = candidates(request)
+    met = partial(Met, str(request.file), request.line, request.directive, request.name)
+    for path in tried:
         found = _found(path, request, sources)
         if isinstance(found, Found):
-            sources.resolved += 1
+            sources.met.append(met(tuple(tried), path))
             return found
         # the reading that finds most of what is written tells why (``Class.meth`` in the
         # current module; ``pkg.mod.f`` as written), the first of equals
         reasons.append((found.depth - (len(path.split(".")) - written), found))
-    sources.missing += 1
+    sources.met.append(met(tuple(tried), ""))
     if not reasons:
         return Missing(f"`{request.name}` names no object")
     return max(reasons, key=lambda r: r[0])[1]  # max: the first of the best
@@ -266,15 +302,28 @@ def _found(path: str, request: Request, sources: Sources) -> Found | Missing:
 
 def _where(package: Any) -> tuple[Path, Path]:
     """Return a top-level package's search path and its own folder (or file, for a module)."""
+    if package.is_namespace_package:  # its filepath: the list of its folders
+        folder = Path(package.filepath[0])
+        return folder.parent, folder
     file = Path(package.filepath)
     return (file.parent.parent, file.parent) if package.is_package else (file.parent, file)
 
 
-def _load(base: Path, top: str) -> Any:
-    """Read the package ``top`` below ``base`` with griffe (parsed, never imported)."""
+def _load(base: Path, top: str, read: dict[tuple[Path, str], Any]) -> Any:
+    """Read the package ``top`` below ``base`` with griffe (parsed, never imported).
+
+    The packages ``read`` before share its collection of modules, so that a class whose base
+    is in another package (``sphinxcontrib``'s builders, from ``sphinx``) inherits its members.
+    """
     import griffe
 
-    loader = griffe.GriffeLoader(search_paths=[base], allow_inspection=False)
+    shared = next((p for p in read.values() if not isinstance(p, Missing)), None)
+    loader = griffe.GriffeLoader(
+        search_paths=[base],
+        allow_inspection=False,
+        modules_collection=shared.modules_collection if shared else None,
+        lines_collection=shared.lines_collection if shared else None,
+    )
     quiet = logging.getLogger("griffe")
     was, quiet.disabled = quiet.disabled, True  # its tracebacks: the warnings say it shorter
     try:

@@ -21,7 +21,7 @@ import orjson
 from hopgraph.core.errors import InputError
 from hopgraph.core.settings import settings
 
-from .autodoc import sourcing
+from .autodoc import Sources, sourcing
 from .file_formats import DOCUMENT_SUFFIXES, SkipFile, check_fields, read_file, scalar
 from .rst_references import resolving, scan_folder
 from .schema import Document
@@ -44,15 +44,15 @@ class LoadReport:
     redecoded: list[tuple[str, str]] = field(default_factory=list)
     warnings: list[tuple[str, str]] = field(default_factory=list)
     """(file, what of it could not be read): an include that is missing, say."""
-    autodoc: str = ""
-    """How many autodoc directives were read from the package's source, and from where."""
+    autodoc: Sources | None = None
+    """The autodoc directives met, and those read from the package's source (and where)."""
 
     def summary(self) -> list[str]:
         """Return the summary lines: counts, then each skipped and re-decoded file."""
         lines = [
             f"read {self.files} file(s) from {self.source}: {self.documents} document(s), "
             f"{len(self.skipped)} skipped, {len(self.redecoded)} re-decoded"
-            + (f"; {self.autodoc}" if self.autodoc else "")
+            + (f"; {self.autodoc.summary()}" if self.autodoc and self.autodoc.met else "")
         ]
         lines += [f"  skipped {name}: {why}" for name, why in self.skipped[:SHOWN_SKIPS]]
         if len(self.skipped) > SHOWN_SKIPS:
@@ -76,13 +76,14 @@ def load_corpus(
     exclude: Sequence[str] = (),
     strict: bool = False,
     max_mb: float | None = None,
-    autodoc_source: str | Path | None = None,
+    autodoc_source: Sequence[str | Path] | str | Path | None = None,
 ) -> Loaded:
     """Load and check the documents of ``source`` (non-empty, unique ids); see the module doc.
 
     ``max_mb``: documents with more text are skipped and named (default: the
-    ``max_document_mb`` setting), or, ``strict``, refused. ``autodoc_source``: the package
-    source autodoc's directives are read from (default: beside the docs; :mod:`.autodoc`).
+    ``max_document_mb`` setting), or, ``strict``, refused. ``autodoc_source``: where
+    autodoc's directives are read from, one or more package sources (default: beside the
+    docs; :mod:`.autodoc`).
     """
     path = Path(source)
     if not path.exists():
@@ -101,7 +102,7 @@ def load_corpus(
             except SkipFile as err:
                 raise InputError(f"{path}: {err}") from err
             report.files = 1
-    report.autodoc = autodoc.summary()
+    report.autodoc = autodoc
     report.documents = len(docs)
     if not docs:
         why = " (every file was skipped)" if report.skipped else ""

@@ -78,8 +78,9 @@ class Autodoc(Description):
         written = " ".join((self.arguments[0] if self.arguments else "").split())
         name, signature = split_written(written)
         place = _place(self.state.memo)
+        file, line = self._where()
         request = autodoc.Request(
-            base, name, signature, dict(self.options), place.module, place.cls, self._source()
+            base, name, signature, dict(self.options), place.module, place.cls, file, line
         )
         found = autodoc.document(request)
         if autodoc.DIRECTIVES[base] == "module":
@@ -96,10 +97,12 @@ class Autodoc(Description):
             content = self._content()
         return [*head, *content, *self._parse(found.members, found.source)]
 
-    def _source(self) -> Path:
-        """Return the file the directive is written in (an included file's own name)."""
-        line = self.lineno - self.state_machine.input_offset - 1
-        return Path(self.state_machine.input_lines.source(line) or "")
+    def _where(self) -> tuple[Path, int]:
+        """Return the file the directive is written in (an included file's own) and its line."""
+        source, offset = self.state_machine.input_lines.info(
+            self.lineno - self.state_machine.input_offset - 1
+        )
+        return Path(source or ""), (offset or 0) + 1
 
     def _parse(self, lines: list[str], source: str) -> list[nodes.Node]:
         """Parse generated reStructuredText (a docstring's roles and directives known first)."""

@@ -31,6 +31,15 @@ _INLINE = re.compile(
 )
 
 
+SPHINX_LABELS = {
+    "genindex": "Index",
+    "modindex": "Module Index",
+    "py-modindex": "Python Module Index",
+    "search": "Search Page",
+}
+"""The labels Sphinx itself gives its generated pages, with their titles (a page's own win)."""
+
+
 @dataclass(frozen=True)
 class References:
     """The titles a folder's pages give: by label, and by document (path without suffix)."""
@@ -142,7 +151,8 @@ def reference_role(name, rawtext, text, lineno, inliner, options=None, content=N
     if titled:
         shown = titled.group(1)
     elif name.rpartition(":")[2] == "ref":
-        shown = (_CURRENT.get() or _NONE).labels.get(normal_label(target), target)
+        label = normal_label(target)
+        shown = (_CURRENT.get() or _NONE).labels.get(label) or SPHINX_LABELS.get(label, target)
     else:
         source = str(inliner.document.get("source", ""))
         shown = (_CURRENT.get() or _NONE).document_title(target, source) or target

@@ -122,7 +122,8 @@ def sdist(tmp_path: Path) -> Path:
 def _text(root: Path, **kwargs) -> tuple[str, list[str], str]:
     loaded = load_corpus(root, **kwargs)
     [doc] = loaded.documents
-    return doc.text, [why for _, why in loaded.report.warnings], loaded.report.autodoc
+    summary = loaded.report.autodoc.summary() if loaded.report.autodoc else ""
+    return doc.text, [why for _, why in loaded.report.warnings], summary
 
 
 def test_autodoc_reads_signatures_and_docstrings_from_the_source_beside_the_docs(sdist: Path):
@@ -219,6 +220,29 @@ def test_autodoc_source_given_the_package_or_the_folder_holding_it(sdist: Path, 
     assert _text(docs, autodoc_source=src.parent)[2].startswith("autodoc: 2 of 2")
 
 
+def test_several_autodoc_sources_each_package_read_from_its_own(sdist: Path, tmp_path: Path):
+    extra = tmp_path / "other" / "extra"
+    extra.mkdir(parents=True)
+    (extra / "__init__.py").write_text('def helper(x: int) -> int:\n    """Help with x."""\n')
+    docs = tmp_path / "site"
+    docs.mkdir()
+    (docs / "a.rst").write_text(
+        "A\n=\n\n.. autofunction:: extra.helper\n\n.. autofunction:: noodles.kinds.boil\n"
+    )
+    text, warnings, summary = _text(docs, autodoc_source=[extra, sdist])
+    assert summary.startswith("autodoc: 2 of 2") and warnings == []
+    assert "Help with x." in text and "Boil the water first." in text
+    loaded = load_corpus(docs, autodoc_source=[extra])
+    [(name, why)] = loaded.report.warnings
+    assert name == "a.rst" and why.startswith("a.rst line 6: autodoc: ")
+    assert f"`noodles` is not in {extra.resolve()} (--autodoc-source)" in why
+    met = loaded.report.autodoc.met
+    assert [(m.line, m.directive, m.name, m.found) for m in met] == [
+        (4, "autofunction", "extra.helper", "extra.helper"),
+        (6, "autofunction", "noodles.kinds.boil", ""),
+    ]
+
+
 def test_a_missing_autodoc_source_is_an_error_before_anything_is_read(sdist: Path):
     with pytest.raises(InputError, match=r"no-such-dir: no such folder \(--autodoc-source\)"):
         load_corpus(sdist / "docs", autodoc_source=sdist / "no-such-dir")
@@ -242,6 +266,9 @@ def test_the_cli_takes_autodoc_source_and_a_missing_one_writes_nothing(
     out, err = capsys.readouterr()
     assert "; autodoc: 7 of 9 directive(s) resolved (" in out
     assert "api.rst line 26: autodoc: `.. autofunction:: noodles.kinds.fry`" in err
+    two = ["--autodoc-source", str(sdist / "noodles"), "--autodoc-source", str(tmp_path)]
+    assert main([*base, "--force", *two]) == 0
+    assert "; autodoc: 7 of 9 directive(s) resolved (" in capsys.readouterr().out
     for command in ("add", "sync"):
         argv = [command, str(sdist / "docs"), "--index", str(index), "-q"]
         assert main([*argv, "--autodoc-source", str(tmp_path / "gone")]) != 0
