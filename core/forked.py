@@ -14,8 +14,6 @@ from multiprocessing import get_all_start_methods, get_context
 from multiprocessing.connection import Connection
 from typing import Any, Generic, TypeVar
 
-from threadpoolctl import threadpool_limits
-
 from hopgraph.core.errors import HopgraphError, IndexStateError
 
 T = TypeVar("T")
@@ -74,6 +72,8 @@ def _run(sender: Connection, work: Callable[[], Any]) -> None:
     One BLAS thread: the child shares the cores with the write, and a second thread of its
     matrix products would only take turns with the parent.
     """
+    from threadpoolctl import threadpool_limits  # in the child: the parent never needs it
+
     try:
         with threadpool_limits(1):
             value = work()

@@ -15,8 +15,6 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from filelock import FileLock, Timeout
-
 from hopgraph.core.errors import IndexStateError
 
 LOCK_FILE = ".lock"
@@ -30,6 +28,8 @@ def write_lock(directory: Path, create: bool = False) -> Iterator[None]:
     any other write to a folder that is not there is refused before anything is written. The
     holder writes its PID into the lock file, so a second writer can say who holds it.
     """
+    from filelock import FileLock, Timeout  # with asyncio: for writes, not for every reader
+
     if create:
         directory.mkdir(parents=True, exist_ok=True)
     elif not directory.is_dir():
