@@ -13,6 +13,8 @@ from hopgraph.prompts import passage
 from hopgraph.tools import RETRIEVERS, Hit, make_retriever
 from hopgraph.tools.expand import Expansion, expand_hits
 
+from .extractive import extractive_answer
+
 
 class Evidence(TypedDict):
     """A retrieved chunk, with the step that found it."""
@@ -77,8 +79,41 @@ def evidence_alone(
 
     An agent's method retrieves with gnn_ret, the retriever the agents build on.
     """
+    method, hits = _ranked(index, method, question, k, preset, where, expand)
+    return method, [h.to_dict() for h in hits]
+
+
+def answer_alone(
+    index: Index,
+    method: str,
+    question: str,
+    k: int,
+    preset: str,
+    where: Where | None = None,
+    expand: str | None = None,
+) -> dict[str, Any]:
+    """Answer with no LLM: the extractive answer (:mod:`.extractive`) and its passages.
+
+    Returns ``{"method", "answer": {"text", "sentences", "answering"}, "evidence"}``; each
+    evidence passage carries its ``answering`` sentence, the one to show whole.
+    """
+    method, hits = _ranked(index, method, question, k, preset, where, expand)
+    answer = extractive_answer(index, question, hits)
+    evidence = [h.to_dict() | {"answering": answer.answering.get(h.id, "")} for h in hits]
+    return {"method": method, "answer": answer.to_dict(), "evidence": evidence}
+
+
+def _ranked(
+    index: Index,
+    method: str,
+    question: str,
+    k: int,
+    preset: str,
+    where: Where | None,
+    expand: str | None,
+) -> tuple[str, list[Hit]]:
     method = method if method in RETRIEVERS else "gnn_ret"
     hits = make_retriever(method, index, preset=preset).retrieve(question, k, where)
     if expand:
         hits = expand_hits(index, hits, Expansion.parse(expand))
-    return method, [h.to_dict() for h in hits]
+    return method, hits

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache
@@ -23,7 +22,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 
-from hopgraph.agents.evidence import Evidence, evidence_alone
+from hopgraph.agents.evidence import Evidence, answer_alone
 from hopgraph.agents.registry import DEFAULT_METHOD, SERVED, agent_for
 from hopgraph.core.errors import HopgraphError, InputError
 from hopgraph.core.llm import choose_chat, required_chat
@@ -117,14 +116,15 @@ def _chat() -> Any:
 
 
 def _evidence_turn(state: dict, index: Index, ctx: ServerContext) -> dict:
-    """Answer a chat turn with no LLM as the CLI does: the evidence passages, labelled."""
+    """Answer a chat turn with no LLM as the CLI does: the extractive answer, its passages."""
     question = str(state["messages"][-1].content).strip()
-    method, hits = evidence_alone(
-        index, ctx.method, question, ctx.k, ctx.preset, ctx.where, ctx.expand
-    )
-    lines = [f"evidence passages ({method}; no LLM, so no written answer):"]
+    reply = answer_alone(index, ctx.method, question, ctx.k, ctx.preset, ctx.where, ctx.expand)
+    method, hits = reply["method"], reply["evidence"]
+    lines = ["answer (the passages' own sentences; no LLM is configured):"]
+    lines += [f"[{s['passage']}] {s['text']}" for s in reply["answer"]["sentences"]]
+    lines += [f"evidence passages ({method}), each with its answering sentence:"]
     lines += [
-        f"[{n}] {h['title']} ({h['id']}): {textwrap.shorten(h['text'], 160, placeholder=' …')}"
+        f"[{n}] {h['title']} ({h['id']}): {h['answering'] or h['text']}"
         for n, h in enumerate(hits, start=1)
     ]
     sources = [

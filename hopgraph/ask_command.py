@@ -107,14 +107,14 @@ def _checked_expand(expand: str | None) -> str | None:
 
 
 def _evidence_only(args: argparse.Namespace) -> None:
-    """With no LLM: print the passages a retriever ranks first (:func:`evidence_alone`)."""
-    from hopgraph.agents.evidence import evidence_alone
+    """With no LLM: the extractive answer and its passages (agents.evidence.answer_alone)."""
+    from hopgraph.agents.evidence import answer_alone
     from hopgraph.graph_store import Index
 
     from .commands import index_dir, where_of
 
     with Index.open(index_dir(args)) as index:
-        method, hits = evidence_alone(
+        reply = answer_alone(
             index,
             args.method,
             args.question,
@@ -125,13 +125,18 @@ def _evidence_only(args: argparse.Namespace) -> None:
         )
     why = "no LLM is configured (--llm none, or auto with no HOPGRAPH_LLM_* set)"
     if args.json:
-        print(json.dumps({"question": args.question, "method": method, "answer": None,
-                          "evidence": hits, "llm": why}, indent=2, ensure_ascii=False))  # fmt: skip
+        print(json.dumps({"question": args.question, **reply, "llm": why},
+                         indent=2, ensure_ascii=False))  # fmt: skip
         return
-    print(f"evidence passages ({method}); {why}, so no written answer:")
-    for n, hit in enumerate(hits, start=1):
-        snippet = textwrap.shorten(hit["text"], 160, placeholder=" …")
-        print(f"  [{n}] {hit['title']} ({hit['id']}): {snippet}")
+    print(f"answer (the passages' own sentences; {why}):")
+    for sentence in reply["answer"]["sentences"]:
+        print(textwrap.fill(f"[{sentence['passage']}] {sentence['text']}", 100,
+                            initial_indent="  ", subsequent_indent="      "))  # fmt: skip
+    print(f"evidence passages ({reply['method']}), each with its answering sentence:")
+    for n, hit in enumerate(reply["evidence"], start=1):
+        print(f"  [{n}] {hit['title']} ({hit['id']})")
+        print(textwrap.fill(hit["answering"] or hit["text"], 100,
+                            initial_indent="      ", subsequent_indent="      "))  # fmt: skip
     print("for a written answer: --llm local (offline, small), or set HOPGRAPH_LLM_* (README)")
 
 

@@ -86,10 +86,14 @@ class ChatSession:
         print(f"hopgraph> {values['messages'][-1].content}\n", flush=True)
 
     def _evidence_only(self, text: str) -> None:
-        from hopgraph.agents.evidence import evidence_alone
+        from hopgraph.agents.evidence import answer_alone
 
-        method, self.sources = evidence_alone(self.index, self.method, text, self.k, self.preset)
-        print(f"hopgraph> evidence passages ({method}; no LLM, so no written answer):")
+        reply = answer_alone(self.index, self.method, text, self.k, self.preset)
+        self.sources = reply["evidence"]
+        print("hopgraph> the passages' own sentences that answer (no LLM is configured):")
+        for sentence in reply["answer"]["sentences"]:
+            print(f"  [{sentence['passage']}] {sentence['text']}")
+        print(f"evidence passages ({reply['method']}; no LLM, so no written answer):")
         _print_sources(self.sources)
         print()
 

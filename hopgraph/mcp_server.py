@@ -103,10 +103,11 @@ def build_server(
     ) -> dict[str, Any]:
         """Answer a question from the corpus, citing passages, with the steps and LLM usage.
 
-        With no LLM configured on the server: the passages a retriever ranks first, and why
-        there is no written answer (as `hopgraph ask` prints them).
+        With no LLM configured on the server: an extractive answer (the passages' sentences
+        that answer, one per hop, each citing its passage), the passages a retriever ranks
+        first with their answering sentence, and why no answer was written (as `hopgraph ask`).
         """
-        from hopgraph.agents.evidence import evidence_alone
+        from hopgraph.agents.evidence import answer_alone
         from hopgraph.agents.run import run_agent
 
         from .core.llm import SETUP_HINT, choose_chat
@@ -115,11 +116,12 @@ def build_server(
             with _as_tool_error(), live.reading() as index:
                 chat = choose_chat()
                 if chat is None:
-                    used, hits = evidence_alone(index, method, question, 5, preset)
+                    reply = answer_alone(index, method, question, 5, preset)
                     return {
-                        "answer": None,
-                        "method": used,
-                        "evidence": hits,
+                        "answer": reply["answer"]["text"],
+                        "extractive": reply["answer"],
+                        "method": reply["method"],
+                        "evidence": reply["evidence"],
                         "llm": f"no LLM is configured on this server ({SETUP_HINT})",
                     }
                 result = run_agent(method, question, index, chat, preset=preset)

@@ -9,8 +9,10 @@ questions). Events, in order:
 - ``step`` ``{"node", "line"}``: each line an agent node adds to its steps, when the node ends;
 - ``answer`` ``{"answer", "evidence": [{id, title, text, parts, cited}], "usage", "llm"}`` at the
   end (``parts``: the text as prose and highlighted code, hopgraph.ui_format.passage_parts);
-- ``evidence`` ``{"why", "hint", "method", "evidence"}`` instead, when no LLM is configured: the
-  passages a retriever ranks first (as `hopgraph ask` prints them) and how to configure one;
+- ``evidence`` ``{"why", "hint", "method", "answer", "evidence"}`` instead, when no LLM is
+  configured: the extractive answer (``{"text", "sentences": [{text, passage, ...}]}``, the
+  passages' own sentences, hopgraph.agents.extractive), the passages a retriever ranks first,
+  each with its ``answering`` sentence (as `hopgraph ask` prints them), and how to configure one;
 - ``failed`` ``{"error", "hint"}`` when the input or the run fails (the stream then ends).
 
 The run happens on a worker thread (the same pool as the other requests); its events cross to
@@ -95,7 +97,7 @@ def chat_turn(index: Index, chat: Any, question: str, thread: str, k: int, send:
 
 def answer(index: Index, params: Any, send: Send) -> None:
     """Run the question through the method's agent, sending its events (module docstring)."""
-    from hopgraph.agents.evidence import evidence_alone
+    from hopgraph.agents.evidence import answer_alone
     from hopgraph.agents.run import run_agent
     from hopgraph.core.llm import choose_chat, describe
 
@@ -113,9 +115,10 @@ def answer(index: Index, params: Any, send: Send) -> None:
         chat_turn(index, chat, question, thread, k, send)
         return
     if chat is None:
-        used, hits = evidence_alone(index, method, question, k, "tuned")
-        send("evidence", {"why": "no LLM is configured", "hint": SETUP, "method": used,
-                          "evidence": [_passage(h, set()) for h in hits]})  # fmt: skip
+        reply = answer_alone(index, method, question, k, "tuned")
+        send("evidence", {"why": "no LLM is configured", "hint": SETUP, "method": reply["method"],
+                          "answer": reply["answer"],
+                          "evidence": [_passage(h, set()) for h in reply["evidence"]]})  # fmt: skip
         return
 
     result = run_agent(method, question, index, chat, on_update=steps_to(send), k=k)
@@ -128,7 +131,8 @@ def answer(index: Index, params: Any, send: Send) -> None:
 
 def _passage(passage: Any, cited: set[str]) -> dict[str, Any]:
     return {"id": passage["id"], "title": passage["title"], "text": passage["text"],
-            "parts": passage_parts(passage["text"]), "cited": passage["id"] in cited}  # fmt: skip
+            "parts": passage_parts(passage["text"]), "cited": passage["id"] in cited,
+            "answering": passage.get("answering", "")}  # fmt: skip
 
 
 def stream(run: Callable[[Send], None], limiter: anyio.CapacityLimiter) -> StreamingResponse:

@@ -53,6 +53,8 @@ caption { text-align: left; font-weight: 600; padding: .3em 0; }
 .tables th[scope="row"] { font-weight: normal; color: #444; }
 td.figure { text-align: right; font-variant-numeric: tabular-nums; }
 #ask-evidence li { margin-bottom: .5em; }
+#ask-evidence .answering { background: #fff6d5; padding: .1em .3em; margin: .2em 0; }
+#answer .extractive ul { margin: .3em 0; padding-left: 1.2em; }
 #steps li { color: #444; font-family: ui-monospace, monospace; font-size: .9em; }
 #answer { font-size: 1.2em; font-weight: 600; margin: .6em 0; } .note { color: #666; }
 #ask-error { color: #a00; white-space: pre-wrap; }
@@ -97,7 +99,8 @@ td.figure { text-align: right; font-variant-numeric: tabular-nums; }
 </form>
 <p class="note">An agent answers with the LLM of HOPGRAPH_LLM_* (or HOPGRAPH_LLM=local); its steps
 appear as they happen; chat keeps the conversation of this page, so follow-ups may say "it". Without
-an LLM the page shows the evidence passages and how to set one.</p>
+an LLM the page answers with the passages' own sentences that answer, each citing its passage, and
+says how to set one.</p>
 <div id="ask-error" role="alert"></div>
 <ol id="steps"></ol>
 <div id="answer"></div><p id="usage"></p>
@@ -253,9 +256,18 @@ function tab(which) {
 function evidenceList(items) {
   $("ask-evidence").replaceChildren(...items.map((e) => {
     const li = el("li", e.cited ? "cited" : "");
-    li.append(el("div", "head", (e.cited ? "* " : "") + e.title + " (" + e.id + ")"),
-              passage(e.parts));
+    li.append(el("div", "head", (e.cited ? "* " : "") + e.title + " (" + e.id + ")"));
+    if (e.answering) li.append(el("div", "answering", "answering: " + e.answering));
+    li.append(passage(e.parts));
     return li; }));
+}
+function extractive(answer) {  // the passages' own sentences, each citing its passage
+  const box = el("div", "extractive");
+  box.append(el("div", "head", "answer, from the passages' own sentences (no LLM):"));
+  const list = el("ul");
+  for (const s of answer.sentences) list.append(el("li", null, "[" + s.passage + "] " + s.text));
+  box.append(list);
+  return box;
 }
 let source = null;
 let thread = Math.random().toString(36).slice(2) + Date.now().toString(36);  // this page's chat
@@ -276,8 +288,9 @@ function ask(event) {
       : "answered by " + a.llm;
     evidenceList(a.evidence); source.close(); });
   source.addEventListener("evidence", (m) => { const a = JSON.parse(m.data);
-    $("answer").textContent = "no written answer: " + a.why;
-    $("usage").textContent = "evidence passages (" + a.method + "); to get answers: " + a.hint;
+    $("answer").replaceChildren(extractive(a.answer));
+    $("usage").textContent = "no written answer: " + a.why + "; evidence passages (" + a.method +
+      "); to get written answers: " + a.hint;
     evidenceList(a.evidence); source.close(); });
   source.addEventListener("failed", (m) => { const f = JSON.parse(m.data);
     $("answer").textContent = "";

@@ -145,5 +145,6 @@ def test_without_an_llm_chat_answers_with_evidence_and_schemas_are_published(
         )  # fmt: skip
         values = client.threads.get_state(thread["thread_id"])["values"]
         said = values["messages"][-1]["content"]
-        assert said.startswith("evidence passages (gnn_ret; no LLM, so no written answer):")
+        assert said.startswith("answer (the passages' own sentences; no LLM is configured):\n[")
+        assert "evidence passages (gnn_ret), each with its answering sentence:" in said
         assert "[1] " in said and "[2] " in said and len(values["sources"]) == 2

@@ -149,11 +149,17 @@ def test_ask_without_an_llm_prints_evidence(tmp_path, no_endpoint, capsys):
     argv = ["ask", "Where was Larry Alcala educated?", "--index", str(index), "-k", "2"]
     assert main([*argv, "--llm", "none", "--json"]) == 0
     result = json.loads(capsys.readouterr().out)
-    assert result["answer"] is None and result["method"] == "gnn_ret"  # gear's own retrieval
+    assert result["method"] == "gnn_ret"  # gear's own retrieval
     assert len(result["evidence"]) == 2 and "no LLM" in result["llm"]
+    sentences = result["answer"]["sentences"]  # the extractive answer: passages' own sentences
+    assert sentences and all(
+        s["text"] in result["evidence"][s["passage"] - 1]["text"] for s in sentences
+    )
+    assert all(e["answering"] in e["text"] for e in result["evidence"])
     assert main([*argv, "--method", "bm25"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("evidence passages (bm25); no LLM is configured")
+    assert out.startswith("answer (the passages' own sentences; no LLM is configured")
+    assert "evidence passages (bm25), each with its answering sentence:" in out
     assert "--llm local" in out
 
 

@@ -52,11 +52,15 @@ def test_an_error_of_the_retrieval_itself_keeps_the_clis_words(server):
 
 
 def test_ask_with_no_llm_gives_the_evidence_and_says_why(server, monkeypatch):
-    """Issue 53: MCP `ask` was an error where the CLI and the page show evidence."""
+    """Issue 53: MCP `ask` was an error; now an extractive answer, as the CLI and the page."""
     monkeypatch.setenv("HOPGRAPH_LLM", "none")
     result = asyncio.run(server.call_tool("ask", {"question": "Where is Stanley the seat?"}))
     answer = result[1] if isinstance(result, tuple) else result  # (content, structured)
     answer = answer.get("result", answer)
-    assert answer["answer"] is None and "no LLM is configured" in answer["llm"]
-    assert answer["evidence"] and {"id", "title", "text", "metadata"} <= set(answer["evidence"][0])
+    assert "no LLM is configured" in answer["llm"]
+    fields = {"id", "title", "text", "metadata", "answering"}
+    assert answer["evidence"] and fields <= set(answer["evidence"][0])
+    sentences = answer["extractive"]["sentences"]  # the passages' own sentences, cited
+    assert sentences and answer["answer"] == answer["extractive"]["text"]
+    assert all(s["text"] in answer["evidence"][s["passage"] - 1]["text"] for s in sentences)
     assert answer["method"] == "gnn_ret"  # an agent's method retrieves with gnn_ret
