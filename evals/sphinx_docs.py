@@ -43,6 +43,9 @@ path (it imports only what that code already had: the loader, the chunker, the e
     git worktree add /work/before f35d2bd
     PYTHONPATH=/work/before python evals/sphinx_docs.py SDIST_DIR --label before --out FILE
 
+(run as a file, its own folder is first on ``sys.path``, then the worktree, then the installed
+hopgraph; the results' ``code`` is the commit of the hopgraph that was imported).
+
 Each run replaces its label's entry in the JSON file and keeps the others.
 """
 
