@@ -51,8 +51,8 @@ DESCRIPTIONS = frozenset(
     "autoexception autoproperty autodecorator".split()
 )
 """Object descriptions: a signature line, then a body (any domain, e.g. ``py:function``).
-autodoc's directives take the rest from the code, which we do not import: their signature
-and any body written in the .rst are what is kept."""
+autodoc's directives are :mod:`.rst_autodoc`'s (read from the package's source); this stand-in,
+their signature and the body written in the .rst, is what a page keeps without it."""
 
 
 class _AnyOptions(dict):
