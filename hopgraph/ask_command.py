@@ -185,14 +185,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser(
         "ask",
-        help="answer a question with citations (without an LLM: evidence passages)",
+        help="answer a question with citations (without an LLM: the passages' own sentences)",
         description=(
             f"Answer QUESTION with a method: a multi-step agent ({', '.join(MULTI_STEP)}) or any "
             "retriever followed by the citing reader. Prints the answer, the passages it cites, "
             "the steps taken and the LLM calls and tokens. Runs are checkpointed by thread: "
             "if one stops (a server error, Ctrl-C), the same command with --thread resumes it. "
-            "With no LLM (--llm none, or none configured) it prints the evidence passages of "
-            "the method, or of gnn_ret for an agent, instead of an answer."
+            "With no LLM (--llm none, or none configured) it answers with the sentences of the "
+            "method's passages (gnn_ret's for an agent) that answer, one per hop, each citing "
+            "its passage, then each passage with its answering sentence."
         ),
     )
     p.add_argument("question", metavar="QUESTION")
