@@ -252,8 +252,8 @@ def document(request: Request) -> Found | Missing:
             sources.met.append(met(tuple(tried), path))
             return found
         # the reading that finds most of what is written tells why (``Class.meth`` in the
-        # current module; ``pkg.mod.f`` as written), the first of equals
-        reasons.append((found.depth - (len(path.split(".")) - written), found))
+        # current module), else the first, the most specific (``pkg.mod.f`` as written)
+        reasons.append((max(0, found.depth - (len(path.split(".")) - written)), found))
     sources.met.append(met(tuple(tried), ""))
     if not reasons:
         return Missing(f"`{request.name}` names no object")

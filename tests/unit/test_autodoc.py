@@ -177,6 +177,16 @@ def test_an_object_not_in_the_source_is_a_warning_naming_the_directive_and_line(
         load_corpus(sdist / "docs", strict=True)
 
 
+def test_the_warning_gives_the_reading_that_explains_most(sdist: Path):
+    (sdist / "docs" / "api.rst").write_text(
+        "API\n===\n\n.. currentmodule:: noodles.kinds\n\n.. automethod:: Noodle.eet\n\n"
+        ".. currentmodule:: other.mod\n\n.. class:: Gone\n\n   .. autoattribute:: size\n"
+    )
+    typo, gone = _text(sdist / "docs")[1]
+    assert "`noodles.kinds.Noodle.eet` is not in " in typo  # Noodle: the current module's
+    assert "no source of `other` beside the docs" in gone  # not "of `size`"
+
+
 def test_a_module_that_does_not_parse_is_named_with_its_line(sdist: Path):
     (sdist / "noodles" / "broken.py").write_text('"""Fine so far."""\n\ndef f(:\n    pass\n')
     page = sdist / "docs" / "api.rst"
