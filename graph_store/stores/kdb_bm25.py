@@ -10,20 +10,24 @@ writes' small segments pile up, or a segment has a quarter of its rows dead, the
 merges them into one (stores/segments.py: a build's or a partition's segment stays as it is),
 from their stored term counts: only the write's own chunks are tokenized. A chunk
 deleted and added back under its id (a replaced document) counts by its newest row only.
+
+A query reads a segment with numpy alone (:class:`Postings`) and tokenizes as bm25s does without
+importing it: bm25s brings scipy, 0.2 s of every keyword query's start. Writes build and merge
+segments with scipy.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import bm25s
 import numpy as np
-import scipy.sparse as sp
 import Stemmer
 
 from hopgraph.core.arrays import unique_rows
@@ -33,17 +37,70 @@ from hopgraph.graph_store.documents.schema import Chunk
 from .base import Scored
 from .segments import to_merge
 
+if TYPE_CHECKING:
+    import scipy.sparse as sp
+
 _STEMMER = Stemmer.Stemmer("english")
 K1, B = 1.5, 0.75  # bm25s's defaults
 SEGMENTS_FILE = "segments.json"
 STATS_FILE = "stats.json"
 
 
+STOPWORDS = frozenset(
+    "a an and are as at be but by for if in into is it no not of on or such that the their then "
+    "there these they this to was will with".split()
+)
+"""bm25s's English stop words (Lucene's), which every index was tokenized without."""
+_TOKEN = re.compile(r"(?u)\b\w\w+\b")  # bm25s's (scikit-learn's) token pattern
+
+
 def tokenize(texts: list[str]) -> list[list[str]]:
-    """Lower-case, stop words out, Snowball-stemmed tokens (bm25s's tokenizer)."""
-    return bm25s.tokenize(
-        texts, stopwords="en", stemmer=_STEMMER.stemWords, return_ids=False, show_progress=False
-    )
+    """Lower-case, stop words out, Snowball-stemmed tokens: ``bm25s.tokenize``'s, to the token.
+
+    Written out rather than imported (see the module docstring); tests/unit/test_bm25.py holds
+    it to bm25s's own. Each distinct word is stemmed once, as bm25s does.
+    """
+    words = [[w for w in _TOKEN.findall(text.lower()) if w not in STOPWORDS] for text in texts]
+    distinct = list(dict.fromkeys(w for text in words for w in text))
+    stems = dict(zip(distinct, _STEMMER.stemWords(distinct), strict=True))
+    return [[stems[w] for w in text] for text in words]
+
+
+@dataclass(frozen=True)
+class Postings:
+    """A chunks × terms CSC matrix (columns are terms) as its arrays: what a query reads.
+
+    Read from scipy's ``save_npz`` file by numpy; :meth:`matrix` makes it scipy's for writes.
+    """
+
+    data: np.ndarray
+    indices: np.ndarray
+    indptr: np.ndarray
+    shape: tuple[int, int]
+
+    @classmethod
+    def of(cls, matrix: sp.spmatrix) -> Postings:
+        """Take a scipy sparse matrix's CSC arrays."""
+        csc = matrix.tocsc()
+        return cls(csc.data, csc.indices, csc.indptr, (int(csc.shape[0]), int(csc.shape[1])))
+
+    @classmethod
+    def load(cls, path: Path) -> Postings:
+        """Read what ``scipy.sparse.save_npz`` wrote (another format than CSC: through scipy)."""
+        with np.load(path, allow_pickle=False) as saved:
+            kind = saved["format"].item()
+            if (kind.decode() if isinstance(kind, bytes) else kind) == "csc":
+                shape = tuple(int(n) for n in saved["shape"])
+                return cls(saved["data"], saved["indices"], saved["indptr"], (shape[0], shape[1]))
+        import scipy.sparse as sp
+
+        return cls.of(sp.load_npz(path))
+
+    def matrix(self) -> sp.csc_matrix:
+        """Return the matrix as scipy's (its arrays shared)."""
+        import scipy.sparse as sp
+
+        return sp.csc_matrix((self.data, self.indices, self.indptr), shape=self.shape)
 
 
 @dataclass
@@ -52,12 +109,14 @@ class Segment:
 
     ids: list[str]
     vocab: dict[str, int]
-    tf: sp.csc_matrix
+    tf: Postings
     lengths: np.ndarray
 
     @classmethod
     def build(cls, chunks: Sequence[Chunk]) -> Segment:
         """Tokenize ``chunks`` into a segment."""
+        import scipy.sparse as sp
+
         tokens = tokenize([c.embed_text for c in chunks])
         vocab: dict[str, int] = {}
         rows, cols = [], []
@@ -70,18 +129,20 @@ class Segment:
         )
         tf.sum_duplicates()
         lengths = np.array([len(words) for words in tokens], dtype=np.float32)
-        return cls([c.id for c in chunks], vocab, tf, lengths)
+        return cls([c.id for c in chunks], vocab, Postings.of(tf), lengths)
 
     @classmethod
     def merge(cls, parts: Sequence[tuple[Segment, np.ndarray]]) -> Segment:
         """Return one segment of the rows of several (each with a mask of the rows to keep)."""
+        import scipy.sparse as sp
+
         vocab: dict[str, int] = {}
         ids: list[str] = []
         rows, cols, data, lengths = [], [], [], []
         for segment, keep in parts:
             column = np.array([vocab.setdefault(t, len(vocab)) for t in segment.vocab], np.int64)
             kept = np.flatnonzero(keep)
-            tf = segment.tf.tocsr()[kept].tocoo()
+            tf = segment.tf.matrix().tocsr()[kept].tocoo()
             rows.append(tf.row + len(ids))
             cols.append(column[tf.col])
             data.append(tf.data)
@@ -91,12 +152,14 @@ class Segment:
             (np.concatenate(data), (np.concatenate(rows), np.concatenate(cols))),
             shape=(len(ids), len(vocab)),
         )
-        return cls(ids, vocab, tf, np.concatenate(lengths).astype(np.float32))
+        return cls(ids, vocab, Postings.of(tf), np.concatenate(lengths).astype(np.float32))
 
     def save(self, folder: Path) -> None:
         """Write the segment into ``folder``."""
+        import scipy.sparse as sp
+
         folder.mkdir(parents=True, exist_ok=True)
-        sp.save_npz(folder / "tf.npz", self.tf, compressed=False)
+        sp.save_npz(folder / "tf.npz", self.tf.matrix(), compressed=False)
         np.save(folder / "lengths.npy", self.lengths)
         text = json.dumps({"ids": self.ids, "vocab": list(self.vocab)}, ensure_ascii=False)
         (folder / "terms.json").write_text(text, encoding="utf-8")
@@ -106,7 +169,7 @@ class Segment:
         """Read a segment written by :meth:`save`."""
         terms = json.loads((folder / "terms.json").read_text(encoding="utf-8"))
         vocab = {term: i for i, term in enumerate(terms["vocab"])}
-        tf = sp.load_npz(folder / "tf.npz").tocsc()
+        tf = Postings.load(folder / "tf.npz")
         return cls(terms["ids"], vocab, tf, np.load(folder / "lengths.npy"))
 
     @cached_property
@@ -131,7 +194,7 @@ class Segment:
         """Return, for each term, how many of ``rows`` (a boolean mask) contain it."""
         if not rows.any():
             return {}
-        counts = np.asarray((self.tf[np.flatnonzero(rows)] > 0).sum(axis=0)).ravel()
+        counts = np.asarray((self.tf.matrix()[np.flatnonzero(rows)] > 0).sum(axis=0)).ravel()
         terms = list(self.vocab)
         return {terms[col]: int(counts[col]) for col in np.flatnonzero(counts)}
 

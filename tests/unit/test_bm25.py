@@ -8,7 +8,7 @@ import pytest
 
 from hopgraph.graph_store.documents.schema import Chunk
 from hopgraph.graph_store.stores import segments
-from hopgraph.graph_store.stores.kdb_bm25 import BM25Store, tokenize
+from hopgraph.graph_store.stores.kdb_bm25 import BM25Store, Postings, tokenize
 from tests.unit.test_incremental_graphs import random_chunk
 
 QUERIES = ["river stone", "Love film district", "the band of the lake", "York York hill"]
@@ -29,6 +29,31 @@ def test_scores_equal_bm25s(tmp_path):
     for query in QUERIES:
         np.testing.assert_allclose(loaded.scores(query), bm25s_scores(chunks, query), rtol=1e-5)
     assert loaded.query("river stone", 3)[0][1] > 0
+
+
+def test_the_tokenizer_is_bm25s_to_the_token():
+    import Stemmer
+    from bm25s.stopwords import STOPWORDS_EN
+
+    from hopgraph.graph_store.stores.kdb_bm25 import STOPWORDS
+
+    texts = [random_chunk(random.Random(i), i).embed_text for i in range(40)]
+    texts += ["", "THE the The", "Naïve café's 2nd x", "don't e-mail a_b __init__ 1 23"]
+    texts.append("日本語 テキスト")
+    stem = Stemmer.Stemmer("english").stemWords
+    theirs = bm25s.tokenize(texts, "en", stemmer=stem, return_ids=False, show_progress=False)
+    assert tokenize(texts) == theirs and set(STOPWORDS_EN) == STOPWORDS
+
+
+def test_postings_are_read_without_scipy_as_scipy_reads_them(tmp_path):
+    import scipy.sparse as sp
+
+    matrix = sp.random(30, 50, density=0.2, format="csc", random_state=0, dtype=np.float32)
+    for kind in ("csc", "csr"):
+        sp.save_npz(tmp_path / f"{kind}.npz", matrix.asformat(kind), compressed=False)
+        postings = Postings.load(tmp_path / f"{kind}.npz")
+        assert postings.shape == (30, 50) and (postings.matrix() != matrix).nnz == 0
+        assert np.array_equal(postings.indptr, matrix.indptr)
 
 
 def test_a_chunk_deleted_and_added_back_counts_once(tmp_path):
