@@ -9,6 +9,7 @@ changed variable counts from the next call.
 
 from __future__ import annotations
 
+import importlib
 import os
 import threading
 import tomllib
@@ -38,14 +39,12 @@ from .config import (
     settings_file,
 )
 from .errors import InputError
-from .index_settings import IndexSettings
 
-__all__ = [  # with those of config.py and index_settings.py, re-exported
+__all__ = [  # with those of config.py, re-exported (IndexSettings: __getattr__ below)
     "CONFIG_FILE",
     "DEFAULT_MODEL",
     "DEVICES",
     "LLM_CHOICES",
-    "IndexSettings",
     "Settings",
     "cache_dir",
     "configure",
@@ -220,3 +219,12 @@ def cache_dir() -> Path:
         return chosen
     base = os.environ.get("XDG_CACHE_HOME")
     return (Path(base) if base else Path.home() / ".cache") / "hopgraph"
+
+
+def __getattr__(name: str) -> Any:
+    # IndexSettings lives in index_settings.py, which imports this module to read the settings
+    # (IndexSettings.from_settings): its old name here is looked up, not imported, so the two
+    # modules do not import each other.
+    if name == "IndexSettings":
+        return importlib.import_module("hopgraph.core.index_settings").IndexSettings
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
