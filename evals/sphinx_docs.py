@@ -1,6 +1,6 @@
 """Sphinx's own docs through hopgraph's loader and chunker: cut code, role leftovers, autodoc.
 
-    python -m hopgraph.evals.sphinx_docs SDIST_DIR [--out evals/results/docsets/sphinx-docs.json]
+    python -m hopgraph.evals.sphinx_docs SDIST_DIR [--out evals/results/documents/sphinx-docs.json]
         [--label after] [--import-path DIR ...] [--autodoc-source DIR ...]
 
 SDIST_DIR is Sphinx's source distribution, unpacked (``pip download --no-deps --no-binary :all:
