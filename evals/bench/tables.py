@@ -36,6 +36,10 @@ def startup(results: Path = RESULTS) -> str:
             f"| `{timing['command']}`{until} | **{timing['median_s']:.2f} s** "
             f"| {timing['max_s']:.2f} s | {target} |"
         )
+    if "load" in report:  # timings mean something only on an idle machine: say how busy it was
+        before, after = report["load"]["before"][0], report["load"]["after"][0]
+        lines += ["", f"Load average (1 min) while measured: {before:.2f} before, {after:.2f} "
+                  f"after, on {report['cpus']} CPUs."]  # fmt: skip
     return "\n".join(lines)
 
 
