@@ -18,7 +18,14 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from . import gnn_variants, guard_study, guard_table, hop_embedding_study, naive_ge_fusion
+from . import (
+    extractive,
+    gnn_variants,
+    guard_study,
+    guard_table,
+    hop_embedding_study,
+    naive_ge_fusion,
+)
 from . import quality_table as quality
 from .bench import tables as bench
 from .doc_markers import between, replaced
@@ -38,6 +45,7 @@ TABLES: dict[str, tuple[Callable[[], str], str]] = {
     "writes": (bench.writes, "docs/benchmarks.md"),
     "graph-stats": (bench.graph_stats, "docs/graphs.md"),
     "docsets": (quality.docsets, "docs/evaluation.md"),
+    "extractive": (extractive.markdown, "docs/evaluation.md"),
     "rerank": (quality.rerank, "docs/evaluation.md"),
     "grag-paths": (quality.grag_paths, "docs/methods.md"),
     "iier-scorer": (quality.iier_scorer, "docs/evaluation.md"),

@@ -77,14 +77,38 @@ def table(rows: list[dict]) -> str:
     ]  # fmt: skip
     body = [
         [
-            r["data"], str(r["questions"]), f"{r['answer_recall']:.1f}",
+            r["data"],
+            str(r["questions"]),
+            f"{r['answer_recall']:.1f}",
             f"{r['passages_recall']:.1f}",
             _share(r),
-            f"{r['answer_words']:.0f}", f"{r['passage_words']:.0f}", f"{r['sentences']:.2f}",
+            f"{r['answer_words']:.0f}",
+            f"{r['passage_words']:.0f}",
+            f"{r['sentences']:.2f}",
         ]
         for r in rows
     ]
     return render_table(header, body)
+
+
+RESULTS = Path(__file__).resolve().parent / "results" / "extractive" / "dev.json"
+
+
+def markdown(results: Path = RESULTS) -> str:
+    """Render docs/evaluation.md's table from the saved rows (hopgraph.evals.doc_tables)."""
+    rows = json.loads(results.read_text(encoding="utf-8"))
+    lines = [
+        "| set | questions | gold answer in the answer | in the top-5 passages | kept "
+        "| words: answer | words: passages | sentences |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['data']} | {r['questions']:,} | {r['answer_recall']:.1f} "
+            f"| {r['passages_recall']:.1f} | {_share(r)} | {r['answer_words']:.0f} "
+            f"| {r['passage_words']:.0f} | {r['sentences']:.2f} |"
+        )
+    return "\n".join(lines)
 
 
 def _share(row: dict) -> str:
