@@ -186,3 +186,32 @@ def test_a_method_imports_only_what_it_runs_on(method, unneeded, tmp_path):
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_an_export_is_read_with_its_weights_mapped_and_answers_the_same(tmp_path):
+    import numpy as np
+    import onnx
+    import onnxruntime as ort
+    from onnx import TensorProto, helper, numpy_helper
+
+    from hopgraph.graph_store.embedding.onnx_encoder import WEIGHTS_FILE, mapped
+
+    weights = np.random.default_rng(0).normal(size=(64, 32)).astype(np.float32)
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["y"])], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [None, 64])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [None, 32])],
+        [numpy_helper.from_array(weights, "w")],
+    )  # fmt: skip
+    exported = tmp_path / "model.onnx"
+    onnx.save_model(helper.make_model(graph), str(exported))
+    copy = mapped(exported)
+    assert copy != exported and (copy.parent / WEIGHTS_FILE).stat().st_size == weights.nbytes
+    assert mapped(exported) == copy  # written once
+    x = np.random.default_rng(1).normal(size=(3, 64)).astype(np.float32)
+    answers = [ort.InferenceSession(str(p)).run(None, {"x": x})[0] for p in (exported, copy)]
+    assert np.array_equal(*answers)
+    damaged = tmp_path / "damaged" / "model.onnx"
+    damaged.parent.mkdir()
+    damaged.write_bytes(b"not a model")
+    assert mapped(damaged) == damaged and not list(damaged.parent.glob(".mapped*"))
