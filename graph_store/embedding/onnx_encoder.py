@@ -1,15 +1,16 @@
-"""Queries embedded by ONNX Runtime: the index's own model, exported once, loaded in 0.3 s.
+"""Queries embedded by ONNX Runtime: the index's own model, exported once, loaded in 0.2 s.
 
 Importing sentence-transformers (torch, transformers, scikit-learn) takes 3–4 s of CPU on a
-small machine, and a command that embeds one query would pay it every time. The transformer
-of a sentence-transformers model whose pipeline is Transformer → mean or CLS pooling (→
-Normalize) is exported to ONNX the first time it is loaded (about a second, by torch, which
-is loaded then anyway) and kept under the ``encoders`` setting (default CACHE/encoders),
-keyed by the model files' names, sizes and times. Later processes embed with ONNX Runtime and
-the model's fast tokenizer (0.1 s of imports), from a copy of the export whose weights lie in a
-file of their own, which ONNX Runtime maps (:func:`mapped`, made by the first load). Vectors agree with sentence-transformers' to
-1e-6 (tests/integration/test_onnx_encoder.py). Index writes keep sentence-transformers (GPU,
-worker pools); queries always run here on the CPU, where one query takes milliseconds.
+small machine, and a command that embeds one query would pay it every time. The transformer of a
+sentence-transformers model whose pipeline is Transformer → mean or CLS pooling (→ Normalize) is
+exported to ONNX the first time it is loaded (about a second, by torch, which is loaded then
+anyway) and kept under the ``encoders`` setting (default CACHE/encoders), keyed by the model
+files' names, sizes and times. Later processes embed with ONNX Runtime and the model's fast
+tokenizer (0.1 s of imports), from a copy of the export whose weights lie in a file of their
+own, which ONNX Runtime maps (:func:`mapped`, made by the first load). Vectors agree with
+sentence-transformers' to 1e-6 (tests/integration/test_onnx_encoder.py). Index writes keep
+sentence-transformers (GPU, worker pools); queries always run here on the CPU, where one query
+takes milliseconds.
 """
 
 from __future__ import annotations
