@@ -9,13 +9,14 @@ runs without an LLM, and the servers' first answer: from starting `hopgraph mcp`
 the first retrieval it answers. Beside them the machine's bare ``python -c pass``.
 
 Each command runs once untimed first, which does the one-off work of a first use: the query
-encoder's ONNX export (a user's first query does it once), G-RAG's embedding of the index's
-concepts (kept in the vector cache), and Python's bytecode cache of hopgraph's modules (pip
-writes it at install; a tree run with PYTHONDONTWRITEBYTECODE never keeps one, and compiling
-hopgraph's modules cost every command a tenth of a second more). Then ``--runs`` timed runs;
-the report has the median and the slowest. Targets (medians, idle 2-core machine; issue 53):
---help ≤ 0.3 s, check ≤ 1.0 s, bm25 ≤ 1.0 s, dense, hybrid and gnn_ret ≤ 1.5 s, iier, naive_ge
-and grag ≤ 2.5 s. Timings mean something only on an idle machine: the report keeps the load.
+encoder's ONNX export and its copy with mapped weights (a user's first query makes them once),
+G-RAG's embedding of the index's concepts (kept in the vector cache), and Python's bytecode
+cache of hopgraph's modules (pip writes it at install; a tree run with PYTHONDONTWRITEBYTECODE
+never keeps one, and compiling hopgraph's modules cost every command a tenth of a second more).
+Then ``--runs`` timed runs; the report has the median and the slowest. Targets (medians, idle
+2-core machine; issue 53): --help ≤ 0.3 s, check ≤ 1.0 s, bm25 ≤ 1.0 s, dense, hybrid and
+gnn_ret ≤ 1.5 s, iier, naive_ge and grag ≤ 2.5 s. Timings mean something only on an idle
+machine: the report keeps the load.
 """
 
 from __future__ import annotations
