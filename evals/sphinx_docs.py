@@ -389,9 +389,9 @@ def _read(path: Path) -> str:
 
 def _commit() -> str:
     """Return the commit of the hopgraph code imported (the worktree's for "before")."""
-    import hopgraph
+    from hopgraph.graph_store.documents import loaders  # the code measured (evals sits above)
 
-    folder = Path(hopgraph.__file__).resolve().parent
+    folder = Path(loaders.__file__).resolve().parent
     done = subprocess.run(
         ["git", "-C", str(folder), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
     )
