@@ -66,23 +66,6 @@ def titled_passages(evidence: Sequence[Evidence]) -> str:
     return "\n\n".join(passage(e["title"], e["text"]) for e in evidence)
 
 
-def evidence_alone(
-    index: Index,
-    method: str,
-    question: str,
-    k: int,
-    preset: str,
-    where: Where | None = None,
-    expand: str | None = None,
-) -> tuple[str, list[dict[str, Any]]]:
-    """Answer with no LLM: the retriever that ran and the passages it ranks first.
-
-    An agent's method retrieves with gnn_ret, the retriever the agents build on.
-    """
-    method, hits = _ranked(index, method, question, k, preset, where, expand)
-    return method, [h.to_dict() for h in hits]
-
-
 def answer_alone(
     index: Index,
     method: str,
@@ -97,23 +80,10 @@ def answer_alone(
     Returns ``{"method", "answer": {"text", "sentences", "answering"}, "evidence"}``; each
     evidence passage carries its ``answering`` sentence, the one to show whole.
     """
-    method, hits = _ranked(index, method, question, k, preset, where, expand)
-    answer = extractive_answer(index, question, hits)
-    evidence = [h.to_dict() | {"answering": answer.answering.get(h.id, "")} for h in hits]
-    return {"method": method, "answer": answer.to_dict(), "evidence": evidence}
-
-
-def _ranked(
-    index: Index,
-    method: str,
-    question: str,
-    k: int,
-    preset: str,
-    where: Where | None,
-    expand: str | None,
-) -> tuple[str, list[Hit]]:
-    method = method if method in RETRIEVERS else "gnn_ret"
+    method = method if method in RETRIEVERS else "gnn_ret"  # an agent's: the one agents build on
     hits = make_retriever(method, index, preset=preset).retrieve(question, k, where)
     if expand:
         hits = expand_hits(index, hits, Expansion.parse(expand))
-    return method, hits
+    answer = extractive_answer(index, question, hits)
+    evidence = [h.to_dict() | {"answering": answer.answering.get(h.id, "")} for h in hits]
+    return {"method": method, "answer": answer.to_dict(), "evidence": evidence}
