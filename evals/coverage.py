@@ -18,7 +18,8 @@ from scipy.sparse.csgraph import connected_components
 
 from hopgraph.core.errors import IndexStateError
 from hopgraph.graph_store import Index
-from hopgraph.graph_store.graphs.passage_graph import EDGE_TYPES, co_occurrence
+from hopgraph.graph_store.graphs.passage_edges import co_occurrence
+from hopgraph.graph_store.graphs.passage_graph import EDGE_TYPES
 
 from .datasets import Question
 

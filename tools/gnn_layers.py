@@ -10,7 +10,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.sparse as sp
+
+from hopgraph.core.csr import CsrLike, row_edges
 
 
 @dataclass(frozen=True)
@@ -21,9 +22,7 @@ class Layer:
     sender: np.ndarray  # -1 where no message was received
 
 
-def min_messages(
-    h: np.ndarray, adjacency: sp.csr_matrix, top_k: int
-) -> tuple[np.ndarray, np.ndarray]:
+def min_messages(h: np.ndarray, adjacency: CsrLike, top_k: int) -> tuple[np.ndarray, np.ndarray]:
     """Eq. 3: the chunks that hear from the top-K, and for each its lowest-distance sender.
 
     Row j of ``adjacency`` lists where a message from chunk j goes; ties go to the sender
@@ -32,9 +31,7 @@ def min_messages(
     n = len(h)
     k = min(top_k, n)
     top = np.argpartition(h, k - 1)[:k] if k < n else np.arange(n)
-    rows = adjacency[top]
-    receivers = rows.indices
-    senders = np.repeat(top, np.diff(rows.indptr))
+    senders, receivers = row_edges(adjacency, top)
     if len(receivers) == 0:
         return receivers, senders
     order = np.lexsort((senders, h[senders], receivers))
@@ -43,7 +40,7 @@ def min_messages(
 
 
 def gnn_layer(
-    h: np.ndarray, adjacency: sp.csr_matrix, alpha: float, top_k: int, only_lower: bool = False
+    h: np.ndarray, adjacency: CsrLike, alpha: float, top_k: int, only_lower: bool = False
 ) -> Layer:
     """Apply Eqs. 3–4 once: min-message from the top-K chunks, blended with weight α.
 
@@ -62,7 +59,7 @@ def gnn_layer(
 
 def typed_layer(
     h: np.ndarray,
-    channels: Sequence[tuple[sp.csr_matrix, float]],
+    channels: Sequence[tuple[CsrLike, float]],
     top_k: int,
     only_lower: bool = False,
 ) -> tuple[Layer, np.ndarray]:
@@ -81,7 +78,7 @@ def typed_layer(
 
 def propagate(
     h0: np.ndarray,
-    channels: Sequence[tuple[sp.csr_matrix, float]],
+    channels: Sequence[tuple[CsrLike, float]],
     top_k: int,
     layers: int = 1,
     only_lower: bool = False,

@@ -25,9 +25,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.sparse as sp
 
 from hopgraph.core.arrays import sparse_at, union_rows, unique_rows
+from hopgraph.core.csr import Csr, CsrLike, row_edges
 
 from .gnn_layers import smallest, typed_layer
 
@@ -91,57 +91,24 @@ class KnownDistances:
         return out
 
 
-def edges_from(matrix: sp.csr_matrix, senders: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Return (sender, receiver) of every edge leaving ``senders``: their CSR rows, read directly.
-
-    scipy's row indexing validates and builds a new matrix each call, a millisecond at a
-    million rows; the K senders' rows are a few slices of ``indices``.
-    """
-    starts, ends = matrix.indptr[senders], matrix.indptr[senders + 1]
-    cols = [matrix.indices[a:b] for a, b in zip(starts, ends, strict=True)]
-    kept = [matrix.data[a:b] != 0 for a, b in zip(starts, ends, strict=True)]
-    if not cols:
-        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    keep = np.concatenate(kept)
-    source = np.repeat(senders, ends - starts)[keep]
-    return source.astype(np.int64), np.concatenate(cols)[keep].astype(np.int64)
-
-
-def has_edge(matrix: sp.csr_matrix, source: int, target: int) -> bool:
-    """Whether ``matrix`` holds a non-zero edge source → target (its CSR row, read directly)."""
-    start, end = matrix.indptr[source], matrix.indptr[source + 1]
-    found = matrix.indices[start:end] == target
-    return bool(found.any() and matrix.data[start:end][found].any())
-
-
-def receivers(matrices: Sequence[sp.csr_matrix], senders: np.ndarray) -> np.ndarray:
+def receivers(matrices: Sequence[CsrLike], senders: np.ndarray) -> np.ndarray:
     """Return every chunk a message from ``senders`` reaches over these edge matrices."""
-    found = [edges_from(matrix, senders)[1] for matrix in matrices]
+    found = [row_edges(matrix, senders)[1] for matrix in matrices]
     return union_rows(*found)
 
 
-def local_adjacency(
-    matrices: Sequence[sp.csr_matrix], senders: np.ndarray, rows: np.ndarray
-) -> sp.csr_matrix:
-    """Return the edges from ``senders`` as a matrix over positions in ``rows`` (sorted)."""
-    n = len(rows)
-    pairs = [edges_from(matrix, senders) for matrix in matrices]
+def local_adjacency(matrices: Sequence[CsrLike], senders: np.ndarray, rows: np.ndarray) -> Csr:
+    """Return the edges from ``senders`` as a 0/1 matrix over positions in ``rows`` (sorted)."""
+    pairs = [row_edges(matrix, senders) for matrix in matrices]
     source = np.concatenate([p[0] for p in pairs]) if pairs else np.zeros(0, np.int64)
     target = np.concatenate([p[1] for p in pairs]) if pairs else np.zeros(0, np.int64)
-    local = sp.csr_matrix(
-        (np.ones(len(source), np.float32),
-         (np.searchsorted(rows, source), np.searchsorted(rows, target))),
-        shape=(n, n),
-    )  # fmt: skip
-    local.sum_duplicates()
-    local.data[:] = 1.0
-    return local
+    return Csr.binary(np.searchsorted(rows, source), np.searchsorted(rows, target), len(rows))
 
 
 def propagate_local(
     h0_of: Distances,
     start: Candidates,
-    channels: Sequence[tuple[Sequence[sp.csr_matrix], float]],
+    channels: Sequence[tuple[Sequence[CsrLike], float]],
     top_k: int,
     layers: int,
     only_lower: bool,

@@ -43,9 +43,9 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
-import scipy.sparse as sp
 
 from hopgraph.core.arrays import sparse_at, union_rows
+from hopgraph.core.csr import CsrLike, has_entry
 from hopgraph.core.errors import IndexStateError, InputError
 from hopgraph.core.threads import beside
 from hopgraph.graph_store import Index
@@ -58,7 +58,6 @@ from .gnn_local import (
     Candidates,
     KnownDistances,
     LocalRanking,
-    has_edge,
     propagate_local,
     still_holds,
 )
@@ -183,10 +182,10 @@ class GNNRetriever(Guarded):
         self._last: tuple[str, np.ndarray, np.ndarray, np.ndarray] | None = None
 
     @cached_property
-    def adjacencies(self) -> list[tuple[sp.csr_matrix, float]]:
+    def adjacencies(self) -> list[tuple[CsrLike, float]]:
         """Return each channel's union adjacency and α (for the full scan: :meth:`ranking`)."""
         graph = self.index.passage_graph
-        return [(graph.adjacency(c.edge_types), c.alpha) for c in self.channels]
+        return [(graph.walks(c.edge_types), c.alpha) for c in self.channels]
 
     @property
     def _weight(self) -> float:
@@ -229,8 +228,7 @@ class GNNRetriever(Guarded):
     def _entity_chunks(self) -> np.ndarray:
         """Return how many chunks name each entity of the extraction table (hubs: > HUB)."""
         table = self.index.extraction_table
-        incidence = table.entities.incidence(len(table.vocab.strings))
-        return np.asarray(incidence.sum(axis=0)).ravel()
+        return table.entities.column_counts(len(table.vocab.strings))
 
     def expanded(self, query: str, closest: int) -> str | None:
         """Return the question with entities of chunk row ``closest`` appended, or None.
@@ -276,7 +274,7 @@ class GNNRetriever(Guarded):
         if expanded:  # its dense search bypasses the index's one-query cache (the guard's)
             texts.append(_Text(self, expanded, first, cached=False, extends=texts[0]))
         channels = [
-            ([index.passage_graph.edges[t] for t in c.edge_types], c.alpha) for c in self.channels
+            ([index.passage_graph.csr[t] for t in c.edge_types], c.alpha) for c in self.channels
         ]
 
         def distances(rows: np.ndarray) -> np.ndarray:
@@ -374,13 +372,13 @@ class GNNRetriever(Guarded):
 
     def _edge(self, row: int, sender: int, channel: Channel) -> tuple[str, ...]:
         """Name the sender and the edge types that carried its message: ("d1#0", "link")."""
-        edges = self.index.passage_graph.edges
+        edges = self.index.passage_graph.csr
         # A message travels row → column; a directed edge only counts in that direction.
         kinds = [
             k
             for k in channel.edge_types
-            if has_edge(edges[k], sender, row)
-            or (k not in DIRECTED and has_edge(edges[k], row, sender))
+            if has_entry(edges[k], sender, row)
+            or (k not in DIRECTED and has_entry(edges[k], row, sender))
         ]
         return (self.index.passage_graph.ids[sender], *kinds)
 

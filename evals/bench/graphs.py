@@ -23,7 +23,7 @@ from hopgraph.evals.bench import save_json
 from hopgraph.graph_store.documents.schema import Chunk
 from hopgraph.graph_store.graphs.extraction.readings import CorpusReadings
 from hopgraph.graph_store.graphs.knowledge_graph import build_knowledge_graph
-from hopgraph.graph_store.graphs.passage_graph import build_passage_graph
+from hopgraph.graph_store.graphs.passage_edges import build_passage_graph
 from hopgraph.graph_store.index.graph_build import GraphSettings, graph_counts
 from hopgraph.graph_store.index.reader import Index, read_vectors
 

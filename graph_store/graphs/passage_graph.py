@@ -29,25 +29,20 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
-import scipy.sparse as sp
 
+from hopgraph.core.csr import Csr, CsrLike, row_edges
 from hopgraph.core.errors import IndexStateError
-from hopgraph.graph_store.documents.schema import Chunk
 
-from .extraction.offline import token_key
-from .extraction.table import ExtractionTable, Ragged, Vocabulary
-from .semantic import Neighbours, nearest, neighbour_edges
-
-if TYPE_CHECKING:  # networkx (0.2 s of imports) only for to_networkx: no retriever walks it
+if TYPE_CHECKING:  # networkx (0.2 s of imports) only for to_networkx: no retriever walks it;
+    # scipy (0.2 s) only for the matrix arithmetic of builds and full scans (core/csr.py)
     import networkx as nx
+    import scipy.sparse as sp
 
 EDGE_TYPES = ("structural", "entity", "keyword", "semantic", "link")
 DIRECTED = frozenset({"link"})
 """Edge types stored as row → column; every other type is a symmetric matrix."""
 DEGREE_ROWS = 65_536
 """Rows whose degrees are counted at once (PassageGraph.degrees)."""
-PRODUCT_ROWS = 65_536
-"""Rows whose shared items are counted at once (co_occurrence)."""
 FEATURES = ("structural", "semantic", "keyword", "entity")
 """Order of :meth:`PassageGraph.edge_features`: IIER's r(u, n) = [a_struct, s_sem, c_kw], then
 the number of shared entities."""
@@ -66,11 +61,20 @@ class PassageGraphSettings:
 
 
 class PassageGraph:
-    """Typed sparse adjacency over chunk ids."""
+    """Typed sparse adjacency over chunk ids.
 
-    def __init__(self, ids: list[str], edges: dict[str, sp.csr_matrix]) -> None:
+    ``csr``: each type's matrix as arrays (memory-mapped when loaded), what a query reads;
+    ``edges``: the same as scipy matrices, for arithmetic (builds, degrees, full scans).
+    """
+
+    def __init__(self, ids: list[str], edges: dict[str, CsrLike]) -> None:
         self.ids = ids
-        self.edges = edges
+        self.csr = {kind: Csr.of(matrix) for kind, matrix in edges.items()}
+
+    @cached_property
+    def edges(self) -> dict[str, sp.csr_matrix]:
+        """Return each type's matrix as scipy's, over the same arrays (imports scipy)."""
+        return {kind: matrix.to_scipy() for kind, matrix in self.csr.items()}
 
     @cached_property
     def position(self) -> dict[str, int]:
@@ -85,6 +89,8 @@ class PassageGraph:
         Row i lists where a walk from chunk i may go, so a directed type keeps its direction;
         ``undirected`` adds the reverse of every directed edge (for reachability and degrees).
         """
+        import scipy.sparse as sp
+
         total = sp.csr_matrix((len(self.ids), len(self.ids)), dtype=np.float32)
         for kind in types:
             part = self.edges[kind]
@@ -95,9 +101,20 @@ class PassageGraph:
             total.data[:] = 1.0
         return total.tocsr()
 
+    def walks(self, types: Sequence[str] = EDGE_TYPES) -> Csr:
+        """Return :meth:`adjacency` (binary, directed types one way) computed with numpy alone.
+
+        What GNN-Ret's full scan reads (the rows of its top-K senders): a query's path, which
+        imports no scipy (core/csr.py).
+        """
+        pairs = [row_edges(self.csr[kind], np.arange(len(self.ids))) for kind in types]
+        source = np.concatenate([p[0] for p in pairs]) if pairs else np.zeros(0, np.int64)
+        target = np.concatenate([p[1] for p in pairs]) if pairs else np.zeros(0, np.int64)
+        return Csr.binary(source, target, len(self.ids))
+
     def edge_count(self, kind: str) -> int:
         """Return the number of edges of one type (a symmetric pair counts once)."""
-        nnz = int(self.edges[kind].nnz)
+        nnz = self.csr[kind].nnz
         return nnz if kind in DIRECTED else nnz // 2
 
     def neighbours(self, chunk_id: str, types: Sequence[str] = EDGE_TYPES) -> list[str]:
@@ -105,7 +122,7 @@ class PassageGraph:
         row = self.position[chunk_id]
         found: set[int] = set()
         for kind in types:
-            matrix = self.edges[kind]
+            matrix = self.csr[kind]
             found.update(matrix.indices[matrix.indptr[row] : matrix.indptr[row + 1]].tolist())
         return [self.ids[i] for i in sorted(found)]
 
@@ -120,7 +137,7 @@ class PassageGraph:
         """Return :meth:`edge_features` by row numbers (the hot path of chain scoring)."""
         out = np.zeros((len(cols), len(FEATURES)), dtype=np.float32)
         for j, kind in enumerate(FEATURES):
-            matrix = self.edges[kind]
+            matrix = self.csr[kind]
             start, end = matrix.indptr[row], matrix.indptr[row + 1]
             # A row holds a node's few neighbours: a dict beats sparse fancy indexing here.
             weights = dict(
@@ -138,6 +155,8 @@ class PassageGraph:
         A block of :data:`DEGREE_ROWS` rows at a time: the union of every type at once (as
         :meth:`adjacency`) took 600 MB beside a million-chunk graph of 250.
         """
+        import scipy.sparse as sp
+
         parts = [self.edges[k] + self.edges[k].T if k in DIRECTED else self.edges[k] for k in types]
         out = np.zeros(len(self.ids), dtype=np.int64)
         for at in range(0, len(self.ids), DEGREE_ROWS):
@@ -149,9 +168,13 @@ class PassageGraph:
 
     def save(self, directory: Path) -> None:
         """Write one .npz per edge type and the node order."""
+        import scipy.sparse as sp
+
         directory.mkdir(parents=True, exist_ok=True)
         (directory / "nodes.json").write_text(json.dumps(self.ids), encoding="utf-8")
         for kind, matrix in self.edges.items():
+            # sorted rows: a reader maps the arrays read-only, and scipy would sort them in place
+            matrix.sum_duplicates()
             # uncompressed: every write saves the graphs, and zlib took longer than the build
             sp.save_npz(directory / f"passages-{kind}.npz", matrix, compressed=False)
 
@@ -172,6 +195,7 @@ class PassageGraph:
     def to_networkx(self) -> nx.MultiGraph:
         """Return a networkx MultiGraph: one edge per (pair, type), with ``type`` and ``weight``."""
         import networkx as nx
+        import scipy.sparse as sp
 
         graph = nx.MultiGraph()
         graph.add_nodes_from(self.ids)
@@ -185,7 +209,7 @@ class PassageGraph:
         return graph
 
 
-def mapped_csr(path: Path) -> sp.csr_matrix:
+def mapped_csr(path: Path) -> Csr:
     """Read a CSR matrix saved uncompressed by ``scipy.sparse.save_npz``, memory-mapped.
 
     Its arrays are views of the file (read-only), so every process serving the index shares
@@ -195,17 +219,32 @@ def mapped_csr(path: Path) -> sp.csr_matrix:
         with zipfile.ZipFile(path) as archive:
             members = {i.filename.removesuffix(".npy"): i for i in archive.infolist()}
             if any(i.compress_type != zipfile.ZIP_STORED for i in members.values()):
-                return sp.load_npz(path).tocsr()
+                return _loaded(path)
             arrays = {name: _mapped_member(path, info) for name, info in members.items()}
     except (OSError, ValueError, KeyError, zipfile.BadZipFile) as err:
         raise IndexStateError(
             f"{path} is damaged: {err}",
             f"rebuild the graphs: `hopgraph graph build --index {path.parent.parent}`",
         ) from err
-    if str(arrays["format"]) != "csr":
-        return sp.load_npz(path).tocsr()
-    shape = tuple(int(x) for x in arrays["shape"])
-    return sp.csr_matrix((arrays["data"], arrays["indices"], arrays["indptr"]), shape=shape)
+    # scipy saves the format as a bytes scalar: str() of it reads "b'csr'", which sent every
+    # graph to the whole-file read below until this compared the decoded value
+    if _text(arrays["format"]) != "csr":
+        return _loaded(path)
+    rows, cols = (int(x) for x in arrays["shape"])
+    return Csr(arrays["indptr"], arrays["indices"], arrays["data"], (rows, cols))
+
+
+def _text(value: np.ndarray) -> str:
+    """Return a saved string scalar (bytes or str) as str."""
+    item = np.asarray(value).item()
+    return item.decode() if isinstance(item, bytes) else str(item)
+
+
+def _loaded(path: Path) -> Csr:
+    """Read a compressed or non-CSR .npz whole, with scipy."""
+    import scipy.sparse as sp
+
+    return Csr.of(sp.load_npz(path).tocsr())
 
 
 def _mapped_member(path: Path, info: zipfile.ZipInfo) -> np.ndarray:
@@ -232,122 +271,3 @@ def _mapped_member(path: Path, info: zipfile.ZipInfo) -> np.ndarray:
             return data[info.filename.removesuffix(".npy")]
     order = "F" if fortran else "C"
     return np.memmap(path, dtype=dtype, mode="r", offset=offset, shape=shape, order=order)
-
-
-def build_passage_graph(
-    chunks: Sequence[Chunk],
-    extractions: ExtractionTable,
-    semantic: np.ndarray | Neighbours,
-    settings: PassageGraphSettings,
-) -> PassageGraph:
-    """Build every edge type over ``chunks`` (extractions and ``semantic`` in the same order).
-
-    ``semantic``: the chunks' embeddings, searched here for nearest neighbours, or their
-    nearest-neighbour lists when already known (kept between writes).
-    """
-    ids, vocabulary = [c.id for c in chunks], len(extractions.vocab)
-    neighbours = semantic
-    if not isinstance(neighbours, Neighbours):
-        neighbours = nearest(semantic, settings.semantic_k, settings.semantic_search)
-    edges = {
-        "structural": structural_edges(chunks),
-        "entity": co_occurrence(extractions.entities.incidence(vocabulary), 1, settings.max_df),
-        "keyword": co_occurrence(
-            extractions.keywords.incidence(vocabulary), settings.keyword_min_shared, settings.max_df
-        ),
-        "semantic": neighbour_edges(neighbours, settings.semantic_k, settings.semantic_min_sim),
-        "link": link_edges(chunks, extractions, settings.max_df),
-    }
-    return PassageGraph(ids, edges)
-
-
-def structural_edges(chunks: Sequence[Chunk]) -> sp.csr_matrix:
-    """Link chunk i and i+1 of the same document."""
-    documents = document_numbers(chunks)
-    position = np.fromiter((c.position for c in chunks), dtype=np.int64, count=len(chunks))
-    order = np.lexsort((position, documents))  # each document's chunks, in place order
-    a, b = order[:-1], order[1:]
-    follows = (documents[a] == documents[b]) & (position[b] == position[a] + 1)
-    a, b = a[follows], b[follows]
-    ones = np.ones(2 * len(a), dtype=np.float32)
-    n = len(chunks)
-    return sp.csr_matrix((ones, (np.r_[a, b], np.r_[b, a])), shape=(n, n))
-
-
-def document_numbers(chunks: Sequence[Chunk]) -> np.ndarray:
-    """Return a number per chunk for its document (only equality matters)."""
-    number: dict[str, int] = {}
-    return np.fromiter(
-        (number.setdefault(c.doc_id, len(number)) for c in chunks),
-        dtype=np.int64,
-        count=len(chunks),
-    )
-
-
-def link_edges(
-    chunks: Sequence[Chunk], extractions: ExtractionTable, max_df: int | None = None
-) -> sp.csr_matrix:
-    """Link chunk i → each chunk of another document whose page (title) chunk i mentions.
-
-    A chunk linked from more than ``max_df`` chunks keeps none of its links in.
-
-    Titles are keyed as extractors key page entities, so every extractor's mentions meet them;
-    a title shared by several documents (MuSiQue has such) is linked to in all of them.
-    """
-    n, known, page = len(chunks), extractions.vocab.ids, extractions.pages
-    if page is None:  # a title no chunk mentions is not in the vocabulary: nothing links there
-        page = np.array([known.get(token_key(c.title), -1) if c.title else -1 for c in chunks])
-    titled = np.flatnonzero(page >= 0)
-    pages = titled[np.argsort(page[titled], kind="stable")]  # rows grouped by their page
-    keys = page[pages]
-    rows, entities = extractions.entities.row_of_values(), extractions.entities.values
-    # A chunk naming its own page does not link to the page's namesakes.
-    other = entities != page[rows]
-    rows, entities = rows[other], entities[other]
-    first = np.searchsorted(keys, entities, side="left")
-    count = np.searchsorted(keys, entities, side="right") - first
-    start = np.repeat(first - (np.cumsum(count) - count), count)
-    sources, targets = np.repeat(rows, count), pages[start + np.arange(count.sum())]
-    documents = document_numbers(chunks)
-    across = documents[sources] != documents[targets]
-    ones = np.ones(int(across.sum()), dtype=np.float32)
-    matrix = sp.csr_matrix((ones, (sources[across], targets[across])), shape=(n, n))
-    matrix.data[:] = 1.0  # the constructor sums repeated pairs; a link is there or not
-    if max_df is not None:
-        linked_from = np.diff(matrix.tocsc().indptr)
-        matrix = (matrix @ sp.diags((linked_from <= max_df).astype(np.float32))).tocsr()
-        matrix.eliminate_zeros()
-    return matrix
-
-
-def shared_item_edges(
-    items: Sequence[Sequence[str]], min_shared: int, max_df: int | None
-) -> sp.csr_matrix:
-    """Link chunks sharing ≥ ``min_shared`` items (entities, keywords); weight = shared count."""
-    vocab = Vocabulary()
-    lists = Ragged.from_lists([[vocab.id(x) for x in chunk_items] for chunk_items in items])
-    return co_occurrence(lists.incidence(len(vocab)), min_shared, max_df)
-
-
-def co_occurrence(incidence: sp.csr_matrix, min_shared: int, max_df: int | None) -> sp.csr_matrix:
-    """Link the rows of a (chunk × item) incidence sharing ≥ ``min_shared`` items; weight = count.
-
-    Items in more than ``max_df`` rows are dropped first, so hubs never densify the product.
-    """
-    if max_df is not None:
-        df = np.asarray(incidence.sum(axis=0)).ravel()
-        incidence = incidence[:, np.flatnonzero(df <= max_df)]
-    incidence, transposed = incidence.tocsr(), incidence.T.tocsr()
-    n = incidence.shape[0]
-    # by blocks of rows: the whole product holds every pair sharing one item, most of them
-    # dropped when ``min_shared`` > 1, and setdiag rebuilt it
-    blocks = []
-    for at in range(0, n, PRODUCT_ROWS):
-        part = (incidence[at : at + PRODUCT_ROWS] @ transposed).tocsr()
-        rows = np.repeat(np.arange(at, at + part.shape[0]), np.diff(part.indptr))
-        part.data[(part.indices == rows) | (part.data < min_shared)] = 0
-        part.eliminate_zeros()
-        blocks.append(part.astype(np.float32))
-    if not blocks:
-        return sp.csr_matrix((0, 0), dtype=np.float32)
-    return sp.vstack(blocks, format="csr")

@@ -37,12 +37,8 @@ from hopgraph.graph_store.graphs.knowledge_graph import (
     StoredTriple,
     build_knowledge_graph,
 )
-from hopgraph.graph_store.graphs.passage_graph import (
-    EDGE_TYPES,
-    PassageGraph,
-    PassageGraphSettings,
-    build_passage_graph,
-)
+from hopgraph.graph_store.graphs.passage_edges import build_passage_graph
+from hopgraph.graph_store.graphs.passage_graph import EDGE_TYPES, PassageGraph, PassageGraphSettings
 from hopgraph.graph_store.graphs.semantic import (
     SPARE_NEIGHBOURS,
     Neighbours,

@@ -169,7 +169,7 @@ def test_trained_grag_and_iier_retrieve_without_torch_as_torch_scores(tmp_path):
         ("bm25", ("pydantic_settings", "onnxruntime", "scipy", "bm25s", "networkx", "torch")),
         ("hybrid", ("scipy", "bm25s", "networkx", "torch", "langchain_core", "markdown_it")),
         ("dense", ("bm25s", "scipy", "networkx", "torch", "langchain_core", "markdown_it")),
-        ("gnn_ret", ("networkx", "torch", "langchain_core", "markdown_it")),
+        ("gnn_ret", ("scipy", "networkx", "torch", "langchain_core", "markdown_it")),
         ("naive_ge", ("networkx", "torch", "langchain_core", "markdown_it")),
         ("iier", ("networkx", "torch", "langchain_core", "markdown_it")),
     ],

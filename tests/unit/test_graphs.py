@@ -10,14 +10,13 @@ from hopgraph.graph_store.graphs.ann import ann_top_k, locality_order
 from hopgraph.graph_store.graphs.extraction import Extraction, Triple
 from hopgraph.graph_store.graphs.extraction.table import ExtractionTable
 from hopgraph.graph_store.graphs.knowledge_graph import build_knowledge_graph
-from hopgraph.graph_store.graphs.passage_graph import (
-    PassageGraph,
-    PassageGraphSettings,
+from hopgraph.graph_store.graphs.passage_edges import (
     build_passage_graph,
     link_edges,
     shared_item_edges,
     structural_edges,
 )
+from hopgraph.graph_store.graphs.passage_graph import PassageGraph, PassageGraphSettings
 from hopgraph.graph_store.graphs.semantic import nearest, semantic_edges
 
 

@@ -11,12 +11,17 @@ from bisect import bisect_left
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import orjson
-import scipy.sparse as sp
+
+from hopgraph.core.arrays import unique_rows
 
 from .base import Extraction, Triple
+
+if TYPE_CHECKING:  # scipy (0.2 s of imports) only where a matrix is built: not on a query's path
+    import scipy.sparse as sp
 
 VALUES = np.int32
 """The type of ragged values (ids of a vocabulary, counts, places): half the memory of int64,
@@ -174,8 +179,18 @@ class Ragged:
             offset += int(part.ptr[-1])
         return Ragged(np.concatenate(ptr), np.concatenate([p.values for p in parts]))
 
+    def column_counts(self, columns: int) -> np.ndarray:
+        """Return how many rows hold each id in ``range(columns)`` (a repeated id counts once).
+
+        The column sums of :meth:`incidence`, without building it (or importing scipy).
+        """
+        pairs = unique_rows(self.row_of_values().astype(np.int64) * columns + self.values)
+        return np.bincount(pairs % columns, minlength=columns)
+
     def incidence(self, columns: int) -> sp.csr_matrix:
         """Return the rows × ids 0/1 matrix (a repeated id counts once)."""
+        import scipy.sparse as sp
+
         ones = np.ones(len(self.values), dtype=np.float32)
         matrix = sp.csr_matrix(
             (ones, (self.row_of_values(), self.values)), shape=(self.rows, columns)
