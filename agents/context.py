@@ -82,19 +82,16 @@ class AgentContext:
         if self._expansion is None:
             return list(evidence)
         found_by = {e["id"]: e["found_by"] for e in evidence}
-        hits = [Hit(e["id"], e["score"], e["title"], e["text"], e["doc_id"]) for e in evidence]
+        hits = [
+            Hit(e["id"], e["score"], e["title"], e["text"], e["doc_id"], metadata=e["metadata"])
+            for e in evidence
+        ]
         wide = expand_hits(self.index, hits, self._expansion)
         return [
-            Evidence(
-                id=h.id,
-                doc_id=h.doc_id,
-                title=h.title,
-                text=h.text,
-                score=h.score,
-                found_by=found_by[h.id],
-            )
+            Evidence(id=h.id, doc_id=h.doc_id, title=h.title, text=h.text, score=h.score,
+                     found_by=found_by[h.id], metadata=dict(h.metadata))
             for h in wide
-        ]
+        ]  # fmt: skip
 
     def allows(self, chunk_id: str) -> bool:
         """Tell whether a chunk may be evidence: every chunk, or those ``where`` matches."""

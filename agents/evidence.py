@@ -9,6 +9,7 @@ from typing_extensions import TypedDict  # pydantic reads it on Python < 3.12 (s
 
 from hopgraph.graph_store import Index
 from hopgraph.graph_store.documents.filters import Where
+from hopgraph.graph_store.documents.schema import Scalar
 from hopgraph.prompts import passage
 from hopgraph.tools import RETRIEVERS, Hit, make_retriever
 from hopgraph.tools.expand import Expansion, expand_hits
@@ -17,7 +18,11 @@ from .extractive import extractive_answer
 
 
 class Evidence(TypedDict):
-    """A retrieved chunk, with the step that found it."""
+    """A retrieved chunk, with the step that found it and what a hit carries besides its text.
+
+    ``metadata``: the hit's (tools.hits.Hit.metadata): its document's fields, ``source``,
+    ``section``, ``position`` and ``chunks``; the LangGraph server's ``sources`` show it.
+    """
 
     id: str
     doc_id: str
@@ -25,24 +30,23 @@ class Evidence(TypedDict):
     text: str
     score: float
     found_by: str
+    metadata: dict[str, Scalar]
 
 
 def evidence_of(hits: Sequence[Hit], found_by: str) -> list[Evidence]:
     """Turn retriever hits into evidence records labelled with the step that found them."""
     return [
-        Evidence(
-            id=h.id, doc_id=h.doc_id, title=h.title, text=h.text, score=h.score, found_by=found_by
-        )
+        Evidence(id=h.id, doc_id=h.doc_id, title=h.title, text=h.text, score=h.score,
+                 found_by=found_by, metadata=dict(h.metadata))
         for h in hits
-    ]
+    ]  # fmt: skip
 
 
 def chunk_evidence(index: Index, chunk_id: str, score: float, found_by: str) -> Evidence:
     """Return the evidence record of one chunk of ``index``."""
     c = index.chunk(chunk_id)
-    return Evidence(
-        id=c.id, doc_id=c.doc_id, title=c.title, text=c.text, score=score, found_by=found_by
-    )
+    return Evidence(id=c.id, doc_id=c.doc_id, title=c.title, text=c.text, score=score,
+                    found_by=found_by, metadata=index.metadata(chunk_id))  # fmt: skip
 
 
 def gather(left: list[Evidence] | None, right: list[Evidence] | None) -> list[Evidence]:

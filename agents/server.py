@@ -129,7 +129,7 @@ def _evidence_turn(state: dict, index: Index, ctx: ServerContext) -> dict:
     ]
     sources = [
         Evidence(id=h["id"], doc_id=h["doc_id"], title=h["title"], text=h["text"],
-                 score=h["score"], found_by=method)
+                 score=h["score"], found_by=method, metadata=h["metadata"])
         for h in hits
     ]  # fmt: skip
     steps = [f"retrieve ({method}): {len(hits)} passages; no LLM is configured"]

@@ -148,3 +148,5 @@ def test_without_an_llm_chat_answers_with_evidence_and_schemas_are_published(
         assert said.startswith("answer (the passages' own sentences; no LLM is configured):\n[")
         assert "evidence passages (gnn_ret), each with its answering sentence:" in said
         assert "[1] " in said and "[2] " in said and len(values["sources"]) == 2
+        for source in values["sources"]:  # each with its hit's metadata
+            assert {"source", "section", "position", "chunks"} <= set(source["metadata"])

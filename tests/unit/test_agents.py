@@ -37,6 +37,9 @@ def test_rgnn_ret_asks_retrieves_critiques_and_answers_with_citations(index):
     assert result.answer == "1936"
     assert [c["id"] for c in result.citations] == ["d2"]
     assert {"d1", "d2"} <= {e["id"] for e in result.gathered}
+    # evidence carries what a hit does (the LangGraph server's ``sources`` show it)
+    for e in result.gathered:
+        assert e["metadata"] == index.metadata(e["id"]), e["id"]
     # two rounds of (next step, sub-answer, critique), then the final answer
     assert result.usage["calls"] == len(chat.calls) == 7
     assert result.usage["prompt_tokens"] > 0 and result.usage["completion_tokens"] > 0
@@ -115,6 +118,7 @@ def test_single_step_methods_answer_with_citations(index):
     result = run_agent("hybrid", "What is the seat of Mountrail County?", index, chat, k=3)
     assert result.answer == "Stanley" and [c["id"] for c in result.citations] == ["d5"]
     assert result.usage["calls"] == 1 and len(result.gathered) == 3
+    assert all(e["metadata"] == index.metadata(e["id"]) for e in result.gathered)
     assert result.steps[0].startswith("retrieve (hybrid): 3 passages: Mountrail County")
     with pytest.raises(UnknownMethodError, match="rgnn_ret"):
         run_agent("nope", "q", index, chat)
