@@ -16,13 +16,17 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 import orjson
-import scipy.sparse as sp
+
+from hopgraph.core.csr import Csr, CsrLike
 
 from .extraction import Triple
 from .extraction.table import ExtractionTable, distinct
+from .passage_graph import mapped_csr
 
-if TYPE_CHECKING:  # networkx (0.2 s of imports) only for to_networkx: no retriever walks it
+if TYPE_CHECKING:  # networkx (0.2 s of imports) only for to_networkx: no retriever walks it;
+    # scipy (0.2 s) only for arithmetic: `check` and row reads go without it (core/csr.py)
     import networkx as nx
+    import scipy.sparse as sp
 
 
 class StoredTriple(NamedTuple):
@@ -61,14 +65,24 @@ class KnowledgeGraph:
         entities: list[str],
         triples: list[StoredTriple],
         chunk_ids: list[str],
-        triple_entity: sp.csr_matrix,
-        chunk_entity: sp.csr_matrix,
+        triple_entity: CsrLike,
+        chunk_entity: CsrLike,
     ) -> None:
         self.entities = entities
         self.triples = triples
         self.chunk_ids = chunk_ids
-        self.triple_entity = triple_entity
-        self.chunk_entity = chunk_entity
+        # as arrays (memory-mapped when loaded): reading rows and `check` import no scipy
+        self._triple_entity, self._chunk_entity = Csr.of(triple_entity), Csr.of(chunk_entity)
+
+    @cached_property
+    def triple_entity(self) -> sp.csr_matrix:
+        """Return the triples × entities incidence (scipy's matrix over the same arrays)."""
+        return self._triple_entity.to_scipy()
+
+    @cached_property
+    def chunk_entity(self) -> sp.csr_matrix:
+        """Return the chunks × entities incidence (scipy's matrix over the same arrays)."""
+        return self._chunk_entity.to_scipy()
 
     # Lookups are made when first asked for: a write builds and saves the graph without them.
     @cached_property
@@ -109,12 +123,14 @@ class KnowledgeGraph:
     def triple_neighbours(self, triple: str) -> list[StoredTriple]:
         """Return the triples sharing a head or tail entity with ``triple`` (itself excluded)."""
         row = self.triple_position[triple]
-        entities = _row(self.triple_entity, row)
+        entities = _row(self._triple_entity, row)
         found = sorted({t for e in entities for t in _row(self.entity_triple, e)} - {row})
         return [self.triples[i] for i in found]
 
     def save(self, directory: Path) -> None:
         """Write entities, triples and the two incidence matrices."""
+        import scipy.sparse as sp
+
         directory.mkdir(parents=True, exist_ok=True)
         (directory / "entities.json").write_bytes(orjson.dumps(self.entities))
         rows = (
@@ -133,8 +149,8 @@ class KnowledgeGraph:
             orjson.loads((directory / "entities.json").read_bytes()),
             [StoredTriple(*orjson.loads(line)) for line in lines if line],
             orjson.loads((directory / "kg-chunks.json").read_bytes()),
-            sp.load_npz(directory / "kg-triple-entity.npz").tocsr(),
-            sp.load_npz(directory / "kg-chunk-entity.npz").tocsr(),
+            mapped_csr(directory / "kg-triple-entity.npz"),
+            mapped_csr(directory / "kg-chunk-entity.npz"),
         )
 
     def to_networkx(self) -> nx.MultiDiGraph:
@@ -185,11 +201,13 @@ def build_knowledge_graph(chunk_ids: Sequence[str], extractions: ExtractionTable
 
 
 def _incidence(rows: np.ndarray, cols: np.ndarray, shape: tuple[int, int]) -> sp.csr_matrix:
+    import scipy.sparse as sp
+
     ones = np.ones(len(rows), dtype=np.float32)
     matrix = sp.csr_matrix((ones, (rows, cols)), shape=shape)
     matrix.data[:] = 1.0  # duplicates summed by the constructor become 1 again
     return matrix
 
 
-def _row(matrix: sp.csr_matrix, row: int) -> list[int]:
+def _row(matrix: CsrLike, row: int) -> list[int]:
     return matrix.indices[matrix.indptr[row] : matrix.indptr[row + 1]].tolist()

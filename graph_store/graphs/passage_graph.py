@@ -32,6 +32,7 @@ import numpy as np
 
 from hopgraph.core.csr import Csr, CsrLike, row_edges
 from hopgraph.core.errors import IndexStateError
+from hopgraph.graph_store.stores.manifest import MANIFEST, graphs_hint
 
 if TYPE_CHECKING:  # networkx (0.2 s of imports) only for to_networkx: no retriever walks it;
     # scipy (0.2 s) only for the matrix arithmetic of builds and full scans (core/csr.py)
@@ -222,10 +223,8 @@ def mapped_csr(path: Path) -> Csr:
                 return _loaded(path)
             arrays = {name: _mapped_member(path, info) for name, info in members.items()}
     except (OSError, ValueError, KeyError, zipfile.BadZipFile) as err:
-        raise IndexStateError(
-            f"{path} is damaged: {err}",
-            f"rebuild the graphs: `hopgraph graph build --index {path.parent.parent}`",
-        ) from err
+        index = next((p for p in path.parents if (p / MANIFEST).is_file()), path.parent)
+        raise IndexStateError(f"{path} is damaged: {err}", graphs_hint(index)) from err
     # scipy saves the format as a bytes scalar: str() of it reads "b'csr'", which sent every
     # graph to the whole-file read below until this compared the decoded value
     if _text(arrays["format"]) != "csr":

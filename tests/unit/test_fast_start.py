@@ -188,6 +188,20 @@ def test_a_method_imports_only_what_it_runs_on(method, unneeded, tmp_path):
     assert out.stdout.strip().splitlines()[-1] == "[]"
 
 
+def test_check_reads_every_graph_file_without_scipy(tmp_path):
+    from tests.conftest import build_docs_index
+
+    index = build_docs_index(tmp_path / "idx", "hashing")
+    probe = (
+        "import sys\nfrom hopgraph.cli import main\n"
+        f"code = main(['check', '--index', {str(index)!r}])\n"
+        "print(code, sorted(m for m in ('scipy', 'bm25s', 'torch') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip().splitlines()[-1] == "0 []"
+
+
 def test_an_export_is_read_with_its_weights_mapped_and_answers_the_same(tmp_path):
     import numpy as np
     import onnx
