@@ -24,6 +24,7 @@ from . import (
     guard_study,
     guard_table,
     hop_embedding_study,
+    list_rerank,
     naive_ge_fusion,
 )
 from . import quality_table as quality
@@ -57,6 +58,7 @@ TABLES: dict[str, tuple[Callable[[], str], str]] = {
     "guard-selective": (guard_study.selective_table, "docs/methods.md"),
     "guard-classifier": (hop_embedding_study.table, "docs/methods.md"),
     "gnn-variants": (gnn_variants.table, "docs/methods.md"),
+    "list-rerank": (list_rerank.table, "docs/methods.md"),
     "naive-ge-fusion": (naive_ge_fusion.table, "docs/methods.md"),
 }
 

@@ -189,5 +189,30 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+KEPT = Path(__file__).resolve().parent / "results" / "list-rerank"
+
+
+def table(kept: Path = KEPT) -> str:
+    """Render docs/methods.md's table: train cross-validation, then every dev set compared."""
+    cv = json.loads((kept / "train-cv.json").read_text(encoding="utf-8"))["sets"]
+    dev = json.loads((kept / "dev.json").read_text(encoding="utf-8"))
+    lines = [
+        "| set | R@2 | R@5 | All@5 | MRR | p50 / p95 ms |",
+        "|---|---|---|---|---|---|",
+    ]
+    for name, row in cv.items():
+        cells = [
+            f"{row['list'][k]:.1f} → **{row['reranked'][k]:.1f}**" for k in ("R@2", "R@5", "All@5")
+        ]
+        lines.append(f"| {name} ({row['questions']} q, held-out folds) | " + " | ".join(cells)
+                     + " | – | – |")  # fmt: skip
+    for data, runs in dev.items():
+        before, after = runs["gnn_ret"], runs["gnn_ret reranked"]
+        cells = [f"{before[k]:.1f} → **{after[k]:.1f}**" for k in ("R@2", "R@5", "All@5", "MRR")]
+        ms = " → ".join(f"{run['p50_ms']:.0f} / {run['p95_ms']:.0f}" for run in (before, after))
+        lines.append(f"| {Path(data).name} dev | " + " | ".join(cells) + f" | {ms} |")
+    return "\n".join(lines)
+
+
 if __name__ == "__main__":
     sys.exit(main())
