@@ -5,7 +5,7 @@ building a ``scipy.sparse`` matrix for that imported scipy, whose array-API laye
 ``numpy.f2py`` and more: 0.2 s of every GNN-Ret call's 1.5 s start, measured with
 ``python -X importtime``. :class:`Csr` holds the same three arrays (memory-mapped from the saved
 graph) and reads rows directly; :meth:`Csr.to_scipy` gives scipy's matrix, over the same arrays,
-to the code that multiplies or adds matrices (graph builds, IIER's training, full scans).
+to the code that multiplies or adds matrices (graph builds, degrees, IIER's and G-RAG's scoring).
 """
 
 from __future__ import annotations

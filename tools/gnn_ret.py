@@ -375,8 +375,7 @@ class GNNRetriever(Guarded):
 
     def listed(self, query: str, n: int) -> Listed:
         """Return the propagation's first ``n`` passages: what the list reranker reads."""
-        found, best = self._found(query, n)
-        return Listed(found.rows[best], 1.0 - found.h[best], found.sender[best] >= 0)
+        return _listed(*self._found(query, n))
 
     def reranks(self, query: str) -> bool:
         """Whether the list reranker reorders this question's list: the question is multi-hop.
@@ -395,8 +394,7 @@ class GNNRetriever(Guarded):
         found, best = self._found(query, depth)
         order, probability = np.arange(len(best)), None
         if reranks and self.reranker is not None:
-            listed = Listed(found.rows[best], 1.0 - found.h[best], found.sender[best] >= 0)
-            order, probability = self.reranker.order(self.index, query, listed)
+            order, probability = self.reranker.order(self.index, query, _listed(found, best))
         ids = self.index.passage_graph.ids
         hits = []
         for rank, place in enumerate(order[:k].tolist(), start=1):
@@ -427,6 +425,11 @@ class GNNRetriever(Guarded):
             or (k not in DIRECTED and has_entry(edges[k], row, sender))
         ]
         return (self.index.passage_graph.ids[sender], *kinds)
+
+
+def _listed(found: LocalRanking, best: np.ndarray) -> Listed:
+    """Return the passages at positions ``best`` of ``found``, as the list reranker reads them."""
+    return Listed(found.rows[best], 1.0 - found.h[best], found.sender[best] >= 0)
 
 
 class _Text:
