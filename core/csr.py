@@ -10,6 +10,7 @@ to the code that multiplies or adds matrices (graph builds, degrees, IIER's and 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
@@ -100,6 +101,14 @@ def row_edges(matrix: CsrLike, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray
     keep = np.asarray(matrix.data[at]) != 0
     source = np.repeat(rows, counts)[keep]
     return source, np.asarray(matrix.indices[at], dtype=np.int64)[keep]
+
+
+def rows_edges(matrices: Sequence[CsrLike], rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Return :func:`row_edges` of ``rows`` in each matrix, one after another (a union's edges)."""
+    pairs = [row_edges(matrix, rows) for matrix in matrices]
+    if not pairs:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    return np.concatenate([p[0] for p in pairs]), np.concatenate([p[1] for p in pairs])
 
 
 def has_entry(matrix: CsrLike, row: int, column: int) -> bool:

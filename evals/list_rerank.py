@@ -89,10 +89,10 @@ def reranker(model: str, scaler: StandardScaler, weights: np.ndarray, bias: floa
     return ListReranker(model, scaler.mean_, scaler.scale_, weights, bias)
 
 
-def figures(items: Sequence[Listing], model: ListReranker | None) -> dict[str, float]:
-    """Return R@2, R@5 and All@5 (percent) of the list's order, or reranked by ``model``."""
+def figures(scored: Sequence[tuple[Listing, ListReranker | None]]) -> dict[str, float]:
+    """Return R@2, R@5 and All@5 (percent): each list in its order, or reranked by its model."""
     r2 = r5 = a5 = 0.0
-    for it in items:
+    for it, model in scored:
         order = np.arange(len(it.docs))
         if model is not None:
             order = np.argsort(-model.scores(it.features), kind="stable")
@@ -101,7 +101,7 @@ def figures(items: Sequence[Listing], model: ListReranker | None) -> dict[str, f
         r2 += recall_at_k(docs, gold, 2)
         r5 += recall_at_k(docs, gold, 5)
         a5 += all_at_k(docs, gold, 5)
-    n = max(len(items), 1)
+    n = max(len(scored), 1)
     return {"R@2": 100 * r2 / n, "R@5": 100 * r5 / n, "All@5": 100 * a5 / n}
 
 
@@ -110,8 +110,7 @@ def cross_validate(
 ) -> dict[str, dict]:
     """Return each set's figures, list order against reranked, over ``folds`` held-out folds."""
     fold = np.random.default_rng(seed).integers(0, folds, len(items))
-    reranked: dict[str, list[Listing]] = {}
-    scored: list[tuple[Listing, ListReranker]] = []
+    scored: list[tuple[Listing, ListReranker | None]] = []
     for f in range(folds):
         kept = [it for it, k in zip(items, fold, strict=True) if k != f]
         model = reranker(model_name, *fit(kept, c))
@@ -119,15 +118,9 @@ def cross_validate(
     out = {}
     for name in dict.fromkeys(it.set for it in items):
         mine = [(it, m) for it, m in scored if it.set == name]
-        reranked[name] = [it for it, _ in mine]
-        after = _mean([figures([it], m) for it, m in mine])
-        before = figures(reranked[name], None)
-        out[name] = {"questions": len(mine), "list": before, "reranked": after}
+        before = figures([(it, None) for it, _ in mine])
+        out[name] = {"questions": len(mine), "list": before, "reranked": figures(mine)}
     return out
-
-
-def _mean(rows: list[dict[str, float]]) -> dict[str, float]:
-    return {k: float(np.mean([r[k] for r in rows])) for k in rows[0]} if rows else {}
 
 
 def compare(data: Path, model: str, rerank: Path) -> dict[str, dict]:

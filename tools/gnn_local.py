@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from hopgraph.core.arrays import sparse_at, union_rows, unique_rows
-from hopgraph.core.csr import Csr, CsrLike, row_edges
+from hopgraph.core.csr import Csr, CsrLike, rows_edges
 
 from .gnn_layers import smallest, typed_layer
 
@@ -93,15 +93,12 @@ class KnownDistances:
 
 def receivers(matrices: Sequence[CsrLike], senders: np.ndarray) -> np.ndarray:
     """Return every chunk a message from ``senders`` reaches over these edge matrices."""
-    found = [row_edges(matrix, senders)[1] for matrix in matrices]
-    return union_rows(*found)
+    return unique_rows(rows_edges(matrices, senders)[1])
 
 
 def local_adjacency(matrices: Sequence[CsrLike], senders: np.ndarray, rows: np.ndarray) -> Csr:
     """Return the edges from ``senders`` as a 0/1 matrix over positions in ``rows`` (sorted)."""
-    pairs = [row_edges(matrix, senders) for matrix in matrices]
-    source = np.concatenate([p[0] for p in pairs]) if pairs else np.zeros(0, np.int64)
-    target = np.concatenate([p[1] for p in pairs]) if pairs else np.zeros(0, np.int64)
+    source, target = rows_edges(matrices, senders)
     return Csr.binary(np.searchsorted(rows, source), np.searchsorted(rows, target), len(rows))
 
 

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from hopgraph.core.csr import Csr, CsrLike, row_edges
+from hopgraph.core.csr import Csr, CsrLike, rows_edges
 from hopgraph.core.errors import IndexStateError
 from hopgraph.graph_store.stores.manifest import MANIFEST, graphs_hint
 
@@ -108,9 +108,8 @@ class PassageGraph:
         What GNN-Ret's full scan reads (the rows of its top-K senders): a query's path, which
         imports no scipy (core/csr.py).
         """
-        pairs = [row_edges(self.csr[kind], np.arange(len(self.ids))) for kind in types]
-        source = np.concatenate([p[0] for p in pairs]) if pairs else np.zeros(0, np.int64)
-        target = np.concatenate([p[1] for p in pairs]) if pairs else np.zeros(0, np.int64)
+        every = np.arange(len(self.ids))
+        source, target = rows_edges([self.csr[kind] for kind in types], every)
         return Csr.binary(source, target, len(self.ids))
 
     def edge_count(self, kind: str) -> int:

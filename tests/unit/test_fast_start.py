@@ -153,14 +153,8 @@ def test_trained_grag_and_iier_retrieve_without_torch_as_torch_scores(tmp_path):
         assert np.allclose(ours, score_graph(grag, graph), atol=1e-5)
         assert np.abs(ours - graph.cosine).max() > 1e-3  # the weights count
     for method in ("grag", "iier"):
-        probe = (
-            "import sys\nfrom hopgraph.cli import main\n"
-            f"main(['retrieve', 'Larry', '--method', '{method}', '--index', {str(index)!r}])\n"
-            "print('torch' in sys.modules)"
-        )
-        out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
-        assert out.returncode == 0, out.stderr
-        assert out.stdout.strip().splitlines()[-1] == "False"
+        argv = ["retrieve", "Larry", "--method", method, "--index", str(index)]
+        assert _imported_by(argv, ("torch",)) == (0, [])
 
 
 @pytest.mark.parametrize(
@@ -178,28 +172,29 @@ def test_a_method_imports_only_what_it_runs_on(method, unneeded, tmp_path):
     from tests.conftest import build_docs_index
 
     index = build_docs_index(tmp_path / "idx", "hashing")
-    probe = (
-        "import sys\nfrom hopgraph.cli import main\n"
-        f"main(['retrieve', 'Stanley', '--method', '{method}', '--index', {str(index)!r}])\n"
-        f"print(sorted(m for m in {unneeded!r} if m in sys.modules))"
-    )
-    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.strip().splitlines()[-1] == "[]"
+    argv = ["retrieve", "Stanley", "--method", method, "--index", str(index)]
+    assert _imported_by(argv, unneeded) == (0, [])
 
 
 def test_check_reads_every_graph_file_without_scipy(tmp_path):
     from tests.conftest import build_docs_index
 
     index = build_docs_index(tmp_path / "idx", "hashing")
+    assert _imported_by(["check", "--index", str(index)], ("scipy", "bm25s", "torch")) == (0, [])
+
+
+def _imported_by(argv: list[str], modules: tuple[str, ...]) -> tuple[int, list[str]]:
+    """Run `hopgraph ARGV` in a fresh interpreter; return its exit code and which ``modules`` it
+    imported."""
     probe = (
         "import sys\nfrom hopgraph.cli import main\n"
-        f"code = main(['check', '--index', {str(index)!r}])\n"
-        "print(code, sorted(m for m in ('scipy', 'bm25s', 'torch') if m in sys.modules))"
+        f"code = main({argv!r}) or 0\n"
+        f"print(code, sorted(m for m in {modules!r} if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
-    assert out.stdout.strip().splitlines()[-1] == "0 []"
+    code, found = out.stdout.strip().splitlines()[-1].split(" ", 1)
+    return int(code), json.loads(found.replace("'", '"'))
 
 
 def test_an_export_is_read_with_its_weights_mapped_and_answers_the_same(tmp_path):
