@@ -52,14 +52,11 @@ class Retriever(ABC):
         searched deeper until ``k`` such chunks are found or every chunk is ranked (methods
         that call an LLM rank once, four times deeper, to bound their calls).
         """
-        if not isinstance(query, str) or not query.strip():
-            raise InputError("the query is empty", "ask a question or give some keywords")
-        if isinstance(k, bool) or not isinstance(k, int) or k <= 0:
-            raise InputError(f"k must be a positive whole number, got {k!r}")
+        query = checked_request(query, k)
         allowed = self.allowed(where)
         if allowed is None:
-            return self._retrieve(query.strip(), k)
-        return self._retrieve_within(query.strip(), k, allowed) if allowed else []
+            return self._retrieve(query, k)
+        return self._retrieve_within(query, k, allowed) if allowed else []
 
     def allowed(self, where: Where | None = None) -> frozenset[str] | None:
         """Return the chunks ``where`` and the retriever's own filter allow (None: every one)."""
@@ -99,3 +96,12 @@ class Retriever(ABC):
 Bases = Callable[[str], Retriever]
 """Makes the retriever registered under a name, over the same index. The registry hands one to
 each retriever that builds on another (``needs_base``), so no retriever imports the registry."""
+
+
+def checked_request(query: object, k: object) -> str:
+    """Return the query stripped, or raise InputError for an empty query or a bad ``k``."""
+    if not isinstance(query, str) or not query.strip():
+        raise InputError("the query is empty", "ask a question or give some keywords")
+    if isinstance(k, bool) or not isinstance(k, int) or k <= 0:
+        raise InputError(f"k must be a positive whole number, got {k!r}")
+    return query.strip()

@@ -127,3 +127,65 @@ def test_small_indexes_scan_every_chunk_and_rank_as_the_local_computation(docs_i
         assert retriever.retrieve(question, 4) == scanned and calls == [question]
         monkeypatch.setattr(gnn_ret, "FULL_SCAN_BELOW", 32_768)
         calls.clear()
+
+
+@pytest.mark.parametrize(
+    ("question", "names"),
+    [
+        ("What does render_to_log_kwargs do with positional arguments?", ["render_to_log_kwargs"]),
+        ("Does marshmallow run my validators when I call dump()?", ["dump()"]),
+        ("What does structlog.get_logger return?", ["structlog.get_logger"]),
+        ("When does a @validates_schema method run?", ["@validates_schema"]),
+        ("Schema(extra={...}) used to add keys. What replaces it?", ["extra="]),
+        ("Why use `cache_logger_on_first_use`?", ["`cache_logger_on_first_use`"]),
+        # the Wikipedia sets' shapes: initials, abbreviations, CamelCase names, versions
+        ("Which U.S. state did McFly's director come from?", []),
+        ("Is a dog, e.g. a terrier, a mammal?", []),
+        ("Who founded FleetBoston in the 1990s?", []),
+        ("When was the 802.11a standard or Python 3.11 released?", []),
+    ],
+)
+def test_code_shaped_names_are_identifiers_and_wikipedia_names_are_not(question, names):
+    from hopgraph.tools.identifiers import identifiers, names_identifiers
+
+    assert identifiers(question) == names
+    assert names_identifiers(question) == bool(names)
+
+
+def test_rrf_of_hits_keeps_the_first_lists_hit_and_adds_its_fused_place():
+    from hopgraph.tools.fusion import fuse_hits
+    from hopgraph.tools.hits import Hit, Provenance
+
+    def hits(method, ids):
+        return [
+            Hit(i, 1.0, "", "", i.split("#")[0], (Provenance(method, "own", r, 1.0),))
+            for r, i in enumerate(ids, start=1)
+        ]
+
+    graph, keyword = hits("g", ["a#0", "b#0", "c#0"]), hits("h", ["c#0", "d#0", "a#0"])
+    fused = fuse_hits([graph, keyword], "gnn_ret", "fused", k=3, rrf_k=0)
+    # a: 1/1 + 1/3, c: 1/3 + 1/1 (tie, a first seen first), b: 1/2, d: 1/2
+    assert [h.id for h in fused] == ["a#0", "c#0", "b#0"]
+    assert fused[0].score == pytest.approx(4 / 3)
+    assert [p.method for p in fused[1].provenance] == ["g", "gnn_ret"]  # the graph's hit of c
+    assert fused[1].provenance[-1] == Provenance("gnn_ret", "fused", 2, pytest.approx(4 / 3))
+
+
+def test_a_question_that_names_code_fuses_the_graph_ranking_with_hybrids(docs_index):
+    from hopgraph.tools import gnn_ret
+    from hopgraph.tools.baselines import HybridRetriever
+    from hopgraph.tools.fusion import fuse_hits
+
+    retriever = gnn_ret.GNNRetriever(docs_index)
+    plain = gnn_ret.GNNRetriever(docs_index, identifiers=False)
+    words = "Where was Larry Alcala educated?"
+    assert retriever.retrieve(words, 4) == plain.retrieve(words, 4)  # names no code
+    code = "Where was larry_alcala educated?"
+    depth = gnn_ret.FUSE_DEPTH
+    lists = [plain.retrieve(code, depth), HybridRetriever(docs_index).retrieve(code, depth)]
+    fused = retriever.retrieve(code, 4)
+    assert fused == fuse_hits(lists, "gnn_ret", gnn_ret.FUSED, 4)
+    assert all(h.provenance[-1].step == gnn_ret.FUSED for h in fused)
+    assert plain.retrieve(code, 4) != fused  # the fusion changed the ranking here
+    with pytest.raises(ValueError, match="identifiers"):
+        gnn_ret.GNNRetriever(docs_index, identifiers="yes")
