@@ -54,12 +54,21 @@ class Context(AgentContext):
             "this many (ours; 0: only the chunks whose extraction mentions it)"
         },
     )
+    question_chunks: int = field(
+        default=5,
+        metadata={
+            "description": "Ctx⁰ also holds the first this many passages the default graph "
+            "method (gnn_ret) finds for the question, first (ours; 0: only the topic entities' "
+            "chunks, as the paper)"
+        },
+    )
     presets: ClassVar[Mapping[str, Mapping[str, Any]]] = {
         "paper": {
             "triple_sentences": True,
             "topic_context": False,
             "newest_first": False,
             "name_search": 0,
+            "question_chunks": 0,
         }
     }
     chunks_per_entity: int = field(
@@ -70,3 +79,5 @@ class Context(AgentContext):
         super().__post_init__()
         if min(self.width, self.depth, self.top_chunks, self.max_tails) < 1:
             raise ValueError("width, depth, top_chunks and max_tails must be at least 1")
+        if not 0 <= self.question_chunks <= self.top_chunks:
+            raise ValueError("question_chunks must be between 0 and top_chunks")

@@ -35,6 +35,8 @@ from .state import (
 )
 
 SEED_CHUNKS = 5  # chunks whose entities seed the search when the question links to none
+QUESTION_METHOD = "gnn_ret"
+"""The method whose first passages for the question open Ctx⁰ (Context.question_chunks)."""
 
 
 def entity_chunks(ctx: Context, entity: str) -> list[str]:
@@ -111,20 +113,32 @@ def prune_topics(state: State, runtime: Runtime[Context]) -> dict:
 
 
 def retrieve_context(state: State, runtime: Runtime[Context]) -> dict:
-    """Ctx⁰: the topic entities' best chunks for the question (no triple yet)."""
+    """Ctx⁰: the question's own passages, then the topic entities' best chunks (no triple yet).
+
+    The question's passages (``question_chunks`` of gnn_ret's, ours; docs/methods.md, ToG-2)
+    stand in for what the paper's linker finds and ours misses: an offline linker links a
+    title's fragment ("first blast") or nothing, and a walk from a wrong start gathers nothing.
+    """
     ctx = runtime.context
-    similarity, rows = _similarity(ctx, state["question"])
+    question = state["question"]
+    evidence = []
+    if ctx.question_chunks:
+        hits = ctx.retriever(QUESTION_METHOD).retrieve(question, ctx.question_chunks)
+        evidence = evidence_of(hits, f"tog2 question: {QUESTION_METHOD}")
+    similarity, rows = _similarity(ctx, question)
     pool: dict[str, float] = {}
     for topic in state["topics"]:
         for chunk_id in entity_chunks(ctx, topic["entity"]):
             if ctx.allows(chunk_id):
                 pool[chunk_id] = float(similarity[rows[chunk_id]])
+    seen = {e["id"] for e in evidence}
     if pool:
-        best = sorted(pool, key=lambda c: -pool[c])[: ctx.top_chunks]
-        evidence = [chunk_evidence(ctx.index, c, pool[c], "tog2 topic entities") for c in best]
+        best = [c for c in sorted(pool, key=lambda c: -pool[c]) if c not in seen]
+        more = [chunk_evidence(ctx.index, c, pool[c], "tog2 topic entities") for c in best]
     else:  # no topic entity: plain retrieval, so the reader still has evidence
-        hits = ctx.retriever("hybrid").retrieve(state["question"], ctx.top_chunks)
-        evidence = evidence_of(hits, "tog2 fallback: hybrid")
+        hits = ctx.retriever("hybrid").retrieve(question, ctx.top_chunks)
+        more = [e for e in evidence_of(hits, "tog2 fallback: hybrid") if e["id"] not in seen]
+    evidence += more[: ctx.top_chunks - len(evidence)]
     return {
         "evidence": evidence,
         "gathered": evidence,

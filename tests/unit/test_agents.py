@@ -11,6 +11,7 @@ from hopgraph.agents.rgnn_ret.context import Context as RGNNContext
 from hopgraph.agents.rgnn_ret.state import parse_critique, parse_next_step
 from hopgraph.agents.run import run_agent
 from hopgraph.core.errors import InputError, UnknownMethodError
+from hopgraph.tools import make_retriever
 from tests.agent_scripts import (
     FACT_1,
     NOT_YET,
@@ -267,6 +268,9 @@ def test_tog2_links_prunes_discovers_reasons_and_answers(index):
         "prune relations 2", "discover entities", "prune entities", "reason", "answer",
     ]  # fmt: skip
     assert result.steps[3] == "prune relations 1: larry alcala → educated"
+    first = [e for e in result.gathered if e["found_by"].startswith("tog2 question")]
+    question_hits = make_retriever("gnn_ret", index).retrieve(QUESTION, 5)
+    assert [e["id"] for e in first] == [h.id for h in question_hits]
     assert result.steps[5].startswith("prune entities: university of santo tomas")
     assert result.steps[6] == "reason: not yet; clues: Larry Alcala studied at Santo Tomas"
     # two linked entities or fewer: no topic-prune call; then RP, reason, reform, RP, reason, answer
@@ -296,7 +300,13 @@ def test_tog2_topic_prune_and_its_empty_choice(index):
     assert [s.split(":")[0] for s in result.steps] == [
         "link entities (mentions)", "prune topics", "retrieve context", "answer",
     ]  # fmt: skip
-    assert result.gathered[0]["found_by"] == "tog2 fallback: hybrid"
+    # Ctx⁰: GNN-Ret's first five for the question, then hybrid's others, ten in all
+    found_by = [e["found_by"] for e in result.gathered]
+    assert found_by[:5] == ["tog2 question: gnn_ret"] * 5
+    assert set(found_by[5:]) == {"tog2 fallback: hybrid"} and len(found_by) <= 10
+    assert len({e["id"] for e in result.gathered}) == len(found_by)
+    paper = run_agent("tog2", question, index, none, question_chunks=0)
+    assert paper.gathered[0]["found_by"] == "tog2 fallback: hybrid"
     rest = tog2_script([TOG2_YES])
     unreadable = ScriptedChatModel(
         respond=lambda p: "I pick Larry" if "starting points" in p else rest(p)
@@ -390,7 +400,6 @@ def test_tog2_entity_documents_add_the_chunks_found_for_the_name(index):
     from types import SimpleNamespace
 
     from hopgraph.agents.tog2.graph import entity_chunks
-    from hopgraph.tools import make_retriever
 
     kg = index.knowledge_graph
     ctx = SimpleNamespace(index=index, name_search=0, retriever=lambda name: None)
