@@ -25,7 +25,10 @@ auth = Auth()
 
 @auth.authenticate
 async def authenticate(request: Any, authorization: str | None) -> Auth.types.MinimalUserDict:
-    """Check the bearer token when one is set; without one, serve this machine only."""
+    """Check the bearer token when one is set; without one, serve this machine only.
+
+    The host and origin were checked before (agents/server_http.py: 421 / 403).
+    """
     secret = settings().token
     if secret is None:
         client = getattr(request, "client", None)

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import hmac
 import ipaddress
+import json
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from .errors import InputError
 
@@ -56,3 +59,97 @@ def check_exposure(http: str, host: str, token: str | None) -> None:
             "set HOPGRAPH_TOKEN to a long random secret (clients then send "
             "'Authorization: Bearer <token>'), or bind 127.0.0.1",
         )
+
+
+WILDCARDS = frozenset({"0.0.0.0", "::", ""})
+"""Bind addresses that listen on every interface: they name no host a request may address."""
+
+
+def host_name(value: str) -> str:
+    """Return the host of a ``Host`` header or an origin's authority: no port, no brackets."""
+    value = value.strip().lower()
+    if value.startswith("["):  # [::1]:8766
+        return value[1 : value.find("]")] if "]" in value else value
+    name, colon, port = value.rpartition(":")
+    return name if colon and port.isdigit() and ":" not in name else value
+
+
+def origin_host(origin: str) -> str | None:
+    """Return the host an ``Origin`` header names (None for ``null`` or no scheme)."""
+    scheme, sep, rest = origin.strip().partition("://")
+    if not sep or not scheme:
+        return None
+    return host_name(rest.split("/", 1)[0])
+
+
+def refusal(
+    host: str, origin: str | None, known: Callable[[str], bool], any_host: bool = False
+) -> tuple[int, str, str] | None:
+    """Return (status, error, hint) when a request must be refused (HostGuard's rule), else None.
+
+    ``host``: the ``Host`` header; ``origin``: the ``Origin`` header, if any; ``known``: whether
+    a host name (no port) is one the server answers to.
+    """
+    name = host_name(host)
+    if not any_host and not known(name):
+        return (421, f"this server does not answer to the host {name!r}",
+                "address it as 127.0.0.1 or localhost, or name the host with --allow-host "
+                "(HOPGRAPH_ALLOW_HOSTS for the LangGraph server)")  # fmt: skip
+    if origin is not None:
+        named = origin_host(origin)
+        if named is None or not (known(named) or named == name):
+            return 403, f"cross-site request from {origin!r} refused", (
+                "open the page from this server's own address")  # fmt: skip
+    return None
+
+
+def loopback_name(name: str) -> bool:
+    """Whether a host name (no port) can only mean this machine: localhost, *.localhost, 127/8."""
+    return name == "localhost" or name.endswith(".localhost") or is_loopback(name)
+
+
+class HostGuard:
+    """ASGI middleware against DNS rebinding: only names the server knows, no cross-site calls.
+
+    A web page can rebind its own name to 127.0.0.1 and then read a loopback server through the
+    visitor's browser; the request still says ``Host: evil.example``. So a ``Host`` that is not
+    a loopback address, ``localhost``, the address the server is bound to or one of ``allowed``
+    (``--allow-host``) gets 421 (Misdirected Request), and an ``Origin`` that is none of those and
+    not the request's own host gets 403. ``token_required``: a server bound to every interface
+    (0.0.0.0, ::) with its token required and no ``allowed`` names lets every ``Host`` in (the
+    token, not the name, keeps strangers out; it cannot know its own names); ``Origin`` is still
+    checked.
+    """
+
+    def __init__(
+        self, app: Any, bound: str, allowed: Iterable[str] = (), token_required: bool = False
+    ) -> None:
+        allowed = tuple(allowed)
+        self.app = app
+        self.any_host = token_required and host_name(bound) in WILDCARDS and not allowed
+        names = {host_name(a) for a in allowed} | {"localhost"}
+        if host_name(bound) not in WILDCARDS:
+            names.add(host_name(bound))
+        self.names = frozenset(names)
+
+    def knows(self, host: str) -> bool:
+        """Whether ``host`` (a name, no port) is one this server answers to."""
+        return host in self.names or loopback_name(host)
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        """Refuse a misdirected or cross-site request; pass every other one on."""
+        if scope.get("type") != "http":
+            return await self.app(scope, receive, send)
+        headers = {k.lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
+        host, origin = headers.get(b"host", ""), headers.get(b"origin")
+        refused = refusal(host, origin, self.knows, self.any_host)
+        if refused is not None:
+            return await _refuse(send, *refused)
+        return await self.app(scope, receive, send)
+
+
+async def _refuse(send: Any, status: int, error: str, hint: str) -> None:
+    body = json.dumps({"error": error, "hint": hint}).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})

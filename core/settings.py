@@ -103,6 +103,11 @@ class Settings(BaseSettings):
     token: SecretStr | None = Field(
         None, description="bearer token the HTTP servers (MCP, LangGraph) ask clients for"
     )
+    allow_hosts: list[str] = Field(
+        [],
+        description="host names the HTTP servers answer to besides loopback and their own "
+        "address (a JSON list; any other Host gets 421, against DNS rebinding)",
+    )
     serve_indexes: list[Path] = Field(
         [], description="indexes the LangGraph server may open (default: the index setting)"
     )

@@ -11,6 +11,7 @@ from typing import Any
 
 from .cli_options import (
     DEMO_INDEX,
+    allow_host_option,
     build_options,
     cluster_options,
     device_options,
@@ -273,6 +274,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     index_option(p)
     p.add_argument("--http", metavar="HOST:PORT", help="serve streamable HTTP instead of stdio")
+    allow_host_option(p)
     shard_options(p)
     p.set_defaults(func=lazy("commands:mcp"))
 
@@ -293,6 +295,7 @@ def build_parser() -> argparse.ArgumentParser:
         default="127.0.0.1:8766",
         help="where to listen (default 127.0.0.1:8766)",
     )
+    allow_host_option(p)
     shard_options(p)
     p.set_defaults(func=lazy("commands:ui"))
 

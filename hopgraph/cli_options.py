@@ -243,3 +243,17 @@ def method_option(parser: argparse.ArgumentParser) -> None:
         metavar="METHOD",
         help=f"answering method: one of {', '.join(agent_methods())} (default {DEFAULT_METHOD})",
     )
+
+
+def allow_host_option(parser: argparse.ArgumentParser) -> None:
+    """Add ``--allow-host`` to an HTTP server's command (core.network.HostGuard)."""
+    parser.add_argument(
+        "--allow-host",
+        metavar="NAME",
+        action="append",
+        default=[],
+        help="a host name clients may address the server by, besides 127.0.0.1, localhost and "
+        "the --http address (repeatable; also the allow_hosts setting, HOPGRAPH_ALLOW_HOSTS); "
+        "a request naming any other host gets 421 and a cross-site one 403, against DNS "
+        "rebinding",
+    )

@@ -442,8 +442,9 @@ def mcp(args: argparse.Namespace) -> None:
     token = secret.get_secret_value() if secret else None
     from hopgraph.graph_store.index.live import LiveIndex
 
+    hosts = [*settings().allow_hosts, *args.allow_host]
     with index_opener(args) as opener, LiveIndex(index_dir(args), opener=opener) as live:
-        serve(live, args.http, token)
+        serve(live, args.http, token, hosts)
 
 
 def ui(args: argparse.Namespace) -> None:
@@ -455,7 +456,9 @@ def ui(args: argparse.Namespace) -> None:
     parse_host_port(args.http, "127.0.0.1:8766")  # refused before the index is opened
     secret = settings().token
     with index_opener(args) as opener:
-        serve(index_dir(args), args.http, secret.get_secret_value() if secret else None, opener)
+        token = secret.get_secret_value() if secret else None
+        hosts = [*settings().allow_hosts, *args.allow_host]
+        serve(index_dir(args), args.http, token, opener, hosts)
 
 
 @contextmanager

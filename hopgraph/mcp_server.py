@@ -19,7 +19,7 @@ from mcp.server.fastmcp.exceptions import ToolError
 from pydantic import Field, ValidationError
 
 from hopgraph.agents.registry import DEFAULT_METHOD, agent_methods
-from hopgraph.core.network import bearer_matches, check_exposure, parse_host_port
+from hopgraph.core.network import HostGuard, bearer_matches, check_exposure, parse_host_port
 from hopgraph.graph_store import LiveIndex
 from hopgraph.graph_store.documents.filters import JSON_HELP, WhereValue
 from hopgraph.tools.expand import EXPAND_HELP
@@ -221,11 +221,15 @@ def _as_tool_error() -> Iterator[None]:
         raise ToolError(f"{type(err).__name__}: {err}") from err
 
 
-def serve(live: LiveIndex, http: str | None, token: str | None = None) -> None:
+def serve(
+    live: LiveIndex, http: str | None, token: str | None = None, allowed_hosts: Sequence[str] = ()
+) -> None:
     """Serve over stdio, or over streamable HTTP at ``http`` ("HOST:PORT", path /mcp).
 
     Over HTTP with a ``token``, every request must carry ``Authorization: Bearer TOKEN`` (else
-    401); without one the server binds only to a loopback address.
+    401); without one the server binds only to a loopback address. Either way a request must
+    name a loopback host, the bound address or one of ``allowed_hosts`` (else 421), and a
+    cross-site one is refused (403; core.network.HostGuard).
     """
     if http is None:
         build_server(live).run("stdio")
@@ -238,7 +242,8 @@ def serve(live: LiveIndex, http: str | None, token: str | None = None) -> None:
     guard = "bearer token required" if token else "no token: loopback only"
     print(f"hopgraph MCP server on http://{http}/mcp ({guard}; Ctrl-C stops)", flush=True)
     app = build_server(live, host, port).streamable_http_app()
-    uvicorn.run(BearerAuth(app, token) if token else app, host=host, port=port, log_level="warning")
+    guarded = HostGuard(BearerAuth(app, token) if token else app, host, allowed_hosts, bool(token))
+    uvicorn.run(guarded, host=host, port=port, log_level="warning")
 
 
 class NormalDisconnects(logging.Filter):

@@ -26,7 +26,7 @@ from __future__ import annotations
 import hmac
 import html
 import secrets
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +37,7 @@ from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Re
 from starlette.routing import Route
 
 from hopgraph.core.errors import HopgraphError
-from hopgraph.core.network import bearer_matches, check_exposure, parse_host_port
+from hopgraph.core.network import HostGuard, bearer_matches, check_exposure, parse_host_port
 from hopgraph.graph_store import Index, LiveIndex
 
 from . import ui_ask
@@ -53,13 +53,20 @@ Handler = Callable[[Index, Request], Any]
 class UIApp:
     """The routes over one live index, with the token (None: loopback only)."""
 
-    def __init__(self, live: LiveIndex, token: str | None = None) -> None:
+    def __init__(
+        self,
+        live: LiveIndex,
+        token: str | None = None,
+        bound: str = "127.0.0.1",
+        allowed_hosts: Sequence[str] = (),
+    ) -> None:
         self.live, self.token = live, token
+        self.bound, self.allowed_hosts = bound, tuple(allowed_hosts)
         self.login_code = secrets.token_urlsafe(24) if token else None
         self.workers = anyio.CapacityLimiter(WORKERS)
 
-    def app(self) -> Starlette:
-        """Return the ASGI application."""
+    def app(self) -> HostGuard:
+        """Return the ASGI application, behind the host and origin check (core.network)."""
         routes = [
             Route("/", self.page),
             Route("/login", self.login),
@@ -69,7 +76,8 @@ class UIApp:
             Route("/api/index", self.api(self.index_view)),
             Route("/api/ask", ui_ask.endpoint(self)),
         ]
-        return Starlette(routes=routes)
+        page = Starlette(routes=routes)
+        return HostGuard(page, self.bound, self.allowed_hosts, self.token is not None)
 
     # -- security -----------------------------------------------------------------------------
 
@@ -173,14 +181,18 @@ def serve(
     http: str,
     token: str | None,
     opener: Callable[[Path, str | None], Index] = Index.open,
+    allowed_hosts: Sequence[str] = (),
 ) -> None:
-    """Serve the page at ``http`` until Ctrl-C (``opener``: how a generation is opened)."""
+    """Serve the page at ``http`` until Ctrl-C (``opener``: how a generation is opened).
+
+    ``allowed_hosts``: names besides loopback and the bound address a request may use (HostGuard).
+    """
     host, port = parse_host_port(http, "127.0.0.1:8766")
     check_exposure(http, host, token)
     import uvicorn
 
     with LiveIndex(directory, opener=opener) as live:
-        ui = UIApp(live, token)
+        ui = UIApp(live, token, host, allowed_hosts)
         where = f"http://{http}/"
         if ui.login_code:
             print(f"hopgraph ui on {where} (token required); open once: "

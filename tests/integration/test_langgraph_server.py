@@ -85,6 +85,18 @@ def test_agents_and_chat_over_the_langgraph_server(server):
     for headers in ({}, {"Authorization": "Bearer wrong"}):
         refused = httpx.post(f"{server}/assistants/search", json={}, headers=headers, timeout=10)
         assert refused.status_code == 401, refused.text
+    # DNS rebinding: a page that rebinds its name to 127.0.0.1 is refused, token or not
+    for headers, status in [
+        ({"Host": "evil.example"}, 421),
+        ({"Origin": "https://evil.example"}, 403),
+    ]:
+        forged = httpx.post(
+            f"{server}/assistants/search", json={}, headers={**AUTH, **headers}, timeout=10
+        )
+        assert forged.status_code == status, forged.text
+    # the API's description is behind the token too
+    assert httpx.get(f"{server}/openapi.json", timeout=10).status_code == 401
+    assert httpx.get(f"{server}/openapi.json", headers=AUTH, timeout=10).status_code == 200
     client = get_sync_client(url=server, headers=AUTH)
     assert {a["graph_id"] for a in client.assistants.search()} == {
         "chat", "gear", "rgnn_ret", "tog2",

@@ -121,6 +121,12 @@ def test_mcp_over_streamable_http_with_a_token(index_dir, llm_env):
         for headers in ({}, {"Authorization": "Bearer wrong"}):
             refused = httpx.post(url, json=hello, headers=headers, timeout=10)
             assert refused.status_code == 401 and "HOPGRAPH_TOKEN" in refused.text
+        # DNS rebinding: a forged host or a cross-site page is refused, token or not
+        token = {"Authorization": "Bearer s3cret-token"}
+        for headers, status in [({"Host": "evil.example"}, 421),
+                                ({"Origin": "https://evil.example"}, 403)]:  # fmt: skip
+            forged = httpx.post(url, json=hello, headers={**token, **headers}, timeout=10)
+            assert forged.status_code == status and "evil.example" in forged.json()["error"]
 
         async def main():
             # httpx's default 5 s timeout also bounds the streamed reply: a tool call

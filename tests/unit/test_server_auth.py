@@ -10,8 +10,10 @@ from hopgraph.agents.server_auth import authenticate, only_served_indexes
 from hopgraph.core.network import is_loopback
 
 
-def request_from(host):
-    return SimpleNamespace(client=SimpleNamespace(host=host))
+def request_from(client, **headers):
+    """A request from ``client``'s address, addressed to 127.0.0.1:2024 unless ``host`` says."""
+    headers = {"host": "127.0.0.1:2024", **headers}
+    return SimpleNamespace(client=SimpleNamespace(host=client), headers=headers)
 
 
 def test_without_a_token_only_this_machine_is_served(monkeypatch):
@@ -24,10 +26,12 @@ def test_without_a_token_only_this_machine_is_served(monkeypatch):
 
 def test_with_a_token_every_request_needs_it(monkeypatch):
     monkeypatch.setenv("HOPGRAPH_TOKEN", "t0ken")
-    ok = asyncio.run(authenticate(request_from("10.1.2.3"), "Bearer t0ken"))
+    monkeypatch.setenv("HOPGRAPH_ALLOW_HOSTS", '["box.lan"]')
+    remote = request_from("10.1.2.3", host="box.lan:2024")
+    ok = asyncio.run(authenticate(remote, "Bearer t0ken"))
     assert ok == {"identity": "token"}
     for header in ("bearer t0ken", "BEARER  t0ken "):  # the scheme is case-insensitive
-        assert asyncio.run(authenticate(request_from("10.1.2.3"), header)) == ok
+        assert asyncio.run(authenticate(remote, header)) == ok
     for header in (None, "Bearer nope", "t0ken", "Bearer T0KEN", "Basic t0ken"):
         with pytest.raises(Auth.exceptions.HTTPException) as err:
             asyncio.run(authenticate(request_from("127.0.0.1"), header))
@@ -62,3 +66,34 @@ def test_a_refused_index_is_named_not_its_path(monkeypatch, tmp_path):
         asyncio.run(only_served_indexes(None, {"kwargs": {"context": {"index": "/etc"}}}))
     assert err.value.status_code == 403 and "served" in err.value.detail
     assert str(tmp_path) not in err.value.detail
+
+
+@pytest.mark.parametrize("token", [None, "t0ken"])
+def test_a_forged_host_gets_421_a_cross_site_origin_403_and_docs_need_the_token(monkeypatch, token):
+    # langgraph.json's http.app: its middleware runs before every route of `langgraph dev`
+    from starlette.applications import Starlette
+    from starlette.middleware import Middleware
+    from starlette.responses import PlainTextResponse
+    from starlette.routing import Route
+    from starlette.testclient import TestClient
+
+    from hopgraph.agents.server_http import DESCRIBED, ServerGuard
+
+    if token:
+        monkeypatch.setenv("HOPGRAPH_TOKEN", token)
+    else:
+        monkeypatch.delenv("HOPGRAPH_TOKEN", raising=False)
+    monkeypatch.setenv("HOPGRAPH_ALLOW_HOSTS", '["box.lan"]')
+    routes = [Route(p, lambda r: PlainTextResponse("ok")) for p in ("/ok", *DESCRIBED)]
+    app = Starlette(routes=routes, middleware=[Middleware(ServerGuard)])
+    client = TestClient(app, base_url="http://127.0.0.1:2024")
+    auth = {"authorization": f"Bearer {token}"} if token else {}
+    for route in ("/ok", *DESCRIBED):
+        forged = client.get(route, headers={"host": "evil.example", **auth})
+        assert forged.status_code == 421 and "HOPGRAPH_ALLOW_HOSTS" in forged.json()["hint"]
+        cross = client.get(route, headers={"origin": "https://evil.example", **auth})
+        assert cross.status_code == 403
+        for host in ("127.0.0.1:2024", "localhost", "[::1]:2024", "box.lan:2024"):
+            assert client.get(route, headers={"host": host, **auth}).status_code == 200
+        bare = client.get(route).status_code
+        assert bare == (401 if token and route in DESCRIBED else 200)

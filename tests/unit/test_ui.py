@@ -13,6 +13,8 @@ from tests.conftest import DOCS, build_docs_index
 QUESTION = "When did military instruction start where Larry Alcala was educated?"
 XSS = '<img src=x onerror="alert(1)">'
 
+LOCAL = "http://127.0.0.1:8766"  # the page refuses a host it does not know (HostGuard)
+
 
 @pytest.fixture(scope="module")
 def index_dir(tmp_path_factory):
@@ -22,7 +24,7 @@ def index_dir(tmp_path_factory):
 @pytest.fixture
 def client(index_dir):
     with LiveIndex(index_dir) as live:
-        yield TestClient(UIApp(live).app())
+        yield TestClient(UIApp(live).app(), base_url=LOCAL)
 
 
 def test_search_returns_hits_with_section_score_and_provenance(client):
@@ -86,7 +88,7 @@ def test_user_strings_are_escaped_in_the_page_and_the_graph(tmp_path):
     assert main(["index", str(corpus), "--index", str(index), "--model", "hashing", "-q"]) == 0
     assert main(["graph", "build", "--index", str(index), "-q"]) == 0
     with LiveIndex(index) as live:
-        client = TestClient(UIApp(live).app())
+        client = TestClient(UIApp(live).app(), base_url=LOCAL)
         page = client.get("/").text
         assert XSS not in page and "&lt;img src=x" in page  # the index's name, escaped
         svg = client.get("/api/graph", params={"q": XSS + " Larry", "method": "bm25"}).json()
@@ -98,7 +100,7 @@ def test_user_strings_are_escaped_in_the_page_and_the_graph(tmp_path):
 def test_a_token_is_needed_by_every_request_and_the_login_url_works_once(index_dir):
     with LiveIndex(index_dir) as live:
         ui = UIApp(live, token="s3cret-token")
-        client = TestClient(ui.app())
+        client = TestClient(ui.app(), base_url=LOCAL)
         for path in ("/", "/api/methods", "/api/index", "/api/search?q=x&method=bm25"):
             assert client.get(path).status_code == 401
         headers = {"Authorization": "bearer s3cret-token"}
@@ -109,7 +111,7 @@ def test_a_token_is_needed_by_every_request_and_the_login_url_works_once(index_d
             client.get("/login", params={"code": code}, follow_redirects=False).status_code == 303
         )
         assert client.get("/api/methods").status_code == 200  # the cookie now
-        fresh = TestClient(ui.app())
+        fresh = TestClient(ui.app(), base_url=LOCAL)
         assert fresh.get("/login", params={"code": code}).status_code == 401  # used up
 
 
@@ -195,7 +197,7 @@ def notes_client(tmp_path_factory):
     assert main(["index", str(folder), "--index", str(index), "--model", "hashing", "-q"]) == 0
     assert main(["graph", "build", "--index", str(index), "-q"]) == 0
     with LiveIndex(index) as live:
-        yield TestClient(UIApp(live).app())
+        yield TestClient(UIApp(live).app(), base_url=LOCAL)
 
 
 @pytest.mark.parametrize(
@@ -277,3 +279,43 @@ def test_the_example_question_is_drawn_from_the_index(client, notes_client):
     assert client.get("/api/methods").json()["example"] == "What is known about Larry Alcala?"
     example = notes_client.get("/api/methods").json()["example"]
     assert example == "What does Signals say about Connecting a handler?"
+
+
+ROUTES = ["/", "/login?code=x", "/api/methods", "/api/search?q=alcala", "/api/graph?q=alcala",
+          "/api/index", "/api/ask"]  # fmt: skip
+
+
+def test_a_forged_host_gets_421_and_a_cross_site_origin_403_on_every_route(index_dir):
+    with LiveIndex(index_dir) as live:
+        for ui in (UIApp(live), UIApp(live, token="t0ken")):
+            client = TestClient(ui.app(), base_url=LOCAL)
+            auth = {"authorization": "Bearer t0ken"}
+            for route in ROUTES:
+                forged = client.get(route, headers={"host": "evil.example", **auth})
+                assert forged.status_code == 421, route
+                assert "--allow-host" in forged.json()["hint"]
+                cross = client.get(route, headers={"origin": "https://evil.example", **auth})
+                assert cross.status_code == 403, route
+            assert client.get("/api/methods", headers=auth).status_code == 200
+            for host in ("localhost:8766", "127.0.0.1", "[::1]:8766", "app.localhost"):
+                assert client.get("/api/methods", headers={"host": host, **auth}).is_success
+            same = {"origin": "http://127.0.0.1:8766", **auth}
+            assert client.get("/api/methods", headers=same).status_code == 200
+
+
+def test_named_hosts_pass_and_a_token_on_every_interface_lets_any_name_in(index_dir):
+    with LiveIndex(index_dir) as live:
+        named = TestClient(UIApp(live, allowed_hosts=["docs.lan"]).app(), base_url=LOCAL)
+        assert named.get("/api/methods", headers={"host": "docs.lan:8766"}).status_code == 200
+        assert named.get("/api/methods", headers={"origin": "http://docs.lan"}).status_code == 200
+        assert named.get("/api/methods", headers={"host": "evil.example"}).status_code == 421
+        bound = TestClient(UIApp(live, token="t", bound="10.0.0.5").app(), base_url=LOCAL)
+        auth = {"authorization": "Bearer t"}
+        assert bound.get("/api/methods", headers={"host": "10.0.0.5:8766", **auth}).is_success
+        forged = bound.get("/api/methods", headers={"host": "evil.example", **auth})
+        assert forged.status_code == 421
+        every = TestClient(UIApp(live, token="t", bound="0.0.0.0").app(), base_url=LOCAL)
+        assert every.get("/api/methods", headers={"host": "box.lan", **auth}).status_code == 200
+        assert every.get("/api/methods", headers={"host": "box.lan"}).status_code == 401
+        cross = {"host": "box.lan", "origin": "https://evil.example", **auth}
+        assert every.get("/api/methods", headers=cross).status_code == 403
