@@ -105,11 +105,11 @@ CLOSEST = 32
 RERANK_FROM = 0.5
 """The hop classifier's probability from which the list reranker runs (GNNRetriever.reranks)."""
 RERANKED = "reranked: list features"
+"""The provenance step of a place the list reranker gave (tools/list_rerank.py)."""
 FUSE_DEPTH = 20
 """How deep the graph ranking and hybrid's are fused where a question names code."""
 FUSED = "fused with hybrid: the question names code"
 """The provenance step of such a fused place (tools/identifiers.py)."""
-"""The provenance step of a place the list reranker gave (tools/list_rerank.py)."""
 HUB = PassageGraphSettings().max_df
 """An entity in more chunks than this (a hub, "United States") is never appended: the passage graph
 gives hubs no edges for the same reason."""
