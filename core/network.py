@@ -138,14 +138,18 @@ class HostGuard:
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
         """Refuse a misdirected or cross-site request; pass every other one on."""
-        if scope.get("type") != "http":
+        kind = scope.get("type")
+        if kind not in ("http", "websocket"):
             return await self.app(scope, receive, send)
         headers = {k.lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
         host, origin = headers.get(b"host", ""), headers.get(b"origin")
         refused = refusal(host, origin, self.knows, self.any_host)
-        if refused is not None:
-            return await _refuse(send, *refused)
-        return await self.app(scope, receive, send)
+        if refused is None:
+            return await self.app(scope, receive, send)
+        if kind == "websocket":  # closed before the handshake completes: the client sees 403
+            await receive()  # websocket.connect
+            return await send({"type": "websocket.close", "code": 1008})
+        return await _refuse(send, *refused)
 
 
 async def _refuse(send: Any, status: int, error: str, hint: str) -> None:

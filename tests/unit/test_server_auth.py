@@ -97,3 +97,30 @@ def test_a_forged_host_gets_421_a_cross_site_origin_403_and_docs_need_the_token(
             assert client.get(route, headers={"host": host, **auth}).status_code == 200
         bare = client.get(route).status_code
         assert bare == (401 if token and route in DESCRIBED else 200)
+
+
+def test_a_websocket_from_a_forged_host_or_a_cross_site_page_is_closed_unopened():
+    from starlette.applications import Starlette
+    from starlette.routing import WebSocketRoute
+    from starlette.testclient import TestClient
+    from starlette.websockets import WebSocketDisconnect
+
+    from hopgraph.core.network import HostGuard
+
+    async def echo(websocket):
+        await websocket.accept()
+        await websocket.send_text("open")
+        await websocket.close()
+
+    app = HostGuard(Starlette(routes=[WebSocketRoute("/ws", echo)]), "127.0.0.1")
+    client = TestClient(app, base_url="http://127.0.0.1:8766")
+    local = {"host": "127.0.0.1:8766"}  # the test client's websockets say "testserver"
+    with client.websocket_connect("/ws", headers=local) as ws:
+        assert ws.receive_text() == "open"
+    for headers in ({"host": "evil.example"}, {**local, "origin": "https://evil.example"}):
+        with (
+            pytest.raises(WebSocketDisconnect) as closed,
+            client.websocket_connect("/ws", headers=headers),
+        ):
+            pass
+        assert closed.value.code == 1008
