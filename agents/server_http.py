@@ -11,13 +11,12 @@ handler, agents/server_auth.py, sees only the API's routes and can answer 401 or
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 
-from hopgraph.core.network import HostGuard, bearer_matches
+from hopgraph.core.network import HostGuard, bearer_matches, send_json
 from hopgraph.core.settings import settings
 
 DESCRIBED = ("/docs", "/openapi.json")
@@ -38,12 +37,8 @@ class ServerGuard:
         if scope.get("type") == "http" and self.token and scope.get("path") in DESCRIBED:
             headers = dict(scope.get("headers", []))
             if not bearer_matches(headers.get(b"authorization"), self.token):
-                body = json.dumps({"detail": "unauthorized: send Authorization: Bearer "
-                                   "<HOPGRAPH_TOKEN>"}).encode()  # fmt: skip
-                await send({"type": "http.response.start", "status": 401, "headers": [
-                    (b"content-type", b"application/json"),
-                    (b"www-authenticate", b"Bearer")]})  # fmt: skip
-                await send({"type": "http.response.body", "body": body})
+                detail = "unauthorized: send Authorization: Bearer <HOPGRAPH_TOKEN>"
+                await send_json(send, 401, {"detail": detail}, (b"www-authenticate", b"Bearer"))
                 return
         await self.app(scope, receive, send)
 

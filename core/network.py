@@ -124,13 +124,12 @@ class HostGuard:
     def __init__(
         self, app: Any, bound: str, allowed: Iterable[str] = (), token_required: bool = False
     ) -> None:
-        allowed = tuple(allowed)
+        bound, names = host_name(bound), {host_name(a) for a in allowed}
         self.app = app
-        self.any_host = token_required and host_name(bound) in WILDCARDS and not allowed
-        names = {host_name(a) for a in allowed} | {"localhost"}
-        if host_name(bound) not in WILDCARDS:
-            names.add(host_name(bound))
-        self.names = frozenset(names)
+        self.any_host = token_required and bound in WILDCARDS and not names
+        self.names = frozenset(
+            names | ({"localhost"} if bound in WILDCARDS else {"localhost", bound})
+        )
 
     def knows(self, host: str) -> bool:
         """Whether ``host`` (a name, no port) is one this server answers to."""
@@ -153,7 +152,12 @@ class HostGuard:
 
 
 async def _refuse(send: Any, status: int, error: str, hint: str) -> None:
-    body = json.dumps({"error": error, "hint": hint}).encode()
-    headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))]
-    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send_json(send, status, {"error": error, "hint": hint})
+
+
+async def send_json(send: Any, status: int, payload: dict, *headers: tuple[bytes, bytes]) -> None:
+    """Answer an ASGI HTTP request with ``payload`` as JSON (the servers' refusals)."""
+    body = json.dumps(payload).encode()
+    start = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))]
+    await send({"type": "http.response.start", "status": status, "headers": [*start, *headers]})
     await send({"type": "http.response.body", "body": body})

@@ -19,7 +19,13 @@ from mcp.server.fastmcp.exceptions import ToolError
 from pydantic import Field, ValidationError
 
 from hopgraph.agents.registry import DEFAULT_METHOD, agent_methods
-from hopgraph.core.network import HostGuard, bearer_matches, check_exposure, parse_host_port
+from hopgraph.core.network import (
+    HostGuard,
+    bearer_matches,
+    check_exposure,
+    parse_host_port,
+    send_json,
+)
 from hopgraph.graph_store import LiveIndex
 from hopgraph.graph_store.documents.filters import JSON_HELP, WhereValue
 from hopgraph.tools.expand import EXPAND_HELP
@@ -272,9 +278,7 @@ class BearerAuth:
         if scope["type"] == "http":
             given = dict(scope.get("headers", [])).get(b"authorization", b"")
             if not bearer_matches(given, self.token):
-                body = b'{"error": "unauthorized: send Authorization: Bearer <HOPGRAPH_TOKEN>"}'
-                headers = [(b"content-type", b"application/json"), (b"www-authenticate", b"Bearer")]
-                await send({"type": "http.response.start", "status": 401, "headers": headers})
-                await send({"type": "http.response.body", "body": body})
+                error = "unauthorized: send Authorization: Bearer <HOPGRAPH_TOKEN>"
+                await send_json(send, 401, {"error": error}, (b"www-authenticate", b"Bearer"))
                 return
         await self.app(scope, receive, send)
