@@ -18,14 +18,16 @@ from pathlib import Path
 from typing import Any
 
 from langchain_core.messages import AIMessage
+from langgraph.errors import GraphBubbleUp
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 
 from hopgraph.agents.evidence import Evidence, answer_alone
 from hopgraph.agents.registry import DEFAULT_METHOD, SERVED, agent_for
-from hopgraph.core.errors import HopgraphError, InputError
+from hopgraph.core.errors import InputError, public_text
 from hopgraph.core.llm import choose_chat, required_chat
+from hopgraph.core.network import checked_k, checked_question
 from hopgraph.core.settings import default_index_dir, settings
 from hopgraph.graph_store import Index, LiveIndex
 from hopgraph.graph_store.documents.filters import JSON_HELP, WhereValue
@@ -115,6 +117,16 @@ def _chat() -> Any:
     return required_chat()
 
 
+def checked_context(state: dict, ctx: ServerContext) -> None:
+    """Check what a client sent as the CLI and the page check it: ``k``, the question's length.
+
+    A JSON context is not validated by the server: ``"k": "²"`` would fail deep in a retriever.
+    """
+    ctx.k = checked_k(ctx.k, "context.k")
+    for message in state.get("messages", [])[-1:]:
+        checked_question(str(message.content))
+
+
 def _evidence_turn(state: dict, index: Index, ctx: ServerContext) -> dict:
     """Answer a chat turn with no LLM as the CLI does: the extractive answer, its passages."""
     question = str(state["messages"][-1].content).strip()
@@ -151,6 +163,7 @@ def serve(method: str) -> CompiledStateGraph:
         ctx = runtime.context or ServerContext()
         extra = {"method": ctx.method} if method == "chat" else fixed
         try:
+            checked_context(state, ctx)
             if method == "chat" and choose_chat() is None:
                 return _evidence_turn(state, _index(ctx.index), ctx)
             context = context_type.in_preset(
@@ -163,10 +176,13 @@ def serve(method: str) -> CompiledStateGraph:
                 **extra,
             )
             return inner.invoke(state, context=context)
-        except HopgraphError as err:
+        except GraphBubbleUp:
+            raise  # LangGraph's own control flow (an interrupt), not a failure
+        except Exception as err:
             # The server shows the message of builtin errors only, "An internal error occurred"
-            # for any other: a user must read what to fix (no LLM, no index, a bad filter).
-            raise ValueError(str(err)) from err
+            # for any other: a user must read what to fix (no LLM, no index, a bad filter), and
+            # no builtin error may carry a server path to the client (core.errors.public_reply).
+            raise ValueError(public_text(err, Path(ctx.index))) from err
 
     outer = StateGraph(
         builder.state_schema, context_schema=ServerContext, input_schema=builder.input_schema

@@ -45,3 +45,20 @@ def settings_file(flags: dict[str, Any] | None = None) -> Path | None:
     index = flags.get("index") or os.environ.get(f"{ENV_PREFIX}INDEX") or "hopgraph-index"
     candidate = Path(index) / CONFIG_FILE
     return candidate if candidate.is_file() else None
+
+
+def positive_number(value: str | int) -> int:
+    """Parse a positive whole number as every surface does: the CLI's ``-k``, the servers' ``k``.
+
+    ``int()``'s rules (so "²", a superscript, is not a number, and "5" or " 5 " is); a JSON
+    number passes as itself. ValueError says what was wrong.
+    """
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        raise ValueError(f"expected a whole number, got {value!r}")
+    try:
+        number = int(value)
+    except ValueError:
+        raise ValueError(f"expected a whole number, got {value!r}") from None
+    if number <= 0:
+        raise ValueError(f"must be a positive whole number, got {number}")
+    return number

@@ -8,7 +8,42 @@ import json
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from .errors import InputError
+from .config import positive_number
+from .errors import InputError, TooLargeError
+
+MAX_K = 50
+"""Passages a server returns for one request, at most."""
+MAX_QUESTION = 10_000
+"""Characters of a question a server accepts: a page of text; a longer one is not a question."""
+MAX_REQUEST_LINE = 1 << 20
+"""Bytes of a request's head the page's server reads (h11's own limit, 16 KiB, would answer a
+long question with a plain-text 400 before the application sees it; past 1 MiB it still does)."""
+
+
+def checked_k(value: str | int, name: str = "k") -> int:
+    """Return a request's ``k`` parsed as the CLI's ``-k`` (core.config); InputError if not 1–50."""
+    try:
+        k = positive_number(value)
+    except ValueError as err:
+        raise InputError(
+            f"{name} must be a whole number from 1 to {MAX_K}: {err}", "e.g. 5"
+        ) from None
+    if k > MAX_K:
+        raise InputError(f"{name} must be a whole number from 1 to {MAX_K}, got {k}", "e.g. 5")
+    return k
+
+
+def checked_question(text: str) -> str:
+    """Return the question stripped; InputError if it is empty, TooLargeError if too long."""
+    question = text.strip()
+    if not question:
+        raise InputError("the question is empty", "type a question, e.g. 'Who founded X?'")
+    if len(question) > MAX_QUESTION:
+        raise TooLargeError(
+            f"the question is {len(question):,} characters; a server takes {MAX_QUESTION:,}",
+            "ask a shorter question (the passages hold the text: ask about it)",
+        )
+    return question
 
 
 def bearer_matches(authorization: str | bytes | None, token: str) -> bool:

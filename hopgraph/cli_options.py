@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .core.config import DEVICES, LLM_CHOICES
+from .core.config import DEVICES, LLM_CHOICES, positive_number
 
 DEMO_INDEX = Path(".hopgraph") / "demo-index"
 """Where `hopgraph demo` builds its index unless --index says otherwise."""
@@ -41,14 +41,11 @@ def index_dir(args: argparse.Namespace) -> Path:
 
 
 def positive(text: str) -> int:
-    """Parse a positive whole number (argparse ``type``)."""
+    """Parse a positive whole number (argparse ``type``; core.config.positive_number)."""
     try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be a positive whole number, got {value}")
-    return value
+        return positive_number(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
 
 
 def index_option(parser: argparse.ArgumentParser, default: str | None = None) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
 
 import anyio
@@ -20,6 +21,8 @@ from pydantic import Field, ValidationError
 
 from hopgraph.agents.registry import DEFAULT_METHOD, agent_methods
 from hopgraph.core.network import (
+    MAX_K,
+    MAX_QUESTION,
     HostGuard,
     bearer_matches,
     check_exposure,
@@ -31,7 +34,7 @@ from hopgraph.graph_store.documents.filters import JSON_HELP, WhereValue
 from hopgraph.tools.expand import EXPAND_HELP
 from hopgraph.tools.registry import DEFAULT_PRESET, RETRIEVERS, Preset
 
-from .core.errors import HopgraphError
+from .core.errors import public_text
 
 # the retrievers that run on an index alone (no LLM, no trained weights), from their registry
 STANDALONE = tuple(n for n, c in RETRIEVERS.items() if not (c.needs_llm or c.needs_weights))
@@ -73,9 +76,11 @@ def build_server(
         return await anyio.to_thread.run_sync(work, limiter=workers)
 
     async def retrieve(
+        # no MAX_QUESTION: a long text is a query too (a passage to find the like of), and a
+        # 1 MB one is served beside other clients (tests/integration/test_mcp.py)
         query: Annotated[str, Field(min_length=1, description="question or keywords")],
         method: str = "gnn_ret",  # typed below: the methods this index runs
-        k: Annotated[int, Field(ge=1, le=50, description="passages to return")] = 5,
+        k: Annotated[int, Field(ge=1, le=MAX_K, description="passages to return")] = 5,
         preset: Annotated[Preset, Field(description=PRESET_HELP)] = DEFAULT_PRESET,
         where: Annotated[dict[str, WhereValue] | None, Field(description=JSON_HELP)] = None,
         expand: Annotated[str | None, Field(description=EXPAND_HELP)] = None,
@@ -85,7 +90,7 @@ def build_server(
         from hopgraph.tools.expand import Expansion, expand_hits
 
         def work() -> list[dict[str, Any]]:
-            with _as_tool_error(), live.reading() as index:
+            with _as_tool_error(live.directory), live.reading() as index:
                 expansion = Expansion.parse(expand) if expand else None
                 hits = make_retriever(method, index, preset=preset).retrieve(query, k, where)
                 if expansion is not None:
@@ -103,7 +108,9 @@ def build_server(
 
     @server.tool()
     async def ask(
-        question: Annotated[str, Field(min_length=1, description="a standalone question")],
+        question: Annotated[
+            str, Field(min_length=1, max_length=MAX_QUESTION, description="a standalone question")
+        ],
         method: Annotated[AskMethod, Field(description="answering method")] = DEFAULT_METHOD,
         preset: Annotated[Preset, Field(description=PRESET_HELP)] = DEFAULT_PRESET,
     ) -> dict[str, Any]:
@@ -119,7 +126,7 @@ def build_server(
         from .core.llm import SETUP_HINT, choose_chat
 
         def work() -> dict[str, Any]:
-            with _as_tool_error(), live.reading() as index:
+            with _as_tool_error(live.directory), live.reading() as index:
                 chat = choose_chat()
                 if chat is None:
                     reply = answer_alone(index, method, question, 5, preset)
@@ -215,16 +222,18 @@ def served_methods(index: Any) -> tuple[str, ...]:
 
 
 @contextmanager
-def _as_tool_error() -> Iterator[None]:
-    """Turn errors into MCP tool errors carrying the message (and hint) a CLI user would see."""
+def _as_tool_error(root: Path) -> Iterator[None]:
+    """Turn errors into MCP tool errors: the message (and hint) a CLI user would see.
+
+    They name no server path (``root``: the index folder, named by its name;
+    core.errors.public_reply).
+    """
     try:
         yield
     except ToolError:
         raise
-    except HopgraphError as err:
-        raise ToolError(str(err)) from err
     except Exception as err:
-        raise ToolError(f"{type(err).__name__}: {err}") from err
+        raise ToolError(public_text(err, root)) from err
 
 
 def serve(

@@ -25,13 +25,15 @@ import json
 import queue
 from collections.abc import AsyncIterator, Callable
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 import anyio
 from starlette.requests import Request
 from starlette.responses import StreamingResponse
 
-from hopgraph.core.errors import HopgraphError, InputError
+from hopgraph.core.errors import InputError, public_reply
+from hopgraph.core.network import checked_question
 from hopgraph.graph_store import Index
 
 from .ui_format import passage_parts
@@ -101,9 +103,7 @@ def answer(index: Index, params: Any, send: Send) -> None:
     from hopgraph.agents.run import run_agent
     from hopgraph.core.llm import choose_chat, describe
 
-    question, method = params.get("q", "").strip(), params.get("method", "gear")
-    if not question:
-        raise InputError("the question is empty", "type a question, e.g. 'Who founded X?'")
+    question, method = checked_question(params.get("q", "")), params.get("method", "gear")
     if method not in ask_methods():
         raise InputError(f"unknown method {method!r}", f"choose one of: {', '.join(ask_methods())}")
     k = parse_k(params)
@@ -135,17 +135,20 @@ def _passage(passage: Any, cited: set[str]) -> dict[str, Any]:
             "answering": passage.get("answering", "")}  # fmt: skip
 
 
-def stream(run: Callable[[Send], None], limiter: anyio.CapacityLimiter) -> StreamingResponse:
-    """Run ``run(send)`` on a worker thread; stream what it sends as server-sent events."""
+def stream(
+    run: Callable[[Send], None], limiter: anyio.CapacityLimiter, root: Path
+) -> StreamingResponse:
+    """Run ``run(send)`` on a worker thread; stream what it sends as server-sent events.
+
+    A failure is one ``failed`` event naming no server path (``root``: the index folder).
+    """
     events: queue.Queue[Any] = queue.Queue()
 
     def work() -> None:
         try:
             run(lambda kind, data: events.put((kind, data)))
-        except HopgraphError as err:
-            events.put(("failed", {"error": err.message, "hint": err.hint}))
-        except Exception as err:  # the LLM server or the network failed mid-run
-            events.put(("failed", {"error": f"{type(err).__name__}: {err}", "hint": None}))
+        except Exception as err:  # bad input, a damaged index, the LLM server failed mid-run
+            events.put(("failed", public_reply(err, root)))
         finally:
             events.put(DONE)
 
@@ -171,6 +174,6 @@ def endpoint(ui: Any) -> Callable[[Request], Any]:
             with ui.live.reading() as index:
                 answer(index, request.query_params, send)
 
-        return stream(run, ui.workers)
+        return stream(run, ui.workers, ui.live.directory)
 
     return ask

@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from hopgraph.core.errors import InputError, UnknownMethodError
+from hopgraph.core.errors import UnknownMethodError
+from hopgraph.core.network import checked_k, checked_question
 from hopgraph.graph_store import Index
 from hopgraph.graph_store.documents.filters import parse_cli
 from hopgraph.graph_store.graphs.passage_graph import EDGE_TYPES
@@ -19,16 +20,12 @@ from hopgraph.tools import Hit
 
 from .ui_format import index_tables, node_label, passage_parts
 
-MAX_K = 50
 MAX_DOCUMENTS = 500
 """Documents listed on the index view (the count says how many there are)."""
 
 
 def _question(params: Mapping[str, str]) -> str:
-    question = params.get("q", "").strip()
-    if not question:
-        raise InputError("the question is empty", "type a question, e.g. 'Who founded X?'")
-    return question
+    return checked_question(params.get("q", ""))
 
 
 def _method(params: Mapping[str, str], served: dict[str, Any]) -> str:
@@ -42,11 +39,8 @@ def _method(params: Mapping[str, str], served: dict[str, Any]) -> str:
 
 
 def parse_k(params: Mapping[str, str]) -> int:
-    """Return the ``k`` asked for (default 5); InputError outside 1–50."""
-    text = params.get("k", "5")
-    if not text.isdigit() or not 1 <= int(text) <= MAX_K:
-        raise InputError(f"k must be a whole number from 1 to {MAX_K}, got {text!r}", "e.g. 5")
-    return int(text)
+    """Return the ``k`` asked for (default 5), parsed as the CLI's ``-k``; InputError past 50."""
+    return checked_k(params.get("k", "5"))
 
 
 def _hits(index: Index, params: Any, served: dict[str, Any]) -> tuple[str, str, list[Hit]]:

@@ -18,7 +18,10 @@ over a JSON API:
 It reads a :class:`LiveIndex`, so every request answers from the newest committed generation.
 Security is the other servers': on a loopback address no token is needed; elsewhere every request
 needs ``Authorization: Bearer TOKEN`` or the cookie that ``/login?code=…`` sets (the command
-prints that one-time URL). Replies name the index by its folder name, never by a server path.
+prints that one-time URL). Replies name the index by its folder name, never by a server path:
+an error is ``{"error", "hint"}`` with any path cleaned (core.errors.public_reply), status 400
+for bad input or a damaged index, 413 for a question over MAX_QUESTION characters, 500 for a
+fault of the server (logged with its traceback).
 """
 
 from __future__ import annotations
@@ -36,8 +39,14 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from hopgraph.core.errors import HopgraphError
-from hopgraph.core.network import HostGuard, bearer_matches, check_exposure, parse_host_port
+from hopgraph.core.errors import HopgraphError, TooLargeError, public_reply
+from hopgraph.core.network import (
+    MAX_REQUEST_LINE,
+    HostGuard,
+    bearer_matches,
+    check_exposure,
+    parse_host_port,
+)
 from hopgraph.graph_store import Index, LiveIndex
 
 from . import ui_ask
@@ -126,8 +135,11 @@ class UIApp:
 
             try:
                 return JSONResponse(await anyio.to_thread.run_sync(run, limiter=self.workers))
-            except HopgraphError as err:
-                return JSONResponse({"error": err.message, "hint": err.hint}, status_code=400)
+            except Exception as err:
+                status = 400 if isinstance(err, HopgraphError) else 500
+                status = 413 if isinstance(err, TooLargeError) else status
+                reply = public_reply(err, self.live.directory)
+                return JSONResponse(reply, status_code=status)
 
         return endpoint
 
@@ -199,4 +211,7 @@ def serve(
                   f"{where}login?code={ui.login_code}", flush=True)  # fmt: skip
         else:
             print(f"hopgraph ui on {where} (loopback only; Ctrl-C stops)", flush=True)
-        uvicorn.run(ui.app(), host=host, port=port, log_level="warning")
+        # h11 with room for a long question: httptools (uvicorn's default here) and h11's own
+        # limit answer one with a plain-text 400 the page cannot read; the API says 413 in JSON
+        uvicorn.run(ui.app(), host=host, port=port, log_level="warning", http="h11",
+                    h11_max_incomplete_event_size=MAX_REQUEST_LINE)  # fmt: skip

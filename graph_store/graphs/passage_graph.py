@@ -184,10 +184,9 @@ class PassageGraph:
         ids = json.loads((directory / "nodes.json").read_text(encoding="utf-8"))
         missing = [k for k in EDGE_TYPES if not (directory / f"passages-{k}.npz").is_file()]
         if missing:
-            raise IndexStateError(
+            raise IndexStateError(  # the reader adds the hint: it knows the index's folder
                 f"the passage graph in {directory} has no {', '.join(missing)} edges "
-                "(built by an older hopgraph)",
-                f"rebuild the graphs: `hopgraph graph build --index {directory.parent}`",
+                "(built by an older hopgraph, or a file was lost)"
             )
         edges = {k: mapped_csr(directory / f"passages-{k}.npz") for k in EDGE_TYPES}
         return cls(ids, edges)

@@ -12,10 +12,11 @@ write shares.
 
 from __future__ import annotations
 
+import shutil
 import time
 import uuid
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +46,7 @@ from .generations import (
     written_by_a_build,
 )
 from .graph_build import GraphSettings, GraphTasks, write_graphs
-from .lock import paused_gc, write_lock
+from .lock import LOCK_FILE, paused_gc, write_lock
 
 
 @paused_gc()
@@ -111,8 +112,31 @@ def fresh_index(directory: Path, replace: bool) -> Iterator[Manifest | None]:
     index unless ``replace`` (``--force``): both before anything is written.
     """
     _refuse_foreign_directory(directory)
-    with write_lock(directory, create=True):
-        yield _replaced(directory, replace)
+    existed = directory.exists()
+    try:
+        with write_lock(directory, create=True):
+            try:
+                yield _replaced(directory, replace)
+            except BaseException:
+                if not (directory / MANIFEST).exists():  # a first build failed: undo it whole
+                    _remove_first_build(directory)
+                raise
+    finally:
+        if not existed and not (directory / MANIFEST).exists():
+            # the folder this build made holds only its lock: a refused build leaves nothing
+            with suppress(OSError):
+                (directory / LOCK_FILE).unlink()
+                directory.rmdir()
+
+
+def _remove_first_build(directory: Path) -> None:
+    """Remove what a failed first build wrote (its lock stays: the caller holds it)."""
+    for entry in directory.iterdir():
+        if written_by_a_build(entry) and entry.name != LOCK_FILE:
+            if entry.is_dir():
+                shutil.rmtree(entry, ignore_errors=True)
+            else:
+                entry.unlink(missing_ok=True)
 
 
 def check_fresh(directory: Path, replace: bool) -> None:

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Mapping, Sequence
+import zipfile
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from functools import cached_property
 from pathlib import Path
 from types import TracebackType
@@ -35,6 +37,7 @@ from hopgraph.graph_store.stores.manifest import (
     TRIPLE_VECTORS,
     Manifest,
     damaged_files,
+    graphs_hint,
     read_manifest,
     rebuild_hint,
     repair_hint,
@@ -203,7 +206,8 @@ class Index:
         """Load the passage graph (built by `hopgraph graph build`)."""
         from hopgraph.graph_store.graphs.passage_graph import PassageGraph
 
-        return PassageGraph.load(self._graph_dir())
+        with self._graph_file("passage graph"):
+            return PassageGraph.load(self._graph_dir())
 
     @cached_property
     def extractions(self) -> list[Extraction]:
@@ -212,11 +216,12 @@ class Index:
         from hopgraph.graph_store.graphs.extraction.table import EXTRACTIONS_FILE, ExtractionTable
 
         folder = self._graph_dir()
-        if (folder / EXTRACTIONS_FILE).is_file():
-            return ExtractionTable.load(folder / EXTRACTIONS_FILE).to_extractions()
-        # graphs built before the extraction table kept one JSON line per chunk
-        rows = (folder / "extractions.jsonl").read_text(encoding="utf-8").splitlines()
-        return [Extraction.from_dict(json.loads(line)) for line in rows if line]
+        with self._graph_file("extraction table"):
+            if (folder / EXTRACTIONS_FILE).is_file():
+                return ExtractionTable.load(folder / EXTRACTIONS_FILE).to_extractions()
+            # graphs built before the extraction table kept one JSON line per chunk
+            rows = (folder / "extractions.jsonl").read_text(encoding="utf-8").splitlines()
+            return [Extraction.from_dict(json.loads(line)) for line in rows if line]
 
     @cached_property
     def extraction_table(self) -> ExtractionTable:
@@ -225,7 +230,8 @@ class Index:
 
         path = self._graph_dir() / EXTRACTIONS_FILE
         if path.is_file():
-            return ExtractionTable.load(path)
+            with self._graph_file("extraction table"):
+                return ExtractionTable.load(path)
         return ExtractionTable.from_extractions(self.extractions)
 
     @cached_property
@@ -233,7 +239,8 @@ class Index:
         """Load the knowledge graph (built by `hopgraph graph build`)."""
         from hopgraph.graph_store.graphs.knowledge_graph import KnowledgeGraph
 
-        return KnowledgeGraph.load(self._graph_dir())
+        with self._graph_file("knowledge graph"):
+            return KnowledgeGraph.load(self._graph_dir())
 
     def search_triples(self, query: str, k: int = 10) -> list[tuple[StoredTriple, float]]:
         """Return the ``k`` triples whose text is most similar to ``query`` (cosine)."""
@@ -243,6 +250,25 @@ class Index:
         scores = matrix @ self.embed_query(query)
         top = np.argsort(-scores, kind="stable")[:k]
         return [(triples[i], float(scores[i])) for i in top]
+
+    @contextmanager
+    def _graph_file(self, what: str) -> Iterator[None]:
+        """Turn a graph file that cannot be read into the error `check` gives, with its mend.
+
+        A file damaged while its size stays (a flipped byte) passes the open's size check and
+        fails here, in numpy, zipfile or a JSON parser: the user is told which part and what
+        rebuilds it, not the parser's words alone.
+        """
+        try:
+            yield
+        except IndexStateError as err:
+            raise IndexStateError(err.message, err.hint or graphs_hint(self.directory)) from err
+        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as err:
+            detail = (str(err).splitlines() or [type(err).__name__])[0]
+            raise IndexStateError(
+                f"the {what} in {self._graph_dir()} cannot be read: {detail}",
+                graphs_hint(self.directory),
+            ) from err
 
     def _graph_dir(self) -> Path:
         if self.manifest.graph is None:

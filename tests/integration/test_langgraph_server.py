@@ -1,5 +1,6 @@
 """`langgraph dev` over langgraph.json: threads, streamed runs and state over HTTP."""
 
+import json
 import os
 import shutil
 import socket
@@ -142,7 +143,9 @@ def test_agents_and_chat_over_the_langgraph_server(server):
 def test_without_an_llm_chat_answers_with_evidence_and_schemas_are_published(
     real_docs_index_dir, tmp_path
 ):
-    with langgraph_dev(real_docs_index_dir, tmp_path) as url:
+    index_dir = tmp_path / "idx"  # a copy: the end of the test damages it
+    shutil.copytree(real_docs_index_dir, index_dir, ignore=shutil.ignore_patterns(".lock"))
+    with langgraph_dev(index_dir, tmp_path) as url:
         client = get_sync_client(url=url, headers=AUTH)
         assistants = {a["graph_id"]: a["assistant_id"] for a in client.assistants.search()}
         for graph, fields in [("chat", {"messages"}), ("gear", {"question"})]:
@@ -162,3 +165,25 @@ def test_without_an_llm_chat_answers_with_evidence_and_schemas_are_published(
         assert "[1] " in said and "[2] " in said and len(values["sources"]) == 2
         for source in values["sources"]:  # each with its hit's metadata
             assert {"source", "section", "position", "chunks"} <= set(source["metadata"])
+        # bad input and a damaged index: the run fails with the CLI's words and no server path
+        said = chat_error(url, {"k": "²"}, QUESTION)
+        assert "context.k must be a whole number from 1 to 50: expected a whole number" in said
+        assert "a server takes 10,000" in chat_error(url, {}, "why " * 2_600)
+        graph = json.loads((index_dir / "manifest.json").read_text())["files"]["graph"]
+        table = index_dir / graph / "extractions.npz"  # IIER's first read: not loaded yet
+        table.write_bytes(table.read_bytes()[:-9] + b"not a zip")  # same size: a byte flipped
+        said = chat_error(url, {"method": "iier"}, QUESTION)
+        assert "idx/g0" in said and "`hopgraph graph build --index idx`" in said, said
+        assert str(tmp_path) not in said
+
+
+def chat_error(url, context, question):
+    """Run the chat graph once; return the error the server reports for it."""
+    client = get_sync_client(url=url, headers=AUTH)
+    thread = client.threads.create()
+    run = {"assistant_id": "chat", "context": context,
+           "input": {"messages": [{"role": "user", "content": question}]}}  # fmt: skip
+    reply = httpx.post(
+        f"{url}/threads/{thread['thread_id']}/runs/wait", json=run, headers=AUTH, timeout=120
+    )
+    return json.dumps(reply.json())

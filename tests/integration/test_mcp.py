@@ -19,6 +19,7 @@ from mcp.client.streamable_http import streamable_http_client
 import hopgraph
 from hopgraph.evals.scripted_llm import ScriptedOpenAIServer
 from tests.agent_scripts import NOT_YET, QUESTION, gear_script
+from tests.conftest import build_docs_index
 from tests.integration.conftest import free_port, wait_until_up
 
 pytestmark = pytest.mark.integration
@@ -80,6 +81,10 @@ async def exercise(session: ClientSession) -> None:
     empty = await session.call_tool("retrieve", {"query": "   "})
     assert empty.isError and "the query is empty" in empty.content[0].text
     assert (await session.call_tool("retrieve", {"query": "x", "k": 0})).isError
+    superscript = await session.call_tool("retrieve", {"query": "x", "k": "²"})
+    assert superscript.isError and "k " in superscript.content[0].text
+    long = await session.call_tool("ask", {"question": "why " * 2_600})
+    assert long.isError and "10000 characters" in long.content[0].text
     assert (await session.call_tool("retrieve", {"query": "x", "method": "nope"})).isError
     stats = payload(await session.call_tool("index_stats", {}))
     assert stats["counts"]["documents"] == 6 and stats["graphs"]["chunks"] == 6
@@ -198,6 +203,33 @@ def test_mcp_section_filters_and_expand_on_documentation(tmp_path):
             assert bad.isError and "neighbours" in bad.content[0].text
 
     asyncio.run(main())
+
+
+def test_errors_on_a_damaged_index_name_no_server_path(tmp_path, llm_env):
+    index_dir = build_docs_index(tmp_path / "idx", "hashing")
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "hopgraph.cli", "mcp", "--index", str(index_dir)],
+        env={**llm_env, "HOPGRAPH_LLM": "none"},
+    )
+
+    async def main():
+        async with (
+            stdio_client(params) as (read, write),
+            ClientSession(read, write, read_timeout_seconds=REQUEST_TIMEOUT) as session,
+        ):
+            await session.initialize()
+            graph = json.loads((index_dir / "manifest.json").read_text())["files"]["graph"]
+            (index_dir / graph / "passages-link.npz").write_bytes(b"not a graph")
+            return [
+                await session.call_tool("retrieve", {"query": QUESTION, "method": "gnn_ret"}),
+                await session.call_tool("ask", {"question": QUESTION, "method": "gnn_ret"}),
+            ]
+
+    for result in asyncio.run(main()):
+        text = result.content[0].text
+        assert result.isError and "idx/g0" in text and str(tmp_path) not in text, text
+        assert "`hopgraph graph build --index idx`" in text
 
 
 def test_a_huge_query_does_not_hold_other_clients(index_dir, llm_env):

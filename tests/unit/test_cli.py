@@ -135,6 +135,24 @@ def test_malformed_corpus_names_the_line(tmp_path, capsys):
     assert not (tmp_path / "i").exists()
 
 
+def test_a_build_refused_after_it_took_the_lock_leaves_nothing(tmp_path, capsys, corpus_file):
+    # an unknown model is found out once the build holds the lock; a Chroma server that does not
+    # answer once it has written its first tables: neither leaves a folder behind
+    for extra in (["--model", "no-such-model"],
+                  ["--model", "hashing", "--chroma-url", "http://127.0.0.1:9"]):  # fmt: skip
+        code, _, err = run(
+            capsys, "index", str(corpus_file), "--index", str(tmp_path / "i"), *extra
+        )
+        assert code == 2 and "error:" in err, err
+        assert not (tmp_path / "i").exists(), sorted(p.name for p in (tmp_path / "i").iterdir())
+    # a folder that was there keeps what it held, and the failed build leaves no part in it
+    (tmp_path / "i").mkdir()
+    (tmp_path / "i" / "hopgraph.toml").write_text('model = "hashing"\n', encoding="utf-8")
+    run(capsys, "index", str(corpus_file), "--index", str(tmp_path / "i"),
+        "--chroma-url", "http://127.0.0.1:9")  # fmt: skip
+    assert {p.name for p in (tmp_path / "i").iterdir()} <= {"hopgraph.toml", ".lock"}
+
+
 def test_eval_prints_table_and_writes_reports(tmp_path, capsys):
     data = tmp_path / "tiny"
     data.mkdir()

@@ -6,6 +6,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from hopgraph.cli import main
+from hopgraph.core.network import MAX_QUESTION
 from hopgraph.graph_store import LiveIndex
 from hopgraph.ui_server import UIApp
 from tests.conftest import DOCS, build_docs_index
@@ -69,6 +70,8 @@ def test_the_index_view_names_no_server_path(client, index_dir):
         ({"q": "x", "method": "nope"}, "unknown method 'nope'"),
         ({"q": "x", "method": "bm25", "where": "doc_id in"}, "not a filter"),
         ({"q": "x", "method": "bm25", "k": "0"}, "k must be"),
+        ({"q": "x", "method": "bm25", "k": "²"}, "expected a whole number, got '²'"),
+        ({"q": "x", "method": "bm25", "k": "51"}, "k must be a whole number from 1 to 50"),
         ({"q": "x", "method": "bm25", "expand": "sideways"}, "not an expansion"),
     ],
 )
@@ -147,7 +150,8 @@ def test_ask_without_an_llm_streams_the_evidence_and_how_to_set_one(client, monk
     ("params", "message"),
     [({"q": " ", "method": "gear"}, "the question is empty"),
      ({"q": "x", "method": "bm25x"}, "unknown method 'bm25x'"),
-     ({"q": "x", "method": "gear", "k": "0"}, "k must be")],
+     ({"q": "x", "method": "gear", "k": "0"}, "k must be"),
+     ({"q": "x", "method": "gear", "k": "²"}, "expected a whole number, got '²'")],
 )  # fmt: skip
 def test_ask_with_bad_input_streams_one_failure(client, params, message):
     [(kind, data)] = events(client.get("/api/ask", params=params).text)
@@ -319,3 +323,43 @@ def test_named_hosts_pass_and_a_token_on_every_interface_lets_any_name_in(index_
         assert every.get("/api/methods", headers={"host": "box.lan"}).status_code == 401
         cross = {"host": "box.lan", "origin": "https://evil.example", **auth}
         assert every.get("/api/methods", headers=cross).status_code == 403
+
+
+def test_a_question_over_the_limit_is_413_in_the_pages_json(client):
+    long = "why " * (MAX_QUESTION // 4 + 1)
+    for route in ("/api/search", "/api/graph"):
+        reply = client.get(route, params={"q": long, "method": "bm25"})
+        assert reply.status_code == 413 and "characters" in reply.json()["error"], route
+    [(kind, data)] = events(client.get("/api/ask", params={"q": long, "method": "gear"}).text)
+    assert kind == "failed" and "a server takes 10,000" in data["error"]
+
+
+def test_errors_on_a_damaged_index_name_no_server_path(tmp_path):
+    index_dir = build_docs_index(tmp_path / "idx", "hashing")
+    with LiveIndex(index_dir) as live:
+        client = TestClient(UIApp(live).app(), base_url=LOCAL)
+        assert client.get("/api/search", params={"q": QUESTION, "method": "gnn_ret"}).is_success
+        graph = json.loads((index_dir / "manifest.json").read_text())["files"]["graph"]
+        (index_dir / graph / "passages-link.npz").write_bytes(b"not a graph")
+        live.current().__dict__.pop("passage_graph", None)  # as a reopened generation reads it
+        params = {"q": QUESTION, "method": "gnn_ret"}
+        for route in ("/api/search", "/api/graph"):
+            reply = client.get(route, params=params)
+            assert reply.status_code == 400, route
+            assert str(tmp_path) not in reply.text and "idx/g0" in reply.json()["error"]
+            assert reply.json()["hint"] == "rebuild the graphs: `hopgraph graph build --index idx`"
+        [(kind, data)] = events(client.get("/api/ask", params={**params, "method": "gear"}).text)
+        assert kind == "failed" and str(tmp_path) not in json.dumps(data)
+
+
+def test_a_servers_own_fault_is_a_500_in_json_with_no_detail(client, monkeypatch):
+    import hopgraph.ui_queries as queries
+
+    def broken(*_args, **_kwargs):
+        raise RuntimeError("/srv/secret/path exploded")
+
+    monkeypatch.setattr(queries, "run_search", broken)
+    reply = client.get("/api/search", params={"q": QUESTION})
+    assert reply.status_code == 500 and "/srv" not in reply.text
+    assert reply.json() == {"error": "the server failed (RuntimeError); its log has the details",
+                            "hint": None}  # fmt: skip
