@@ -119,6 +119,13 @@ class Settings(BaseSettings):
         None, ge=1, description="with cluster: the LangGraph server serves from this many shards"
     )
     replicas: int = Field(1, ge=1, description="with shards: replicas of each shard")
+    wait: float = Field(
+        600.0,
+        ge=0,
+        description="seconds a reader waits for another process's write to the index (a "
+        "method's first use embeds its triples; an eval's cached index is being built) before "
+        "it gives up; 0: at once",
+    )
 
     @classmethod
     def settings_customise_sources(

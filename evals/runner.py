@@ -5,7 +5,8 @@ from __future__ import annotations
 import hashlib
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -13,9 +14,11 @@ from tqdm.auto import tqdm
 
 from hopgraph.core.errors import InputError
 from hopgraph.core.settings import IndexSettings, cache_dir
+from hopgraph.core.settings import settings as current_settings
 from hopgraph.graph_store import Document, Index, build_index, load_corpus, load_documents
 from hopgraph.graph_store.index.build import build_graphs
 from hopgraph.graph_store.index.graph_build import GraphSettings
+from hopgraph.graph_store.index.lock import LockedError, wait_for_writer
 from hopgraph.graph_store.index.triple_vectors import embed_triple_vectors
 from hopgraph.graph_store.stores.manifest import MANIFEST
 from hopgraph.graph_store.stores.vector_search import SearchMode
@@ -85,16 +88,32 @@ def eval_index(
         if settings.embeddings_url:  # (absent before endpoints: earlier caches keep their names)
             digest.update(f"|{settings.embeddings_url}".encode())
         index_dir = cache_dir() / "eval-indexes" / f"{data.name}-{digest.hexdigest()[:12]}"
-    if not (index_dir / MANIFEST).exists():
-        build_index(_documents(corpus), index_dir, settings, show_progress=show_progress)
+    wait = current_settings().wait
+    while not (index_dir / MANIFEST).exists():
+        with another_write(index_dir, wait):  # another eval builds it: use theirs
+            build_index(_documents(corpus), index_dir, settings, show_progress=show_progress)
     index = Index.open(index_dir, model=expect_model, search=search)
-    if with_graphs and index.manifest.graph is None:
+    while with_graphs and index.manifest.graph is None:
         index.close()
-        build_graphs(index_dir, GraphSettings(), show_progress=show_progress)
+        with another_write(index_dir, wait):
+            build_graphs(index_dir, GraphSettings(), show_progress=show_progress)
         index = Index.open(index_dir, model=expect_model, search=search)
     if with_triple_vectors and index.manifest.graph is not None:
-        index.adopt(embed_triple_vectors(index_dir, show_progress=show_progress))
+        index.adopt(embed_triple_vectors(index_dir, show_progress=show_progress, wait=wait))
     return index
+
+
+@contextmanager
+def another_write(index_dir: Path, wait: float) -> Iterator[None]:
+    """Run a write of a cached index; if another process writes it, wait for that one instead.
+
+    Two evals of one dataset share its cached index: the second waits for the first's build
+    (one line names it) and then, finding the index built, uses it (the caller's loop).
+    """
+    try:
+        yield
+    except LockedError:
+        wait_for_writer(index_dir, wait)
 
 
 def _documents(corpus: Path) -> list[Document]:

@@ -17,6 +17,7 @@ from .cli_options import (
     method_option,
     positive,
     preset_option,
+    wait_option,
     where_option,
 )
 from .core.errors import HopgraphError, InputError, LLMServerError
@@ -198,6 +199,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("question", metavar="QUESTION")
     index_option(p)
+    wait_option(p)
     method_option(p)
     p.add_argument("-k", type=positive, default=5, help="passages the reader gets (default 5)")
     preset_option(p)

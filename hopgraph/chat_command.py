@@ -8,7 +8,14 @@ import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .cli_options import index_option, llm_option, method_option, positive, preset_option
+from .cli_options import (
+    index_option,
+    llm_option,
+    method_option,
+    positive,
+    preset_option,
+    wait_option,
+)
 from .core.errors import HopgraphError
 
 if TYPE_CHECKING:  # imported when the chat runs, not when the CLI's parser is built
@@ -197,6 +204,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "answered with evidence passages only. Type /help inside for the commands.",
     )
     index_option(p)
+    wait_option(p)
     method_option(p)
     p.add_argument("-k", type=positive, default=5, help="passages per answer (default 5)")
     preset_option(p)

@@ -22,6 +22,7 @@ from .cli_options import (
     preset_option,
     quiet_option,
     shard_options,
+    wait_option,
     where_option,
 )
 from .core.config import configure
@@ -226,6 +227,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("query", metavar="QUERY")
     index_option(p)
+    wait_option(p)
     p.add_argument(
         "--method", default="hybrid", help="retrieval method (default hybrid; see `hopgraph info`)"
     )
@@ -251,6 +253,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("question", metavar="QUESTION")
     index_option(p)
+    wait_option(p)
     p.add_argument(
         "--method",
         default="gnn_ret",
@@ -273,6 +276,7 @@ def build_parser() -> argparse.ArgumentParser:
         "HTTP with --http (endpoint http://HOST:PORT/mcp).",
     )
     index_option(p)
+    wait_option(p)
     p.add_argument("--http", metavar="HOST:PORT", help="serve streamable HTTP instead of stdio")
     allow_host_option(p)
     shard_options(p)
@@ -289,6 +293,7 @@ def build_parser() -> argparse.ArgumentParser:
         "browser opens the one-time URL the command prints.",
     )
     index_option(p)
+    wait_option(p)
     p.add_argument(
         "--http",
         metavar="HOST:PORT",
@@ -406,6 +411,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="where to write the report (default runs/eval-DATASET-SPLIT-TIME)",
     )
     index_option(p, default="the dataset's, built once and cached under $HOPGRAPH_CACHE")
+    wait_option(p)
     build_options(p)
     quiet_option(p)
     p.set_defaults(func=lazy("commands:evaluate"))
@@ -578,6 +584,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             device=getattr(args, "device", None),
             embed_processes=getattr(args, "processes", None),
             llm=getattr(args, "llm", None),
+            wait=getattr(args, "wait", None),
         )
         return args.func(args) or 0
     except HopgraphError as err:

@@ -48,6 +48,18 @@ def positive(text: str) -> int:
         raise argparse.ArgumentTypeError(str(err)) from None
 
 
+def wait_option(parser: argparse.ArgumentParser) -> None:
+    """Add ``--wait SECONDS``: how long a reader waits for another process's write."""
+    parser.add_argument(
+        "--wait",
+        type=float,
+        metavar="SECONDS",
+        help="if another process is writing the index (a method's first use embeds its "
+        "triples; an eval builds its cached index), wait this long for it, saying for whom, "
+        "then go on (default 600, $HOPGRAPH_WAIT; 0: give up at once)",
+    )
+
+
 def index_option(parser: argparse.ArgumentParser, default: str | None = None) -> None:
     """Add ``--index DIR``."""
     parser.add_argument(

@@ -110,9 +110,11 @@ def ensure_triple_vectors(index: Index) -> None:
         file=sys.stderr,
         flush=True,
     )
+    from hopgraph.core.settings import settings
     from hopgraph.graph_store.index.triple_vectors import embed_triple_vectors
 
-    index.adopt(embed_triple_vectors(index.directory, show_progress=sys.stderr.isatty()))
+    wait = settings().wait  # another process's write (or its own embedding of them) ends first
+    index.adopt(embed_triple_vectors(index.directory, sys.stderr.isatty(), wait))
 
 
 WEIGHTED = ("gnn_ret", "grag", "iier")

@@ -16,7 +16,7 @@ import shutil
 import time
 import uuid
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +46,7 @@ from .generations import (
     written_by_a_build,
 )
 from .graph_build import GraphSettings, GraphTasks, write_graphs
-from .lock import LOCK_FILE, paused_gc, write_lock
+from .lock import LOCK_FILE, paused_gc, remove_lock_folder, write_lock
 
 
 @paused_gc()
@@ -112,7 +112,7 @@ def fresh_index(directory: Path, replace: bool) -> Iterator[Manifest | None]:
     index unless ``replace`` (``--force``): both before anything is written.
     """
     _refuse_foreign_directory(directory)
-    existed = directory.exists()
+    made, undone = not directory.exists(), False
     try:
         with write_lock(directory, create=True):
             try:
@@ -120,13 +120,11 @@ def fresh_index(directory: Path, replace: bool) -> Iterator[Manifest | None]:
             except BaseException:
                 if not (directory / MANIFEST).exists():  # a first build failed: undo it whole
                     _remove_first_build(directory)
+                    undone = True
                 raise
     finally:
-        if not existed and not (directory / MANIFEST).exists():
-            # the folder this build made holds only its lock: a refused build leaves nothing
-            with suppress(OSError):
-                (directory / LOCK_FILE).unlink()
-                directory.rmdir()
+        if made and undone:  # the folder this build made holds its lock only: remove it too
+            remove_lock_folder(directory)
 
 
 def _remove_first_build(directory: Path) -> None:

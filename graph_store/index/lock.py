@@ -12,21 +12,36 @@ from __future__ import annotations
 import contextlib
 import gc
 import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from hopgraph.core.errors import IndexStateError
 
 LOCK_FILE = ".lock"
 
 
+class LockedError(IndexStateError):
+    """Another process holds the index's write lock (``holder``: its PID, as it wrote it)."""
+
+    def __init__(self, directory: Path, holder: str) -> None:
+        super().__init__(
+            f"{directory} is being written by PID {holder or 'unknown'}",
+            "wait for that write to finish, then retry (or give --wait SECONDS)",
+        )
+        self.holder = holder
+
+
 @contextlib.contextmanager
-def write_lock(directory: Path, create: bool = False) -> Iterator[None]:
+def write_lock(directory: Path, create: bool = False, wait: float = 0.0) -> Iterator[None]:
     """Hold an exclusive lock on ``directory`` for the duration of a write (filelock).
 
     The lock file is ``.lock`` inside the index folder, which only a build (``create``) makes;
     any other write to a folder that is not there is refused before anything is written. The
-    holder writes its PID into the lock file, so a second writer can say who holds it.
+    holder writes its PID into the lock file, so a second writer can say who holds it. With
+    ``wait`` (seconds) a second writer waits that long for the first, saying so on stderr once;
+    without, it is refused at once (LockedError).
     """
     from filelock import FileLock, Timeout  # with asyncio: for writes, not for every reader
 
@@ -38,20 +53,78 @@ def write_lock(directory: Path, create: bool = False) -> Iterator[None]:
             f"build one with `hopgraph index SOURCE --index {directory}`",
         )
     path = directory / LOCK_FILE
-    lock = FileLock(path, timeout=0)  # never wait: a second writer is told at once
+    lock = FileLock(path, timeout=0, is_singleton=False)  # a second holder here waits too
     try:
         lock.acquire()
-    except Timeout as err:
-        holder = path.read_text(encoding="utf-8").strip() if path.exists() else ""
-        raise IndexStateError(
-            f"{directory} is being written by PID {holder or 'unknown'}",
-            "wait for that write to finish, then retry",
-        ) from err
+    except Timeout:
+        if wait <= 0:
+            raise LockedError(directory, _holder(path)) from None
+        _await(lock, directory, wait)
     try:
         path.write_text(str(os.getpid()), encoding="utf-8")
         yield
     finally:
         lock.release()
+
+
+def wait_for_writer(directory: Path, wait: float) -> None:
+    """Return once no process writes ``directory`` (at most ``wait`` seconds; one line said).
+
+    For a reader whose index another process is building: it then reads what was committed.
+    """
+    from filelock import FileLock, Timeout
+
+    lock = FileLock(directory / LOCK_FILE, timeout=0, is_singleton=False)
+    try:
+        lock.acquire()
+    except Timeout:
+        _await(lock, directory, wait)
+    lock.release()
+
+
+def _await(lock: Any, directory: Path, wait: float) -> None:
+    """Acquire ``lock`` within ``wait`` seconds, saying once whom it waits for; else raise."""
+    from filelock import Timeout
+
+    holder = _holder(Path(lock.lock_file))
+    print(f"waiting up to {wait:g} s for PID {holder or 'unknown'}, which is writing {directory} …",
+          file=sys.stderr, flush=True)  # fmt: skip
+    try:
+        lock.acquire(timeout=wait)
+    except Timeout:
+        raise IndexStateError(
+            f"{directory} is still being written by PID {holder or 'unknown'} after {wait:g} s",
+            "retry when that write ends, or wait longer (--wait SECONDS, HOPGRAPH_WAIT)",
+        ) from None
+
+
+def remove_lock_folder(directory: Path) -> None:
+    """Remove ``directory`` if it holds nothing but an unheld lock (what a failed build made).
+
+    Taken under the lock itself, so a writer that came in meanwhile keeps its folder; one that
+    polls for the lock then makes the folder and the lock file again.
+    """
+    from filelock import FileLock, Timeout
+
+    lock = FileLock(directory / LOCK_FILE, timeout=0, is_singleton=False)
+    try:
+        lock.acquire()
+    except (Timeout, OSError):
+        return
+    try:
+        if [entry.name for entry in directory.iterdir()] == [LOCK_FILE]:
+            (directory / LOCK_FILE).unlink()
+            directory.rmdir()
+    finally:
+        lock.release()
+
+
+def _holder(path: Path) -> str:
+    """Return the PID the lock's holder wrote ('' when it has not yet, or the file is gone)."""
+    try:
+        return path.read_text(encoding="utf-8").strip()
+    except OSError:
+        return ""
 
 
 @contextlib.contextmanager

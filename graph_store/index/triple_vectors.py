@@ -20,22 +20,26 @@ from .graph_build import sync_triples
 from .lock import write_lock
 
 
-def embed_triple_vectors(directory: str | Path, show_progress: bool = True) -> Manifest:
+def embed_triple_vectors(
+    directory: str | Path, show_progress: bool = True, wait: float = 0.0
+) -> Manifest:
     """Embed the knowledge graph's triples as the next generation; return its manifest.
 
     ``graph build`` leaves them out unless asked (``--triples``): only the GEAR methods search
     them. The first of those to run calls this, under the write lock; later writes keep them
-    current (their graph settings say so). Does nothing when they are there already.
+    current (their graph settings say so). Does nothing when they are there already: so a
+    second process that waited (``wait`` seconds) for the first one's embedding finds them.
     """
     directory = Path(directory)
     with contextlib.ExitStack() as held:
         try:
-            held.enter_context(write_lock(directory))
+            held.enter_context(write_lock(directory, wait=wait))
         except IndexStateError as err:
             raise IndexStateError(
                 f"{directory} has no triple vectors yet, and they cannot be added now: "
                 f"{err.message}",
-                f"when that write ends, run `hopgraph graph triples --index {directory}`",
+                f"when that write ends, run `hopgraph graph triples --index {directory}`, or "
+                "wait longer for it (--wait SECONDS, HOPGRAPH_WAIT)",
             ) from err
         return _embed_triples(directory, show_progress)
 

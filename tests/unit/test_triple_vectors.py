@@ -30,7 +30,9 @@ def test_eval_builds_triple_vectors_when_a_method_first_needs_them(tmp_path):
         assert len(idx.triple_matrix) == len(idx.knowledge_graph.triples) > 0
 
 
-def test_graph_build_leaves_triples_out_until_a_gear_method_first_runs(tmp_path, capsys):
+def test_graph_build_leaves_triples_out_until_a_gear_method_first_runs(
+    tmp_path, capsys, monkeypatch
+):
     from hopgraph.cli import main
     from hopgraph.graph_store import Document, Index, add_documents, build_graphs, build_index
     from hopgraph.graph_store.index.graph_build import GraphSettings
@@ -43,6 +45,7 @@ def test_graph_build_leaves_triples_out_until_a_gear_method_first_runs(tmp_path,
     info = build_graphs(path, GraphSettings(), show_progress=False)
     assert info["settings"]["embed_triples"] is False and info["triples_embedded"] == 0
     with Index.open(path) as idx:
+        monkeypatch.setenv("HOPGRAPH_WAIT", "0")  # no wait (test_first_use_waits.py waits)
         with write_lock(path):  # another write holds the index: the reader says what to run
             with pytest.raises(IndexStateError, match="no triple vectors yet") as err:
                 make_retriever("naive_ge", idx)
