@@ -4,11 +4,15 @@ A write at a million chunks is mostly single-threaded Python and numpy. Parts of
 write files (the knowledge graph, the chunk and document tables, BM25, merged vector segments)
 or give back a few arrays (the semantic neighbours) run in a forked child: it inherits the data
 instead of receiving it. Where fork is not there, the work runs in place, at once. (Not in a
-thread: Chroma's writes hold the GIL, and numpy releases it only in its larger kernels.)
+thread: Chroma's writes hold the GIL, and numpy releases it only in its larger kernels.) A child
+dies with its parent (:func:`die_with_parent`): none writes on after the write's lock is free.
 """
 
 from __future__ import annotations
 
+import ctypes
+import os
+import signal
 from collections.abc import Callable
 from multiprocessing import get_all_start_methods, get_context
 from multiprocessing.connection import Connection
@@ -35,7 +39,8 @@ class Forked(Generic[T]):
             return
         context = get_context("fork")
         self._reply, sender = context.Pipe(duplex=False)
-        self._child = context.Process(target=_run, args=(sender, work), daemon=True)
+        parent = os.getpid()
+        self._child = context.Process(target=_run, args=(sender, work, parent), daemon=True)
         self._child.start()
         sender.close()
 
@@ -66,12 +71,13 @@ class Forked(Generic[T]):
         raise IndexStateError(f"{self.what} failed: {payload}")
 
 
-def _run(sender: Connection, work: Callable[[], Any]) -> None:
+def _run(sender: Connection, work: Callable[[], Any], parent: int) -> None:
     """In the child: do the work, send back its value or its error.
 
     One BLAS thread: the child shares the cores with the write, and a second thread of its
     matrix products would only take turns with the parent.
     """
+    die_with_parent(parent)
     from threadpoolctl import threadpool_limits  # in the child: the parent never needs it
 
     try:
@@ -84,3 +90,24 @@ def _run(sender: Connection, work: Callable[[], Any]) -> None:
         sender.send(("failed", f"{type(err).__name__}: {err}"))
     finally:
         sender.close()
+
+
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+
+
+def die_with_parent(parent: int) -> None:
+    """Have the kernel kill this child when its parent dies (Linux's parent-death signal).
+
+    The parent holds the index's write lock; killed (``kill -9``), it frees the lock, and a
+    child still writing the write's files would then overlap the next writer. The request is
+    made first thing; a parent already gone by then is caught by the check after it. Where
+    prctl is not there (not Linux), the child outlives its parent as before.
+    """
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL) != 0:
+            return
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent:
+        os._exit(1)  # the parent died before the request was made

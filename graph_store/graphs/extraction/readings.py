@@ -23,6 +23,7 @@ import numpy as np
 import scipy.sparse as sp
 from tqdm.auto import tqdm
 
+from hopgraph.core.forked import die_with_parent
 from hopgraph.graph_store.documents.schema import Chunk
 
 from .base import Extraction
@@ -341,7 +342,12 @@ def read_table(
     parts = [empty_table(vocab)]
     try:
         if parallel and "fork" in get_all_start_methods():
-            with ProcessPoolExecutor(workers, mp_context=get_context("fork")) as pool:
+            with ProcessPoolExecutor(
+                workers,
+                mp_context=get_context("fork"),
+                initializer=die_with_parent,  # none reads on for a writer killed mid-write
+                initargs=(os.getpid(),),
+            ) as pool:
                 for part in pool.map(_read_batch, range(0, len(chunks), BATCH)):
                     parts.append(part.into(vocab))
                     bar.update(len(part.ids))
