@@ -50,7 +50,7 @@ from hopgraph.graph_store.graphs.extraction.readings import (
 from hopgraph.graph_store.graphs.extraction.table import ExtractionTable, Vocabulary
 from hopgraph.graph_store.index.graph_build import CorpusReader
 from hopgraph.graph_store.stores.chunk_table import chunks_in
-from hopgraph.graph_store.stores.manifest import Manifest, rebuild_hint
+from hopgraph.graph_store.stores.manifest import Manifest, rebuild_hint, tables_hint
 
 from .tasks import Map, Peaks, in_process, ray_map, task_count
 
@@ -219,10 +219,10 @@ def chunk_rows(source: Source, start: int, stop: int) -> list[Chunk]:
     try:
         chunks = chunks_in(path, start=start, stop=stop)
     except (OSError, ValueError, TypeError) as err:
-        fix = rebuild_hint(Path(directory))
+        fix = tables_hint(Path(directory))
         raise IndexStateError(f"{path} is missing or damaged: {err}", fix) from err
     if len(chunks) != stop - start:
         raise IndexStateError(
-            f"{path} is damaged: it ends before row {stop}", rebuild_hint(Path(directory))
+            f"{path} is damaged: it ends before row {stop}", tables_hint(Path(directory))
         )
     return chunks

@@ -34,6 +34,7 @@ from hopgraph.graph_store.stores.manifest import (
     read_manifest,
     rebuild_hint,
     repair_hint,
+    tables_hint,
 )
 from hopgraph.graph_store.stores.vector_table import VectorSegment, VectorTable
 
@@ -88,7 +89,8 @@ def check_index(
     _check_files(directory, manifest, found)
     where = str(manifest.path(directory, "chunks"))
     # without texts (gigabytes at millions of chunks): the checksums above vouch for them
-    chunks = found.attempt(where, rebuild, lambda: read_chunks(directory, manifest, False))
+    tables = tables_hint(directory)
+    chunks = found.attempt(where, tables, lambda: read_chunks(directory, manifest, False))
     if chunks is not None:  # read_chunks also checks the count against the manifest
         _check_tables(directory, manifest, chunks, found)
         ids = [c.id for c in chunks]
@@ -131,7 +133,7 @@ def _check_tables(
     directory: Path, manifest: Manifest, chunks: list[Chunk], found: Findings
 ) -> None:
     """Check that the documents are the chunks' and the vector table holds every chunk."""
-    rebuild = rebuild_hint(directory)
+    rebuild = tables_hint(directory)
 
     def documents() -> None:
         records = read_documents(directory, manifest, chunks)
@@ -188,7 +190,7 @@ def _check_stores(directory: Path, manifest: Manifest, ids: list[str], found: Fi
         covered = {i for segment in store.segments for i in segment.ids}
         _all_there(ids, covered, "BM25 row")
 
-    found.attempt(str(bm25), rebuild_hint(directory), keyword_rows)
+    found.attempt(str(bm25), tables_hint(directory), keyword_rows)
 
 
 def _all_there(ids: list[str], held: set[str], what: str) -> None:

@@ -39,8 +39,8 @@ from hopgraph.graph_store.stores.manifest import (
     damaged_files,
     graphs_hint,
     read_manifest,
-    rebuild_hint,
     repair_hint,
+    tables_hint,
 )
 from hopgraph.graph_store.stores.vdb_chroma import ChromaLocation
 from hopgraph.graph_store.stores.vector_search import SearchMode, VectorSearch
@@ -443,7 +443,7 @@ class Index:
             with self._cache_lock:  # servers share an index between threads: one mapping
                 if self._lookup is None:
                     path = self.directory / name
-                    self._lookup = DocumentLookup(path, rebuild_hint(self.directory))
+                    self._lookup = DocumentLookup(path, tables_hint(self.directory))
             self._records[doc_id] = self._lookup.get(doc_id)
         return self._records[doc_id]
 

@@ -3,23 +3,27 @@
 Chroma's collection is a copy of the vector, chunk and document tables: it is rebuilt from them
 into a new store folder, nothing embedded again. The graphs are derived from the chunks: they
 are built again as `hopgraph graph build` does. A vector segment's IVF
-(graph_store/stores/ivf.py) is built again from the segment. All happen in one generation under
-the write lock, so a reader sees the damaged index or the repaired one, and a stopped repair
-changes nothing. The tables themselves (chunks, documents, vectors, BM25) are the source: damage
-to them is named with the rebuild that fixes it.
+(graph_store/stores/ivf.py) is built again from the segment. A lost table (chunks, documents,
+vectors) is read back from Chroma's rows, and BM25 from the chunks' texts (salvage.py). All
+happen in one generation under the write lock, so a reader sees the damaged index or the
+repaired one, and a stopped repair changes nothing. Only when both copies of something are lost
+(Chroma and the table that holds the same passages) is the damage named, with the documents to
+index again.
 """
 
 from __future__ import annotations
 
 import shutil
 import uuid
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
 from hopgraph.core.errors import IndexStateError
+from hopgraph.graph_store.graphs.passage_graph import PassageGraph
 from hopgraph.graph_store.stores.chunk_table import read_chunks
-from hopgraph.graph_store.stores.doc_table import read_documents
+from hopgraph.graph_store.stores.doc_table import DocumentTable, read_documents
 from hopgraph.graph_store.stores.ivf import IVF
 from hopgraph.graph_store.stores.manifest import TRIPLE_VECTORS, Manifest, ann_hint, read_manifest
 from hopgraph.graph_store.stores.vdb_chroma import ChromaLocation
@@ -29,35 +33,69 @@ from .check import Problem, check_index
 from .generations import Generation, folder_name, passages_location
 from .graph_build import GraphSettings, restore_triples, write_graphs
 from .lock import write_lock
-from .writes import document_fields, successor_manifest
+from .salvage import Salvage, lost_tables, reindex_hint, salvage
+from .writes import document_fields, successor_manifest, write_tables
 
 
 def repair(directory: Path, show_progress: bool = False) -> list[str]:
     """Repair the index at ``directory``; return what was rebuilt (empty: it was sound).
 
+    A repair can uncover more damage (a lost chunk table hides the parts read with it), so
+    the index is checked again after each repair, until it is sound or nothing more mends.
     Raises IndexStateError naming the damage it cannot mend, or the writer holding the lock.
     """
+    done: list[str] = []
     with write_lock(directory):
-        problems = check_index(directory)
-        if not problems:
-            return []
-        chroma = [p for p in problems if p.where.startswith("Chroma")]
-        manifest = read_manifest(directory)
-        derived = []  # the graphs' files; the triple table goes with them (embedded at first use)
-        if manifest.graph:
-            derived.append(str(manifest.path(directory, "graph")))
-            if TRIPLE_VECTORS in manifest.files:
-                derived.append(str(directory / manifest.files[TRIPLE_VECTORS]))
-        graphs = [p for p in problems if p.where.startswith(tuple(derived))]
-        ivfs = _ivf_segments(directory, manifest, problems)
-        other = [p for p in problems if p not in chroma and p not in graphs and p not in ivfs]
-        if other:
-            listed = "\n".join(str(p) for p in other)
-            raise IndexStateError(
-                f"{directory} has damage that --repair cannot derive ({len(other)}):\n{listed}"
-            )
-        return _rebuild(directory, rebuild_chroma=bool(chroma), rebuild_graphs=bool(graphs),
-                        show_progress=show_progress, ivfs=sorted(set(ivfs.values())))  # fmt: skip
+        for _ in range(ROUNDS):
+            problems = check_index(directory)
+            if not problems:
+                return done
+            done += _repair_once(directory, problems, show_progress)
+    raise IndexStateError(f"{directory} is still damaged after {ROUNDS} repairs",
+                          "`hopgraph check` names what is left")  # fmt: skip
+
+
+ROUNDS = 3
+"""Repairs in a row at most: tables, then what their loss hid, then the graphs over them."""
+
+
+def _repair_once(directory: Path, problems: list[Problem], show_progress: bool) -> list[str]:
+    """Mend what ``problems`` name, as one new generation; raise on damage beyond repair."""
+    manifest = read_manifest(directory)
+    chroma = [p for p in problems if p.where.startswith("Chroma")]
+    derived = []  # the graphs' files; the triple table goes with them (embedded at first use)
+    if manifest.graph:
+        derived.append(str(manifest.path(directory, "graph")))
+        if TRIPLE_VECTORS in manifest.files:
+            derived.append(str(directory / manifest.files[TRIPLE_VECTORS]))
+    graphs = [p for p in problems if p.where.startswith(tuple(derived))]
+    ivfs = _ivf_segments(directory, manifest, problems)
+    lost = lost_tables(directory, manifest, problems)
+    known = [*chroma, *graphs, *ivfs, *lost.problems]
+    other = [p for p in problems if p not in known]
+    if chroma and lost.tables & {"chunks", "vectors", "documents"}:
+        other += [p for p in lost.problems if p not in other]  # both copies are lost
+    if other:
+        listed = "\n".join(str(p) for p in other)
+        raise IndexStateError(
+            f"{directory} has damage that --repair cannot derive ({len(other)}):\n{listed}",
+            reindex_hint(directory, manifest),
+        )
+    order = _graph_order(directory, manifest) if not graphs else None
+    tables = salvage(directory, manifest, lost.tables, order) if lost.tables else None
+    return _rebuild(directory, rebuild_chroma=bool(chroma), rebuild_graphs=bool(graphs),
+                    show_progress=show_progress, ivfs=sorted(set(ivfs.values())),
+                    tables=tables)  # fmt: skip
+
+
+def _graph_order(directory: Path, manifest: Manifest) -> list[str] | None:
+    """Return the chunk ids in the generation's order, as the graph's nodes hold them."""
+    if not manifest.graph:
+        return None
+    try:
+        return PassageGraph.load(manifest.path(directory, "graph")).ids
+    except Exception:  # its files are damaged too: the order comes from elsewhere
+        return None
 
 
 def _ivf_segments(directory: Path, manifest: Manifest, problems: list[Problem]) -> dict:
@@ -73,14 +111,22 @@ def _rebuild(
     rebuild_chroma: bool,
     rebuild_graphs: bool,
     show_progress: bool,
-    ivfs: list[str] = (),
+    ivfs: Sequence[str] = (),
+    tables: Salvage | None = None,
 ) -> list[str]:
     old = read_manifest(directory)
-    chunks = read_chunks(directory, old)
+    chunks = tables.chunks if tables is not None else read_chunks(directory, old)
     done = []
     with Generation(directory, old) as gen:
         manifest = successor_manifest(old, chunks)
         damaged = passages_location(directory, old)
+        if tables is not None:  # every table written again: BM25 from the chunks' texts
+            written = write_tables(gen, manifest, chunks, DocumentTable.of(tables.records),
+                                   chunks, tables.vectors)  # fmt: skip
+            manifest.segments, manifest.vectors, manifest.ann = written.result()
+            source = ", ".join(tables.read_back) or "none"
+            done.append(f"tables: chunks, documents, vectors and BM25 written again "
+                        f"({len(chunks)} chunks; read back from Chroma: {source})")  # fmt: skip
         if rebuild_chroma:
             location = _fresh_location(directory, damaged, gen.number)
             store = gen.create_collection(location)

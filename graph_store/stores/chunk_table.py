@@ -11,7 +11,7 @@ import orjson
 from hopgraph.core.errors import IndexStateError
 from hopgraph.graph_store.documents.schema import Chunk
 
-from .manifest import Manifest, rebuild_hint
+from .manifest import Manifest, tables_hint
 
 NO_TEXT = {"text": ""}
 
@@ -23,7 +23,7 @@ def read_chunks(directory: Path, manifest: Manifest, texts: bool = True) -> list
     only (a cluster's driver, whose tasks read the texts).
     """
     path = manifest.path(directory, "chunks")
-    fix = rebuild_hint(directory)
+    fix = tables_hint(directory)
     try:
         chunks = chunks_in(path, texts)
     except (OSError, ValueError, TypeError) as err:
@@ -58,7 +58,7 @@ def chunk_ids(directory: Path, manifest: Manifest) -> list[str]:
             return [orjson.loads(line)["id"] for line in lines if line != b"\n"]
     except (OSError, ValueError, TypeError, KeyError) as err:
         raise IndexStateError(
-            f"{path} is missing or damaged: {err}", rebuild_hint(directory)
+            f"{path} is missing or damaged: {err}", tables_hint(directory)
         ) from err
 
 

@@ -22,7 +22,7 @@ from hopgraph.core.errors import IndexStateError, InputError
 from hopgraph.graph_store.documents.filters import Where, conditions
 from hopgraph.graph_store.documents.schema import Chunk, Document, Scalar
 
-from .manifest import Manifest, rebuild_hint
+from .manifest import Manifest, tables_hint
 
 DOCUMENTS_FILE = "documents.jsonl"
 
@@ -108,7 +108,7 @@ class DocumentTable:
                 DocumentRecord(d, titles[d], "", "", manifest.updated_at, n)
                 for d, n in counts.items()
             )
-        return cls.read_file(directory / name, rebuild_hint(directory))
+        return cls.read_file(directory / name, tables_hint(directory))
 
     @classmethod
     def read_file(cls, path: Path, hint: str = "") -> DocumentTable:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import zlib
 from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError, version
@@ -18,6 +19,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from hopgraph.core.config import DEFAULT_MODEL
 from hopgraph.core.errors import IndexStateError
 from hopgraph.core.index_settings import IndexSettings
 
@@ -171,13 +173,65 @@ def damaged_files(
 
 
 def rebuild_hint(directory: Path) -> str:
-    """Return the repair of a damaged index: a build from its sources."""
-    return f"rebuild it from its sources: `hopgraph index SOURCE --index {directory} --force`"
+    """Return the repair of a damaged index: a build from its sources, named where known.
+
+    The documents table records each document's file (or the folder it was indexed with): when
+    they name one source, the hint is the command that rebuilds the index, run as printed.
+    """
+    source, model = index_source(directory)
+    if source is None:
+        return (
+            f"rebuild it from its sources: `hopgraph index SOURCE --index {directory} --force` "
+            "(SOURCE: the file or folder it was built from)"
+        )
+    extra = f" --model {shlex.quote(model)}" if model and model != DEFAULT_MODEL else ""
+    return (
+        f"rebuild it from its source: `hopgraph index {shlex.quote(source)} --index "
+        f"{shlex.quote(str(directory))} --force{extra}`"
+    )
+
+
+def index_source(directory: Path) -> tuple[str | None, str | None]:
+    """Return the one file or folder the index was built from, and its model.
+
+    None for the source: several, or unknown; for the model: the manifest is unreadable. Read
+    from the committed generation's documents table, or the newest one there is when the
+    manifest is lost; only each record's ``source`` and ``root`` are looked at.
+    """
+    try:
+        raw = json.loads((directory / MANIFEST).read_text(encoding="utf-8"))
+        model = raw["settings"]["model"]
+        tables = [directory / raw["files"]["documents"]]
+    except (OSError, ValueError, KeyError, TypeError):
+        model, tables = None, sorted(directory.glob("g*/documents.jsonl"), reverse=True)
+    for table in tables:
+        sources = _sources(table)
+        if sources is not None:
+            return (sources.pop() if len(sources) == 1 else None), model
+    return None, model
+
+
+def _sources(table: Path) -> set[str] | None:
+    """Return the sources a documents table names (the folder indexed, else the file)."""
+    try:
+        records = [json.loads(line) for line in table.read_text(encoding="utf-8").splitlines()]
+        found = {r.get("root") or r.get("source") or "" for r in records}
+    except (OSError, ValueError, AttributeError):
+        return None
+    return None if "" in found or not found else found
 
 
 def graphs_hint(directory: Path) -> str:
     """Return the repair of damaged graphs: a graph build."""
     return f"rebuild the graphs: `hopgraph graph build --index {directory}`"
+
+
+def tables_hint(directory: Path) -> str:
+    """Return the repair of a damaged table (chunks, documents, vectors, BM25)."""
+    return (
+        f"`hopgraph check --repair --index {directory}` writes it again from the index's "
+        "other copy (Chroma's rows; BM25 from the chunks' texts)"
+    )
 
 
 def repair_hint(directory: Path, manifest: Manifest, path: str | Path) -> str:
@@ -187,7 +241,9 @@ def repair_hint(directory: Path, manifest: Manifest, path: str | Path) -> str:
     graph_parts = [manifest.files[p] for p in ("graph", TRIPLE_VECTORS) if p in manifest.files]
     if manifest.graph and any(Path(path).is_relative_to(directory / p) for p in graph_parts):
         return graphs_hint(directory)
-    return rebuild_hint(directory)
+    if Path(path) == directory / MANIFEST:
+        return rebuild_hint(directory)
+    return tables_hint(directory)
 
 
 def ann_hint(directory: Path) -> str:
@@ -231,6 +287,11 @@ def read_manifest(directory: Path) -> Manifest:
             f"no index at {directory}",
             f"build one with `hopgraph index SOURCE --index {directory}`",
         )
+    if not path.is_file() and any(directory.glob("g0*/chunks.jsonl")):
+        raise IndexStateError(  # its generations are there: the commit record is what is lost
+            f"{path} is missing: {directory} holds an index whose record of its parts is lost",
+            rebuild_hint(directory),
+        )
     if not path.is_file():
         raise IndexStateError(
             f"{directory} is not a hopgraph index (no {MANIFEST})",
@@ -238,7 +299,7 @@ def read_manifest(directory: Path) -> Manifest:
         )
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as err:
+    except (OSError, ValueError) as err:  # JSONDecodeError, UnicodeDecodeError
         raise IndexStateError(f"{path} is unreadable: {err}", rebuild_hint(directory)) from err
     found = raw.get("format_version") if isinstance(raw, dict) else None
     if found not in READABLE_FORMATS:

@@ -86,9 +86,13 @@ def test_check_finds_damage_that_keeps_a_files_size(pristine, tmp_path, capsys):
     (index / name).write_bytes(bytes(data))
     assert main(["check", "--index", str(index)]) == 2
     err = capsys.readouterr().err
-    assert "chunks.jsonl is damaged: its CRC-32" in err and "hopgraph index SOURCE" in err
+    assert "chunks.jsonl is damaged: its CRC-32" in err and "hopgraph check --repair" in err
     assert main(["check", "--index", str(pristine)]) == 0
     assert "sound" in capsys.readouterr().out
+    # Chroma holds the same texts: the repair reads the chunk table back from it
+    assert main(["check", "--repair", "--index", str(index)]) == 0
+    assert "read back from Chroma: chunks" in capsys.readouterr().out
+    assert main(["check", "--index", str(index)]) == 0
 
 
 def _chroma_files(index):
