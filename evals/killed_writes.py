@@ -1,6 +1,6 @@
 """Kill a writer with SIGKILL at many moments; the next writer must find nothing still writing.
 
-``python -m hopgraph.evals.killed_writes [--moments 20] [--docs 6000] [--report FILE]``
+``python -m hopgraph.evals.killed_writes [--moments 20] [--docs 3000] [--report FILE]``
 
 For each kind of write (``add``, ``delete``, ``graph``: a graph build, ``index``: a rebuild with
 ``--force``) on a copy of one base index (hashing embedder, ``--docs`` synthetic pages), the
@@ -159,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run the kills, print a line per kind, write the report; exit 1 if any file changed."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--moments", type=int, default=20, help="kills per kind of write (20)")
-    parser.add_argument("--docs", type=int, default=6000, help="pages of the base index (6000)")
+    parser.add_argument("--docs", type=int, default=3000, help="pages of the base index (3000)")
     parser.add_argument("--kinds", default=",".join(KINDS), help=f"writes ({','.join(KINDS)})")
     parser.add_argument("--report", type=Path, help="write the trials here (JSON)")
     args = parser.parse_args(argv)

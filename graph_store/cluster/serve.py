@@ -5,8 +5,10 @@
 ``hopgraph-<index>-g<g>-shard-<i>`` (each replica opens its segments memory-mapped, shard.py)
 and returns the router, an index whose calls go to them (:class:`ServeShards`). Serve starts
 with no HTTP proxy: nothing is reachable but through the cluster (its token), and the router
-calls the deployments' handles. A call whose replica died (a node lost, a process killed) is
-sent again, to a replica Serve still has: every shard call is a read, so it may run twice.
+calls the deployments' handles. A call whose replica died (a node lost, a process killed) or
+did not answer within CALL_SECONDS is sent again, to a replica Serve still has: every shard call
+is a read, so it may run twice. A shard with no replica answering after ATTEMPTS tries fails
+the query with an error naming it: never an answer from the other shards alone.
 """
 
 from __future__ import annotations
@@ -36,8 +38,8 @@ CALL_SECONDS = 60.0
 class ServeShards:
     """The router's calls to shards deployed on Ray Serve (see the module doc)."""
 
-    def __init__(self, handles: list[Any], names: list[str]) -> None:
-        self.handles, self.names = handles, names
+    def __init__(self, handles: list[Any], names: list[str], seconds: float = CALL_SECONDS) -> None:
+        self.handles, self.names, self.seconds = handles, names, seconds
         self.retried = 0
 
     def scatter(self, method: str, *args: Any) -> list[Any]:
@@ -48,13 +50,19 @@ class ServeShards:
     def _result(self, shard: int, call: Any, method: str, args: tuple) -> Any:
         import ray
 
+        lost = (ray.exceptions.RayActorError, ray.exceptions.ActorUnavailableError,
+                ray.exceptions.GetTimeoutError, TimeoutError)  # fmt: skip
         for attempt in range(1, ATTEMPTS + 1):
             try:
-                return call.result(timeout_s=CALL_SECONDS)
-            except (ray.exceptions.RayActorError, ray.exceptions.ActorUnavailableError) as err:
+                return call.result(timeout_s=self.seconds)
+            except lost as err:
+                if isinstance(err, TimeoutError | ray.exceptions.GetTimeoutError):
+                    call.cancel()  # a replica that hangs: its call goes, the next may go elsewhere
                 if attempt == ATTEMPTS:
                     raise IndexStateError(
-                        f"shard {shard} did not answer {method} after {ATTEMPTS} tries ({err})",
+                        f"shard {shard} ({self.names[shard]}) did not answer {method} after "
+                        f"{ATTEMPTS} tries, {self.seconds:g} s each ({type(err).__name__}): no "
+                        "answer is given from the other shards alone",
                         "check the cluster's nodes (`ray status`) and `serve status`",
                     ) from err
                 self.retried += 1

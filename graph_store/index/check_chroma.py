@@ -21,8 +21,11 @@ from __future__ import annotations
 
 import math
 import pickle
+import shutil
 import sqlite3
 import struct
+import tempfile
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -88,21 +91,43 @@ def store_file_problems(location: ChromaLocation, manifest: Manifest) -> list[st
     return [p for folder, names in held.items() for p in file_problems(folder, names, manifest)]
 
 
+def _read_database(database: Path) -> tuple[list[str], dict[str, str]]:
+    """Return SQLite's quick_check verdict and each collection's vector segment, read-only.
+
+    A write killed mid-transaction leaves a hot rollback journal, which SQLite must play back
+    before it reads, and a read-only connection cannot ("attempt to write a readonly
+    database"). The next write plays it back (its recovery opens the store); `check` reads a
+    copy of the database and its journal instead, leaving the index's files as they are.
+    """
+    journal = database.with_name(database.name + "-journal")
+    if journal.is_file() and journal.stat().st_size:
+        with tempfile.TemporaryDirectory(prefix="hopgraph-check-") as tmp:
+            copy = Path(tmp) / database.name
+            shutil.copyfile(database, copy)
+            shutil.copyfile(journal, copy.with_name(journal.name))
+            return _query(f"file:{copy}")
+    return _query(f"file:{database}?mode=ro")
+
+
+def _query(uri: str) -> tuple[list[str], dict[str, str]]:
+    with closing(sqlite3.connect(uri, uri=True)) as db:
+        verdict = [row[0] for row in db.execute("PRAGMA quick_check")]
+        segments = dict(
+            db.execute(
+                "SELECT c.name, s.id FROM segments s JOIN collections c "
+                "ON s.collection = c.id WHERE s.scope = 'VECTOR'"
+            ).fetchall()
+        )
+    return verdict, segments
+
+
 def file_problems(folder: Path, names: list[str], manifest: Manifest) -> list[str]:
     """Check chroma.sqlite3's pages and the HNSW segment files of the collections ``names``."""
     database = folder / "chroma.sqlite3"
     if not database.is_file():
         return [f"{database} is missing"]
     try:
-        with sqlite3.connect(f"file:{database}?mode=ro", uri=True) as db:
-            verdict = [row[0] for row in db.execute("PRAGMA quick_check")]
-            segments = {
-                name: segment
-                for name, segment in db.execute(
-                    "SELECT c.name, s.id FROM segments s JOIN collections c "
-                    "ON s.collection = c.id WHERE s.scope = 'VECTOR'"
-                ).fetchall()
-            }
+        verdict, segments = _read_database(database)
     except sqlite3.DatabaseError as err:
         return [f"{database} is damaged: {err}"]
     if verdict != ["ok"]:
