@@ -2,8 +2,10 @@
 
 ``python -m hopgraph.evals.killed_writes [--moments 20] [--docs 3000] [--report FILE]``
 
-For each kind of write (``add``, ``delete``, ``graph``: a graph build, ``index``: a rebuild with
-``--force``) on a copy of one base index (hashing embedder, ``--docs`` synthetic pages), the
+For each kind of write (``add``, ``delete``, ``sync`` of a corpus with a quarter of its pages
+changed, ``graph``: a graph build, ``triples``: GEAR's triple vectors, ``repair``: `check
+--repair` of a lost vector table, ``index``: a rebuild with ``--force``) on a copy of one base
+index (hashing embedder, ``--docs`` synthetic pages), the
 write runs as `hopgraph` would run it, in its own process, and is killed with ``kill -9`` after
 a delay: ``--moments`` delays spread evenly over the time the same write takes unkilled. At
 once a second process takes the index's write lock (waiting for it) and holds it; every file
@@ -31,8 +33,9 @@ from hopgraph.core.settings import IndexSettings
 from hopgraph.graph_store import Document, build_graphs, build_index
 from hopgraph.graph_store.index.check import check_index
 from hopgraph.graph_store.index.graph_build import GraphSettings
+from hopgraph.graph_store.index.repair import repair
 
-KINDS = ("add", "delete", "graph", "index")
+KINDS = ("add", "delete", "sync", "graph", "triples", "repair", "index")
 WATCH = 2.0
 """Seconds the second writer watches the files after taking the lock."""
 HOLD = (
@@ -67,6 +70,9 @@ def base_index(folder: Path, docs: int) -> Path:
     extra = folder / "extra.jsonl"
     extra.write_text(lines(pages(docs // 4, docs)), encoding="utf-8")
     (folder / "corpus.jsonl").write_text(lines(pages(docs)), encoding="utf-8")
+    changed = [Document(d.id, d.title, d.text + " It was renamed.") if n % 4 == 0 else d
+               for n, d in enumerate(pages(docs))]  # fmt: skip
+    (folder / "changed.jsonl").write_text(lines(changed), encoding="utf-8")
     return index
 
 
@@ -78,8 +84,14 @@ def command(kind: str, index: Path, folder: Path, docs: int) -> list[str]:
     if kind == "delete":
         ids = [f"p{n}" for n in range(0, docs, 3)]
         return [*cli, "delete", *ids, "--index", str(index)]
+    if kind == "sync":
+        return [*cli, "sync", str(folder / "changed.jsonl"), "--index", str(index), "-q"]
     if kind == "graph":
         return [*cli, "graph", "build", "--index", str(index)]
+    if kind == "triples":
+        return [*cli, "graph", "triples", "--index", str(index), "--quiet"]
+    if kind == "repair":
+        return [*cli, "check", "--repair", "--index", str(index)]
     return [*cli, "index", str(folder / "corpus.jsonl"), "--index", str(index), "--force",
             "--model", "hashing"]  # fmt: skip
 
@@ -102,6 +114,9 @@ def trial(kind: str, base: Path, folder: Path, docs: int, delay: float | None) -
     index = folder / f"{kind}-trial"
     shutil.rmtree(index, ignore_errors=True)
     shutil.copytree(base, index)
+    if kind == "repair":  # the vector table lost: the repair reads it back from Chroma
+        segment = json.loads((index / "manifest.json").read_text())["vectors"][0]
+        (index / segment / "vectors.npy").unlink()
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HOPGRAPH_WAIT": "0"}
     started = time.monotonic()
     writer = subprocess.Popen(command(kind, index, folder, docs), env=env,
@@ -124,6 +139,8 @@ def trial(kind: str, base: Path, folder: Path, docs: int, delay: float | None) -
     holder.stdin.write("\n")
     holder.stdin.close()
     holder.wait()
+    if kind == "repair":  # the damage it was mending is there until a repair ends: run one
+        repair(index)
     problems = [str(p) for p in check_index(index)]
     return {"delay": round(delay, 3), "killed": writer.returncode == -signal.SIGKILL,
             "changed_after_lock": changed, "check": problems}  # fmt: skip

@@ -30,7 +30,7 @@ from hopgraph.graph_store.stores.vdb_chroma import ChromaLocation
 from hopgraph.graph_store.stores.vector_table import VectorSegment, VectorTable
 
 from .check import Problem, check_index
-from .generations import Generation, folder_name, passages_location
+from .generations import Generation, folder_name, passages_location, recover
 from .graph_build import GraphSettings, restore_triples, write_graphs
 from .lock import write_lock
 from .salvage import Salvage, lost_tables, reindex_hint, salvage
@@ -46,6 +46,7 @@ def repair(directory: Path, show_progress: bool = False) -> list[str]:
     """
     done: list[str] = []
     with write_lock(directory):
+        _finish_killed_write(directory)
         for _ in range(ROUNDS):
             problems = check_index(directory)
             if not problems:
@@ -57,6 +58,19 @@ def repair(directory: Path, show_progress: bool = False) -> list[str]:
 
 ROUNDS = 3
 """Repairs in a row at most: tables, then what their loss hid, then the graphs over them."""
+
+
+def _finish_killed_write(directory: Path) -> None:
+    """Undo a write killed before its commit, as the next write would, before checking.
+
+    Its uncommitted folder would make `check` read Chroma for itself, against tables that may
+    be the damage being mended (a killed repair's).
+    """
+    try:
+        manifest = read_manifest(directory)
+    except IndexStateError:
+        return  # named by the check
+    recover(directory, manifest)
 
 
 def _repair_once(directory: Path, problems: list[Problem], show_progress: bool) -> list[str]:

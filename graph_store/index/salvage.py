@@ -14,9 +14,12 @@ path hits show, relative to the indexed folder). So `hopgraph sync` reads such d
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from contextlib import ExitStack
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -27,7 +30,7 @@ from hopgraph.graph_store.stores.chroma_parts import open_store
 from hopgraph.graph_store.stores.chunk_table import read_chunks
 from hopgraph.graph_store.stores.doc_table import DocumentRecord, read_documents
 from hopgraph.graph_store.stores.manifest import Manifest
-from hopgraph.graph_store.stores.vdb_chroma import GENERATION
+from hopgraph.graph_store.stores.vdb_chroma import GENERATION, ChromaLocation
 from hopgraph.graph_store.stores.vector_table import VectorTable
 
 from .check import Problem
@@ -134,8 +137,9 @@ def _chroma_rows(directory: Path, manifest: Manifest) -> dict[str, Row]:
     mapped = {row: chunk for chunk, row in manifest.rows.items()}
     purged = set(manifest.purge.get("passages", []))
     out: dict[str, Row] = {}
-    store = open_store(passages_location(directory, manifest))
-    try:
+    with ExitStack() as held:
+        store = open_store(_unopened_copy(passages_location(directory, manifest), held))
+        held.callback(store.close)
         for ids, vectors, texts, metadatas in store.records():
             for row, vector, text, meta in zip(ids, vectors, texts, metadatas, strict=True):
                 generation = int(meta.get(GENERATION, 0))
@@ -147,9 +151,21 @@ def _chroma_rows(directory: Path, manifest: Manifest) -> dict[str, Row]:
                 if chunk in manifest.rows and manifest.rows[chunk] != row:
                     continue  # the old row of a chunk replaced since
                 out[chunk] = (np.asarray(vector, dtype=np.float32), text, meta)
-    finally:
-        store.close()
     return out
+
+
+def _unopened_copy(location: ChromaLocation, held: ExitStack) -> ChromaLocation:
+    """Return a copy of an embedded store to read (a server's store: itself).
+
+    Opening an embedded store changes its files (it replays its log), which the commit's seal
+    would then no longer match: a repair killed after reading would leave the store looking
+    damaged, with the table it mends still lost. The copy is opened instead, and removed after.
+    """
+    if location.path is None:
+        return location
+    folder = Path(held.enter_context(tempfile.TemporaryDirectory(prefix="hopgraph-salvage-")))
+    shutil.copytree(location.path, folder / location.path.name)
+    return replace(location, path=folder / location.path.name)
 
 
 def _vector_ids(directory: Path, manifest: Manifest) -> list[str] | None:

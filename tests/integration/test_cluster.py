@@ -525,6 +525,8 @@ def test_a_replica_killed_under_load_costs_no_query(built, served):
             wrong += [h.id for h in gnn.retrieve(question, 10)] != ids
             asked += 1
     killer.join()
+    retried = router.shards.shards.retried  # ServeShards: the calls sent again
+    print(f"replica killed under load: {asked} questions, {wrong} wrong, {retried} calls retried")
     assert asked > 10 and wrong == 0  # and no error: a call a dead replica dropped went again
     after = [a["name"] for a in ray.util.list_named_actors(all_namespaces=True)]
     assert replicas[0] not in after  # it was killed (Serve starts another in its place)
