@@ -84,7 +84,7 @@ def _repair_once(directory: Path, problems: list[Problem], show_progress: bool) 
             derived.append(str(directory / manifest.files[TRIPLE_VECTORS]))
     graphs = [p for p in problems if p.where.startswith(tuple(derived))]
     ivfs = _ivf_segments(directory, manifest, problems)
-    lost = lost_tables(directory, manifest, problems)
+    lost = lost_tables(directory, manifest, [p for p in problems if p not in ivfs])  # IVF: own
     known = [*chroma, *graphs, *ivfs, *lost.problems]
     other = [p for p in problems if p not in known]
     if chroma and lost.tables & {"chunks", "vectors", "documents"}:
