@@ -47,11 +47,12 @@ def repair(directory: Path, show_progress: bool = False) -> list[str]:
     done: list[str] = []
     with write_lock(directory):
         _finish_killed_write(directory)
-        for _ in range(ROUNDS):
+        for round_ in range(ROUNDS + 1):  # the last check only says whether it is sound
             problems = check_index(directory)
             if not problems:
                 return done
-            done += _repair_once(directory, problems, show_progress)
+            if round_ < ROUNDS:
+                done += _repair_once(directory, problems, show_progress)
     raise IndexStateError(f"{directory} is still damaged after {ROUNDS} repairs",
                           "`hopgraph check` names what is left")  # fmt: skip
 
