@@ -80,4 +80,4 @@ def public_reply(err: BaseException, root: Path) -> dict[str, str | None]:
 def public_text(err: BaseException, root: Path) -> str:
     """Return :func:`public_reply` as one text, worded as a HopgraphError prints."""
     reply = public_reply(err, root)
-    return reply["error"] if not reply["hint"] else f"{reply['error']}\n  hint: {reply['hint']}"
+    return str(HopgraphError(str(reply["error"]), reply["hint"]))

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from hopgraph.core.errors import UnknownMethodError
+from hopgraph.core.errors import UnknownMethodError, without_paths
 from hopgraph.core.network import checked_k, checked_question
 from hopgraph.graph_store import Index
 from hopgraph.graph_store.documents.filters import parse_cli
@@ -135,11 +135,11 @@ def describe_index(index: Index) -> dict[str, Any]:
         entry = documents.setdefault(chunk.doc_id, {"id": chunk.doc_id, "title": chunk.title,
                                                     "chunks": 0})  # fmt: skip
         entry["chunks"] += 1
-    root = str(index.directory)
+    root = index.directory
     problems = [
-        {"where": p.where.replace(root, index.directory.name), "what": p.what.replace(root, "."),
-         "fix": p.fix.replace(root, index.directory.name)}
-        for p in check_index(index.directory)
+        {"where": without_paths(p.where, root), "what": without_paths(p.what, root),
+         "fix": without_paths(p.fix, root)}
+        for p in check_index(root)
     ]  # fmt: skip
     return {
         "index": index.directory.name,

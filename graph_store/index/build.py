@@ -12,7 +12,6 @@ write shares.
 
 from __future__ import annotations
 
-import shutil
 import time
 import uuid
 from collections.abc import Iterator, Sequence
@@ -43,10 +42,11 @@ from .generations import (
     Generation,
     drop_collection,
     passages_location,
+    remove_first_build,
     written_by_a_build,
 )
 from .graph_build import GraphSettings, GraphTasks, write_graphs
-from .lock import LOCK_FILE, paused_gc, remove_lock_folder, write_lock
+from .lock import paused_gc, remove_lock_folder, write_lock
 
 
 @paused_gc()
@@ -119,22 +119,12 @@ def fresh_index(directory: Path, replace: bool) -> Iterator[Manifest | None]:
                 yield _replaced(directory, replace)
             except BaseException:
                 if not (directory / MANIFEST).exists():  # a first build failed: undo it whole
-                    _remove_first_build(directory)
+                    remove_first_build(directory)
                     undone = True
                 raise
     finally:
         if made and undone:  # the folder this build made holds its lock only: remove it too
             remove_lock_folder(directory)
-
-
-def _remove_first_build(directory: Path) -> None:
-    """Remove what a failed first build wrote (its lock stays: the caller holds it)."""
-    for entry in directory.iterdir():
-        if written_by_a_build(entry) and entry.name != LOCK_FILE:
-            if entry.is_dir():
-                shutil.rmtree(entry, ignore_errors=True)
-            else:
-                entry.unlink(missing_ok=True)
 
 
 def check_fresh(directory: Path, replace: bool) -> None:

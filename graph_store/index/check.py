@@ -60,13 +60,16 @@ class Findings:
     def __init__(self) -> None:
         self.problems: list[Problem] = []
 
-    def attempt(self, where: str, fix: str, step: Callable[[], Any]) -> Any:
-        """Run ``step``; if it raises, record the problem with ``where`` and ``fix``."""
+    def attempt(self, where: str, fix: str | Callable[[], str], step: Callable[[], Any]) -> Any:
+        """Run ``step``; if it raises, record the problem with ``where`` and ``fix``.
+
+        ``fix`` may be worked out only on failure (a rebuild hint reads the documents table).
+        """
         try:
             return step()
         except Exception as err:  # a damaged file fails in its own library's way
             what = err.message if isinstance(err, HopgraphError) else f"{type(err).__name__}: {err}"
-            self.problems.append(Problem(where, what, fix))
+            self.problems.append(Problem(where, what, fix if isinstance(fix, str) else fix()))
             return None
 
 
@@ -81,7 +84,7 @@ def check_index(
     if chroma is None:
         chroma = chroma_child.start(directory)  # first, beside the rest: it imports Chroma
     found = Findings()
-    rebuild = rebuild_hint(directory)
+    rebuild = partial(rebuild_hint, directory)
     manifest = found.attempt(MANIFEST, rebuild, lambda: read_manifest(directory))
     if manifest is None:
         chroma.stop()

@@ -260,6 +260,13 @@ def written_by_a_build(entry: Path) -> bool:
     }
 
 
+def remove_first_build(directory: Path) -> None:
+    """Remove what a failed first build wrote (its lock stays: the caller holds it)."""
+    for entry in directory.iterdir():
+        if written_by_a_build(entry) and entry.name != LOCK_FILE:
+            _remove(entry)
+
+
 def _referenced(manifest: Manifest) -> set[str]:
     """Return the paths (relative, as POSIX) a manifest's files live under."""
     paths = [manifest.path(Path(), part) for part in ("chunks", "bm25", "graph")]

@@ -43,7 +43,7 @@ def write_lock(directory: Path, create: bool = False, wait: float = 0.0) -> Iter
     ``wait`` (seconds) a second writer waits that long for the first, saying so on stderr once;
     without, it is refused at once (LockedError).
     """
-    from filelock import FileLock, Timeout  # with asyncio: for writes, not for every reader
+    from filelock import Timeout
 
     if create:
         directory.mkdir(parents=True, exist_ok=True)
@@ -53,7 +53,7 @@ def write_lock(directory: Path, create: bool = False, wait: float = 0.0) -> Iter
             f"build one with `hopgraph index SOURCE --index {directory}`",
         )
     path = directory / LOCK_FILE
-    lock = FileLock(path, timeout=0, is_singleton=False)  # a second holder here waits too
+    lock = _file_lock(directory)
     try:
         lock.acquire()
     except Timeout:
@@ -72,9 +72,9 @@ def wait_for_writer(directory: Path, wait: float) -> None:
 
     For a reader whose index another process is building: it then reads what was committed.
     """
-    from filelock import FileLock, Timeout
+    from filelock import Timeout
 
-    lock = FileLock(directory / LOCK_FILE, timeout=0, is_singleton=False)
+    lock = _file_lock(directory)
     try:
         lock.acquire()
     except Timeout:
@@ -104,9 +104,9 @@ def remove_lock_folder(directory: Path) -> None:
     Taken under the lock itself, so a writer that came in meanwhile keeps its folder; one that
     polls for the lock then makes the folder and the lock file again.
     """
-    from filelock import FileLock, Timeout
+    from filelock import Timeout
 
-    lock = FileLock(directory / LOCK_FILE, timeout=0, is_singleton=False)
+    lock = _file_lock(directory)
     try:
         lock.acquire()
     except (Timeout, OSError):
@@ -117,6 +117,13 @@ def remove_lock_folder(directory: Path) -> None:
             directory.rmdir()
     finally:
         lock.release()
+
+
+def _file_lock(directory: Path) -> Any:
+    """Return the index's lock, not yet taken: tried at once, its own in this process too."""
+    from filelock import FileLock  # with asyncio: for writes, not for every reader
+
+    return FileLock(directory / LOCK_FILE, timeout=0, is_singleton=False)
 
 
 def _holder(path: Path) -> str:

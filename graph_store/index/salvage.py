@@ -29,7 +29,7 @@ from hopgraph.graph_store.documents.schema import ROW_SEPARATOR, Chunk, Scalar
 from hopgraph.graph_store.stores.chroma_parts import open_store
 from hopgraph.graph_store.stores.chunk_table import read_chunks
 from hopgraph.graph_store.stores.doc_table import DocumentRecord, read_documents
-from hopgraph.graph_store.stores.manifest import Manifest
+from hopgraph.graph_store.stores.manifest import Manifest, rebuild_hint
 from hopgraph.graph_store.stores.vdb_chroma import GENERATION, ChromaLocation
 from hopgraph.graph_store.stores.vector_table import VectorTable
 
@@ -209,14 +209,11 @@ def _records(chunks: Sequence[Chunk], rows: dict[str, Row], stamp: str) -> list[
 
 
 def reindex_hint(directory: Path, manifest: Manifest) -> str:
-    """Say what must be indexed again: the documents, named, when their table is readable."""
+    """Say what must be indexed again, naming the documents, and the rebuild that does it."""
     try:
-        names = sorted({r.source or r.id for r in read_documents(directory, manifest, None)})
-    except Exception:
+        names = sorted({r.source or r.id for r in read_documents(directory, manifest, [])})
+    except Exception:  # its table is lost too: the rebuild hint says what it can
         names = []
     shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
     which = f"its {len(names)} documents ({shown})" if names else "every document it held"
-    return (
-        f"index {which} again: `hopgraph index SOURCE --index {directory} --force` with the "
-        "files or folder it was built from"
-    )
+    return f"index {which} again; {rebuild_hint(directory)}"
