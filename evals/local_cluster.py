@@ -15,13 +15,10 @@ this cluster has no token, so run it only on a machine whose ports others cannot
 from __future__ import annotations
 
 import argparse
-import os
 import signal
 import sys
 import threading
 from pathlib import Path
-
-from hopgraph.graph_store.cluster.connect import SINGLE_HOST
 
 STORE_MB = 200
 
@@ -36,8 +33,16 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.nodes < 1:
         parser.error("--nodes must be at least 1")
-    # nodes addressed on loopback (read when Ray is imported), never the machine's outward address
-    os.environ.setdefault(SINGLE_HOST, "0")
+    # nodes addressed on loopback, never the machine's outward address
+    from hopgraph.graph_store.cluster.connect import loopback_only
+
+    with loopback_only():
+        _hold(args)
+    return 0
+
+
+def _hold(args: argparse.Namespace) -> None:
+    """Start the nodes and keep them until SIGTERM or SIGINT."""
     from ray.cluster_utils import Cluster
 
     node = {"node_ip_address": "127.0.0.1", "num_cpus": args.cpus,
@@ -56,7 +61,6 @@ def main(argv: list[str] | None = None) -> int:
         stop.wait()
     finally:
         cluster.shutdown()
-    return 0
 
 
 if __name__ == "__main__":

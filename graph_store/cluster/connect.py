@@ -92,14 +92,11 @@ def connected(address: str, env: dict[str, str] | None = None) -> Iterator[Modul
 
     ``env``: variables its workers get beside this process's :data:`PASSED_ON` ones.
     """
+    on_host = False
     if address != LOCAL:
         host, port = check_address(address)
         reachable(host, port)
-        if _loopback(host):
-            # Ray rewrites a loopback address to this machine's outward one unless told the
-            # cluster is on one host; a cluster whose nodes listen on loopback only (one held by
-            # ``python -m hopgraph.evals.local_cluster``) then never answers.
-            os.environ.setdefault(SINGLE_HOST, "0")
+        on_host = _loopback(host)
     require_ray()
     env = {**{n: os.environ[n] for n in PASSED_ON if n in os.environ}, **(env or {})}
     options = {
@@ -107,7 +104,10 @@ def connected(address: str, env: dict[str, str] | None = None) -> Iterator[Modul
         "log_to_driver": False,
         "logging_level": "ERROR",
     }
-    with _local_token() if address == LOCAL else contextlib.nullcontext():
+    with (
+        _local_token() if address == LOCAL else contextlib.nullcontext(),
+        loopback_only() if on_host else contextlib.nullcontext(),
+    ):
         ray = ray_module()
         if address == LOCAL:
             ray.init(
@@ -130,6 +130,33 @@ def connected(address: str, env: dict[str, str] | None = None) -> Iterator[Modul
             yield ray
         finally:
             ray.shutdown()
+
+
+@contextlib.contextmanager
+def loopback_only() -> Iterator[None]:
+    """Keep this process's Ray addresses on loopback while in the block.
+
+    Ray rewrites a loopback address to this machine's outward one unless told the cluster is on
+    one host; a cluster whose nodes listen on loopback only (one held by
+    ``python -m hopgraph.evals.local_cluster``, or a test's) then never answers. Ray reads that
+    setting once, when it is imported, so where it already was (by anything earlier in this
+    process) its constant is set too; both are restored after.
+    """
+    saved = os.environ.get(SINGLE_HOST)
+    os.environ[SINGLE_HOST] = "0"
+    constants = sys.modules.get("ray._private.ray_constants")
+    was = getattr(constants, "ENABLE_RAY_CLUSTER", None)
+    if constants is not None:
+        constants.ENABLE_RAY_CLUSTER = False
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop(SINGLE_HOST, None)
+        else:
+            os.environ[SINGLE_HOST] = saved
+        if constants is not None:
+            constants.ENABLE_RAY_CLUSTER = was
 
 
 @contextlib.contextmanager

@@ -32,18 +32,21 @@ SINGLE_HOST = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
 
 @pytest.fixture(scope="module")
 def cluster():
-    # a node's address is loopback, never this machine's outward one (ray_constants reads it
-    # on import: set before Ray is imported; not left to the `ray start` test's processes)
-    os.environ.setdefault(SINGLE_HOST, "0")
-    from ray.cluster_utils import Cluster
+    # a node's address is loopback, never this machine's outward one (whether or not anything
+    # earlier in this process imported Ray; not left to the `ray start` test's processes)
+    from hopgraph.graph_store.cluster.connect import loopback_only
 
     loopback = {"node_ip_address": "127.0.0.1", "object_store_memory": STORE, "num_cpus": 1}
-    nodes = Cluster(initialize_head=True, head_node_args={**loopback, "include_dashboard": False})
+    with loopback_only():
+        from ray.cluster_utils import Cluster
+
+        head = {**loopback, "include_dashboard": False}
+        nodes = Cluster(initialize_head=True, head_node_args=head)
     try:
-        for _ in range(2):
-            nodes.add_node(**loopback)
-        nodes.wait_for_nodes()
-        os.environ.pop(SINGLE_HOST, None)
+        with loopback_only():
+            for _ in range(2):
+                nodes.add_node(**loopback)
+            nodes.wait_for_nodes()
         yield nodes.address
     finally:
         nodes.shutdown()
