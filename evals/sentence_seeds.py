@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
@@ -50,14 +49,14 @@ class Sentences:
         vectors = np.asarray(index.embedder.embed(texts), dtype=np.float32)
         self.vectors = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
         self.texts, self.owner, self.rows = texts, np.array(owner), len(index.chunks)
-        table = index.extraction_table
+        table, columns = index.extraction_table, len(index.extraction_table.vocab.strings)
         self.column = {entity: at for at, entity in enumerate(table.vocab.strings)}
-        self.hub = table.entities.column_counts(len(table.vocab.strings)) > HUB
-        holders: defaultdict[int, list[int]] = defaultdict(list)
-        for row in range(self.rows):
-            for at in table.entities.row(row).tolist():
-                holders[at].append(row)
-        self.holders = {at: np.array(rows) for at, rows in holders.items()}
+        self.hub = table.entities.column_counts(columns) > HUB
+        self.holders = table.entities.incidence(columns).T.tocsr()  # entity → its chunks
+
+    def chunks_naming(self, column: int) -> np.ndarray:
+        """Return the rows of the chunks that name the entity in ``column``."""
+        return self.holders.indices[self.holders.indptr[column] : self.holders.indptr[column + 1]]
 
     def cosines(self, vector: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Return every sentence's cosine to ``vector`` and each chunk's best."""
@@ -79,6 +78,8 @@ class SentenceSeeded(GNNRetriever):
     def distances(self, query: str) -> np.ndarray:
         """Return the tuned h⁰, lowered where the question's sentences seed (module doc)."""
         h0 = super().distances(query)
+        if not (self.beta or self.gamma):
+            return h0
         sims, best = self.sentences.cosines(self.index.embed_query(query))
         if self.beta:
             cosine = self.index.query_similarities(query)
@@ -98,7 +99,7 @@ class SentenceSeeded(GNNRetriever):
                 column = s.column.get(entity)
                 if entity in named or column is None or s.hub[column]:
                     continue
-                rows = s.holders.get(column, np.zeros(0, dtype=np.int64))
+                rows = s.chunks_naming(column)
                 rows = rows[rows != s.owner[at]]
                 h0[rows] = np.minimum(h0[rows], 1 - self.gamma * sims[at])
         return h0

@@ -21,13 +21,13 @@ from hopgraph.cli import main
 from hopgraph.core.settings import IndexSettings
 from hopgraph.demo import sample_dir
 from hopgraph.graph_store import Index, build_graphs, build_index, load_documents
+from hopgraph.graph_store.cluster.connect import SINGLE_HOST
 from hopgraph.graph_store.documents.catalog import catalog_jsonl
 from hopgraph.graph_store.index.check import check_index
 from hopgraph.tools import make_retriever
 
 pytestmark = pytest.mark.integration
 STORE = 80 * 1024**2
-SINGLE_HOST = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
 
 
 @pytest.fixture(scope="module")
