@@ -12,8 +12,8 @@ has four times the questions of the others. ``--folds``-fold cross-validation ov
 then the model is fitted on every question and written (default: the file hopgraph ships for
 all-MiniLM-L6-v2). The eval indexes are cached as `hopgraph eval`'s.
 
-``--compare`` fits nothing: on each dataset's dev split it scores dense, GNN-Ret (tuned) and
-GNN-Ret with the reranker (``--out`` or the shipped one) as `hopgraph eval` does (guard on,
+``--compare`` fits nothing: on each dataset's dev split it scores dense, GNN-Ret (tuned) without
+the reranker and with it (``--out`` or the shipped one) as `hopgraph eval` does (guard on,
 latency with the query embedded).
 """
 
@@ -129,7 +129,7 @@ def compare(data: Path, model: str, rerank: Path) -> dict[str, dict]:
     questions = load_questions(data, "dev")
     runs = {
         "dense": make_retriever("dense", index),
-        "gnn_ret": make_retriever("gnn_ret", index),
+        "gnn_ret": make_retriever("gnn_ret", index, rerank=False),
         "gnn_ret reranked": make_retriever("gnn_ret", index, rerank=rerank),
     }
     out = {}

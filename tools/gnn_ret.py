@@ -69,7 +69,7 @@ from .guard import CONFIDENT, KEEP, MARGIN, MULTI_HOP, Guarded
 from .hits import Hit, Provenance
 from .identifiers import names_identifiers
 from .list_rerank import DEPTH as RERANK_DEPTH
-from .list_rerank import Listed, list_reranker
+from .list_rerank import Listed, fits, list_reranker
 
 
 @dataclass(frozen=True)
@@ -179,8 +179,9 @@ class GNNRetriever(Guarded):
         second h⁰ (module doc; 0: the question alone, as the paper). ``rerank``: ``True``
         reorders the first passages of a multi-hop question by the list reranker shipped for the
         index's model (tools/list_rerank.py; an index under a model with none ranks as the
-        propagation does), a path by the one in that file; off by default (docs/methods.md,
-        "Reranking the list": it costs the documentation sets R@5). ``identifiers``: a question
+        propagation does), a path by the one in that file; it leaves a documentation site's list
+        alone (:func:`~hopgraph.tools.list_rerank.fits`); off by default (docs/methods.md,
+        "Reranking the list"). ``identifiers``: a question
         that names code is ranked by the graph's ranking and hybrid's fused (:meth:`retrieve`).
         """
         super().__init__(index)
@@ -414,7 +415,8 @@ class GNNRetriever(Guarded):
         :data:`RERANK_FROM`: the reranker was fitted on multi-hop questions only (every train
         question is at 0.5 or more; no NQ question is). Run on every question it cost the
         documentation sets R@5 (marshmallow 90.4 → 84.0, structlog 91.8 → 82.7; at the guard's
-        0.3, which a third of their questions pass, 87.2 and 87.8).
+        0.3, which a third of their questions pass, 87.2 and 87.8). A documentation site's list
+        is left alone as well, once found (:func:`~hopgraph.tools.list_rerank.fits`).
         """
         return self.reranker is not None and self.multi_hop(query) >= RERANK_FROM
 
@@ -423,7 +425,7 @@ class GNNRetriever(Guarded):
         depth = max(k, RERANK_DEPTH) if reranks else k
         found, best = self._found(query, depth)
         order, probability = np.arange(len(best)), None
-        if reranks and self.reranker is not None:
+        if reranks and self.reranker is not None and fits(self.index, found.rows[best]):
             order, probability = self.reranker.order(self.index, query, _listed(found, best))
         ids = self.index.passage_graph.ids
         hits = []

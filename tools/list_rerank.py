@@ -10,8 +10,8 @@ ms to a query's p50 on 2 cores. Its weights are a logistic regression fitted on 
 (each set weighted equally) by ``python -m hopgraph.evals.list_rerank``, shipped per embedding
 model as ``tools/weights_data/list_rerank-MODEL.json`` (the cosine features are that model's);
 an index under another model ranks as the propagation does. It is off by default
-(``rerank=True`` turns it on): on the multi-hop dev sets it lifts R@5 and R@2, on the
-documentation sets it costs R@5.
+(``rerank=True`` turns it on): on the multi-hop dev sets it lifts R@5 and R@2. A documentation
+site's list keeps the propagation's order (:func:`fits`): there it cost R@5.
 """
 
 from __future__ import annotations
@@ -36,6 +36,10 @@ HEAD = 5
 """The first passages of the list the link features count (a bridge is linked from them)."""
 NEAR = 10
 """The first passages a chain is formed with (support and chain features)."""
+SECTIONED = 0.5
+"""The share of a list's passages under a heading from which the reranker leaves it alone
+(:func:`fits`): such a list is a documentation site's, not the encyclopedia passages it was
+fitted on."""
 FEATURES = (
     "rank",  # 1 / (1 + place in the method's list)
     "score",  # the method's score (1 − final distance)
@@ -103,6 +107,21 @@ def list_features(index: Index, query: str, listed: Listed) -> np.ndarray:
     out[1:, 15] = np.where(above, like, -np.inf).max(axis=1)[1:]
     out[:, [9, 10, 12, 13]] = _word_features(index, query, rows)
     return out
+
+
+def fits(index: Index, rows: np.ndarray) -> bool:
+    """Whether a list is like the ones the reranker was fitted on: passages, not sections of pages.
+
+    The train splits are encyclopedia passages, one page each with no headings; a documentation
+    site's list is sections of a few pages, where "its document ranks above" and "its title's
+    words in the question" mean something else. There the reranker cost R@5 (structlog 91.8 →
+    88.8 with multi-hop questions only; docs/methods.md, "Reranking the list"), so a list with
+    :data:`SECTIONED` of its passages or more under a heading keeps the propagation's order.
+    """
+    if len(rows) == 0:
+        return False
+    sectioned = sum(bool(index.chunks[index.ids[r]].section) for r in rows.tolist())
+    return sectioned < SECTIONED * len(rows)
 
 
 def _word_features(index: Index, query: str, rows: np.ndarray) -> np.ndarray:

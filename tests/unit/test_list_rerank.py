@@ -7,12 +7,14 @@ import numpy as np
 import pytest
 
 from hopgraph.core.errors import IndexStateError, InputError
+from hopgraph.graph_store.documents.schema import Chunk
 from hopgraph.tools import make_retriever
 from hopgraph.tools.gnn_ret import RERANKED
 from hopgraph.tools.list_rerank import (
     FEATURES,
     Listed,
     ListReranker,
+    fits,
     list_features,
     list_reranker,
     shipped,
@@ -90,6 +92,36 @@ def test_the_retriever_orders_by_the_rerankers_probability(index):
     retriever.reranker, unranked = None, [h.id for h in retriever.retrieve(single, 5)]
     retriever.reranker = _model(index, weights)
     assert [h.id for h in retriever.retrieve(single, 5)] == unranked
+
+
+class _Sections:
+    """An index's chunks and ids, each chunk under the heading given (or none: "")."""
+
+    def __init__(self, sections):
+        self.ids = [f"c{i}" for i in range(len(sections))]
+        pairs = zip(self.ids, sections, strict=True)
+        self.chunks = {i: Chunk(i, "d", "Page", "text", section=s) for i, s in pairs}
+
+
+def test_a_list_half_under_headings_is_a_documentation_sites_and_is_not_reranked(
+    index, monkeypatch
+):
+    assert fits(index, _listed(index).rows)  # encyclopedia passages: no headings
+    assert fits(_Sections(["", "Usage", ""]), np.arange(3))
+    assert not fits(_Sections(["Usage", ""]), np.arange(2))  # half: a documentation list
+    assert not fits(_Sections(["API > dump", "Usage", ""]), np.arange(3))
+    assert not fits(_Sections([]), np.arange(0))
+    # the retriever asks, and a list that does not fit keeps the propagation's order
+    retriever = make_retriever("gnn_ret", index, keep=0, rerank=False)
+    plain = [h.id for h in retriever.retrieve(QUESTION, 5)]
+    weights = np.zeros(len(FEATURES))
+    weights[FEATURES.index("rank")] = -5.0  # the list reversed, where it reranks
+    retriever.reranker = _model(index, weights)
+    assert [h.id for h in retriever.retrieve(QUESTION, 5)] != plain
+    monkeypatch.setattr("hopgraph.tools.gnn_ret.fits", lambda *_: False)
+    hits = retriever.retrieve(QUESTION, 5)
+    assert [h.id for h in hits] == plain
+    assert all(h.provenance[-1].step != RERANKED for h in hits)
 
 
 def test_a_saved_reranker_reads_back_and_one_on_other_features_is_refused(index, tmp_path):
