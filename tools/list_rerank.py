@@ -5,7 +5,7 @@ a passage by its own distance or by one message; it never looks at the list as a
 the evidence of a multi-hop question is a chain: a bridge passage is linked from the first
 passages, adds the question's words they lack, and is unlike them. The reranker scores each of
 the method's first :data:`DEPTH` passages by :data:`FEATURES`, read from what the index holds
-(vectors, BM25 postings, the passage graph's rows, the texts): no model runs, and it adds 6–10
+(vectors, BM25 postings, the passage graph's rows, the texts): no model runs, and it adds 1–6
 ms to a query's p50 on 2 cores. Its weights are a logistic regression fitted on the train splits
 (each set weighted equally) by ``python -m hopgraph.evals.list_rerank``, shipped per embedding
 model as ``tools/weights_data/list_rerank-MODEL.json`` (the cosine features are that model's);
