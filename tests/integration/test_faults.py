@@ -1,4 +1,7 @@
-"""Kill a writer (SIGKILL, a real subprocess) at each stage of every write, embedded and served.
+"""Kill a writer (SIGKILL, a real subprocess) at each stage of every write.
+
+The embedded store is killed at every stage, a Chroma server at the stages that write to it
+(:data:`STORE_STAGES`).
 
 After the kill the index must open and answer exactly as before the write (or, killed after
 its commit, as after it), and the next write must succeed and leave what an uninterrupted
@@ -36,7 +39,18 @@ WRITES = {
     "delete": (["d1", "d3"], ("tables", "extraction", "commit", "purge")),
     "graph": ([], ("extraction", "commit", "purge")),
 }
-CASES = [(op, stage) for op, (_, stages) in WRITES.items() for stage in stages]
+STORE_STAGES = ("rows", "triples", "purge")
+"""The stages at which a write is in Chroma: the others write the index folder's own files, the
+same whatever holds the rows, so a Chroma server is killed at these only (the embedded store at
+every stage). A server killed later than `rows` holds what `rows` leaves it (rows of no committed
+generation) until the commit."""
+CASES = [
+    (store, op, stage)
+    for store in ("embedded", "server")
+    for op, (_, stages) in WRITES.items()
+    for stage in stages
+    if store == "embedded" or stage in STORE_STAGES
+]
 QUERIES = ("Santo Tomas military instruction", "Mountrail County seat", "capital")
 
 
@@ -78,9 +92,9 @@ def base_index(path, url):
     run("graph", path, url, [])
 
 
-@pytest.fixture(params=["embedded", "server"])
-def url(request):
-    if request.param == "embedded":
+def chroma_url(request, store):
+    """Where the rows go: ``-`` (embedded, in the index folder) or the module's Chroma server."""
+    if store == "embedded":
         return "-"
     return request.getfixturevalue("module_chroma_server")[0]
 
@@ -102,10 +116,11 @@ def uninterrupted(tmp_path_factory):
     return after
 
 
-@pytest.mark.parametrize(("op", "stage"), CASES)
+@pytest.mark.parametrize(("store", "op", "stage"), CASES)
 def test_a_killed_write_leaves_the_last_generation_and_the_next_write_works(
-    tmp_path, url, op, stage, uninterrupted
+    request, tmp_path, store, op, stage, uninterrupted
 ):
+    url = chroma_url(request, store)
     killed = tmp_path / "killed"
     base_index(killed, url)
     before = answers(killed)
