@@ -15,7 +15,7 @@ from langchain_core.language_models import BaseChatModel
 from hopgraph.graph_store import Index
 from hopgraph.graph_store.documents.filters import Where
 from hopgraph.tools import DEFAULT_PRESET, Hit, Retriever, check_preset, make_retriever
-from hopgraph.tools.expand import EXPAND_HELP, Expansion, expand_hits
+from hopgraph.tools.shared.expand import EXPAND_HELP, Expansion, expand_hits
 
 from .evidence import Evidence
 

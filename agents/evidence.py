@@ -12,7 +12,7 @@ from hopgraph.graph_store.documents.filters import Where
 from hopgraph.graph_store.documents.schema import Scalar
 from hopgraph.prompts import passage
 from hopgraph.tools import RETRIEVERS, Hit, make_retriever
-from hopgraph.tools.expand import Expansion, expand_hits
+from hopgraph.tools.shared.expand import Expansion, expand_hits
 
 from .extractive import extractive_answer
 

@@ -2,7 +2,7 @@
 
 Every surface takes its list from here: the CLI's ``ask`` / ``chat`` choices, the MCP ``ask``
 tool, the LangChain ``ask`` tool, the LangGraph server's graphs (agents/server.py) and
-``langgraph.json`` (tests/unit/test_agent_registry.py checks it matches). Adding an agent is
+``langgraph.json`` (tests/unit/agents/test_agent_registry.py checks it matches). Adding an agent is
 one :class:`AgentSpec` here plus its package (graph.py with ``builder`` and ``graph``,
 context.py with ``Context``).
 """

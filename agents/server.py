@@ -32,7 +32,7 @@ from hopgraph.core.settings import default_index_dir, settings
 from hopgraph.graph_store import Index, LiveIndex
 from hopgraph.graph_store.documents.filters import JSON_HELP, WhereValue
 from hopgraph.tools import DEFAULT_PRESET
-from hopgraph.tools.expand import EXPAND_HELP
+from hopgraph.tools.shared.expand import EXPAND_HELP
 
 
 @dataclass(kw_only=True)

@@ -16,7 +16,7 @@ from pydantic import BaseModel, Field
 from hopgraph.core.errors import HopgraphError
 from hopgraph.core.llm import required_chat
 from hopgraph.graph_store import Index
-from hopgraph.tools.langchain import retrieval_tools
+from hopgraph.tools.frameworks.langchain import retrieval_tools
 
 from .registry import DEFAULT_METHOD, MULTI_STEP, agent_methods
 from .run import RunResult, run_agent

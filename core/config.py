@@ -25,6 +25,17 @@ LLMChoice = Literal["auto", "endpoint", "local", "none"]
 LLM_CHOICES: tuple[str, ...] = get_args(LLMChoice)
 """What ``--llm`` (or ``HOPGRAPH_LLM``) may say: who answers a run's prompts."""
 
+
+def package_version() -> str:
+    """Return hopgraph's installed version (importlib.metadata: read on request, 0.03 s)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("hopgraph")
+    except PackageNotFoundError:  # running from a source tree that was never installed
+        return "0.0.0+source"
+
+
 _active: dict[str, Any] = {"file": None, "config": None, "flags": {}}
 """What :func:`configure` set for this process: the --config file and the global flags."""
 

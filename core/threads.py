@@ -1,12 +1,12 @@
 """Work a query runs beside its own on another core: one small thread pool per process.
 
-GNN-Ret's hybrid base reads BM25's postings while the dense search runs (tools/gnn_ret.py):
-faiss, the BLAS product that rescores its candidates and numpy's sorts release the GIL, so the
-two halves cost the slower of them, not their sum (at a million synthetic chunks, BM25's top
-takes 1.1 ms, p95 2.7, beside a dense search of 2.5, and GNN-Ret's p95 went from 9.2 to 7.9 ms,
-timed against reading them one after the other in one process, alternating per query). The pool
-is made on first use and again in a forked child (a child inherits the pool's object but none of
-its threads).
+GNN-Ret's hybrid base reads BM25's postings while the dense search runs
+(tools/gnn_ret/retriever.py): faiss, the BLAS product that rescores its candidates and numpy's sorts
+release the GIL, so the two halves cost the slower of them, not their sum (at a million synthetic
+chunks, BM25's top takes 1.1 ms, p95 2.7, beside a dense search of 2.5, and GNN-Ret's p95 went from
+9.2 to 7.9 ms, timed against reading them one after the other in one process, alternating per
+query). The pool is made on first use and again in a forked child (a child inherits the pool's
+object but none of its threads).
 """
 
 from __future__ import annotations

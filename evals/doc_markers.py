@@ -1,7 +1,7 @@
 """Generated text inside hand-written pages: the part between a start and an end marker.
 
-One home for the three writers of generated documentation: the tables (evals/doc_tables.py),
-the scaling page's cost model (evals/bench/cost_model.py) and the CLI and configuration
+One home for the three writers of generated documentation: the tables (evals/rendering/docs.py),
+the scaling page's cost model (evals/rendering/cost_model.py) and the CLI and configuration
 references (hopgraph/reference.py). Each names its own markers; the markers stay in the page.
 """
 

@@ -4,11 +4,12 @@
 
 import-linter (``lint-imports``, run by the unit suite) enforces the layers; this counts them.
 Each floor is a top-level folder of the checkout (core/, graph_store/, tools/, agents/, evals/,
-prompts/; the surfaces are hopgraph/, which links to the others), read as installed, and
-graph_store's rooms are floors of their own: its sub-packages, with its face (the package's
-``__init__``, which names the public ``Index``, ``build_index``, ...) above them. A floor may hold
-rooms that must not import one another (stores and embedding): an arrow between them is counted
-apart, as an arrow across a floor.
+prompts/; the surfaces are hopgraph/, which links to the others), read as installed, and the
+rooms of graph_store, tools, evals and the surfaces (cli, page, mcp, explain) are floors of their
+own: a package's sub-packages, with its face (the package's ``__init__``, which names the public
+``Index``, ``build_index``, ...) above them. A floor may hold rooms that must not import one
+another (stores and embedding; the method families): an arrow between them is counted apart, as
+an arrow across a floor.
 """
 
 from __future__ import annotations
@@ -22,12 +23,26 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("graph_store.index",),
     ("graph_store.cluster",),
     ("graph_store",),
+    ("tools.shared",),
+    ("tools.baselines",),
+    ("tools.guards",),
+    ("tools.gnn_ret", "tools.gear", "tools.iier", "tools.grag"),
+    ("tools.frameworks",),
     ("tools",),
     ("agents",),
     ("evals",),
+    ("evals.servers",),
+    ("evals.studies", "evals.faults", "evals.bench"),
+    ("evals.rendering",),
+    ("explain",),
+    ("mcp",),
+    ("page",),
+    ("cli",),
 )
-"""From the bottom, each floor's rooms; every other module of hopgraph is a surface, the top
-floor. The order is pyproject.toml's layer contracts."""
+"""From the bottom, each floor's rooms; every other module of hopgraph (``__main__``,
+``reference``) is a surface of the top floor. A room is a package or a module; a package's own
+``__init__`` (its face) is a room of the floor above its sub-packages (graph_store's names the
+public ``Index``, tools' the registry). The order is pyproject.toml's layer contracts."""
 
 SURFACES = "surfaces"
 

@@ -5,7 +5,7 @@ question's gold decomposition (MuSiQue's sub-questions and their answers) and wh
 shown it. It never sees gold passage ids, and it knows a sub-answer only once that answer string
 has appeared in a passage of some prompt of the run (so it measures the loop's retrieval, not the
 oracle's knowledge). The rules below decide what the decomposition cannot, and are tested in
-``tests/unit/test_oracle.py``:
+``tests/unit/evals/test_oracle.py``:
 
 - **Found.** Hop i is *found* once its answer (SQuAD-normalised) appears in a shown passage and
   every hop it refers to (``#k``) is found. Passages are the passage slots of the prompts only

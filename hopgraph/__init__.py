@@ -80,9 +80,6 @@ def __getattr__(name: str) -> Any:
 
 
 def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
+    from hopgraph.core.config import package_version
 
-    try:
-        return version("hopgraph")
-    except PackageNotFoundError:  # running from a source tree that was never installed
-        return "0.0.0+source"
+    return package_version()

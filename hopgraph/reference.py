@@ -44,7 +44,7 @@ def _commands(
 
 def cli_reference() -> str:
     """Render every command's help, as ``hopgraph COMMAND --help`` prints it."""
-    from .cli import build_parser
+    from hopgraph.cli import build_parser
 
     before = os.environ.get("COLUMNS")
     os.environ["COLUMNS"] = COLUMNS
@@ -122,8 +122,8 @@ def mcp_reference() -> str:
     """
     import asyncio
 
-    from hopgraph.mcp_server import build_server
-    from hopgraph.tools.registry import RETRIEVERS
+    from hopgraph.mcp.server import build_server
+    from hopgraph.tools.shared.registry import RETRIEVERS
 
     offered = [n for n, c in RETRIEVERS.items() if not c.needs_llm]
     server = build_server(None, methods=offered)  # type: ignore[arg-type]  # no index: schemas

@@ -2,7 +2,7 @@
 
 import re
 
-from hopgraph.evals.scripted_llm import offered_relations, relation_reply
+from hopgraph.evals.servers.scripted_llm import offered_relations, relation_reply
 
 QUESTION = "When did military instruction start at the place where Larry Alcala was educated?"
 

@@ -2,8 +2,8 @@
 
 from pathlib import Path
 
+from hopgraph.cli.commands.demo import sample_dir
 from hopgraph.core.settings import IndexSettings
-from hopgraph.demo import sample_dir
 from hopgraph.graph_store import add_documents, build_index, delete_documents, load_documents
 
 

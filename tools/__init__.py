@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from .registry import (
+from .shared.registry import (
     DEFAULT_PRESET,
     PRESETS,
     RETRIEVERS,
@@ -19,17 +19,17 @@ from .registry import (
 )
 
 if TYPE_CHECKING:
-    from .base import Retriever
-    from .hits import Hit, Provenance
-    from .langchain import HopgraphRetriever
-    from .llamaindex import HopgraphLlamaIndexRetriever
+    from .frameworks.langchain import HopgraphRetriever
+    from .frameworks.llamaindex import HopgraphLlamaIndexRetriever
+    from .shared.base import Retriever
+    from .shared.hits import Hit, Provenance
 
 _LAZY = {
-    "Retriever": "base",
-    "Hit": "hits",
-    "Provenance": "hits",
-    "HopgraphRetriever": "langchain",
-    "HopgraphLlamaIndexRetriever": "llamaindex",  # the llamaindex extra
+    "Retriever": "shared.base",
+    "Hit": "shared.hits",
+    "Provenance": "shared.hits",
+    "HopgraphRetriever": "frameworks.langchain",
+    "HopgraphLlamaIndexRetriever": "frameworks.llamaindex",  # the llamaindex extra
 }
 
 __all__ = [

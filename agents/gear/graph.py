@@ -16,8 +16,8 @@ from hopgraph.agents.answering import answer_line, answer_with_citations
 from hopgraph.agents.evidence import chunk_evidence, evidence_of, titled_passages
 from hopgraph.core.llm import ask_structured, complete, labelled
 from hopgraph.prompts.gear import READ, READ_WITH_MEMORY, REASON, REWRITE
-from hopgraph.tools.fusion import reciprocal_rank_fusion
-from hopgraph.tools.gear_ge import SyncGERetriever, read_triples
+from hopgraph.tools.gear.retriever import SyncGERetriever, read_triples
+from hopgraph.tools.shared.fusion import reciprocal_rank_fusion
 
 from .context import Context
 from .state import InputState, State, Triple, parse_next_question, parse_reason, render_triples

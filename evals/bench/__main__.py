@@ -33,7 +33,7 @@ from hopgraph.graph_store.index.build import build_graphs
 from hopgraph.graph_store.index.graph_build import GraphSettings
 from hopgraph.graph_store.index.writes import chunk_documents
 from hopgraph.tools import RETRIEVERS, make_retriever
-from hopgraph.tools.registry import parse_methods, parse_weights
+from hopgraph.tools.shared.registry import parse_methods, parse_weights
 
 LLM_FREE = [n for n, cls in RETRIEVERS.items() if not (cls.needs_llm or cls.needs_weights)]
 

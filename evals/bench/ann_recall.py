@@ -7,7 +7,7 @@ its size: the eval corpora are below the size where indexes get one), and report
 
 - the recall@10 of dense's IVF top 10 against its exact top 10 (the search's own recall);
 - dense and gnn_ret (tuned) R@5 / R@2 against the gold passages, exact and IVF;
-- gnn_ret's local computation (tools/gnn_local.py) against its full scan: how many questions get
+- gnn_ret's local computation (tools/gnn_ret/local.py) against its full scan: how many questions get
   the same top 10 (exact search, so only the local computation can differ).
 
 Dev splits only (choices are made on them; docs/scaling.md has the table).
@@ -27,7 +27,7 @@ from hopgraph.evals.datasets import Question, load_questions
 from hopgraph.evals.runner import eval_index, run_methods
 from hopgraph.graph_store import Index
 from hopgraph.tools import make_retriever
-from hopgraph.tools.gnn_layers import smallest
+from hopgraph.tools.gnn_ret.layers import smallest
 
 SETS = ("musique", "hotpotqa", "2wiki", "nq")
 

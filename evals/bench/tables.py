@@ -1,6 +1,6 @@
 """The benchmark tables of the docs, rendered from kept benchmark reports (evals/results/bench/).
 
-evals/doc_tables.py puts them between their markers and the unit suite checks them.
+evals/rendering/docs.py puts them between their markers and the unit suite checks them.
 
 - ``startup`` (docs/benchmarks.md): ``python -m hopgraph.evals.bench startup --out FILE``, kept as
   evals/results/bench/startup.json.

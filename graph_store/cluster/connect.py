@@ -138,8 +138,8 @@ def loopback_only() -> Iterator[None]:
 
     Ray rewrites a loopback address to this machine's outward one unless told the cluster is on
     one host; a cluster whose nodes listen on loopback only (one held by
-    ``python -m hopgraph.evals.local_cluster``, or a test's) then never answers. Ray reads that
-    setting once, when it is imported, so where it already was (by anything earlier in this
+    ``python -m hopgraph.evals.servers.local_cluster``, or a test's) then never answers. Ray reads
+    that setting once, when it is imported, so where it already was (by anything earlier in this
     process) its constant is set too; both are restored after.
     """
     saved = os.environ.get(SINGLE_HOST)

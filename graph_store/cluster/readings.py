@@ -20,9 +20,10 @@ the readings (every chunk's word counts: gigabytes at millions of chunks):
    extractions into one vocabulary, reading one part's at a time (holding every part's at once
    took 500 MB more than the joined table at a million chunks).
 
-The readings equal one process's (tests/unit/test_cluster_readings.py): a chunk's reading depends
-on the corpus only through the title index, its keywords only through the document frequencies
-and the corpus's size. A later write loads the parts joined and saves one file again.
+The readings equal one process's (tests/unit/graph_store/cluster/test_cluster_readings.py): a
+chunk's reading depends on the corpus only through the title index, its keywords only through the
+document frequencies and the corpus's size. A later write loads the parts joined and saves one file
+again.
 """
 
 from __future__ import annotations

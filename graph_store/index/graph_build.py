@@ -8,7 +8,7 @@ links may have changed (extraction.readings.CorpusReadings); semantic neighbours
 only for new chunks and chunks that lost more than their spare neighbours
 (semantic.update_nearest); LLM extractions come from a disk cache keyed by model and
 prompt; only new triples are embedded. The result equals a fresh build of the final corpus
-(tests/unit/test_incremental_graphs.py).
+(tests/unit/graph_store/graphs/test_incremental_graphs.py).
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ its chunks, Segment.impact_ceilings). So :meth:`QueryScores.top` reads the posti
 rarest terms (up to a budget that grows with the depth asked), scores those chunks in full by
 looking the other terms up in their postings, and returns them with a *ceiling* that no other
 chunk exceeds: the caller certifies its result against that ceiling, as GNN-Ret's local
-computation does (tools/gnn_local.py), and asks again deeper when it cannot.
+computation does (tools/gnn_ret/local.py), and asks again deeper when it cannot.
 
 Scores are summed term by term in query order in float64, as :meth:`BM25Store.sparse_scores`
 sums them, so a score here equals the full scan's bit for bit.
@@ -79,7 +79,8 @@ class QueryScores:
         """Return the query of ``text + " " + more``: the same terms, then ``more``'s.
 
         The tokenizer reads words one by one, so those are the longer text's terms; postings
-        this query has read are not read again (GNN-Ret's expanded question, tools/gnn_ret.py).
+        this query has read are not read again (GNN-Ret's expanded question,
+        tools/gnn_ret/retriever.py).
         """
         out = QueryScores.__new__(QueryScores)
         out._setup(self.store, self.sequence + self.store.query_terms(more), self._read)

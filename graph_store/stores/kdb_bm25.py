@@ -5,9 +5,9 @@ write that adds chunks tokenizes only them into a new segment (a sparse chunk ×
 term frequencies and the chunks' lengths), and a delete only drops the chunks from the live set.
 Scores use the statistics of the live chunks of every segment together (N, each term's document
 frequency, the mean length), kept up to date by each write, so a segmented index scores exactly
-as one built from scratch (tests/unit/test_bm25.py checks it against bm25s). Once enough of the
-writes' small segments pile up, or a segment has a quarter of its rows dead, the next write
-merges them into one (stores/segments.py: a build's or a partition's segment stays as it is),
+as one built from scratch (tests/unit/graph_store/stores/test_bm25.py checks it against bm25s). Once
+enough of the writes' small segments pile up, or a segment has a quarter of its rows dead, the next
+write merges them into one (stores/segments.py: a build's or a partition's segment stays as it is),
 from their stored term counts: only the write's own chunks are tokenized. A chunk
 deleted and added back under its id (a replaced document) counts by its newest row only.
 
@@ -57,8 +57,9 @@ _TOKEN = re.compile(r"(?u)\b\w\w+\b")  # bm25s's (scikit-learn's) token pattern
 def tokenize(texts: list[str]) -> list[list[str]]:
     """Lower-case, stop words out, Snowball-stemmed tokens: ``bm25s.tokenize``'s, to the token.
 
-    Written out rather than imported (see the module docstring); tests/unit/test_bm25.py holds
-    it to bm25s's own. Each distinct word is stemmed once, as bm25s does.
+    Written out rather than imported (see the module docstring);
+    tests/unit/graph_store/stores/test_bm25.py holds it to bm25s's own. Each distinct word is
+    stemmed once, as bm25s does.
     """
     words = [[w for w in _TOKEN.findall(text.lower()) if w not in STOPWORDS] for text in texts]
     distinct = list(dict.fromkeys(w for text in words for w in text))

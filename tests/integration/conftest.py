@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from hopgraph.demo import sample_dir
+from hopgraph.cli.commands.demo import sample_dir
 from hopgraph.evals.bench.serving import free_port
 from hopgraph.graph_store import load_documents
 

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from hopgraph.cli import main
-from hopgraph.evals.scripted_llm import ScriptedOpenAIServer
+from hopgraph.evals.servers.scripted_llm import ScriptedOpenAIServer
 from tests.agent_scripts import (
     NOT_YET,
     QUESTION,

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from hopgraph.evals.scripted_llm import ScriptedOpenAIServer
+from hopgraph.evals.servers.scripted_llm import ScriptedOpenAIServer
 from tests.agent_scripts import QUESTION, cite
 
 pytestmark = pytest.mark.integration

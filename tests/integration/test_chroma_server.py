@@ -45,7 +45,7 @@ def test_partitions_on_a_server_are_written_checked_and_dropped(
     tmp_path, chroma_server, sample_docs
 ):
     from hopgraph.graph_store.index.check import check_index
-    from tests.unit.test_chroma_parts import partition
+    from tests.unit.graph_store.stores.test_chroma_parts import partition
 
     url, _ = chroma_server
     client = chromadb.HttpClient(host="127.0.0.1", port=int(url.rsplit(":", 1)[1]))

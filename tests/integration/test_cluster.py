@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 
 from hopgraph.cli import main
+from hopgraph.cli.commands.demo import sample_dir
 from hopgraph.core.settings import IndexSettings
-from hopgraph.demo import sample_dir
 from hopgraph.graph_store import Index, build_graphs, build_index, load_documents
 from hopgraph.graph_store.cluster.connect import SINGLE_HOST
 from hopgraph.graph_store.documents.catalog import catalog_jsonl
@@ -245,7 +245,7 @@ def test_mcp_serves_from_shards_on_a_cluster_it_starts(built):
     from mcp import ClientSession, StdioServerParameters
     from mcp.client.stdio import stdio_client
 
-    from hopgraph.evals.scripted_llm import ScriptedOpenAIServer
+    from hopgraph.evals.servers.scripted_llm import ScriptedOpenAIServer
     from tests.agent_scripts import NOT_YET, gear_script
 
     question = questions()[0]
@@ -494,7 +494,7 @@ def served(built, cluster):
 
 @pytest.mark.parametrize("method", ["dense", "hybrid", "gnn_ret", "gnn_ret_local"])
 def test_two_shards_on_serve_answer_as_one_machine(built, served, method, monkeypatch):
-    from hopgraph.tools import gnn_ret
+    from hopgraph.tools.gnn_ret import retriever as gnn_ret
 
     if method == "gnn_ret_local":  # the computation GNN-Ret uses past FULL_SCAN_BELOW chunks
         monkeypatch.setattr(gnn_ret, "FULL_SCAN_BELOW", 0)

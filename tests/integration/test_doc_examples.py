@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from hopgraph.evals.scripted_llm import ScriptedOpenAIServer, never_enough
+from hopgraph.evals.servers.scripted_llm import ScriptedOpenAIServer, never_enough
 from tests.doc_examples import NEEDS_LLM, PAGES, ROOT, Example, examples, shown
 
 pytestmark = pytest.mark.integration

@@ -12,7 +12,7 @@ import httpx
 import pytest
 from langgraph_sdk import get_sync_client
 
-from hopgraph.evals.scripted_llm import ScriptedOpenAIServer
+from hopgraph.evals.servers.scripted_llm import ScriptedOpenAIServer
 from tests.agent_scripts import NOT_YET, QUESTION, cite, gear_script
 from tests.integration.conftest import wait_until_up
 

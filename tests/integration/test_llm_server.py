@@ -4,7 +4,7 @@ import pytest
 
 from hopgraph.cli import main
 from hopgraph.core.settings import IndexSettings
-from hopgraph.evals.scripted_llm import ScriptedOpenAIServer
+from hopgraph.evals.servers.scripted_llm import ScriptedOpenAIServer
 from hopgraph.graph_store import Document, Index, build_index
 from tests.fakes import extraction_reply
 

@@ -10,8 +10,8 @@ import json
 import pytest
 
 from hopgraph.cli import main
+from hopgraph.cli.commands.demo import sample_dir
 from hopgraph.core.settings import IndexSettings
-from hopgraph.demo import sample_dir
 from hopgraph.graph_store import build_graphs, build_index, load_documents
 from hopgraph.graph_store.index.graph_build import GraphSettings
 

@@ -17,7 +17,7 @@ from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 import hopgraph
-from hopgraph.evals.scripted_llm import ScriptedOpenAIServer
+from hopgraph.evals.servers.scripted_llm import ScriptedOpenAIServer
 from tests.agent_scripts import NOT_YET, QUESTION, gear_script
 from tests.conftest import build_docs_index
 from tests.integration.conftest import free_port, wait_until_up
@@ -170,7 +170,7 @@ def test_mcp_refuses_to_listen_beyond_loopback_without_a_token(index_dir, llm_en
 def test_mcp_section_filters_and_expand_on_documentation(tmp_path):
     from hopgraph.graph_store import build_index, load_documents
     from tests.docs_fixture import write_docs
-    from tests.unit.test_index import HASHING
+    from tests.unit.graph_store.index.test_index import HASHING
 
     settings = HASHING.model_copy(update={"chunk_tokens": 16})
     index = tmp_path / "idx"

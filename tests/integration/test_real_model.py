@@ -88,7 +88,7 @@ def test_a_model_not_on_disk_offline_names_itself_and_how_to_get_it(tmp_path, ca
 
 def test_the_minilm_endpoint_gives_the_in_process_vectors(tmp_path, sample_docs):
     from hopgraph.core.settings import IndexSettings
-    from hopgraph.evals.embedding_server import EmbeddingServer
+    from hopgraph.evals.servers.embedding_server import EmbeddingServer
     from hopgraph.graph_store.embedding.embedders import embedder_for, load_embedder
 
     texts = [d.text for d in sample_docs[:40]]
@@ -102,8 +102,8 @@ def test_the_guard_reads_the_question_vector_under_all_minilm():
     """The shipped vector classifier, on MiniLM's query vectors, sides with the words'."""
     from hopgraph.core.settings import IndexSettings
     from hopgraph.graph_store.embedding.embedders import embedder_for
-    from hopgraph.tools.guard import MULTI_HOP
-    from hopgraph.tools.hop_classifier import multi_hop, shipped, shipped_vector
+    from hopgraph.tools.guards.guard import MULTI_HOP
+    from hopgraph.tools.guards.hop_classifier import multi_hop, shipped, shipped_vector
 
     model = "all-MiniLM-L6-v2"
     found = shipped_vector(model)

@@ -49,7 +49,7 @@ def start_ui(index, port):
 
 def test_two_servers_follow_a_writer_and_answer_throughout(tmp_path):
     index = tmp_path / "idx"
-    from hopgraph.demo import sample_dir
+    from hopgraph.cli.commands.demo import sample_dir
 
     built = hopgraph("index", str(sample_dir() / "corpus.jsonl"), "--index", str(index),
                      "--model", "hashing", "-q")  # fmt: skip

@@ -337,7 +337,7 @@ STALL = 2.0
 def test_ask_shows_the_agents_steps_before_its_answer(real_docs_index_dir, tmp_path):
     from playwright.sync_api import sync_playwright
 
-    from hopgraph.evals.scripted_llm import ScriptedOpenAIServer
+    from hopgraph.evals.servers.scripted_llm import ScriptedOpenAIServer
     from tests.agent_scripts import NOT_YET, gear_script
 
     script = gear_script([NOT_YET, "Answerable: Yes\nAnswer: 1936"])
@@ -417,7 +417,7 @@ def test_markup_in_documents_and_questions_is_shown_as_text(tmp_path):
 def test_chat_on_the_page_keeps_its_conversation(real_docs_index_dir, tmp_path):
     from playwright.sync_api import sync_playwright
 
-    from hopgraph.evals.scripted_llm import ScriptedOpenAIServer
+    from hopgraph.evals.servers.scripted_llm import ScriptedOpenAIServer
     from tests.integration.test_chat_pty import reply
 
     with (

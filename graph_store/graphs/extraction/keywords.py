@@ -6,7 +6,8 @@ write does not pick a million chunks' keywords again. It checks each kept chunk'
 against the new scores: still in strictly falling order, and nothing left out now beats the
 last pick (nor, for entities, fills a place left empty). Only the chunks that fail, and the
 chunks read anew, are picked again. The check is exact, with no margin: the result equals
-picking every chunk afresh (tests/unit/test_incremental_graphs.py, tests/unit/test_keywords.py).
+picking every chunk afresh (tests/unit/graph_store/graphs/test_incremental_graphs.py,
+tests/unit/graph_store/graphs/test_keywords.py).
 """
 
 from __future__ import annotations

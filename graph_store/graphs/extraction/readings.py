@@ -5,7 +5,7 @@ index (the titles, and the words written in lower case), and its keywords on the
 frequencies. So an add or delete re-reads only the new chunks and the chunks that may contain an
 alias or a word whose standing changed, then brings the keywords up to date from the stored
 counts (extraction.keywords): the result equals a fresh extraction of the final corpus
-(tests/unit/test_incremental_graphs.py).
+(tests/unit/graph_store/graphs/test_incremental_graphs.py).
 
 The readings are kept as ragged integer arrays over one vocabulary (extraction.reading_table).
 """

@@ -1,0 +1,136 @@
+"""Damage every file of a graph-built index in turn; `check` must name it, `--repair` mend it.
+
+``python -m hopgraph.evals.faults.damage_matrix [--model hashing] [--report FILE]``
+
+The index: the sample pages (tests' DOCS) with their graphs and triple vectors. For every file
+under it (the lock aside), three damages, each on a fresh copy: truncated to half, deleted, and
+one byte flipped in its middle. Then `check` must name at least one problem; `check --repair`
+either mends it (after which `check` is sound and dense, hybrid, gnn_ret and naive_ge give the
+undamaged index's top 5 for every question, ids and scores) or refuses, naming the damage and
+the documents to index again. The report counts each outcome, with the reasons of refusals.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tempfile
+from collections import Counter
+from pathlib import Path
+
+from hopgraph.core.errors import HopgraphError
+from hopgraph.core.settings import IndexSettings
+from hopgraph.graph_store import Index, build_graphs, build_index, load_documents
+from hopgraph.graph_store.index.check import check_index
+from hopgraph.graph_store.index.graph_build import GraphSettings
+from hopgraph.graph_store.index.repair import repair
+from hopgraph.tools import make_retriever
+
+METHODS = ("dense", "hybrid", "gnn_ret", "naive_ge")
+DAMAGES = ("truncate", "delete", "flip")
+SAMPLE = Path(__file__).resolve().parents[2] / "hopgraph" / "sample"
+
+
+def build(folder: Path, model: str) -> Path:
+    """Build the undamaged index: the sample pages, graphs, triple vectors (GEAR's first use)."""
+    index = folder / "idx"
+    docs = load_documents(SAMPLE / "corpus.jsonl")
+    build_index(docs, index, IndexSettings(model=model), show_progress=False)
+    build_graphs(index, GraphSettings(embed_triples=True), show_progress=False)
+    return index
+
+
+def questions() -> list[str]:
+    """Return the sample's questions."""
+    lines = (SAMPLE / "questions.jsonl").read_text(encoding="utf-8").splitlines()
+    return [json.loads(line)["question"] for line in lines if line.strip()]
+
+
+def answers(index: Path) -> dict[str, list[list[tuple[str, float]]]]:
+    """Return each method's top 5 (id, score rounded to 6 places) for every question."""
+    with Index.open(index) as idx:
+        out = {}
+        for method in METHODS:
+            retriever = make_retriever(method, idx)
+            out[method] = [
+                [(h.id, round(h.score, 6)) for h in retriever.retrieve(q, 5)] for q in questions()
+            ]
+        return out
+
+
+def damage(path: Path, how: str) -> bool:
+    """Damage ``path`` as ``how`` says; False when there is nothing to damage (empty file)."""
+    data = path.read_bytes()
+    if how == "delete":
+        path.unlink()
+    elif not data:
+        return False
+    elif how == "truncate":
+        path.write_bytes(data[: len(data) // 2])
+    else:
+        flipped = bytearray(data)
+        flipped[len(flipped) // 2] ^= 0xFF
+        path.write_bytes(bytes(flipped))
+    return True
+
+
+def trial(base: Path, folder: Path, name: str, how: str, expected: dict) -> dict:
+    """Damage one file of a copy of ``base``; check, repair, check, compare answers."""
+    index = folder / "trial"
+    shutil.rmtree(index, ignore_errors=True)
+    shutil.copytree(base, index)
+    if not damage(index / name, how):
+        return {"file": name, "damage": how, "outcome": "skipped (empty file)"}
+    named = [str(p) for p in check_index(index)]
+    row = {"file": name, "damage": how, "named": len(named)}
+    try:
+        row["repaired"] = repair(index)
+    except HopgraphError as err:
+        row |= {"outcome": "not repairable", "why": err.message.splitlines()[0], "hint": err.hint}
+        return row
+    left = [str(p) for p in check_index(index)]
+    same = not left and answers(index) == expected
+    outcome = "repaired" if same else ("unsound after repair" if left else "answers differ")
+    if not named:
+        outcome = "not named by check"
+    return row | {"outcome": outcome, "left": left}
+
+
+def run(model: str, folder: Path) -> dict:
+    """Return every trial and the count of each outcome."""
+    base = build(folder / "base", model)
+    expected = answers(base)
+    names = sorted(
+        str(p.relative_to(base)) for p in base.rglob("*") if p.is_file() and p.name != ".lock"
+    )
+    trials = []
+    for name in names:
+        for how in DAMAGES:
+            trials.append(trial(base, folder, name, how, expected))
+            print(f"{trials[-1]['outcome']:<22} {how:<8} {name}", flush=True)
+    counts = Counter(t["outcome"] for t in trials)
+    return {"files": len(names), "trials": len(trials), "outcomes": dict(counts), "all": trials}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the matrix, print a line per trial and the counts; exit 1 if damage went unnamed."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--model", default="hashing", help="embedding model (hashing: offline, fast)"
+    )
+    parser.add_argument("--report", type=Path, help="write the trials here (JSON)")
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="damage-matrix-") as tmp:
+        report = run(args.model, Path(tmp))
+    print(json.dumps(report["outcomes"]))
+    if args.report:
+        args.report.parent.mkdir(parents=True, exist_ok=True)
+        args.report.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+    bad = {"not named by check", "unsound after repair", "answers differ"}
+    return 1 if bad & set(report["outcomes"]) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

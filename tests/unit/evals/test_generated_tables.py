@@ -1,0 +1,82 @@
+"""The documents' tables are the ones their kept reports render (evals/rendering/docs.py)."""
+
+import json
+import shutil
+
+import pytest
+
+from hopgraph.evals.rendering import docs as doc_tables
+from hopgraph.evals.rendering import quality as quality_table
+
+HINT = "regenerate: python -m hopgraph.evals.rendering.docs --write"
+
+
+@pytest.mark.parametrize("name", list(doc_tables.TABLES))
+def test_a_documents_table_is_the_one_its_reports_render(name):
+    render, document = doc_tables.TABLES[name]
+    text = (doc_tables.ROOT / document).read_text(encoding="utf-8")
+    assert doc_tables.block(text, name) == render(), HINT
+
+
+def test_a_changed_figure_in_a_report_changes_the_table(tmp_path):
+    results = tmp_path / "quality"
+    shutil.copytree(quality_table.RESULTS, results)
+    report = json.loads((results / "musique.json").read_text())
+    report["scores"][0]["recall"]["5"] += 1.0
+    (results / "musique.json").write_text(json.dumps(report))
+    assert quality_table.quality(results) != quality_table.quality()
+
+
+def test_write_replaces_only_what_lies_between_the_markers(tmp_path):
+    every = "".join(
+        f"<!-- table:{name}:start -->\nold\n<!-- table:{name}:end -->\n"
+        for name in doc_tables.TABLES
+    )
+    for document in {d for _, d in doc_tables.TABLES.values()}:
+        (tmp_path / document).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / document).write_text("before\n" + every + "after\n")
+    doc_tables.write(tmp_path)
+    text = (tmp_path / "docs/evaluation.md").read_text()
+    assert text.startswith("before\n<!-- table:quality:start -->\n| dataset | method |")
+    assert "\n<!-- table:quality:end -->\n" in text and text.endswith("after\n")
+    assert "old" not in doc_tables.block(text, "quality")
+    assert doc_tables.block(text, "presets") == "old"  # its table lives in docs/methods.md
+    readme = (tmp_path / "README.md").read_text()
+    assert doc_tables.block(readme, "headline").startswith("| dev set | dense | hybrid |")
+
+
+def test_the_scaling_documents_tables_are_the_ones_their_measurements_render(capsys):
+    from hopgraph.evals.rendering import cost_model
+
+    assert cost_model.main(["--check"]) == 0, capsys.readouterr().err
+
+
+def test_the_cost_model_fits_a_power_law_and_finds_where_a_limit_is_reached():
+    from hopgraph.evals.rendering.cost_model import fit
+
+    model = fit([(100_000, 2.0), (1_000_000, 20.0), (400_000, 8.0)])  # linear: b = 1
+    assert model.b == pytest.approx(1.0) and model.deviation == pytest.approx(0.0, abs=1e-9)
+    assert model.at(10_000_000) == pytest.approx(200.0)
+    assert model.reaching(60.0) == pytest.approx(3_000_000)
+    curved = fit([(100_000, 1.0), (200_000, 4.0), (400_000, 16.0)])
+    assert curved.b == pytest.approx(2.0)
+
+
+def test_a_workers_peak_is_projected_from_a_line_through_the_partition_runs():
+    from hopgraph.evals.rendering.cost_model import render_projection
+
+    runs = [{"partitions": p, "partitions_only": 1.0, "worker_peak_rss_mb": 100 + 4e-3 * 8e5 / p}
+            for p in (1, 2, 4)]  # fmt: skip
+    table = render_projection({"data": "synthetic 800000", "rows": runs})
+    assert "100 MB + 4.10 KB" in table and "within 0 MB" in table
+    # 4M: 100 + 0.004 * 4M / P stays under 4,096 MB from P = 4 (4,100 MB at P = 4 is over: 8)
+    assert "| 4M | 8 | 500,000 | 2.1 GB |" in table
+
+
+def test_a_document_without_its_markers_is_named_and_nothing_is_written(tmp_path):
+    for document in {d for _, d in doc_tables.TABLES.values()}:
+        (tmp_path / document).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / document).write_text("no markers here\n")
+    with pytest.raises(SystemExit, match="no <!-- table:"):
+        doc_tables.write(tmp_path)
+    assert (tmp_path / "README.md").read_text() == "no markers here\n"

@@ -1,0 +1,1 @@
+"""The baselines every paper compares against: BM25, dense retrieval and their hybrid."""
