@@ -14,6 +14,10 @@ an arrow across a floor.
 
 from __future__ import annotations
 
+import importlib.util
+from collections import Counter
+from pathlib import Path
+
 FLOORS: tuple[tuple[str, ...], ...] = (
     ("prompts",),
     ("core",),
@@ -45,6 +49,8 @@ FLOORS: tuple[tuple[str, ...], ...] = (
 public ``Index``, tools' the registry). The order is pyproject.toml's layer contracts."""
 
 SURFACES = "surfaces"
+LINKED = ("agents", "core", "evals", "graph_store", "prompts", "tools")
+"""The floors that are folders of the checkout beside hopgraph/, which links to each."""
 
 
 def room(module: str) -> str:
@@ -88,8 +94,46 @@ def floors_text() -> str:
     return "\n".join(lines)
 
 
+MAX_LINES = 500
+"""No module of the package is longer (docs/development.md): past it, a module becomes rooms."""
+MAX_MODULES = 15
+"""No folder of the package holds more modules directly: past it, a folder becomes rooms."""
+
+
+def package_files() -> list[Path]:
+    """Return every module of the installed package, as its file (the linked folders followed)."""
+    spec = importlib.util.find_spec("hopgraph")  # found, not imported: no arrow up from here
+    assert spec is not None and spec.origin is not None
+    root = Path(spec.origin).parent
+    files = {f.resolve() for name in ("", *LINKED) for f in (root / name).rglob("*.py")}
+    return sorted(f for f in files if "docsets" not in f.parts)
+
+
+def sizes() -> dict[str, tuple[str, int]]:
+    """Return the longest module and the fullest folder, each with its count."""
+    files = package_files()
+    lines = {f: len(f.read_text(encoding="utf-8").splitlines()) for f in files}
+    longest = max(lines, key=lambda f: lines[f])
+    per_folder = Counter(f.parent for f in files)
+    fullest = max(per_folder, key=lambda d: per_folder[d])
+    return {
+        "longest_module": (_shown(longest), lines[longest]),
+        "fullest_folder": (_shown(fullest), per_folder[fullest]),
+    }
+
+
+def _shown(path: Path) -> str:
+    """Return a path as the checkout names it (tools/gnn_ret/retriever.py), else whole."""
+    for parent in path.parents:
+        if (parent / "pyproject.toml").exists():
+            return str(path.relative_to(parent))
+    return str(path)
+
+
 if __name__ == "__main__":
     print(floors_text())
     print()
     for name, count in draw().items():
         print(f"{name:<22} {count}")
+    for name, (where, count) in sizes().items():
+        print(f"{name:<22} {count} ({where})")

@@ -16,7 +16,8 @@ from hopgraph.agents.answering import answer_line, answer_with_citations
 from hopgraph.agents.evidence import chunk_evidence, titled_passages
 from hopgraph.core.llm import ask_structured, complete, labelled
 from hopgraph.prompts.rgnn_ret import CRITIQUE, NEXT_STEP, STEP_ANSWER
-from hopgraph.tools.gnn_ret.retriever import GNNRetriever, recurrent_merge
+from hopgraph.tools.gnn_ret.channels import recurrent_merge
+from hopgraph.tools.gnn_ret.retriever import GNNRetriever
 
 from .context import Context
 from .state import InputState, State, Step, parse_critique, parse_next_step

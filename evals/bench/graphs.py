@@ -25,7 +25,8 @@ from hopgraph.graph_store.graphs.extraction.readings import CorpusReadings
 from hopgraph.graph_store.graphs.knowledge_graph import build_knowledge_graph
 from hopgraph.graph_store.graphs.passage_edges import build_passage_graph
 from hopgraph.graph_store.index.graph_build import GraphSettings, graph_counts
-from hopgraph.graph_store.index.reader import Index, read_vectors
+from hopgraph.graph_store.index.reader import Index
+from hopgraph.graph_store.index.stored_vectors import read_vectors
 
 SYLLABLES = "ka lo mi ra ven tor bel dun sha gri pol an eth ur is mon dal fen rik sor".split()
 

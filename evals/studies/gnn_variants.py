@@ -24,7 +24,7 @@ from hopgraph.evals.metrics import recall_at_k
 from hopgraph.evals.runner import eval_index
 from hopgraph.graph_store import Index
 from hopgraph.tools import make_retriever
-from hopgraph.tools.gnn_ret.retriever import Channel
+from hopgraph.tools.gnn_ret.channels import Channel
 
 
 def channels(entity: float, link: float = 0.2) -> tuple[Channel, ...]:

@@ -87,7 +87,7 @@ class SentenceSeeded(GNNRetriever):
             bm25 = self.index.keywords.scores(query)
             bm25 = bm25 / bm25.max() if bm25.max() > 0 else bm25
             dense = self.beta * best + (1 - self.beta) * cosine
-            h0 = np.minimum(h0, 1 - (self._weight * dense + (1 - self._weight) * bm25))
+            h0 = np.minimum(h0, 1 - (self.base_weight * dense + (1 - self.base_weight) * bm25))
         if self.gamma:
             h0 = self._entity_seeds(query, sims, h0.copy())
         return h0

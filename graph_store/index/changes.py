@@ -27,7 +27,7 @@ from hopgraph.graph_store.stores.manifest import Manifest, now, read_manifest
 from . import writes
 from .graph_build import GraphTasks
 from .lock import paused_gc, write_lock
-from .reader import read_vectors
+from .stored_vectors import read_vectors
 
 
 @paused_gc()

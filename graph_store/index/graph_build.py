@@ -49,7 +49,7 @@ from hopgraph.graph_store.stores.manifest import TRIPLE_VECTORS, Manifest, graph
 from hopgraph.graph_store.stores.vdb_chroma import GENERATION, ChromaLocation, ChromaVectorStore
 
 from .generations import Generation, folder_name, passages_location
-from .reader import read_vectors
+from .stored_vectors import read_vectors
 
 NEIGHBOURS_FILE = "semantic-neighbours.npz"
 GRAPH_DIR = "graph"

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import threading
 import zipfile
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from functools import cached_property
 from pathlib import Path
@@ -44,10 +44,10 @@ from hopgraph.graph_store.stores.manifest import (
 )
 from hopgraph.graph_store.stores.vdb_chroma import ChromaLocation
 from hopgraph.graph_store.stores.vector_search import SearchMode, VectorSearch
-from hopgraph.graph_store.stores.vector_table import VectorTable
 
 from .generations import passages_location
 from .lock import recover
+from .stored_vectors import read_vectors, stored_vectors
 
 if TYPE_CHECKING:  # BM25 (bm25s, scipy) and the graphs: imported when a method reads them
     from hopgraph.graph_store.graphs.entity_linker import EntityLinker
@@ -61,44 +61,6 @@ if TYPE_CHECKING:  # BM25 (bm25s, scipy) and the graphs: imported when a method 
 QUERY_CACHE = 4096
 """Query-time texts whose vectors an open index keeps (1.5k floats each): a question, and the
 few dozen concept paths G-RAG embeds for it, are embedded once however many methods read them."""
-
-
-def stored_vectors(location: ChromaLocation) -> dict[str, np.ndarray]:
-    """Read every vector of a Chroma collection (each partition's), by record id."""
-    store = open_store(location)
-    try:
-        found: dict[str, np.ndarray] = {}
-        for ids, embeddings, _, _ in store.records():
-            found.update(zip(ids, embeddings, strict=True))
-        return found
-    finally:
-        store.close()
-
-
-def read_vectors(directory: Path, manifest: Manifest, chunks: Sequence[Chunk]) -> np.ndarray:
-    """Return the chunks' stored vectors in chunk order: from the vector table, else Chroma."""
-    if manifest.vectors:
-        return VectorTable.load(directory, manifest.vectors).matrix([c.id for c in chunks])
-    location = passages_location(directory, manifest)
-    return chunk_embeddings(location, chunks, manifest.rows)
-
-
-def chunk_embeddings(
-    location: ChromaLocation, chunks: Sequence[Chunk], rows: Mapping[str, str] | None = None
-) -> np.ndarray:
-    """Read the chunks' stored embeddings from Chroma, in chunk order (nothing is re-embedded).
-
-    Rows of other generations (a write in progress) are left out by id; ``rows``: chunks
-    stored under another row id (Manifest.rows).
-    """
-    found, rows = stored_vectors(location), rows or {}
-    missing = [c.id for c in chunks if rows.get(c.id, c.id) not in found]
-    if missing:
-        raise IndexStateError(
-            f"{len(missing)} chunks have no stored vector (e.g. {missing[0]!r})",
-            "the index is damaged: rebuild it with `hopgraph index`",
-        )
-    return np.stack([found[rows.get(c.id, c.id)] for c in chunks]).astype(np.float32)
 
 
 class Index:

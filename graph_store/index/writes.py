@@ -37,7 +37,7 @@ from hopgraph.graph_store.stores.vector_table import VectorTable
 
 from .generations import Generation, folder_name, passages_location
 from .graph_build import GraphSettings, GraphTasks, write_graphs
-from .reader import read_vectors
+from .stored_vectors import read_vectors
 
 
 @dataclass(frozen=True)

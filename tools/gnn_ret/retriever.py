@@ -34,10 +34,7 @@ docs/methods.md has both. It costs one more query embedding and base search.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
-from concurrent.futures import Future
-from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import Any, ClassVar
@@ -46,18 +43,23 @@ import numpy as np
 
 from hopgraph.core.arrays import sparse_at, union_rows
 from hopgraph.core.csr import CsrLike, has_entry
-from hopgraph.core.errors import IndexStateError, InputError
-from hopgraph.core.threads import beside
+from hopgraph.core.errors import IndexStateError
 from hopgraph.graph_store import Index
 from hopgraph.graph_store.documents.filters import Where
-from hopgraph.graph_store.graphs.passage_graph import DIRECTED, EDGE_TYPES, PassageGraphSettings
-from hopgraph.graph_store.stores.bm25_query import KeywordTop, Lookups, QueryScores
+from hopgraph.graph_store.graphs.passage_graph import DIRECTED, PassageGraphSettings
+from hopgraph.graph_store.stores.bm25_query import KeywordTop, Lookups
 from hopgraph.tools.baselines.retrievers import HybridRetriever
 from hopgraph.tools.guards.guard import CONFIDENT, KEEP, MARGIN, MULTI_HOP, Guarded
 from hopgraph.tools.shared.base import checked_request
 from hopgraph.tools.shared.fusion import fuse_hits
 from hopgraph.tools.shared.hits import Hit, Provenance
 
+from .channels import (
+    DEFAULT_CHANNELS,
+    PAPER_CHANNELS,
+    Channel,
+    load_channels,
+)
 from .identifiers import names_identifiers
 from .layers import propagate, smallest
 from .list_rerank import DEPTH as RERANK_DEPTH
@@ -70,54 +72,37 @@ from .local import (
     propagate_local,
     still_holds,
 )
-
-
-@dataclass(frozen=True)
-class Channel:
-    """One message type: the passage-graph edge types it travels and its blend weight α (Eq. 4)."""
-
-    edge_types: tuple[str, ...]
-    alpha: float
-
-    def __post_init__(self) -> None:
-        if not 0.0 <= self.alpha <= 1.0:
-            raise ValueError(f"alpha must be in [0, 1], got {self.alpha}")
-        unknown = set(self.edge_types) - set(EDGE_TYPES)
-        if unknown or not self.edge_types:
-            raise ValueError(f"edge types must be some of {EDGE_TYPES}, got {self.edge_types}")
-
-
-WEIGHTS_HINT = "train them for this index's model: `hopgraph train gnn_ret --data DIR`"
-
-PAPER_CHANNELS = (Channel(("structural", "entity"), 0.5),)
-"""The paper's graph: structure and keyword (shared-entity) edges, untyped, one α of 0.5."""
-
-DEFAULT_CHANNELS = (Channel(("structural", "entity"), 0.65), Channel(("structural", "link"), 0.2))
+from .query_text import QueryText
 
 EXPAND = 2
 """Entities of the closest chunk appended to the question for its second h⁰ (module doc; 0: off)."""
+
+
 FULL_SCAN_BELOW = 32_768
 """Chunks below which a query computes every chunk's distance (:meth:`GNNRetriever.ranking`)
 instead of the local computation: the same ranking, and faster there (2wiki dev, 7,101 chunks:
 p50 1.1 against 2.9 ms; musique, 3,406: 0.9 against 2.5; the synthetic 100k: 5.6 against 4.6)."""
-CLOSEST = 32
-"""Dense's and BM25's first chunks among which the closest chunk is looked for first."""
+
+
 RERANK_FROM = 0.5
 """The hop classifier's probability from which the list reranker runs (GNNRetriever.reranks)."""
+
+
 RERANKED = "reranked: list features"
 """The provenance step of a place the list reranker gave (tools/gnn_ret/list_rerank.py)."""
+
+
 FUSE_DEPTH = 20
 """How deep the graph ranking and hybrid's are fused where a question names code."""
+
+
 FUSED = "fused with hybrid: the question names code"
 """The provenance step of such a fused place (tools/gnn_ret/identifiers.py)."""
+
+
 HUB = PassageGraphSettings().max_df
 """An entity in more chunks than this (a hub, "United States") is never appended: the passage graph
 gives hubs no edges for the same reason."""
-
-
-def recurrent_merge(h: np.ndarray, previous: np.ndarray, beta: float) -> np.ndarray:
-    """RGNN-Ret's Eq. 6: ĥ^t = β·h^t + (1 − β)·ĥ^{t−1} (this step's distances, blended)."""
-    return beta * h + (1 - beta) * previous
 
 
 BASES = ("dense", "bm25", "hybrid")
@@ -233,7 +218,8 @@ class GNNRetriever(Guarded):
         return [(graph.walks(c.edge_types), c.alpha) for c in self.channels]
 
     @property
-    def _weight(self) -> float:
+    def base_weight(self) -> float:
+        """Return the dense share of h⁰'s similarity: 1 on dense, 0 on BM25, ``dense_weight``."""
         return {"dense": 1.0, "bm25": 0.0, "hybrid": self.dense_weight}[self.base]
 
     def distances(self, query: str) -> np.ndarray:
@@ -241,11 +227,11 @@ class GNNRetriever(Guarded):
 
         The smaller of the two (module doc), each 1 − similarity under the base.
         """
-        h0 = self._distances(query)
+        h0 = self.text_distances(query)
         if not self.expands(query):
             return h0
         expanded = self.expanded(query, int(smallest(h0, 1)[0]))
-        return np.minimum(h0, self._distances(expanded)) if expanded else h0
+        return np.minimum(h0, self.text_distances(expanded)) if expanded else h0
 
     def expands(self, query: str) -> bool:
         """Whether the question is expanded: ``expand`` is on and the question looks multi-hop.
@@ -256,12 +242,12 @@ class GNNRetriever(Guarded):
         """
         if not self.expand:
             return False
-        return self.multi_hop(query, with_vector=self._weight > 0) >= MULTI_HOP
+        return self.multi_hop(query, with_vector=self.base_weight > 0) >= MULTI_HOP
 
-    def _distances(self, text: str) -> np.ndarray:
+    def text_distances(self, text: str) -> np.ndarray:
         """Return 1 − similarity under the base for every chunk (scores scaled to [0, 1])."""
         similarity = np.zeros(len(self.index.chunks), dtype=np.float32)
-        weight = self._weight
+        weight = self.base_weight
         if weight > 0:
             similarity += weight * self.index.query_similarities(text)
         if weight < 1:
@@ -314,10 +300,10 @@ class GNNRetriever(Guarded):
         """
         index, chunks = self.index, len(self.index.chunks)
         first = depth = max(FIRST_DEPTH, 2 * k, 2 * self.top_k)
-        texts = [_Text(self, query, first, cached=True)]
+        texts = [QueryText(self, query, first, cached=True)]
         expanded = self.expanded(query, texts[0].closest()) if self.expands(query) else None
         if expanded:  # its dense search bypasses the index's one-query cache (the guard's)
-            texts.append(_Text(self, expanded, first, cached=False, extends=texts[0]))
+            texts.append(QueryText(self, expanded, first, cached=False, extends=texts[0]))
         channels = [
             ([index.passage_graph.csr[t] for t in c.edge_types], c.alpha) for c in self.channels
         ]
@@ -351,7 +337,7 @@ class GNNRetriever(Guarded):
                 return found
             depth *= 2 if depth == FIRST_DEPTH else 4
 
-    def _cosines(
+    def cosines_at(
         self, vector: np.ndarray, rows: np.ndarray, known: tuple[np.ndarray, np.ndarray] | None
     ) -> np.ndarray:
         """Return the cosines at ``rows``: dense search's where it scored them, else the table's."""
@@ -362,7 +348,7 @@ class GNNRetriever(Guarded):
             out[missing] = self.index.vector_search.scores(vector, rows[missing])
         return out
 
-    def _candidates(
+    def base_candidates(
         self,
         dense: tuple[np.ndarray, np.ndarray] | None,
         keywords: KeywordTop | None,
@@ -393,7 +379,7 @@ class GNNRetriever(Guarded):
             return Candidates(rows if len(rows) >= chunks else np.arange(chunks), np.inf)
         if dense is None:  # BM25 alone: every chunk outside has at most the floor
             return Candidates(rows, 1.0 - keyword_floor)
-        weight = self._weight
+        weight = self.base_weight
         return Candidates(rows, 1.0 - (weight * dense_floor + (1 - weight) * keyword_floor))
 
     def _found(self, query: str, n: int) -> tuple[LocalRanking, np.ndarray]:
@@ -463,132 +449,3 @@ class GNNRetriever(Guarded):
 def _listed(found: LocalRanking, best: np.ndarray) -> Listed:
     """Return the passages at positions ``best`` of ``found``, as the list reranker reads them."""
     return Listed(found.rows[best], 1.0 - found.h[best], found.sender[best] >= 0)
-
-
-class _Text:
-    """One text's h⁰ under a retriever's base: its candidates at a depth, its distances at rows.
-
-    GNN-Ret's local computation asks this of the question and, when it expands it, of the
-    expanded question too (:meth:`GNNRetriever.local_ranking`).
-    """
-
-    def __init__(
-        self,
-        retriever: GNNRetriever,
-        text: str,
-        first: int,
-        cached: bool,
-        extends: _Text | None = None,
-    ) -> None:
-        """Prepare ``text`` (nothing ranked yet).
-
-        ``extends``: the text it starts with (then a space), whose BM25 terms and read postings
-        it keeps.
-        """
-        index, weight = retriever.index, retriever._weight
-        self.retriever, self.text, self.first, self.cached = retriever, text, first, cached
-        self.vector = index.embed_query(text) if weight > 0 else None
-        self.keywords: QueryScores | None = None
-        self._first_dense: Future | None = None
-        if self.vector is not None and weight < 1:  # the two halves' first tops side by side
-            self._first_dense = beside(self._dense, first)
-        if weight < 1:
-            self.keywords = (
-                extends.keywords.extended(text[len(extends.text) + 1 :])
-                if extends is not None and extends.keywords is not None
-                else index.query_scores(text)
-            )
-        self.first_top = self.keywords.top(first) if self.keywords is not None else None
-        # The best BM25 score of all, as the full scan scales by (``top`` certifies it).
-        top = self.first_top
-        self.top_score = top.scores.max() if top and len(top.scores) else None
-        self.known: list[tuple[np.ndarray, np.ndarray]] = []  # dense's exact cosines, by row
-
-    def dense(self, depth: int) -> tuple[np.ndarray, np.ndarray]:
-        """Return dense search's top ``depth`` (rows, cosines) for this text, best first."""
-        if depth == self.first and self._first_dense is not None:
-            return self._first_dense.result()
-        return self._dense(depth)
-
-    def _dense(self, depth: int) -> tuple[np.ndarray, np.ndarray]:
-        index = self.retriever.index
-        if self.cached:
-            return index.dense_top(self.text, depth)
-        return index.vector_search.top(self.vector, depth)
-
-    def candidates(self, depth: int, chunks: int) -> Candidates:
-        """Return dense's and BM25's top ``depth`` chunks and the h⁰ every other one has."""
-        dense = None
-        if self.vector is not None:
-            dense = self.dense(depth)
-            order = np.argsort(dense[0])
-            self.known.append((dense[0][order], dense[1][order]))
-        keywords = self.first_top
-        if depth != self.first and self.keywords is not None:
-            keywords = self.keywords.top(depth)
-        return self.retriever._candidates(dense, keywords, self.top_score, depth, chunks)
-
-    def h0_of(self, rows: np.ndarray, looked_up: Lookups | None = None) -> np.ndarray:
-        """Return h⁰ at ``rows`` (float32, as the full scan's), cosines from the last search.
-
-        ``looked_up``: BM25 term scores at these rows that another text already read.
-        """
-        retriever, weight = self.retriever, self.retriever._weight
-        similarity = np.zeros(len(rows), dtype=np.float32)
-        if self.vector is not None:
-            known = self.known[-1] if self.known else None
-            similarity += weight * retriever._cosines(self.vector, rows, known)
-        if self.keywords is not None and self.top_score:
-            similarity += (1 - weight) * (self.keywords.at(rows, looked_up) / self.top_score)
-        return 1.0 - similarity
-
-    def closest(self) -> int:
-        """Return the row of the chunk with the smallest h⁰ (ties: the lowest row).
-
-        As the full scan finds it, from dense's and BM25's first :data:`CLOSEST` of the first
-        round: certified when no chunk outside both lists can be as close, else from longer
-        lists, and past the first round's by the full scan itself.
-        """
-        retriever = self.retriever
-        weight = retriever._weight
-        depth = CLOSEST
-        while depth < self.first:
-            parts, floor, complete = [], 0.0, False
-            if self.vector is not None:
-                rows, scores = self.dense(self.first)  # the first round's, kept
-                parts.append(rows[:depth])
-                complete = len(rows) < depth  # every chunk is in the list
-                floor += weight * float(scores[depth - 1]) if not complete else 0.0
-            if self.first_top is not None and self.top_score:
-                order = np.argsort(-self.first_top.scores, kind="stable")[:depth]
-                parts.append(self.first_top.rows[order])
-                cut = float(self.first_top.scores[order[-1]]) if len(order) == depth else 0.0
-                floor += (1 - weight) * max(cut, self.first_top.ceiling) / self.top_score
-            rows = union_rows(*parts)
-            if not len(rows):  # no chunk matches at all: the full scan's ties decide
-                break
-            h = self.h0_of(rows)
-            at = int(smallest(h, 1)[0])
-            if complete or h[at] < 1.0 - floor:
-                return int(rows[at])
-            depth *= 4
-        return int(smallest(retriever._distances(self.text), 1)[0])
-
-
-def load_channels(path: Path, index: Index) -> tuple[Channel, ...]:
-    """Read learned channels (`hopgraph train gnn_ret`); refuse ones made for another model."""
-    try:
-        saved = json.loads(path.read_text(encoding="utf-8"))
-        channels = tuple(
-            Channel(tuple(c["edge_types"]), float(c["alpha"])) for c in saved["channels"]
-        )
-    except (OSError, ValueError, KeyError, TypeError) as err:
-        raise InputError(f"{path}: not a GNN-Ret weights file ({err})", WEIGHTS_HINT) from err
-    model = index.manifest.settings.model
-    if saved.get("model") != model:
-        raise IndexStateError(
-            f"{path} was trained on an index embedded with {saved.get('model')!r}; "
-            f"this index uses {model!r}",
-            WEIGHTS_HINT,
-        )
-    return channels

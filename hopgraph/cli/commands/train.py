@@ -315,7 +315,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     net.add_argument(
         "--concept-paths",
-        # tools.grag_graph.CONCEPT_PATHS, not imported: --help stays fast
+        # tools.grag.graph.CONCEPT_PATHS, not imported: --help stays fast
         choices=("encoded", "concepts", "none"),
         default="concepts",
         help="grag: how each candidate's concept path (the question's concepts it holds and "

@@ -14,8 +14,8 @@ import torch
 from hopgraph.agents.tog2.search import entity_scores
 from hopgraph.tools import make_retriever
 from hopgraph.tools.gear.retriever import diverse_beam_search, flatten_to_chunks, read_triples
+from hopgraph.tools.gnn_ret.channels import recurrent_merge
 from hopgraph.tools.gnn_ret.layers import gnn_layer
-from hopgraph.tools.gnn_ret.retriever import recurrent_merge
 from hopgraph.tools.gnn_ret.training import Sample, hinge_loss
 from hopgraph.tools.grag.graph import edge_weights
 from hopgraph.tools.grag.training import cross_entropy_loss, pairwise_loss

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
+from hopgraph.tools.gnn_ret.channels import Channel
 from hopgraph.tools.gnn_ret.layers import gnn_layer, propagate, smallest, typed_layer
-from hopgraph.tools.gnn_ret.retriever import Channel
 
 
 def graph(n, edges):
@@ -91,7 +91,7 @@ def test_the_question_borrows_the_closest_chunks_entities_it_does_not_name(docs_
 
     question = "When did military instruction start at the place where Larry Alcala was educated?"
     retriever = gnn_ret.GNNRetriever(docs_index, keep=0)
-    closest = int(smallest(retriever._distances(question), 1)[0])
+    closest = int(smallest(retriever.text_distances(question), 1)[0])
     assert docs_index.extraction_table.extraction(closest).entities == (
         "larry alcala", "filipino", "university of santo tomas")  # fmt: skip
     # "larry alcala" is named by the question; the bridge, the university, is not
@@ -100,11 +100,11 @@ def test_the_question_borrows_the_closest_chunks_entities_it_does_not_name(docs_
     )
     one = gnn_ret.GNNRetriever(docs_index, keep=0, expand=1)
     assert one.expanded(question, closest) == f"{question} filipino"
-    h0 = np.minimum(retriever._distances(question), retriever._distances(
+    h0 = np.minimum(retriever.text_distances(question), retriever.text_distances(
         f"{question} filipino ; university of santo tomas"))  # fmt: skip
     np.testing.assert_array_equal(retriever.distances(question), h0)
     off = gnn_ret.GNNRetriever(docs_index, keep=0, expand=0)
-    np.testing.assert_array_equal(off.distances(question), off._distances(question))
+    np.testing.assert_array_equal(off.distances(question), off.text_distances(question))
     # only a question that looks multi-hop is expanded (the guard's classifier)
     assert retriever.expands(question) and not retriever.expands("who wrote the declaration")
     monkeypatch.setattr(gnn_ret, "HUB", 0)  # every entity is a hub now: nothing to borrow

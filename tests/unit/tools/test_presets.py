@@ -5,7 +5,7 @@ import pytest
 
 from hopgraph.core.errors import UnknownMethodError
 from hopgraph.tools import PRESETS, RETRIEVERS, make_retriever
-from hopgraph.tools.gnn_ret.retriever import PAPER_CHANNELS
+from hopgraph.tools.gnn_ret.channels import PAPER_CHANNELS
 from hopgraph.tools.guards import guard, hop_classifier
 from hopgraph.tools.guards.guard import keep_top
 from hopgraph.tools.guards.hop_classifier import (

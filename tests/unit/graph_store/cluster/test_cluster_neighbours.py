@@ -35,7 +35,7 @@ from hopgraph.graph_store.graphs.semantic import (
     update_nearest,
 )
 from hopgraph.graph_store.index.graph_build import NEIGHBOURS_FILE, GraphSettings, GraphTasks
-from hopgraph.graph_store.index.reader import read_vectors
+from hopgraph.graph_store.index.stored_vectors import read_vectors
 from hopgraph.graph_store.stores.vector_search import VectorSearch
 from tests.sample_index import written_in_four_steps
 from tests.unit.graph_store.graphs.test_incremental_graphs import vector_writes

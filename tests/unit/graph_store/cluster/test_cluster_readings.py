@@ -19,7 +19,7 @@ from hopgraph.graph_store.graphs.extraction.readings import CorpusReadings
 from hopgraph.graph_store.graphs.extraction.table import ExtractionTable
 from hopgraph.graph_store.graphs.semantic import nearest
 from hopgraph.graph_store.index.graph_build import GraphTasks
-from hopgraph.graph_store.index.reader import read_vectors
+from hopgraph.graph_store.index.stored_vectors import read_vectors
 from hopgraph.graph_store.stores.chunk_table import read_chunks
 from tests.sample_index import written_in_four_steps
 

@@ -371,7 +371,7 @@ def test_a_rollback_that_cannot_reach_the_store_leaves_the_folder_for_the_next_w
 
 
 def test_a_write_that_merges_vector_segments_commits_the_merged_one(tmp_path, monkeypatch):
-    from hopgraph.graph_store.index.reader import read_vectors
+    from hopgraph.graph_store.index.stored_vectors import read_vectors
     from hopgraph.graph_store.stores import segments
 
     directory = tmp_path / "idx"

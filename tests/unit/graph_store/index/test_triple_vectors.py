@@ -77,7 +77,7 @@ def test_the_triple_table_keeps_chromas_vectors_through_writes_and_readers_skip_
         delete_documents,
     )
     from hopgraph.graph_store.index.graph_build import GraphSettings
-    from hopgraph.graph_store.index.reader import stored_vectors
+    from hopgraph.graph_store.index.stored_vectors import stored_vectors
 
     path = tmp_path / "idx"
     docs = [Document(d["id"], d["title"], d["text"]) for d in DOCS]

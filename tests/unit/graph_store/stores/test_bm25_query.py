@@ -119,16 +119,17 @@ def test_gnn_rets_local_ranking_is_its_full_scans_through_widening_rounds(
 ):
     """A first depth of 1 makes every query widen its candidates round after round (with the
     expanded question, both texts' candidates)."""
+    from hopgraph.tools.gnn_ret import query_text
     from hopgraph.tools.gnn_ret import retriever as gnn_ret
     from hopgraph.tools.gnn_ret.layers import smallest
 
     monkeypatch.setattr(gnn_ret, "FIRST_DEPTH", 1)
-    monkeypatch.setattr(gnn_ret, "CLOSEST", 1)
+    monkeypatch.setattr(query_text, "CLOSEST", 1)
     monkeypatch.setattr(bm25_query, "POSTINGS_PER_DEPTH", 1)
     monkeypatch.setattr(gnn_ret, "MULTI_HOP", 0.0)  # every question is expanded (expand > 0)
     retriever = gnn_ret.GNNRetriever(docs_index, base=base, keep=0, expand=expand)
     for query in ["Where was the founder of the band born?", "river stone lake", "film"]:
-        closest = int(smallest(retriever._distances(query), 1)[0])
+        closest = int(smallest(retriever.text_distances(query), 1)[0])
         assert (retriever.expanded(query, closest) is not None) == bool(expand)
         found = retriever.local_ranking(query, 3)
         full, _, _ = retriever.ranking(query)
