@@ -6,8 +6,8 @@ NQ comes with dev questions only, and G-RAG is trained in-domain in the paper (i
 train, spec g_rag §8). This writes ``INTO/nq-train`` (corpus.jsonl + train.jsonl: a seeded
 random half of the questions) and ``INTO/nq-dev`` (corpus.jsonl + dev.jsonl: the other half),
 so `hopgraph train grag --data INTO/nq-train` learns from one half and
-`python -m hopgraph.evals.studies.rerank --data INTO/nq-dev` scores only questions the network never
-saw. Same seed, same halves.
+`python -m hopgraph.evals.studies.grag_reranking --data INTO/nq-dev` scores only questions the
+network never saw. Same seed, same halves.
 """
 
 from __future__ import annotations

@@ -43,23 +43,38 @@ def _commands(
 
 
 def cli_reference() -> str:
-    """Render every command's help, as ``hopgraph COMMAND --help`` prints it."""
+    """Render every command's help by group, as ``hopgraph COMMAND --help`` prints it."""
     from hopgraph.cli import build_parser
+    from hopgraph.cli.parser import COMMAND_GROUPS
 
     before = os.environ.get("COLUMNS")
     os.environ["COLUMNS"] = COLUMNS
     try:
-        parts = []
-        for words, parser in _commands(build_parser()):
-            title = " ".join(("hopgraph", *words))
-            text = parser.format_help().rstrip()
-            parts.append(f"## `{title}`\n\n```text\n{text}\n```")
+        helps = {words: _help(words, p) for words, p in _commands(build_parser())}
+        top = [w for w in helps if len(w) == 1]
+        grouped = [c for _, commands in COMMAND_GROUPS.values() for c in commands]
+        if sorted(grouped) != sorted(w[0] for w in top):
+            raise SystemExit(
+                f"hopgraph.cli.parser.COMMAND_GROUPS names {sorted(grouped)}, the parser has "
+                f"{sorted(w[0] for w in top)}: give each command one group"
+            )
+        parts = [helps[()]]
+        for group, (summary, commands) in COMMAND_GROUPS.items():
+            parts.append(f"## {group}\n\n{summary}")
+            parts += [helps[w] for c in commands for w in helps if w and w[0] == c]
         return "\n\n".join(parts)
     finally:
         if before is None:
             del os.environ["COLUMNS"]
         else:
             os.environ["COLUMNS"] = before
+
+
+def _help(words: tuple[str, ...], parser: argparse.ArgumentParser) -> str:
+    """Return one command's section: its heading and its ``--help``."""
+    title = " ".join(("hopgraph", *words))
+    heading = "##" if not words else "###" + "#" * (len(words) - 1)
+    return f"{heading} `{title}`\n\n```text\n{parser.format_help().rstrip()}\n```"
 
 
 def _type(annotation: Any) -> str:

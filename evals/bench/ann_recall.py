@@ -10,7 +10,7 @@ its size: the eval corpora are below the size where indexes get one), and report
 - gnn_ret's local computation (tools/gnn_ret/local.py) against its full scan: how many questions get
   the same top 10 (exact search, so only the local computation can differ).
 
-Dev splits only (choices are made on them; docs/scaling.md has the table).
+Dev splits only (choices are made on them; docs/scale-measurements.md has the table).
 """
 
 from __future__ import annotations

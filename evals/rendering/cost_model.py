@@ -1,12 +1,12 @@
-"""The cost model of docs/scaling.md: power laws fitted to the scale measurements, projected.
+"""The cost model of docs/scale-measurements.md: power laws fitted to the measurements, projected.
 
 ``python -m hopgraph.evals.rendering.cost_model`` reads the measurements in
 ``evals/results/scale/measurements.json`` (each figure with its sizes and the commands and dates
 that produced them), fits ``cost = a · passages^b`` per figure by least squares on the
 logarithms, projects it to 10M and 100M passages, finds the size at which each figure with a
 limit on this machine (24 GB of memory, a 60 s write, 250 GB of disk) reaches it, and writes the
-table into docs/scaling.md between its ``cost-model`` markers; and the table of the IVF against
-exact search on the eval sets, from ``evals/results/scale/ann-recall.json``, between the
+table into docs/scale-measurements.md between its ``cost-model`` markers; and the table of the
+IVF against exact search on the eval sets, from ``evals/results/scale/ann-recall.json``, between the
 ``ann-recall`` markers; and the partitioned builds from ``cluster-*.json``
 (``evals.bench.cluster --out``) between the ``cluster-build`` markers, and serving from shards
 from ``cluster-*.json`` (``evals.bench.cluster_serving --out``) between the
@@ -30,7 +30,7 @@ from hopgraph.evals.doc_markers import replaced
 ROOT = Path(__file__).resolve().parents[2]
 MEASUREMENTS = ROOT / "evals" / "results" / "scale" / "measurements.json"
 ANN_RECALL = ROOT / "evals" / "results" / "scale" / "ann-recall.json"
-DOC = ROOT / "docs" / "scaling.md"
+DOC = ROOT / "docs" / "scale-measurements.md"
 MARKERS = {
     "cost-model": ("<!-- cost-model:start -->", "<!-- cost-model:end -->"),
     "ann-recall": ("<!-- ann-recall:start -->", "<!-- ann-recall:end -->"),
@@ -257,13 +257,15 @@ def render_projection(report: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Write the cost model into docs/scaling.md, or check it (--check)."""
+    """Write the cost model into docs/scale-measurements.md, or check it (--check)."""
     parser = argparse.ArgumentParser(
         prog="python -m hopgraph.evals.rendering.cost_model",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--check", action="store_true", help="fail if docs/scaling.md differs")
+    parser.add_argument(
+        "--check", action="store_true", help="fail if docs/scale-measurements.md differs"
+    )
     args = parser.parse_args(argv)
     table = render(json.loads(MEASUREMENTS.read_text(encoding="utf-8")))
     recall = render_recall(json.loads(ANN_RECALL.read_text(encoding="utf-8")))
@@ -279,7 +281,7 @@ def main(argv: list[str] | None = None) -> int:
     fresh = updated(updated(fresh, "cluster-graphs", graphs), "cluster-projection", projection)
     if args.check:
         if fresh != text:
-            print("docs/scaling.md's cost model differs from the measurements: run "
+            print("docs/scale-measurements.md's cost model differs from the measurements: run "
                   "`python -m hopgraph.evals.rendering.cost_model`", file=sys.stderr)  # fmt: skip
             return 1
         return 0

@@ -9,7 +9,7 @@ A table lives between ``<!-- table:NAME:start -->`` and ``<!-- table:NAME:end --
 document, and is rendered from reports kept under evals/results/ (evals/rendering/quality.py,
 evals/bench/tables.py, and the studies' own modules), never typed by hand: the unit suite renders
 each and fails when a document's table differs (tests/unit/evals/test_generated_tables.py).
-docs/scaling.md's tables come from evals/rendering/cost_model.py, checked the same way.
+docs/scale-measurements.md's tables come from evals/rendering/cost_model.py, checked the same way.
 """
 
 from __future__ import annotations
@@ -25,11 +25,11 @@ from hopgraph.evals.rendering import guard as guard_table
 from hopgraph.evals.rendering import quality
 from hopgraph.evals.studies import (
     extractive,
-    gnn_variants,
-    guard_study,
-    hop_embedding_study,
+    guard_question_vectors,
+    guard_when,
     list_rerank,
-    naive_ge_fusion,
+    more_hops,
+    naive_ge_page_step,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -55,12 +55,12 @@ TABLES: dict[str, tuple[Callable[[], str], str]] = {
     "local-model": (quality.local_model, "docs/agents.md"),
     "coverage": (quality.coverage, "docs/graphs.md"),
     "guard": (guard_table.kept, "docs/methods.md"),
-    "guard-margin": (guard_study.margin_table, "docs/methods.md"),
-    "guard-selective": (guard_study.selective_table, "docs/methods.md"),
-    "guard-classifier": (hop_embedding_study.table, "docs/methods.md"),
-    "gnn-variants": (gnn_variants.table, "docs/methods.md"),
+    "guard-margin": (guard_when.margin_table, "docs/methods.md"),
+    "guard-selective": (guard_when.selective_table, "docs/methods.md"),
+    "guard-classifier": (guard_question_vectors.table, "docs/methods.md"),
+    "gnn-variants": (more_hops.table, "docs/methods.md"),
     "list-rerank": (list_rerank.table, "docs/methods.md"),
-    "naive-ge-fusion": (naive_ge_fusion.table, "docs/methods.md"),
+    "naive-ge-fusion": (naive_ge_page_step.table, "docs/methods.md"),
 }
 
 

@@ -10,7 +10,8 @@ evals/rendering/docs.py puts them between their markers and the unit suite check
 - ``docsets`` (docs/evaluation.md): the documentation sets, scored by section, from the reports
   kept in evals/results/docsets/ (``hopgraph eval --data evals/docsets/SET``).
 - ``rerank`` (docs/evaluation.md): G-RAG against the hybrid top 100 it reranks
-  (``python -m hopgraph.evals.studies.rerank --out FILE``), kept as evals/results/rerank.json.
+  (``python -m hopgraph.evals.studies.grag_reranking --out FILE``), kept as
+  evals/results/rerank.json.
 - ``iier-scorer`` (docs/evaluation.md): IIER with its trained chain scorer and without
   (``hopgraph eval --methods iier --weights iier=FILE|none``), kept as
   evals/results/iier/SET-trained.json and SET-untrained.json.
@@ -162,8 +163,8 @@ def docsets(results: Path = RESULTS) -> str:
 
 
 def rerank(results: Path = RESULTS) -> str:
-    """Render evaluation.md's G-RAG table (evals/studies/rerank.py renders its own report)."""
-    from hopgraph.evals.studies.rerank import markdown
+    """Render evaluation.md's G-RAG table (evals/studies/grag_reranking.py renders its report)."""
+    from hopgraph.evals.studies.grag_reranking import markdown
 
     kept = results.parent / "rerank.json"
     return markdown(json.loads(kept.read_text(encoding="utf-8")))

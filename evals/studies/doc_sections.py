@@ -6,6 +6,8 @@ against the file's headings found independently of the chunker: the section node
 doctree for .rst (their titles' text, below the page title; includes followed) and markdown-it's
 heading tokens for .md. A chunk before any heading has the section "". Prints the count and the
 first wrong chunks; exits 1 when there is any.
+
+The figures it makes: docs/documents.md, "Documentation".
 """
 
 from __future__ import annotations

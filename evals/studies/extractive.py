@@ -1,7 +1,7 @@
 """How often the answer without an LLM holds the gold answer, against the passages it reads.
 
-``python -m hopgraph.evals.studies.extractive --data ../shared/data/musique --data ... [--split dev]
-[--method gnn_ret] [-k 5] [--out evals/results/extractive.json]``
+``python -m hopgraph.evals.studies.extractive --data ../shared/data/musique --data ...
+[--split dev] [--method gnn_ret] [-k 5] [--out evals/results/extractive.json]``
 
 Per question: the method's top-k passages (what ``ask`` with no LLM shows) and the extractive
 answer drawn from them (:mod:`hopgraph.agents.extractive`). Answer-string recall is the share
@@ -9,6 +9,8 @@ of questions where a gold answer (any alias, SQuAD-normalised) appears in the te
 answer's sentences alone (titles not counted), and in the k passages (title and text). The
 answer can hold the gold string only where a passage does; what it costs is the difference,
 and what it saves is the words a reader has to read (both are reported).
+
+The figures it makes: docs/evaluation.md, "An answer without an LLM".
 """
 
 from __future__ import annotations
@@ -118,7 +120,8 @@ def _share(row: dict) -> str:
 def main(argv: list[str] | None = None) -> int:
     """Measure each dataset and print (and save) the table."""
     parser = argparse.ArgumentParser(
-        prog="python -m hopgraph.evals.studies.extractive", description=__doc__.split("\n\n")[0]
+        prog="python -m hopgraph.evals.studies.extractive",
+        description=__doc__.split("\n\n")[0],
     )
     parser.add_argument("--data", type=Path, action="append", required=True, help="dataset folder")
     parser.add_argument("--split", default="dev", help="question file (default dev)")

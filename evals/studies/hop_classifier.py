@@ -11,6 +11,8 @@ balanced) over tools.hop_classifier.features; the fitted weights ship as
 tools/shared/weights_data/hop_classifier.json. The same questions' vectors under ``--model``
 (default all-MiniLM-L6-v2) fit the vector model, shipped as
 tools/shared/weights_data/hop_classifier-MODEL.json.
+
+The figures it makes: docs/methods.md, "No harm: the guard" (the classifier it ships).
 """
 
 from __future__ import annotations

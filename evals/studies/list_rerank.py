@@ -15,6 +15,8 @@ all-MiniLM-L6-v2). The eval indexes are cached as `hopgraph eval`'s.
 ``--compare`` fits nothing: on each dataset's dev split it scores dense, GNN-Ret (tuned) without
 the reranker and with it (``--out`` or the shipped one) as `hopgraph eval` does (guard on,
 latency with the query embedded).
+
+The figures it makes: docs/methods.md, "Reranking the list".
 """
 
 from __future__ import annotations

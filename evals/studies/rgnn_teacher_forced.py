@@ -8,6 +8,9 @@ isolates what learned α / β change in retrieval from what an LLM would change 
 
     python -m hopgraph.evals.studies.rgnn_teacher_forced --data ../shared/data/musique [--weights
     FILE]
+
+The figures it makes: docs/methods.md, "RGNN-Ret", docs/evaluation.md, "Learned α", and
+docs/agents.md, "What the agents' loops buy".
 """
 
 from __future__ import annotations

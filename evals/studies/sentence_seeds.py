@@ -14,8 +14,10 @@ sentences, each beside the tuned h⁰ (the smaller distance is kept, as the expa
   sentence's cosine.
 
 The propagation and the guard then run as in ``gnn_ret``. Prints R@2, R@5 and All@5 (dedup to
-documents from the first 15 hits, as evals/studies/gnn_variants.py); the figures are in
+documents from the first 15 hits, as evals/studies/more_hops.py); the figures are in
 docs/methods.md, "Sentences as seeds".
+
+The figures it makes: docs/methods.md, "Sentences as seeds".
 """
 
 from __future__ import annotations

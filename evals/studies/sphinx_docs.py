@@ -48,6 +48,8 @@ path (it imports only what that code already had: the loader, the chunker, the e
 hopgraph; the results' ``code`` is the commit of the hopgraph that was imported).
 
 Each run replaces its label's entry in the JSON file and keeps the others.
+
+The figures it makes: docs/documents.md, "Documentation".
 """
 
 from __future__ import annotations

@@ -105,6 +105,31 @@ class _Version(argparse.Action):
         parser.exit()
 
 
+COMMAND_GROUPS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "Documents": (
+        "Build an index from your documents and keep it in step with them.",
+        ("index", "add", "sync", "docs", "delete"),
+    ),
+    "Queries": (
+        "Retrieve passages, draw their evidence, describe the index.",
+        ("retrieve", "explain", "info"),
+    ),
+    "Answers": (
+        "Ask with an agent or in a chat, and read the traces of their runs.",
+        ("ask", "chat", "trace"),
+    ),
+    "Graphs": ("Build and inspect the passage graph and the knowledge graph.", ("graph",)),
+    "Evaluation and training": (
+        "Score methods on a benchmark, train the trained ones, run the demo.",
+        ("eval", "train", "demo"),
+    ),
+    "Servers": ("Serve an index to a browser or to other agents.", ("ui", "mcp")),
+    "Upkeep": ("Check and repair an index; show the settings in effect.", ("check", "config")),
+}
+"""The commands by group (one module of cli/commands each, mostly): docs/cli.md is laid out by
+these, and a command in no group fails the reference's check."""
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Return the parser of every subcommand."""
     from hopgraph.agents.registry import agent_methods

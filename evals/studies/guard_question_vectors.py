@@ -1,19 +1,21 @@
 """Would a hop classifier over the question's embedding guard better than the bag of words?
 
-``python -m hopgraph.evals.studies.hop_embedding_study --data ../shared/data --method iier``
+``python -m hopgraph.evals.studies.guard_question_vectors --data ../shared/data --method iier``
 
 The selective guard (tools/guards/guard.py) stands aside where the hop classifier calls a question
 multi-hop and dense retrieval is unsure. The shipped classifier reads lower-cased words and word
 pairs (tools/guards/hop_classifier.py). This study fits a logistic regression on the embedding
 model's question vectors instead (the vector dense retrieval computes anyway), on the same training
 questions (evals/studies/hop_classifier.py: the train splits against single-hop ones, NQ dev's half
-A out of fold), and scores the guard's rule offline on the dev cases of evals/studies/guard_study.py
+A out of fold), and scores the guard's rule offline on the dev cases of evals/studies/guard_when.py
 (their ``--store``), for thresholds ``t`` and dense leads ``gap``; ``mean`` averages the two
 classifiers' probabilities. Printed per rule: R@2 on the
 multi-hop dev sets and on NQ's halves A and B, NQ's MRR, and whether the rule meets issue 37's
 point (multi-hop R@2 within a point of the unguarded method, NQ R@2 and MRR within a point of
 dense): ``A`` on half A (where a rule may be chosen), ``A+B`` on both. The guard adopted the
 mean (docs/methods.md, "Which classifier"); ``--out`` keeps the figures its table shows.
+
+The figures it makes: docs/methods.md, "No harm: the guard".
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from hopgraph.evals.studies.guard_study import Case, cases, scores
+from hopgraph.evals.studies.guard_when import Case, cases, scores
 from hopgraph.evals.studies.hop_classifier import (
     fit,
     fit_vectors,

@@ -1,6 +1,6 @@
 """When should the no-harm guard keep dense retrieval's first chunk? A study on dev splits.
 
-``python -m hopgraph.evals.studies.guard_study --data ../shared/data/musique --data ... [--method
+``python -m hopgraph.evals.studies.guard_when --data ../shared/data/musique --data ... [--method
 gnn_ret]``
 
 For every question, the method is run without the guard (``keep=0``) and dense retrieval's
@@ -14,6 +14,8 @@ two halves (odd / even questions): thresholds are chosen on the multi-hop sets a
 half (A) only, and reported on the second (B). The classifier was fitted on A, so with
 ``--train-data`` A's probabilities are out-of-fold (five refits, each without a fifth of A),
 as unseen questions would get them.
+
+The figures it makes: docs/methods.md, "No harm: the guard".
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """GNN-Ret's options tried for more hops without an LLM (issue 37), scored per hop count.
 
-``python -m hopgraph.evals.studies.gnn_variants --data ../shared/data/musique-train --split train``
+``python -m hopgraph.evals.studies.more_hops --data ../shared/data/musique-train --split train``
 
 Each variant is the tuned GNN-Ret with one or two constructor options changed, unguarded
 (``keep=0``: the guard would hide what the propagation does). Prints R@2, R@5 and R@5 per
@@ -8,6 +8,8 @@ number of gold passages (MuSiQue's 2-, 3- and 4-hop questions). Choices are made
 splits and confirmed on dev (docs/methods.md, "More hops without an LLM"). ``--out FILE`` writes
 the figures as JSON; kept as evals/results/gnn-variants/SET-SPLIT.json, they render
 docs/methods.md's table (:func:`table`, evals/rendering/docs.py).
+
+The figures it makes: docs/methods.md, "More hops without an LLM".
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 r"""G-RAG against its base order (spec g_rag §9): MRR and MHits@10 over all positives, R@5.
 
-    python -m hopgraph.evals.studies.rerank --weights FILE \
+    python -m hopgraph.evals.studies.grag_reranking --weights FILE \
         --data ../shared/data/musique --data ../shared/data/nq
 
 For each question the base retriever's top-n chunks are ranked twice, in the base's order and
@@ -8,6 +8,8 @@ by the reranker; chunks collapse to their documents (first place kept) and the p
 the gold documents among the candidates. A question with none counts 0 for MRR and MHits
 (GST's convention, §9.1); R@5 is the eval's Recall@5 over every gold document. One index per
 dataset, cached like `hopgraph eval`'s.
+
+The figures it makes: docs/evaluation.md, "G-RAG", and docs/methods.md, "G-RAG's concept paths".
 """
 
 from __future__ import annotations
@@ -76,7 +78,7 @@ def markdown(results: dict[str, dict[str, list[float]]]) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     """Print the reranking table; write it as JSON with --out."""
     parser = argparse.ArgumentParser(
-        prog="python -m hopgraph.evals.studies.rerank",
+        prog="python -m hopgraph.evals.studies.grag_reranking",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

