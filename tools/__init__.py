@@ -19,7 +19,7 @@ from .shared.registry import (
 )
 
 if TYPE_CHECKING:
-    from .frameworks.langchain import HopgraphRetriever
+    from .frameworks.langchain import HopgraphRetriever, retrieval_tools
     from .frameworks.llamaindex import HopgraphLlamaIndexRetriever
     from .shared.base import Retriever
     from .shared.hits import Hit, Provenance
@@ -29,7 +29,8 @@ _LAZY = {
     "Hit": "shared.hits",
     "Provenance": "shared.hits",
     "HopgraphRetriever": "frameworks.langchain",
-    "HopgraphLlamaIndexRetriever": "frameworks.llamaindex",  # the llamaindex extra
+    "HopgraphLlamaIndexRetriever": "frameworks.llamaindex",
+    "retrieval_tools": "frameworks.langchain",  # the llamaindex extra
 }
 
 __all__ = [
@@ -44,6 +45,7 @@ __all__ = [
     "check_preset",
     "make_retriever",
     "parse_methods",
+    "retrieval_tools",
 ]
 
 

@@ -1,4 +1,4 @@
-"""The ``hopgraph`` command: argument parsing and error handling; the work is in commands.py."""
+"""The parser of every ``hopgraph`` subcommand; each command's work is in cli/commands/."""
 
 from __future__ import annotations
 
