@@ -145,6 +145,10 @@ def build_index_on(
         removed_chunks=0,
         seconds=time.perf_counter() - started,
         embed_seconds=manifest.timings["embed_seconds"],
+        driver_peak_rss_mb=manifest.timings["driver_peak_rss_mb"],
+        task_peak_rss_mb=max(
+            manifest.timings["worker_peak_rss_mb"], manifest.timings["rows_peak_rss_mb"]
+        ),
     )
 
 

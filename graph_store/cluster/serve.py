@@ -2,19 +2,31 @@
 
 ``serve_index(directory, shards, replicas)`` (inside ``connected``) deploys shard ``i`` of
 ``shards`` of the committed generation ``g`` as the Serve application
-``hopgraph-<index>-g<g>-shard-<i>`` (each replica opens its segments memory-mapped, shard.py)
-and returns the router, an index whose calls go to them (:class:`ServeShards`). Serve starts
-with no HTTP proxy: nothing is reachable but through the cluster (its token), and the router
-calls the deployments' handles. A call whose replica died (a node lost, a process killed) or
-did not answer within CALL_SECONDS is sent again, to a replica Serve still has: every shard call
-is a read, so it may run twice. A shard with no replica answering after ATTEMPTS tries fails
-the query with an error naming it: never an answer from the other shards alone.
+``hopgraph-<index>-g<g>-shard-<i>-<owner>`` (each replica opens its segments memory-mapped,
+shard.py) and returns the router, an index whose calls go to them (:class:`ServeShards`). Serve
+starts with no HTTP proxy: nothing is reachable but through the cluster (its token), and the
+router calls the deployments' handles. A call whose replica died (a node lost, a process
+killed) or did not answer within CALL_SECONDS is sent again, to a replica Serve still has: every
+shard call is a read, so it may run twice. A shard with no replica answering after ATTEMPTS
+tries fails the query with an error naming it: never an answer from the other shards alone.
+
+**Several front ends on one cluster.** Each serving process owns its applications: ``<owner>``
+is the process's own name on the cluster, held by a lease (a named actor of no CPU that Ray ends
+with the process, however it ends). So two servers of one index, with the same ``--shards`` or
+not, never deploy over each other's shards, and one that stops deletes only its own. A server
+whose shard is gone (deleted by hand, or every replica lost) deploys it again and answers,
+logging each time; the first server of an index on a cluster removes the applications of that
+index whose owner's lease is gone (a server killed with SIGKILL leaves them).
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
+import logging
+import os
+import re
+import secrets
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -33,14 +45,32 @@ SHARD_CPUS = 0.25
 ATTEMPTS = 4
 """Times a shard call is sent before its failure is the query's."""
 CALL_SECONDS = 60.0
+OWNERS = "hopgraph-owners"
+"""The Ray namespace of the serving processes' leases (named actors ``owner-<owner>``)."""
+APP = re.compile(
+    r"^hopgraph-(?P<key>[0-9a-f]{8})-g(?P<generation>\d+)-shard-(?P<number>\d+)-(?P<owner>[0-9a-f]+)$"
+)
+"""A shard application's name: the index's key, the generation, the shard and its owner."""
+
+log = logging.getLogger(__name__)
 
 
 class ServeShards:
-    """The router's calls to shards deployed on Ray Serve (see the module doc)."""
+    """The router's calls to shards deployed on Ray Serve (see the module doc).
 
-    def __init__(self, handles: list[Any], names: list[str], seconds: float = CALL_SECONDS) -> None:
-        self.handles, self.names, self.seconds = handles, names, seconds
+    ``deploy(number)``: deploy shard ``number`` again and return its handle (a shard found gone).
+    """
+
+    def __init__(
+        self,
+        handles: list[Any],
+        names: list[str],
+        seconds: float = CALL_SECONDS,
+        deploy: Callable[[int], Any] | None = None,
+    ) -> None:
+        self.handles, self.names, self.seconds, self.deploy = handles, names, seconds, deploy
         self.retried = 0
+        self.redeployed = 0
 
     def scatter(self, method: str, *args: Any) -> list[Any]:
         """Call ``method`` on every shard at once; a call a dead replica dropped is sent again."""
@@ -49,9 +79,11 @@ class ServeShards:
 
     def _result(self, shard: int, call: Any, method: str, args: tuple) -> Any:
         import ray
+        from ray.serve.exceptions import DeploymentUnavailableError
 
         lost = (ray.exceptions.RayActorError, ray.exceptions.ActorUnavailableError,
-                ray.exceptions.GetTimeoutError, TimeoutError)  # fmt: skip
+                ray.exceptions.GetTimeoutError, TimeoutError,
+                DeploymentUnavailableError)  # fmt: skip
         for attempt in range(1, ATTEMPTS + 1):
             try:
                 return call.result(timeout_s=self.seconds)
@@ -65,10 +97,23 @@ class ServeShards:
                         "answer is given from the other shards alone",
                         "check the cluster's nodes (`ray status`) and `serve status`",
                     ) from err
-                self.retried += 1
-                time.sleep(0.1 * attempt)  # Serve replaces the replica meanwhile
+                if isinstance(err, DeploymentUnavailableError) and self.deploy is not None:
+                    self._deploy_again(shard, err)
+                else:
+                    self.retried += 1
+                    time.sleep(0.1 * attempt)  # Serve replaces the replica meanwhile
                 call = getattr(self.handles[shard], method).remote(*args)
         raise AssertionError("unreachable")
+
+    def _deploy_again(self, shard: int, err: Exception) -> None:
+        """Deploy a shard that is gone (its application deleted, or no replica left)."""
+        assert self.deploy is not None
+        self.handles[shard] = self.deploy(shard)
+        self.redeployed += 1
+        log.warning(
+            "shard %d (%s) was gone (%s): deployed it again (%d time(s) in this process)",
+            shard, self.names[shard], type(err).__name__, self.redeployed,
+        )  # fmt: skip
 
     def close(self) -> None:
         """Stop serving these shards (their generation is no longer read)."""
@@ -78,10 +123,79 @@ class ServeShards:
             serve.delete(name, _blocking=False)
 
 
-def app_name(directory: Path, generation: int, number: int) -> str:
-    """Return the Serve application of shard ``number`` of a generation of ``directory``."""
-    key = hashlib.sha1(str(directory.resolve()).encode()).hexdigest()[:8]
-    return f"hopgraph-{key}-g{generation}-shard-{number}"
+def index_key(directory: Path) -> str:
+    """Return the short key an index's shard applications are named by (its resolved path)."""
+    return hashlib.sha1(str(directory.resolve()).encode()).hexdigest()[:8]
+
+
+def app_name(directory: Path, generation: int, number: int, owner: str) -> str:
+    """Return the Serve application of shard ``number`` of a generation, as ``owner`` runs it."""
+    return f"hopgraph-{index_key(directory)}-g{generation}-shard-{number}-{owner}"
+
+
+class Lease:
+    """A serving process's lease on the cluster: a named actor that ends with the process."""
+
+    def ready(self) -> bool:
+        """Answer once the lease is registered (its name can be looked up)."""
+        return True
+
+
+_leases: dict[str, tuple[str, Any]] = {}
+"""This process's lease on each cluster it joined (by Ray job): its owner name and actor."""
+
+
+def owner() -> str:
+    """Return this process's owner name on the cluster it is connected to (taking its lease)."""
+    import ray
+
+    job = ray.get_runtime_context().get_job_id()
+    if job not in _leases:
+        name = f"{os.getpid():x}{secrets.token_hex(3)}"
+        lease = ray.remote(num_cpus=0)(Lease).options(name=f"owner-{name}", namespace=OWNERS)
+        actor = lease.remote()
+        ray.get(actor.ready.remote())  # registered before an application names it
+        _leases[job] = (name, actor)
+    return _leases[job][0]
+
+
+def _alive(name: str) -> bool:
+    """Tell whether the serving process ``name`` still holds its lease."""
+    import ray
+
+    try:
+        ray.get_actor(f"owner-{name}", namespace=OWNERS)
+    except ValueError:  # no such named actor: its process ended, and Ray ended the lease
+        return False
+    return True
+
+
+def left_behind(directory: Path | None = None) -> list[str]:
+    """Return the shard applications whose server is gone: of ``directory``'s index, or any."""
+    from ray import serve
+
+    key = index_key(directory) if directory is not None else None
+    found = []
+    for name in serve.status().applications:
+        match = APP.match(name)
+        if match and key in (None, match["key"]) and not _alive(match["owner"]):
+            found.append(name)
+    return sorted(found)
+
+
+def remove_left_behind(directory: Path | None = None) -> list[str]:
+    """Delete the shard applications :func:`left_behind` finds; return their names."""
+    from ray import serve
+
+    names = left_behind(directory)
+    for name in names:
+        serve.delete(name, _blocking=False)
+    if names:
+        log.warning(
+            "removed %d shard application(s) left by a server that is gone: %s",
+            len(names), ", ".join(names),
+        )  # fmt: skip
+    return names
 
 
 def serve_index(
@@ -103,10 +217,12 @@ def serve_index(
         raise InputError(f"--shards {shards} --replicas {replicas}: give 1 or more of each")
     serve.start(proxy_location="Disabled")  # no HTTP ingress: the router calls the handles
 
+    remove_left_behind(directory)  # a killed server's shards of this index
+    mine = owner()
+
     def deployed(manifest: Manifest, ids: list[str]) -> ServeShards:
-        handles, names = [], []
-        for number in range(shards):
-            name = app_name(directory, manifest.generation, number)
+        def deploy(number: int) -> Any:
+            name = app_name(directory, manifest.generation, number, mine)
             deployment = serve.deployment(
                 Shard,
                 name=name,
@@ -114,9 +230,10 @@ def serve_index(
                 ray_actor_options={"num_cpus": SHARD_CPUS},
             )
             app = deployment.bind(str(directory), number, shards, None, search, manifest)
-            handles.append(serve.run(app, name=name, route_prefix=None))
-            names.append(name)
-        return ServeShards(handles, names)
+            return serve.run(app, name=name, route_prefix=None)
+
+        names = [app_name(directory, manifest.generation, n, mine) for n in range(shards)]
+        return ServeShards([deploy(n) for n in range(shards)], names, deploy=deploy)
 
     return ShardedIndex.open_on(directory, deployed, search)
 

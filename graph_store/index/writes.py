@@ -51,6 +51,10 @@ class WriteReport:
     removed_chunks: int
     seconds: float
     embed_seconds: float
+    driver_peak_rss_mb: float | None = None
+    """A cluster write's driver (this process) at its peak; None for one process's write."""
+    task_peak_rss_mb: float | None = None
+    """A cluster write's largest task at its peak (a partition's, or a Chroma rows task's)."""
 
 
 def write_report(

@@ -9,9 +9,12 @@ which ends every Ray process on the machine). One more test starts a head and a 
 import contextlib
 import json
 import os
+import re
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -22,6 +25,7 @@ from hopgraph.cli.commands.demo import sample_dir
 from hopgraph.core.settings import IndexSettings
 from hopgraph.graph_store import Index, build_graphs, build_index, load_documents
 from hopgraph.graph_store.cluster.connect import SINGLE_HOST
+from hopgraph.graph_store.cluster.serve import index_key
 from hopgraph.graph_store.documents.catalog import catalog_jsonl
 from hopgraph.graph_store.index.check import check_index
 from hopgraph.tools import make_retriever
@@ -162,6 +166,10 @@ def test_the_cli_builds_on_a_cluster_it_starts_here(tmp_path):
     done = subprocess.run(argv, env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert "277 documents" in done.stdout
+    peaks = re.search(r"peak RSS: this process \(the driver\) ([\d,]+) MB, the largest task "
+                      r"([\d,]+) MB", done.stdout)  # fmt: skip
+    assert peaks is not None, done.stdout  # the tasks' peaks, not only what `time -v` shows
+    assert all(int(p.replace(",", "")) > 0 for p in peaks.groups())
     assert check_index(index) == []
 
 
@@ -276,13 +284,134 @@ def test_mcp_serves_from_shards_on_a_cluster_it_starts(built):
     assert not answer.isError and answer.structuredContent["answer"] == "1936"
 
 
+FRONT_METHODS = ("dense", "hybrid", "gnn_ret")
+
+
+def _front_end(kind: str, index: Path, cluster: str, shards: int, port: int, log: Path):
+    """Start `hopgraph mcp|ui --cluster ADDRESS --shards S` on PORT; return once it answers."""
+    import httpx
+
+    from tests.integration.conftest import wait_until_up
+
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    env.pop(SINGLE_HOST, None)
+    argv = [sys.executable, "-m", "hopgraph.cli", kind, "--index", str(index), "--cluster",
+            cluster, "--shards", str(shards), "--http", f"127.0.0.1:{port}"]  # fmt: skip
+    server = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=log.open("w"))
+
+    def up():
+        if kind == "ui":
+            search = {"q": "film", "method": "dense", "k": 1}
+            url = f"http://127.0.0.1:{port}/api/search"
+            return httpx.get(url, params=search, timeout=120).status_code == 200
+        return bool(_mcp_top(port, "dense", "film", 1))
+
+    wait_until_up(up, server, f"`hopgraph {kind}`", log.read_text, timeout=300)
+    return server
+
+
+def _mcp_top(port: int, method: str, question: str, k: int = 10) -> list[str]:
+    from hopgraph.evals.bench.serving import call_tool
+
+    hits = call_tool(port, "retrieve", {"query": question, "method": method, "k": k})
+    return [h["id"] for h in (hits["result"] if isinstance(hits, dict) else hits)]
+
+
+def _ui_top(port: int, method: str, question: str, k: int = 10) -> list[str]:
+    import httpx
+
+    reply = httpx.get(f"http://127.0.0.1:{port}/api/search",
+                      params={"q": question, "method": method, "k": k}, timeout=120)  # fmt: skip
+    assert reply.status_code == 200, reply.text
+    return [h["id"] for h in reply.json()["hits"]]
+
+
+def _serve_apps(cluster: str) -> tuple[list[str], list[str]]:
+    """Return the cluster's Serve applications and those whose server is gone (another process)."""
+    code = (
+        "import json, sys\n"
+        "from ray import serve\n"
+        "from hopgraph.graph_store.cluster.connect import connected\n"
+        "from hopgraph.graph_store.cluster.serve import left_behind\n"
+        "with connected(sys.argv[1]):\n"
+        "    print(json.dumps([sorted(serve.status().applications), left_behind()]))\n"
+    )
+    env = {**os.environ}
+    env.pop(SINGLE_HOST, None)
+    done = subprocess.run([sys.executable, "-c", code, cluster], env=env, capture_output=True,
+                          text=True, timeout=300, check=False)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    apps, gone = json.loads(done.stdout.strip().splitlines()[-1])
+    return apps, gone
+
+
+def _until(value, holds, seconds: float = 60):
+    """Return ``value()`` once ``holds`` it, polling for up to ``seconds``; else its last value."""
+    deadline = time.monotonic() + seconds
+    while not holds(found := value()) and time.monotonic() < deadline:
+        time.sleep(2)
+    return found
+
+
+def test_front_ends_share_a_cluster_and_a_killed_ones_shards_are_removed(built, cluster, tmp_path):
+    """An MCP server (2 shards) and a page (3 shards) of one index on one cluster each give
+    one process's top 10; stopping the page leaves the MCP server's shards alone; a server
+    started after the MCP server is killed (SIGKILL) removes the shards it left."""
+    from hopgraph.evals.bench.serving import free_port
+
+    index = built / "four"
+    with Index.open(built / "one") as one:
+        expected = {
+            m: {q: [h.id for h in make_retriever(m, one).retrieve(q, 10)] for q in questions()}
+            for m in FRONT_METHODS
+        }
+    before = set(_serve_apps(cluster)[0])  # another test's shards, if any: not this test's
+    prefix = f"hopgraph-{index_key(index)}-"
+    mcp_port, ui_port, third_port = free_port(), free_port(), free_port()
+    mcp = _front_end("mcp", index, cluster, 2, mcp_port, tmp_path / "mcp.log")
+    ui = third = None
+    try:
+        ui = _front_end("ui", index, cluster, 3, ui_port, tmp_path / "ui.log")
+        apps = set(_serve_apps(cluster)[0]) - before
+        assert len([a for a in apps if a.startswith(prefix)]) == 5, apps  # 2 + 3, none shared
+        for method, tops in expected.items():
+            for question, top in tops.items():
+                assert _mcp_top(mcp_port, method, question) == top, (method, question)
+                assert _ui_top(ui_port, method, question) == top, (method, question)
+        ui.send_signal(signal.SIGINT)
+        ui.wait(timeout=120)
+        for method, tops in expected.items():
+            for question, top in tops.items():
+                assert _mcp_top(mcp_port, method, question) == top, (method, question)
+        mine = _until(lambda: sorted(set(_serve_apps(cluster)[0]) - before), lambda a: len(a) == 2)
+        assert all(a.startswith(prefix) for a in mine), mine  # the page's three went with it
+        mcp.kill()  # SIGKILL: nothing of its own runs to delete its shards
+        mcp.wait(timeout=60)
+        # Ray ends a killed process's lease once it sees the process gone
+        assert _until(lambda: sorted(_serve_apps(cluster)[1]), lambda g: g == mine) == mine
+        third = _front_end("ui", index, cluster, 2, third_port, tmp_path / "third.log")
+        question = questions()[0]
+        assert _ui_top(third_port, "gnn_ret", question) == expected["gnn_ret"][question]
+        apps, gone = _serve_apps(cluster)
+        assert not set(mine) & set(apps) and gone == [], apps
+        assert "left by a server that is gone" in (tmp_path / "third.log").read_text()
+    finally:
+        for server in (mcp, ui, third):
+            if server is not None and server.poll() is None:
+                server.send_signal(signal.SIGINT)
+                try:
+                    server.wait(timeout=60)
+                except subprocess.TimeoutExpired:
+                    server.kill()
+
+
 @pytest.mark.skipif(shutil.which("langgraph") is None, reason="needs langgraph-cli[inmem]")
 def test_the_langgraph_server_serves_from_shards(built, tmp_path):
     """`langgraph dev` with HOPGRAPH_CLUSTER=local and HOPGRAPH_SHARDS=2: the chat graph's
     evidence (no LLM) is one machine's gnn_ret top 2."""
     from langgraph_sdk import get_sync_client
 
-    from hopgraph.graph_store.cluster.serve import app_name
+    from hopgraph.graph_store.cluster.serve import index_key
     from tests.integration.test_langgraph_server import AUTH, langgraph_dev
 
     question = questions()[0]
@@ -299,7 +428,8 @@ def test_the_langgraph_server_serves_from_shards(built, tmp_path):
         values = client.threads.get_state(thread["thread_id"])["values"]
         with Index.open(built / "four") as four:
             generation = four.manifest.generation
-        names = [app_name(built / "four", generation, n) for n in range(2)]
+        key = index_key(built / "four")  # any owner's: the server's own, named after it
+        names = [f"hopgraph-{key}-g{generation}-shard-{n}-" for n in range(2)]
         replicas = [p for n in names for p in _processes_of(f"ServeReplica:{n}")]
     assert [s["id"] for s in values["sources"]] == expected, values["messages"][-1]["content"]
     assert len(replicas) >= 2, "the server did not serve from its two shards"

@@ -57,3 +57,40 @@ def test_a_shard_with_no_replica_left_fails_the_query_naming_it():
     with pytest.raises(IndexStateError, match=r"shard 1 \(shard-1\) did not answer top after 4"):
         shards.scatter("top", "q")
     assert shards.retried == serve_mod.ATTEMPTS - 1
+
+
+def test_a_shard_found_gone_is_deployed_again_and_answers(caplog):
+    from ray.serve.exceptions import DeploymentUnavailableError
+
+    gone = Handle(DeploymentUnavailableError("shard-1"))
+    again = Handle([2])
+    deployed = []
+
+    def deploy(number):
+        deployed.append(number)
+        return again
+
+    shards = serve_mod.ServeShards([Handle([1]), gone], ["shard-0", "shard-1"], deploy=deploy)
+    with caplog.at_level("WARNING"):
+        assert shards.scatter("top", "q") == [[1], [2]]
+    assert deployed == [1] and shards.redeployed == 1 and shards.retried == 0
+    assert shards.handles[1] is again  # later calls go to the new deployment
+    assert "shard 1 (shard-1) was gone (DeploymentUnavailableError): deployed it" in caplog.text
+
+
+def test_a_shard_gone_with_nothing_to_deploy_it_again_fails_naming_it():
+    from ray.serve.exceptions import DeploymentUnavailableError
+
+    gone = Handle(*[DeploymentUnavailableError("shard-0")] * serve_mod.ATTEMPTS)
+    shards = serve_mod.ServeShards([gone], ["shard-0"], seconds=0.01)
+    with pytest.raises(IndexStateError, match=r"shard 0 \(shard-0\) did not answer"):
+        shards.scatter("top", "q")
+
+
+def test_an_application_name_carries_its_index_generation_shard_and_owner(tmp_path):
+    name = serve_mod.app_name(tmp_path, 7, 2, "1a2b3c4d")
+    match = serve_mod.APP.match(name)
+    assert match is not None
+    assert match["key"] == serve_mod.index_key(tmp_path)
+    assert (match["generation"], match["number"], match["owner"]) == ("7", "2", "1a2b3c4d")
+    assert serve_mod.APP.match("hopgraph-1234abcd-g7-shard-2") is None  # no owner: not ours
