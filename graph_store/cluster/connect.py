@@ -95,6 +95,7 @@ def connected(address: str, env: dict[str, str] | None = None) -> Iterator[Modul
     on_host = False
     if address != LOCAL:
         host, port = check_address(address)
+        check_token_mode()
         reachable(host, port)
         on_host = _loopback(host)
     require_ray()
@@ -127,9 +128,73 @@ def connected(address: str, env: dict[str, str] | None = None) -> Iterator[Modul
                     "writes), as its nodes were started with; nothing was written",
                 ) from err
         try:
+            check_versions(ray)
             yield ray
         finally:
             ray.shutdown()
+
+
+def check_token_mode() -> None:
+    """Refuse a token given without ``RAY_AUTH_MODE=token`` (Ray would not send it)."""
+    if os.environ.get("RAY_AUTH_TOKEN") and os.environ.get("RAY_AUTH_MODE") != "token":
+        raise InputError(
+            "RAY_AUTH_TOKEN is set but RAY_AUTH_MODE is "
+            f"{os.environ.get('RAY_AUTH_MODE', 'not set')!r}: Ray sends the token only in token "
+            "mode",
+            "export RAY_AUTH_MODE=token beside RAY_AUTH_TOKEN, as the cluster's nodes were "
+            "started (docs/scaling.md); nothing was written",
+        )
+
+
+def _versions() -> tuple[str, str]:
+    """Return the hopgraph and Ray versions of the process this runs in (a task on a node)."""
+    import ray
+
+    from hopgraph.core.config import package_version
+
+    return package_version(), ray.__version__
+
+
+VERSION_SECONDS = 120.0
+"""How long the driver waits for every node to say its versions."""
+
+
+def check_versions(ray: ModuleType) -> None:
+    """Refuse a cluster with a node whose hopgraph or Ray differs from this process's, naming both.
+
+    A task pinned to each live node reports what that node imports: a node with another
+    hopgraph would chunk, embed or score differently, and its part of a build or of a shard's
+    answers would not be the index one process builds.
+    """
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    from hopgraph.core.config import package_version
+
+    mine = (package_version(), ray.__version__)
+    nodes = [n for n in ray.nodes() if n.get("Alive")]
+    asked = ray.remote(num_cpus=0)(_versions)
+    refs = [
+        asked.options(
+            scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=n["NodeID"], soft=False)
+        ).remote()
+        for n in nodes
+    ]
+    try:
+        found = ray.get(refs, timeout=VERSION_SECONDS)
+    except (ray.exceptions.GetTimeoutError, ray.exceptions.RayError) as err:
+        raise IndexStateError(
+            f"a node of the cluster did not say its hopgraph and Ray versions within "
+            f"{VERSION_SECONDS:g} s ({type(err).__name__})",
+            "check the cluster's nodes (`ray status`); nothing was written",
+        ) from err
+    for node, theirs in zip(nodes, found, strict=True):
+        if tuple(theirs) != mine:
+            raise InputError(
+                f"the node at {node.get('NodeManagerAddress', '?')} runs hopgraph {theirs[0]} "
+                f"with Ray {theirs[1]}; this process runs hopgraph {mine[0]} with Ray {mine[1]}",
+                "install the same hopgraph and Ray on every node and on the machine that runs "
+                "the command (docs/scaling.md); nothing was written",
+            )
 
 
 @contextlib.contextmanager

@@ -156,6 +156,20 @@ def test_a_worker_killed_mid_build_reruns_only_its_partition(built, cluster, tmp
             assert [h.id for h in a] == [h.id for h in b]
 
 
+def test_a_node_of_another_hopgraph_is_refused_naming_both(cluster, monkeypatch):
+    """This process says it is another hopgraph than the nodes run: joining is refused."""
+    from hopgraph.core import config
+    from hopgraph.core.errors import InputError
+    from hopgraph.graph_store.cluster.connect import connected
+
+    monkeypatch.setattr(config, "package_version", lambda: "9.9.9")  # here only, not on nodes
+    with pytest.raises(InputError) as refused, connected(cluster):
+        pass
+    text = str(refused.value)
+    assert "runs hopgraph 0.1.0 with Ray 2.60.0; this process runs hopgraph 9.9.9" in text, text
+    assert "nothing was written" in refused.value.hint
+
+
 def test_the_cli_builds_on_a_cluster_it_starts_here(tmp_path):
     # A command of its own, as a user runs it: a process that started a cluster with token
     # authentication keeps Ray's settings for it (this one then joins the fixture's, without).

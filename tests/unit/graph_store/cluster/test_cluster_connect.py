@@ -23,3 +23,31 @@ def test_loopback_only_holds_even_after_ray_was_imported(monkeypatch):
         assert os.environ[SINGLE_HOST] == "0"  # what nodes started from here read
     assert ray_constants.ENABLE_RAY_CLUSTER is True
     assert SINGLE_HOST not in os.environ
+
+
+def test_a_token_without_token_mode_is_refused_before_anything_is_joined(
+    monkeypatch, capsys, tmp_path
+):
+    from hopgraph.cli import main
+
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text('{"id": "a", "title": "A", "text": "a text"}\n', encoding="utf-8")
+    monkeypatch.setenv("RAY_AUTH_TOKEN", "abc123")
+    monkeypatch.delenv("RAY_AUTH_MODE", raising=False)
+    argv = ["index", str(corpus), "--index", str(tmp_path / "idx"), "--model", "hashing"]
+    assert main([*argv, "--cluster", "192.0.2.1:6379"]) == 2
+    assert not (tmp_path / "idx").exists()  # nothing written
+    err = capsys.readouterr().err
+    assert "RAY_AUTH_TOKEN is set but RAY_AUTH_MODE is 'not set'" in err
+    assert "export RAY_AUTH_MODE=token" in err and "Traceback" not in err
+
+
+def test_a_token_in_token_mode_or_no_token_passes(monkeypatch):
+    from hopgraph.graph_store.cluster.connect import check_token_mode
+
+    monkeypatch.setenv("RAY_AUTH_TOKEN", "abc123")
+    monkeypatch.setenv("RAY_AUTH_MODE", "token")
+    check_token_mode()
+    monkeypatch.delenv("RAY_AUTH_TOKEN")
+    monkeypatch.delenv("RAY_AUTH_MODE")
+    check_token_mode()
