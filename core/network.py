@@ -5,6 +5,8 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import json
+import logging
+import sys
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -196,3 +198,19 @@ async def send_json(send: Any, status: int, payload: dict, *headers: tuple[bytes
     start = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))]
     await send({"type": "http.response.start", "status": status, "headers": [*start, *headers]})
     await send({"type": "http.response.body", "body": body})
+
+
+def request_logger(name: str) -> logging.Logger:
+    """Return a server's request log: one line a request on stderr at INFO (``name``'s logger).
+
+    stderr, because stdout may be a transport (MCP over stdio); the line names the request,
+    never the text of a query.
+    """
+    log = logging.getLogger(name)
+    if not log.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(message)s"))
+        log.addHandler(handler)
+        log.setLevel(logging.INFO)
+        log.propagate = False
+    return log

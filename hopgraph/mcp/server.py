@@ -9,6 +9,7 @@ with an error saying what to set, and the retrievers still work.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -28,6 +29,7 @@ from hopgraph.core.network import (
     bearer_matches,
     check_exposure,
     parse_host_port,
+    request_logger,
     send_json,
 )
 from hopgraph.graph_store import LiveIndex
@@ -40,6 +42,8 @@ STANDALONE = tuple(n for n, c in RETRIEVERS.items() if not (c.needs_llm or c.nee
 METHOD_HELP = "retrieval method"
 PRESET_HELP = "tuned: our best settings on dev (default); paper: each method as its paper has it"
 AskMethod = Literal[tuple(agent_methods())]  # type: ignore[valid-type]  # the registry's
+
+log = logging.getLogger("hopgraph.mcp")
 
 WORKERS = 4
 """Requests served at once, each on a worker thread: a slow one (a huge query, an agent's
@@ -67,7 +71,9 @@ def build_server(
     ``methods``: the retrievers ``retrieve`` offers (default: those the index runs,
     :func:`served_methods`).
     """
-    server = Server("hopgraph", instructions=INSTRUCTIONS, host=host, port=port)
+    server = Server(
+        "hopgraph", instructions=INSTRUCTIONS, host=host, port=port, log_level="WARNING"
+    )
     workers = anyio.CapacityLimiter(WORKERS)
 
     async def in_worker(work: Callable[[], T]) -> T:
@@ -163,16 +169,39 @@ def build_server(
 
 
 class Server(FastMCP):
-    """FastMCP whose argument errors read as the CLI's (:func:`argument_errors`)."""
+    """FastMCP whose argument errors read as the CLI's and whose requests log one line each.
+
+    FastMCP's own records (a multi-line box per request) are kept from WARNING up; each tool
+    call is one line of ``hopgraph.mcp`` at INFO: the tool, its method and k, the query's
+    length (never its text), the outcome and the time taken.
+    """
 
     async def call_tool(self, name: str, arguments: dict[str, Any]) -> Any:
         """Call a tool; arguments its schema refuses come back named, with what is allowed."""
+        started, outcome = time.perf_counter(), "ok"
         try:
             return await super().call_tool(name, arguments)
         except ToolError as err:
+            outcome = "refused" if isinstance(err.__cause__, ValidationError) else "failed"
             if isinstance(err.__cause__, ValidationError):
                 raise ToolError(argument_errors(name, err.__cause__.errors())) from None
             raise
+        finally:
+            ms = 1000 * (time.perf_counter() - started)
+            log.info("%s %s: %s in %.0f ms", name, _described(arguments), outcome, ms)
+
+
+def _described(arguments: dict[str, Any]) -> str:
+    """Describe a call's arguments for the log: names and small values, a text's length only."""
+    parts = []
+    for name, value in arguments.items():
+        if isinstance(value, str) and name in ("query", "question"):
+            parts.append(f"{name}={len(value)} chars")
+        elif isinstance(value, str | int | float | bool) and len(str(value)) <= 40:
+            parts.append(f"{name}={value}")
+        else:
+            parts.append(f"{name}=…")
+    return " ".join(parts)
 
 
 def argument_errors(tool: str, errors: Sequence[Any]) -> str:
@@ -244,6 +273,7 @@ def serve(
     name a loopback host, the bound address or one of ``allowed_hosts`` (else 421), and a
     cross-site one is refused (403; core.network.HostGuard).
     """
+    request_logger(log.name)
     if http is None:
         build_server(live).run("stdio")
         return

@@ -28,7 +28,9 @@ from __future__ import annotations
 
 import hmac
 import html
+import logging
 import secrets
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -46,12 +48,15 @@ from hopgraph.core.network import (
     bearer_matches,
     check_exposure,
     parse_host_port,
+    request_logger,
 )
 from hopgraph.graph_store import Index, LiveIndex
 
 from . import answers
 from .formatting import example_question
 from .html import PAGE
+
+log = logging.getLogger("hopgraph.page")
 
 COOKIE = "hopgraph_token"
 WORKERS = 4
@@ -128,7 +133,17 @@ class UIApp:
         async def endpoint(request: Request) -> Response:
             if not self.allowed(request):
                 return _refused()
+            started = time.perf_counter()
+            response = await answered(request)
+            params = " ".join(
+                f"{k}={len(v)} chars" if k == "q" else f"{k}={v[:40]}"
+                for k, v in request.query_params.items()
+            )
+            ms = 1000 * (time.perf_counter() - started)
+            log.info("%s %s: %d in %.0f ms", request.url.path, params, response.status_code, ms)
+            return response
 
+        async def answered(request: Request) -> Response:
             def run() -> Any:
                 with self.live.reading() as index:
                     return work(index, request)
@@ -202,6 +217,7 @@ def serve(
     check_exposure(http, host, token)
     import uvicorn
 
+    request_logger(log.name)
     with LiveIndex(directory, opener=opener) as live:
         ui = UIApp(live, token, host, allowed_hosts)
         where = f"http://{http}/"

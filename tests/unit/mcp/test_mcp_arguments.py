@@ -64,3 +64,16 @@ def test_ask_with_no_llm_gives_the_evidence_and_says_why(server, monkeypatch):
     assert sentences and answer["answer"] == answer["extractive"]["text"]
     assert all(s["text"] in answer["evidence"][s["passage"] - 1]["text"] for s in sentences)
     assert answer["method"] == "gnn_ret"  # an agent's method retrieves with gnn_ret
+
+
+def test_each_call_is_one_line_at_info_naming_no_query_text(server, caplog):
+    with caplog.at_level("INFO", logger="hopgraph.mcp"):
+        asyncio.run(server.call_tool("retrieve", {"query": "secret words", "method": "bm25"}))
+        with pytest.raises(ToolError):
+            asyncio.run(server.call_tool("retrieve", {"query": "x", "k": 0}))
+    lines = [r.getMessage() for r in caplog.records if r.name == "hopgraph.mcp"]
+    assert len(lines) == 2, lines
+    assert lines[0].startswith("retrieve query=12 chars method=bm25: ok in ")
+    assert lines[1].startswith("retrieve query=1 chars k=0: refused in ")
+    assert not any("secret" in line for line in lines)
+    assert all("\n" not in line for line in lines)

@@ -363,3 +363,14 @@ def test_a_servers_own_fault_is_a_500_in_json_with_no_detail(client, monkeypatch
     assert reply.status_code == 500 and "/srv" not in reply.text
     assert reply.json() == {"error": "the server failed (RuntimeError); its log has the details",
                             "hint": None}  # fmt: skip
+
+
+def test_each_api_request_is_one_line_at_info_naming_no_question_text(client, caplog):
+    with caplog.at_level("INFO", logger="hopgraph.page"):
+        client.get("/api/search", params={"q": "secret words", "method": "bm25", "k": 2})
+        client.get("/api/search", params={"q": "x", "method": "nope"})
+    lines = [r.getMessage() for r in caplog.records if r.name == "hopgraph.page"]
+    assert len(lines) == 2, lines
+    assert lines[0].startswith("/api/search q=12 chars method=bm25 k=2: 200 in ")
+    assert lines[1].startswith("/api/search q=1 chars method=nope: 400 in ")
+    assert not any("secret" in line or "\n" in line for line in lines)
