@@ -277,6 +277,11 @@ def test_serving_across_hosts_loses_no_query_when_a_worker_host_is_lost(hosts, a
         tally = json.loads(out.strip().splitlines()[-1])
         print(f"worker host {lost} lost under load: {tally}")
         assert tally["asked"] > 20 and tally["errors"] == 0 and tally["wrong"] == 0, tally
+        said = (tmp_path / "mcp.log").read_text().splitlines()
+        others = [line for line in said if " hopgraph.mcp retrieve " not in line]
+        assert sum(" hopgraph.mcp retrieve " in line for line in said) >= tally["asked"] + 24
+        # Serve's messages (hundreds while a replica is replaced) are in their own file
+        assert len(others) < 10 and "Ray Serve's messages: " in others[0], others
     finally:
         server.send_signal(signal.SIGINT)
         try:
