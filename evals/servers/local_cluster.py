@@ -7,9 +7,9 @@
 A head and ``--nodes`` − 1 workers (``ray.cluster_utils.Cluster``), each addressed on loopback,
 with ``--cpus`` CPUs and a capped object store: the cluster the integration tests start, held
 as a process so that commands can join it (a command given a loopback address keeps to
-loopback: graph_store/cluster/connect.py). It needs the ``[cluster]`` extra. Ray's servers
-listen on every address of the machine while it runs (Ray 2.60 cannot bind them to loopback);
-this cluster has no token, so run it only on a machine whose ports others cannot reach.
+loopback: graph_store/cluster/connect.py). It needs the ``[cluster]`` extra. Its nodes'
+servers (the GCS, each raylet) listen on loopback, in Ray's one-host mode; the cluster has no
+token, so run it only where the machine's other users are trusted.
 """
 
 from __future__ import annotations

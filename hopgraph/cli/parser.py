@@ -188,6 +188,12 @@ def build_parser() -> argparse.ArgumentParser:
     build_options(p)
     cluster_options(p)
     quiet_option(p)
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print what the build did as one JSON object on stdout (counts, times and, on a "
+        "cluster, the driver's and the largest task's peak RSS); the rest goes to stderr",
+    )
     p.set_defaults(func=lazy("cli.commands.documents:index"))
 
     p = sub.add_parser(

@@ -174,9 +174,11 @@ def across(hosts, tmp_path_factory):
     index = root / "across"
     done = hosts.run("head", _hopgraph("index", str(corpus), "--index", str(index), "--model",
                                        "hashing", "--cluster", hosts.cluster, "--partitions", "3",
-                                       "-q"), timeout=600)  # fmt: skip
+                                       "-q", "--json"), timeout=600)  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "peak RSS: this process (the driver)" in done.stdout
+    report = json.loads(done.stdout)  # stdout is the one JSON object; the rest on stderr
+    assert report["documents"] == 277 and report["driver_peak_rss_mb"] > 0
+    assert report["task_peak_rss_mb"] > 0
     graphs = _hopgraph("graph", "build", "--index", str(index), "--cluster", hosts.cluster,
                        "--partitions", "3", "-q")  # fmt: skip
     done = hosts.run("head", graphs, timeout=600)

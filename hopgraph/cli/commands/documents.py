@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import dataclasses
 import json
 import sys
 from collections.abc import Iterator, Sequence
@@ -102,13 +104,25 @@ def index(args: argparse.Namespace) -> None:
     """Build an index from a corpus (on a Ray cluster with --cluster)."""
     settings = settings_from(args)
     partitions_need_a_cluster(args, "build")
+    # --json: stdout holds the one JSON object; what a build says on the way goes to stderr
+    with contextlib.redirect_stdout(sys.stderr) if args.json else contextlib.nullcontext():
+        report = _built(args, settings)
+        if not args.json:
+            _report("built", report)
+        print(f"next: `hopgraph graph build --index {index_dir(args)}` for the graph methods")
+    if args.json:
+        print(json.dumps({**dataclasses.asdict(report), "directory": str(report.directory)}))
+
+
+def _built(args: argparse.Namespace, settings: IndexSettings) -> WriteReport:
+    """Build the index ``args`` name, here or on the cluster; return what the build did."""
     if args.cluster:
         from hopgraph.graph_store.cluster.connect import require_ray
 
         require_ray()  # before reading the corpus: say at once that the extra is missing
         from hopgraph.graph_store.cluster.build import build_index_on
 
-        report = build_index_on(
+        return build_index_on(
             args.cluster,
             _corpus_for_cluster(args),
             index_dir(args),
@@ -117,13 +131,10 @@ def index(args: argparse.Namespace) -> None:
             not args.quiet,
             replace=args.force,
         )
-    else:
-        from hopgraph.graph_store.index.build import build_index
+    from hopgraph.graph_store.index.build import build_index
 
-        docs = load(args).documents
-        report = build_index(docs, index_dir(args), settings, not args.quiet, replace=args.force)
-    _report("built", report)
-    print(f"next: `hopgraph graph build --index {index_dir(args)}` for the graph methods")
+    docs = load(args).documents
+    return build_index(docs, index_dir(args), settings, not args.quiet, replace=args.force)
 
 
 def _corpus_for_cluster(args: argparse.Namespace) -> Sequence[Document] | Catalog:

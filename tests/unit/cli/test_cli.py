@@ -243,3 +243,16 @@ def test_eval_guard_reaches_only_the_methods_that_have_it():
     always = guard_options("always", ["hybrid", "naive_ge"])
     assert always == {"naive_ge": {"keep": 2, "selective": False}}
     assert guard_options("selective", ["grag"])["grag"]["selective"] is True
+
+
+def test_index_json_is_one_object_on_stdout_and_the_rest_on_stderr(tmp_path, capsys):
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text('{"id": "a", "title": "A", "text": "a text"}\n', encoding="utf-8")
+    argv = ["index", str(corpus), "--index", str(tmp_path / "idx"), "--model", "hashing"]
+    assert main([*argv, "-q", "--json"]) == 0
+    out, err = capsys.readouterr()
+    report = json.loads(out)  # nothing else on stdout
+    assert report["documents"] == 1 and report["chunks"] == 1
+    assert report["directory"] == str(tmp_path / "idx")
+    assert report["driver_peak_rss_mb"] is None  # one process: no driver and tasks apart
+    assert "read 1 file(s)" in err and "next: `hopgraph graph build" in err
