@@ -48,17 +48,16 @@ def settings_from(args: argparse.Namespace) -> IndexSettings:
         raise InputError(f"invalid setting: {problems}") from None
 
 
-def _report(action: str, report: WriteReport | SyncReport) -> None:
+def _report(action: str, report: WriteReport) -> None:
     print(
         f"{action} {report.directory}: {report.documents} documents, {report.chunks} chunks "
         f"(+{report.added_chunks} / -{report.removed_chunks}) in {report.seconds:.1f}s "
         f"(embedding {report.embed_seconds:.1f}s)"
     )
-    driver = getattr(report, "driver_peak_rss_mb", None)  # a sync's report has none
-    if driver is not None:  # a cluster's build: its processes apart
+    if report.driver_peak_rss_mb is not None:  # a cluster's build: its processes apart
         print(
-            f"peak RSS: this process (the driver) {driver:,.0f} MB, the largest task "
-            f"{report.task_peak_rss_mb or 0:,.0f} MB"
+            f"peak RSS: this process (the driver) {report.driver_peak_rss_mb:,.0f} MB, the "
+            f"largest task {report.task_peak_rss_mb or 0:,.0f} MB"
         )
 
 
@@ -224,12 +223,6 @@ def sync_once(args: argparse.Namespace, verbose: bool = True) -> SyncReport:
         f"documents, {report.chunks} chunks in {report.seconds:.1f}s "
         f"(embedding {report.embed_seconds:.1f}s)"
     )
-    driver = getattr(report, "driver_peak_rss_mb", None)  # a sync's report has none
-    if driver is not None:  # a cluster's build: its processes apart
-        print(
-            f"peak RSS: this process (the driver) {driver:,.0f} MB, the largest task "
-            f"{report.task_peak_rss_mb or 0:,.0f} MB"
-        )
     for label, ids in (("added", report.added), ("changed", report.changed)):
         for doc_id in ids[:SHOWN_IDS]:
             print(f"  {label} {doc_id}")
