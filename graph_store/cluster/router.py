@@ -14,15 +14,16 @@ once (:class:`Shards`), the answers merged here. The merges are exact:
 
 So GNN-Ret stays exact and its rounds stay bounded: one scatter per list it reads (its first
 depth, a deeper one only when its certificate asks) and one per batch of rows it scores. The
-passage graph, the chunk texts and the extractions stay on the router (memory-mapped where
-the index keeps them so), as one index's.
+passage graph and the extractions stay on the router (memory-mapped where the index keeps them
+so), as one index's; the chunk table is read as one process reads it, a chunk parsed from the
+memory-mapped file when a method asks for it (stores.chunk_table.ChunkTable).
 """
 
 from __future__ import annotations
 
 import threading
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from functools import cached_property
 from pathlib import Path
@@ -35,6 +36,7 @@ from hopgraph.graph_store.documents.schema import Chunk
 from hopgraph.graph_store.index.reader import Index
 from hopgraph.graph_store.stores.base import Scored
 from hopgraph.graph_store.stores.bm25_query import KeywordTop, Lookups
+from hopgraph.graph_store.stores.chunk_table import ChunkTable
 from hopgraph.graph_store.stores.manifest import Manifest
 from hopgraph.graph_store.stores.vector_search import SearchMode, best_rows
 
@@ -200,7 +202,7 @@ class ShardedIndex(Index):
         self,
         directory: Path,
         manifest: Manifest,
-        chunks: list[Chunk],
+        chunks: Sequence[Chunk] | ChunkTable,
         shards: Shards,
         search: SearchMode = "auto",
         approximate: bool = False,
@@ -223,7 +225,7 @@ class ShardedIndex(Index):
         """
         directory = Path(directory)
         manifest, chunks = cls.read_checked(directory)
-        shards = shards_for(manifest, [c.id for c in chunks])
+        shards = shards_for(manifest, chunks.ids)
         facts = shards.scatter("facts")
         if any(f["generation"] != manifest.generation for f in facts):
             shards.close()
@@ -239,8 +241,8 @@ class ShardedIndex(Index):
         super().close()
         self.shards.close()
 
-    def _open_keywords(self, chunks: list[Chunk]) -> ShardedKeywords:  # type: ignore[override]
-        return ShardedKeywords(self.shards, [c.id for c in chunks])
+    def _open_keywords(self, chunks: Mapping[str, Chunk]) -> ShardedKeywords:  # type: ignore[override]
+        return ShardedKeywords(self.shards, self.ids)
 
     @cached_property
     def vector_search(self) -> ShardedVectorSearch:  # type: ignore[override]

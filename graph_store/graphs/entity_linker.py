@@ -9,7 +9,7 @@ shares with the question, ToG-2 starts its search from them. An opened index hol
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from hopgraph.graph_store.documents.schema import Chunk
@@ -39,7 +39,7 @@ class EntityLinker:
         self.titles = titles
 
     @classmethod
-    def of_chunks(cls, chunks: Sequence[Chunk]) -> EntityLinker:
+    def of_chunks(cls, chunks: Iterable[Chunk]) -> EntityLinker:
         """Index the titles of ``chunks`` as the offline extractor does.
 
         One-word aliases the corpus writes in lower case are skipped.

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import threading
 import zipfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from functools import cached_property
 from pathlib import Path
@@ -23,10 +23,11 @@ import orjson
 from hopgraph.core.errors import IndexStateError
 from hopgraph.graph_store.documents.filters import Where, conditions
 from hopgraph.graph_store.documents.schema import Chunk, Scalar
+from hopgraph.graph_store.documents.schema import chunk_id as make_chunk_id
 from hopgraph.graph_store.embedding.embedders import Embedder, embedder_for
 from hopgraph.graph_store.graphs import triple_table
 from hopgraph.graph_store.stores.chroma_parts import PassageStore, open_store
-from hopgraph.graph_store.stores.chunk_table import read_chunks
+from hopgraph.graph_store.stores.chunk_table import ChunkTable, open_chunks
 from hopgraph.graph_store.stores.doc_table import (
     DocumentLookup,
     DocumentRecord,
@@ -70,13 +71,16 @@ class Index:
         self,
         directory: Path,
         manifest: Manifest,
-        chunks: list[Chunk],
+        chunks: Sequence[Chunk] | ChunkTable,
         search: SearchMode = "auto",
     ) -> None:
         self.directory = directory
         self.search = search
         self.manifest = manifest
-        self.chunks: dict[str, Chunk] = {c.id: c for c in chunks}
+        # An opened directory's table is read on demand; chunks given in code are kept as they are.
+        self.chunks: Mapping[str, Chunk] = (
+            chunks if isinstance(chunks, ChunkTable) else {c.id: c for c in chunks}
+        )
         # Rows a write in progress adds, or this generation removed, are not visible here.
         self.generation = manifest.generation
         self._query_vectors: dict[str, np.ndarray] = {}
@@ -90,9 +94,9 @@ class Index:
     @cached_property
     def keywords(self) -> BM25Store:
         """The BM25 store over the chunks, opened when a query first needs it."""
-        return self._open_keywords(list(self.chunks.values()))
+        return self._open_keywords(self.chunks)
 
-    def _open_keywords(self, chunks: list[Chunk]) -> BM25Store:
+    def _open_keywords(self, chunks: Mapping[str, Chunk]) -> BM25Store:
         """Open BM25 over ``chunks`` (a sharded index's router asks its shards instead)."""
         from hopgraph.graph_store.stores.kdb_bm25 import BM25Store
 
@@ -112,7 +116,7 @@ class Index:
         return cls(directory, manifest, chunks, search)
 
     @staticmethod
-    def read_checked(directory: Path, model: str | None = None) -> tuple[Manifest, list[Chunk]]:
+    def read_checked(directory: Path, model: str | None = None) -> tuple[Manifest, ChunkTable]:
         """Recover ``directory``, check its files and model; return its manifest and chunks."""
         recover(directory)
         manifest = read_manifest(directory)
@@ -127,7 +131,7 @@ class Index:
             path, what = damaged[0]
             more = f" ({len(damaged) - 1} more: `hopgraph check` lists them)" if damaged[1:] else ""
             raise IndexStateError(f"{path} {what}{more}", repair_hint(directory, manifest, path))
-        return manifest, read_chunks(directory, manifest)
+        return manifest, open_chunks(directory, manifest)
 
     @property
     def location(self) -> ChromaLocation:
@@ -161,7 +165,7 @@ class Index:
         """Return the corpus's entity linker (its title index), built on first use."""
         from hopgraph.graph_store.graphs.entity_linker import EntityLinker
 
-        return EntityLinker.of_chunks(list(self.chunks.values()))
+        return EntityLinker.of_chunks(self.chunks.values())
 
     @cached_property
     def passage_graph(self) -> PassageGraph:
@@ -169,7 +173,10 @@ class Index:
         from hopgraph.graph_store.graphs.passage_graph import PassageGraph
 
         with self._graph_file("passage graph"):
-            return PassageGraph.load(self._graph_dir())
+            graph = PassageGraph.load(self._graph_dir())
+        if graph.ids == self.ids:  # one list of the ids, not a second copy of every string
+            graph.ids = self.ids
+        return graph
 
     @cached_property
     def extractions(self) -> list[Extraction]:
@@ -379,11 +386,13 @@ class Index:
     @cached_property
     def ids(self) -> list[str]:
         """Return the chunk ids in row order (the embedding matrix's and the graphs')."""
-        return list(self.chunks)
+        return self.chunks.ids if isinstance(self.chunks, ChunkTable) else list(self.chunks)
 
     @cached_property
     def rows(self) -> dict[str, int]:
         """Return each chunk id's row: its place in ``chunks``, the embeddings and the graphs."""
+        if isinstance(self.chunks, ChunkTable):
+            return self.chunks.rows
         return {chunk_id: row for row, chunk_id in enumerate(self.chunks)}
 
     def chunk(self, chunk_id: str) -> Chunk:
@@ -393,7 +402,7 @@ class Index:
     @cached_property
     def documents(self) -> list[DocumentRecord]:
         """Return the index's documents: source, content hash, indexed at, chunks, metadata."""
-        return read_documents(self.directory, self.manifest, list(self.chunks.values()))
+        return read_documents(self.directory, self.manifest, self.chunks.values())
 
     def record(self, doc_id: str) -> DocumentRecord | None:
         """Return one document's record (looked up in the table, not read whole)."""
@@ -439,15 +448,20 @@ class Index:
             self._matching[key] = frozenset(matching(self.documents, self.chunks.values(), where))
         return self._matching[key]
 
-    @cached_property
-    def document_chunks(self) -> dict[str, list[Chunk]]:
-        """Return each document's chunks in their order (by ``position``)."""
-        out: dict[str, list[Chunk]] = {}
-        for chunk in self.chunks.values():
-            out.setdefault(chunk.doc_id, []).append(chunk)
-        for chunks in out.values():
-            chunks.sort(key=lambda c: c.position)
-        return out
+    def document_of(self, chunk_id: str) -> list[Chunk] | None:
+        """Return the chunks of the document holding this chunk, in order (by ``position``).
+
+        Looked up by the ids its positions give (``chunk_id(doc_id, position, n_chunks)``), so
+        no table of every document is held; None when they are not all there, as in an index
+        whose chunks have no positions.
+        """
+        chunk = self.chunks[chunk_id]
+        ids = [make_chunk_id(chunk.doc_id, p, chunk.n_chunks) for p in range(chunk.n_chunks)]
+        if any(i not in self.chunks for i in ids):
+            return None
+        found = [self.chunks[i] for i in ids]
+        positions = [c.position for c in found]
+        return found if positions == list(range(len(found))) else None
 
     @property
     def doc_ids(self) -> set[str]:

@@ -12,7 +12,7 @@ import mmap
 import os
 from bisect import bisect_left
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path, PurePath
 
@@ -98,7 +98,7 @@ class DocumentTable:
         return cls([r.id for r in rows], [orjson.dumps(r) for r in rows])
 
     @classmethod
-    def read(cls, directory: Path, manifest: Manifest, chunks: Sequence[Chunk]) -> DocumentTable:
+    def read(cls, directory: Path, manifest: Manifest, chunks: Collection[Chunk]) -> DocumentTable:
         """Read the index's table (worked out from ``chunks`` when it has none)."""
         name = manifest.files.get("documents")
         if name is None:
@@ -227,7 +227,7 @@ class DocumentLookup:
 
 
 def read_documents(
-    directory: Path, manifest: Manifest, chunks: Sequence[Chunk]
+    directory: Path, manifest: Manifest, chunks: Collection[Chunk]
 ) -> list[DocumentRecord]:
     """Return the index's document records (worked out from ``chunks`` when it has no table)."""
     return DocumentTable.read(directory, manifest, chunks).records()

@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -312,15 +312,18 @@ class BM25Store:
         save_store(folder, self.paths, self.stats)
 
     @classmethod
-    def load(cls, folder: Path, root: Path, chunks: Sequence[Chunk]) -> BM25Store:
+    def load(
+        cls, folder: Path, root: Path, chunks: Sequence[Chunk] | Mapping[str, Chunk]
+    ) -> BM25Store:
         """Read the store of ``folder`` for ``chunks``; segment paths are relative to ``root``.
 
-        An index of format 1 holds a bm25s index instead: its chunks are tokenized again, in
-        memory (seconds for thousands of chunks), until its next write saves segments.
+        ``chunks``: a list, or a mapping by id (an index's table, whose texts are not read). An
+        index of format 1 holds a bm25s index instead: its chunks are tokenized again, in memory
+        (seconds for thousands of chunks), until its next write saves segments.
         """
-        ids = [c.id for c in chunks]
+        ids = list(chunks) if isinstance(chunks, Mapping) else [c.id for c in chunks]
         if (folder / "params.index.json").is_file() and not (folder / SEGMENTS_FILE).exists():
-            return cls.build(chunks)
+            return cls.build(list(chunks.values()) if isinstance(chunks, Mapping) else chunks)
         try:
             paths = json.loads((folder / SEGMENTS_FILE).read_text(encoding="utf-8"))
             stats = json.loads((folder / STATS_FILE).read_text(encoding="utf-8"))

@@ -189,7 +189,7 @@ class GNNRetriever(Guarded):
             raise ValueError(f"identifiers must be true or false, got {identifiers!r}")
         self._hybrid = HybridRetriever(index) if identifiers else None
         graph = index.passage_graph
-        if graph.ids != list(index.chunks) or index.keywords.ids != graph.ids:
+        if graph.ids != index.ids or index.keywords.ids != graph.ids:
             raise IndexStateError(
                 "the passage graph is out of step with the chunks",
                 f"rebuild it: `hopgraph graph build --index {index.directory}`",

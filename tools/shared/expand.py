@@ -60,7 +60,9 @@ class _Span:
 
     def touches(self, other: _Span, gap: int) -> bool:
         return (
-            other.doc is self.doc and other.low <= self.high + gap and self.low <= other.high + gap
+            other.hit.doc_id == self.hit.doc_id
+            and other.low <= self.high + gap
+            and self.low <= other.high + gap
         )
 
 
@@ -83,14 +85,14 @@ def expand_hits(index: Index, hits: list[Hit], expansion: Expansion) -> list[Hit
 
 
 def _span(index: Index, hit: Hit, expansion: Expansion) -> _Span:
-    doc = index.document_chunks.get(hit.doc_id)
-    if not doc or [c.position for c in doc] != list(range(len(doc))):
+    doc = index.document_of(hit.id)
+    if doc is None:
         raise IndexStateError(
             f"{index.directory}: the chunks of {hit.doc_id!r} have no positions, so a hit "
             "cannot be widened",
             "rebuild the index (`hopgraph index`), or drop --expand",
         )
-    at = index.chunks[hit.id].position
+    at = next(i for i, c in enumerate(doc) if c.id == hit.id)
     if expansion.scope == "neighbours":
         return _Span(hit, doc, max(0, at - expansion.n), min(len(doc) - 1, at + expansion.n))
     section = doc[at].section

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Container, Mapping, Sequence
+from collections.abc import Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 
@@ -147,10 +147,18 @@ def extraction_sentences(text: str) -> list[str]:
     return out
 
 
-def corpus_titles(chunks: Sequence[Chunk]) -> TitleIndex:
-    """Index a corpus's page titles, with the words the corpus also writes in lower case."""
-    lower_case = frozenset(w for c in chunks for w in lower_case_words(c))
-    return TitleIndex([c.title for c in chunks if c.title], lower_case)
+def corpus_titles(chunks: Iterable[Chunk]) -> TitleIndex:
+    """Index a corpus's page titles, with the words the corpus also writes in lower case.
+
+    One pass: an index's chunks are read from its table in turn, not held.
+    """
+    lower_case: set[str] = set()
+    titles: list[str] = []
+    for chunk in chunks:
+        lower_case.update(lower_case_words(chunk))
+        if chunk.title:
+            titles.append(chunk.title)
+    return TitleIndex(titles, frozenset(lower_case))
 
 
 def find_mentions(sentence: str, titles: TitleIndex) -> tuple[list[str], list[Mention]]:

@@ -35,7 +35,7 @@ def test_parse_names_what_is_wrong():
 
 def test_section_gives_the_whole_section_once(docs_index):
     with Index.open(docs_index) as idx:
-        chunks = idx.document_chunks["api.rst"]
+        chunks = _document(idx, "api.rst")
         app = [c for c in chunks if c.section == "Application Object"]
         assert len(app) >= 2  # the section spans chunks: widening has something to do
         hits = make_retriever("bm25", idx).retrieve("central object configuration views", 5)
@@ -52,7 +52,7 @@ def test_section_gives_the_whole_section_once(docs_index):
 
 def test_neighbours_merge_windows_that_touch(docs_index):
     with Index.open(docs_index) as idx:
-        chunks = idx.document_chunks["api.rst"]
+        chunks = _document(idx, "api.rst")
         hits = [Hit(chunks[1].id, 2.0, "API", chunks[1].text, "api.rst")]
         hits.append(replace(hits[0], id=chunks[3].id, score=1.0))
         [merged] = expand_hits(idx, hits, Expansion("neighbours", 1))
@@ -104,7 +104,14 @@ def test_agent_reader_sees_widened_passages(docs_index):
 def test_an_index_without_positions_is_named(docs_index):
     with Index.open(docs_index) as idx:
         hits = make_retriever("bm25", idx).retrieve("signal", 1)
-        doc = idx.document_chunks[hits[0].doc_id]
-        idx.document_chunks[hits[0].doc_id] = [replace(c, position=0) for c in doc]
+        chunks = dict(idx.chunks)
+        for c in idx.document_of(hits[0].id) or []:
+            chunks[c.id] = replace(c, position=0)
+        idx.chunks = chunks
         with pytest.raises(IndexStateError, match="no positions"):
             expand_hits(idx, hits, Expansion("section"))
+
+
+def _document(idx: Index, doc_id: str) -> list:
+    first = next(c for c in idx.chunks.values() if c.doc_id == doc_id)
+    return idx.document_of(first.id) or []

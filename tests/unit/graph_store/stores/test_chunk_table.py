@@ -1,0 +1,62 @@
+"""The chunk table read on demand: the same chunks as a whole read, and damage named."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from pathlib import Path
+
+import pytest
+
+from hopgraph.core.errors import IndexStateError
+from hopgraph.graph_store.documents.schema import Chunk
+from hopgraph.graph_store.stores.chunk_table import ChunkTable, chunks_in, write_chunks
+
+CHUNKS = [
+    Chunk("a", "a", "Alpha", "first text", 0, 1, "Intro"),
+    Chunk('q"uote\\d#0', 'q"uote\\d', "Quoted", "ids JSON must escape", 0, 2),
+    Chunk('q"uote\\d#1', 'q"uote\\d', "Quoted", "second half", 1, 2, "Later"),
+    Chunk("é ü#ß", "é ü#ß", "Ünïcode", "non-ASCII ids and texts: ∑", 0, 1),
+]
+
+
+def test_every_chunk_reads_as_the_whole_table_reads_it(tmp_path: Path) -> None:
+    path = tmp_path / "chunks.jsonl"
+    write_chunks(path, CHUNKS)
+    table = ChunkTable.open(path)
+    assert table.ids == [c.id for c in CHUNKS] and len(table) == len(CHUNKS)
+    assert [table[c.id] for c in CHUNKS] == CHUNKS == chunks_in(path)
+    assert list(table.values()) == CHUNKS and list(table.items()) == [(c.id, c) for c in CHUNKS]
+    assert table.rows['q"uote\\d#1'] == 2 and "missing" not in table
+    with pytest.raises(KeyError):
+        table["missing"]
+    assert [c.text for c in table.scan(texts=False)] == ["", "", "", ""]
+    assert [c.title for c in table.scan(texts=False)] == [c.title for c in CHUNKS]
+
+
+def test_lines_written_by_another_writer_and_blank_lines_are_read(tmp_path: Path) -> None:
+    path = tmp_path / "chunks.jsonl"  # json.dumps' spacing, a blank line, no final newline
+    lines = [json.dumps(asdict(c), ensure_ascii=True) for c in CHUNKS]
+    path.write_text("\n".join(lines[:2]) + "\n\n" + "\n".join(lines[2:]), encoding="utf-8")
+    table = ChunkTable.open(path)
+    assert list(table.values()) == CHUNKS
+
+
+def test_an_empty_table_opens(tmp_path: Path) -> None:
+    path = tmp_path / "chunks.jsonl"
+    path.write_bytes(b"")
+    assert len(ChunkTable.open(path)) == 0 and list(ChunkTable.open(path).values()) == []
+
+
+def test_a_damaged_line_is_named_by_its_row_with_the_repair(tmp_path: Path) -> None:
+    path = tmp_path / "chunks.jsonl"
+    write_chunks(path, CHUNKS)
+    data = bytearray(path.read_bytes())
+    at = data.index(b"first text")
+    data[at - 2 : at + 3] = b"\x00\x00\x00\x00\x00"  # the id is intact, the line is not JSON
+    path.write_bytes(bytes(data))
+    table = ChunkTable.open(path)
+    assert table["é ü#ß"] == CHUNKS[3]  # the others read: only the damaged line fails
+    with pytest.raises(IndexStateError, match="damaged at chunk row 0") as err:
+        table["a"]
+    assert "hopgraph check --repair" in (err.value.hint or "")
