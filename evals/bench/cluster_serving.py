@@ -10,7 +10,8 @@ graph_store/cluster/serve.py), dense and gnn_ret answer the same queries: the ti
 kept, each query's searches not: ``forget_queries(vectors=False)``). Reported per method:
 p50 and p95 latency (ms), rounds per query (scatters to the shards: mean and max), bytes the
 calls and answers moved per query (mean), whether each top 10 equals one process's; per S,
-each shard's resident memory and the router's. ``--fault SECONDS``: instead, two shards of
+each shard's resident memory and the router's (now and at its peak: the router is this process
+alone, one process's run is a child's). ``--fault SECONDS``: instead, two shards of
 two replicas, one replica killed a quarter of the way into SECONDS of gnn_ret queries; the
 errors and wrong answers are counted (exit 1 if any). A local cluster shares this machine's cores
 and memory: the figures say what the rounds and transfers cost, not how fast more machines
@@ -21,7 +22,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import time
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -29,7 +32,7 @@ import numpy as np
 from hopgraph.evals.bench import save_json
 from hopgraph.evals.metrics import percentile
 from hopgraph.graph_store import Index
-from hopgraph.graph_store.stores.chunk_table import chunks_in
+from hopgraph.graph_store.stores.chunk_table import ChunkTable
 from hopgraph.graph_store.stores.manifest import read_manifest
 from hopgraph.tools import make_retriever
 
@@ -39,10 +42,20 @@ K = 10
 
 def queries_of(directory: Path, count: int) -> list[str]:
     """Return the titles of ``count`` chunks spread evenly over the index."""
-    manifest = read_manifest(directory)
-    chunks = chunks_in(manifest.path(directory, "chunks"))
-    step = max(1, len(chunks) // count)
-    return [c.title for c in chunks[::step][:count]]
+    table = ChunkTable.open(read_manifest(directory).path(directory, "chunks"))
+    step = max(1, len(table) // count)
+    return [table.at(row).title for row in range(0, len(table), step)[:count]]
+
+
+def one_process(directory: Path, queries: list[str]) -> tuple[dict, float, float]:
+    """Run every method on one process's index; return the run, its RSS and peak (MB).
+
+    Called in a child process, so the router's memory measured here is the router's alone.
+    """
+    from hopgraph.graph_store.cluster.partitions import peak_rss_mb, rss_mb
+
+    with Index.open(directory) as one:
+        return run(one, queries, None), rss_mb(), peak_rss_mb()
 
 
 def run(index: Index, queries: list[str], counted: object | None) -> dict:
@@ -140,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, help="where to save the rows (JSON)")
     args = parser.parse_args(argv)
     from hopgraph.graph_store.cluster.connect import connected, require_ray
-    from hopgraph.graph_store.cluster.partitions import rss_mb
+    from hopgraph.graph_store.cluster.partitions import peak_rss_mb, rss_mb
 
     require_ray()
     from hopgraph.graph_store.cluster.serve import serve_index
@@ -153,9 +166,10 @@ def main(argv: list[str] | None = None) -> int:
             save_json(args.out, {"index": str(args.index), "fault": found})
         return 0 if found["errors"] == found["wrong"] == 0 and found["killed"] else 1
     rows = []
-    with Index.open(args.index) as one:
-        alone = run(one, queries, None)
-        rows.append({"shards": 0, "router_rss_mb": rss_mb()} | _summary(alone, alone))
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as child:
+        alone, rss, peak = child.submit(one_process, args.index, queries).result()
+    rows.append({"shards": 0, "router_rss_mb": rss, "router_peak_rss_mb": peak})
+    rows[-1] |= _summary(alone, alone)
     print(json.dumps(rows[-1]), flush=True)
     for count in [int(s) for s in args.shards.split(",")]:
         with connected("local"):
@@ -163,7 +177,12 @@ def main(argv: list[str] | None = None) -> int:
             try:
                 found = run(router, queries, router.shards)
                 facts = router.shards.scatter("facts")
-                row = {"shards": count, "router_rss_mb": rss_mb()} | _summary(found, alone)
+                row = {
+                    "shards": count,
+                    "router_rss_mb": rss_mb(),
+                    "router_peak_rss_mb": peak_rss_mb(),
+                }
+                row |= _summary(found, alone)
                 row["shard_rss_mb"] = [f["rss_mb"] for f in facts]
                 rows.append(row)
             finally:

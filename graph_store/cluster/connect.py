@@ -24,6 +24,8 @@ from types import ModuleType
 
 from hopgraph.core.errors import HopgraphError, IndexStateError, InputError
 
+from .messages import ray_messages_to_file
+
 LOCAL = "local"
 OBJECT_STORE_BYTES = 512 * 1024**2
 """The object store of a cluster started here: partitions' documents and results pass through it,
@@ -128,6 +130,7 @@ def connected(address: str, env: dict[str, str] | None = None) -> Iterator[Modul
                     "writes), as its nodes were started with; nothing was written",
                 ) from err
         try:
+            ray_messages_to_file()  # not this process's stdout: a report or a protocol's
             check_versions(ray)
             yield ray
         finally:

@@ -27,8 +27,6 @@ import logging
 import os
 import re
 import secrets
-import sys
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -39,6 +37,7 @@ from hopgraph.graph_store.stores.manifest import Manifest
 from hopgraph.graph_store.stores.vector_search import SearchMode
 
 from .connect import connected, require_ray
+from .messages import ray_messages_to_file
 from .router import ShardedIndex
 from .shard import Shard
 
@@ -123,26 +122,6 @@ class ServeShards:
 
         for name in self.names:
             serve.delete(name, _blocking=False)
-
-
-def serve_messages_to_file() -> Path:
-    """Write Ray Serve's messages in this process to a file of its own, said once on stderr.
-
-    Serve logs a line per deployment step and, while a lost replica is replaced, one per call
-    it routes (hundreds a second): a server's stderr keeps its own one line per request.
-    """
-    path = Path(tempfile.gettempdir()) / f"hopgraph-serve-{os.getpid()}.log"
-    logger = logging.getLogger("ray.serve")
-    if any(getattr(h, "baseFilename", None) == str(path) for h in logger.handlers):
-        return path
-    for handler in list(logger.handlers):
-        logger.removeHandler(handler)
-    handler = logging.FileHandler(path, encoding="utf-8")
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
-    logger.addHandler(handler)
-    logger.propagate = False
-    print(f"Ray Serve's messages: {path}", file=sys.stderr, flush=True)
-    return path
 
 
 def index_key(directory: Path) -> str:
@@ -237,7 +216,7 @@ def serve_index(
     directory = Path(directory).resolve()
     if shards < 1 or replicas < 1:
         raise InputError(f"--shards {shards} --replicas {replicas}: give 1 or more of each")
-    serve_messages_to_file()
+    ray_messages_to_file()
     serve.start(proxy_location="Disabled")  # no HTTP ingress: the router calls the handles
 
     remove_left_behind(directory)  # a killed server's shards of this index

@@ -233,6 +233,8 @@ def test_a_worker_host_lost_mid_build_reruns_its_partitions(hosts, tmp_path):
         assert build.poll() is None, "the build ended before w1 could be lost"
         assert hosts.lose("w1") > 0
         assert build.wait(timeout=900) == 0, (tmp_path / "build.log").read_text()[-3000:]
+        said = (tmp_path / "build.log").read_text()
+        assert "Ray's messages: " in said and "(raylet)" not in said, said[-3000:]
     finally:
         if build.poll() is None:
             build.kill()
@@ -282,8 +284,10 @@ def test_serving_across_hosts_loses_no_query_when_a_worker_host_is_lost(hosts, a
         said = (tmp_path / "mcp.log").read_text().splitlines()
         others = [line for line in said if " hopgraph.mcp retrieve " not in line]
         assert sum(" hopgraph.mcp retrieve " in line for line in said) >= tally["asked"] + 24
-        # Serve's messages (hundreds while a replica is replaced) are in their own file
-        assert len(others) < 10 and "Ray Serve's messages: " in others[0], others
+        # Ray's messages (Serve's hundreds while a replica is replaced, the lost node's) are
+        # in their own file
+        assert len(others) < 10 and "Ray's messages: " in others[0], others
+        assert not any("(raylet)" in line for line in said), others
     finally:
         server.send_signal(signal.SIGINT)
         try:

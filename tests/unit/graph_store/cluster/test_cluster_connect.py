@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 
 import pytest
@@ -51,3 +52,31 @@ def test_a_token_in_token_mode_or_no_token_passes(monkeypatch):
     monkeypatch.delenv("RAY_AUTH_TOKEN")
     monkeypatch.delenv("RAY_AUTH_MODE")
     check_token_mode()
+
+
+def test_rays_messages_go_to_a_file_named_once_on_stderr_never_stdout(capsys, monkeypatch):
+    pytest.importorskip("ray")
+    from ray._private import worker
+
+    from hopgraph.graph_store.cluster.messages import messages_file, ray_messages_to_file
+
+    monkeypatch.setattr(worker, "print_to_stdstream", worker.print_to_stdstream)  # put back after
+    for name in ("ray.serve", "hopgraph.ray"):
+        logger = logging.getLogger(name)
+        monkeypatch.setattr(logger, "handlers", list(logger.handlers))
+        monkeypatch.setattr(logger, "propagate", logger.propagate)
+
+    path = ray_messages_to_file()
+    assert ray_messages_to_file() == path == messages_file()  # once a process
+    said = capsys.readouterr()
+    assert said.err.count("Ray's messages: ") == 1 and str(path) in said.err
+    # what Ray's error listener prints after a node is lost, through the one function it uses
+    lost = "The node with node id abc and address 10.0.0.2 has been marked dead"
+    worker.print_to_stdstream({"lines": [lost, "state dump"], "pid": "raylet", "is_err": False},
+                              ignore_prefix=False)  # fmt: skip
+    logging.getLogger("ray.serve").info("Deploying new version of Deployment(name='Shard')")
+    said = capsys.readouterr()
+    assert said.out == "" and said.err == ""
+    written = path.read_text(encoding="utf-8")
+    assert f"(raylet) {lost}" in written and "(raylet) state dump" in written
+    assert "Deploying new version" in written
