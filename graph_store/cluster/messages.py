@@ -31,25 +31,32 @@ def messages_file() -> Path:
     return Path(tempfile.gettempdir()) / f"hopgraph-ray-{os.getpid()}.log"
 
 
+_handlers: dict[Path, logging.FileHandler] = {}
+"""This process's handler of its messages file (by path: a forked child has its own)."""
+
+
 def ray_messages_to_file() -> Path:
-    """Send Ray's messages in this process to :func:`messages_file`; say where, once."""
+    """Send Ray's messages in this process to :func:`messages_file`; say where, once.
+
+    Called again (Serve's start sets its logger's handlers anew), it puts the handler back.
+    """
     path = messages_file()
-    logger = logging.getLogger("ray.serve")
-    if any(getattr(h, "baseFilename", None) == str(path) for h in logger.handlers):
-        return path
-    handler = logging.FileHandler(path, encoding="utf-8")
-    handler.setFormatter(logging.Formatter(FORMAT))
+    handler = _handlers.get(path)
+    if handler is None:
+        handler = _handlers[path] = logging.FileHandler(path, encoding="utf-8")
+        handler.setFormatter(logging.Formatter(FORMAT))
+        print(f"Ray's messages: {path}", file=sys.stderr, flush=True)
     for name in ("ray.serve", "hopgraph.ray"):
         target = logging.getLogger(name)
-        for old in list(target.handlers):
+        for old in [h for h in target.handlers if h is not handler]:
             target.removeHandler(old)
-        target.addHandler(handler)
+        if handler not in target.handlers:
+            target.addHandler(handler)
         target.setLevel(logging.INFO)
         target.propagate = False
     from ray._private import worker
 
     worker.print_to_stdstream = _to_file
-    print(f"Ray's messages: {path}", file=sys.stderr, flush=True)
     return path
 
 

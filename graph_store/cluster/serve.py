@@ -218,6 +218,7 @@ def serve_index(
         raise InputError(f"--shards {shards} --replicas {replicas}: give 1 or more of each")
     ray_messages_to_file()
     serve.start(proxy_location="Disabled")  # no HTTP ingress: the router calls the handles
+    ray_messages_to_file()  # again: Serve's start set its logger's handlers anew
 
     remove_left_behind(directory)  # a killed server's shards of this index
     mine = owner()

@@ -58,8 +58,10 @@ def test_rays_messages_go_to_a_file_named_once_on_stderr_never_stdout(capsys, mo
     pytest.importorskip("ray")
     from ray._private import worker
 
+    from hopgraph.graph_store.cluster import messages
     from hopgraph.graph_store.cluster.messages import messages_file, ray_messages_to_file
 
+    monkeypatch.setattr(messages, "_handlers", {})
     monkeypatch.setattr(worker, "print_to_stdstream", worker.print_to_stdstream)  # put back after
     for name in ("ray.serve", "hopgraph.ray"):
         logger = logging.getLogger(name)
@@ -67,7 +69,8 @@ def test_rays_messages_go_to_a_file_named_once_on_stderr_never_stdout(capsys, mo
         monkeypatch.setattr(logger, "propagate", logger.propagate)
 
     path = ray_messages_to_file()
-    assert ray_messages_to_file() == path == messages_file()  # once a process
+    logging.getLogger("ray.serve").handlers.clear()  # as Serve's start does
+    assert ray_messages_to_file() == path == messages_file()  # said once a process
     said = capsys.readouterr()
     assert said.err.count("Ray's messages: ") == 1 and str(path) in said.err
     # what Ray's error listener prints after a node is lost, through the one function it uses
