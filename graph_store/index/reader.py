@@ -162,9 +162,19 @@ class Index:
 
     @cached_property
     def entity_linker(self) -> EntityLinker:
-        """Return the corpus's entity linker (its title index), built on first use."""
-        from hopgraph.graph_store.graphs.entity_linker import EntityLinker
+        """Return the corpus's entity linker (its title index), opened on first use.
 
+        The graph build's title index, memory-mapped, where it saved one (the offline
+        extractor's); else made from the chunks' titles and texts, read in turn.
+        """
+        from hopgraph.graph_store.graphs.entity_linker import EntityLinker
+        from hopgraph.graph_store.graphs.extraction.title_table import load_titles
+
+        if self.manifest.graph is not None:
+            with self._graph_file("title index"):
+                titles = load_titles(self._graph_dir())
+            if titles is not None:
+                return EntityLinker(titles)
         return EntityLinker.of_chunks(self.chunks.values())
 
     @cached_property

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Container, Iterable, Mapping, Sequence
+from collections.abc import Collection, Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 
@@ -101,13 +101,13 @@ class TitleIndex:
             entity, *others = known.get(title) or title_keys(title)
             for key in others:
                 aliases.setdefault(key, entity)
-        self.aliases = aliases
-        self.common_words = common_words
+        self.aliases: Mapping[str, str] = aliases
+        self.common_words: Collection[str] = common_words
         self.longest = max((len(k.split()) for k in aliases), default=0)
 
     @classmethod
     def claimed(
-        cls, aliases: dict[str, str], common_words: frozenset[str], longest: int
+        cls, aliases: Mapping[str, str], common_words: Collection[str], longest: int
     ) -> TitleIndex:
         """Return the index of claims already worked out (``longest``: most words in a key)."""
         index = cls.__new__(cls)

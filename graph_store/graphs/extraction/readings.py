@@ -39,6 +39,7 @@ from .offline import (
 )
 from .reading_table import ReadingTable, empty_table, save_in_parts
 from .table import ExtractionTable, Ragged, Vocabulary, distinct
+from .title_table import save_titles
 
 CorpusCounts = tuple[Counter[str], Counter[str], dict[str, Sequence[str]]]
 """What a first reading counts of chunks: lower-case words, titles, and the titles' keys."""
@@ -149,6 +150,7 @@ class CorpusReadings:
         tasks each saved their rows': reading_table.save_in_parts), not this state's table.
         """
         extra = {"lower": self.lower, "alias_keys": self.alias_keys, "claims": self.claims}
+        save_titles(directory, self.title_index())  # what questions are linked against
         if parts:
             save_in_parts(directory, parts, extra)
         else:

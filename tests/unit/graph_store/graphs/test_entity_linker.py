@@ -46,3 +46,39 @@ def test_an_index_holds_one_linker_shared_by_the_methods(docs_index):
     question = "Where is the county seat of Mountrail County?"
     keys = docs_index.entity_linker.link(question).entities
     assert keys and iier.question_keywords(question) == set(keys)
+
+
+def test_the_saved_title_index_links_as_the_chunks_do(tmp_path, monkeypatch):
+    from hopgraph.graph_store.graphs.extraction import title_table
+    from hopgraph.graph_store.graphs.extraction.offline import corpus_titles
+
+    titles = corpus_titles(CORPUS)
+    title_table.save_titles(tmp_path, titles)
+    saved = title_table.load_titles(tmp_path)
+    assert saved is not None and dict(saved.aliases) == dict(titles.aliases)
+    assert set(saved.common_words) == set(titles.common_words) and saved.longest == titles.longest
+    texts = [
+        "When did Larry Alcala study at the University of the Philippines?",
+        "Where do people love Manila?",
+        "Love (band) in Manila, 1936",
+        "nothing here",
+    ]
+    for text in texts:
+        assert EntityLinker(saved).link(text) == EntityLinker(titles).link(text), text
+    # every key's hash the same: found by comparing the keys' bytes, never a wrong entity
+    monkeypatch.setattr(title_table, "key_hash", lambda key: 7)
+    title_table.save_titles(tmp_path, titles)
+    collided = title_table.load_titles(tmp_path)
+    assert collided is not None and dict(collided.aliases) == dict(titles.aliases)
+    assert "love" in collided.common_words and "missing" not in collided.aliases
+
+
+def test_an_index_links_questions_against_its_graph_builds_title_index(docs_index):
+    from hopgraph.graph_store.graphs.extraction.title_table import StringTable
+
+    saved = docs_index.entity_linker
+    assert isinstance(saved.titles.aliases, StringTable)  # memory-mapped, not rebuilt
+    made = EntityLinker.of_chunks(docs_index.chunks.values())
+    assert len(saved.titles.aliases) == len(made.titles.aliases) > 0
+    for chunk in docs_index.chunks.values():
+        assert saved.link(chunk.text) == made.link(chunk.text)
