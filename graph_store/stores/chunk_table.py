@@ -1,17 +1,16 @@
 """The chunk table of a generation: one JSON object per chunk and line (chunks.jsonl).
 
 A process that serves an index reads it as a :class:`ChunkTable`: the ids and where each line
-starts are in memory, the file is memory-mapped, and a chunk is parsed from its line when it is
+starts are in memory, and a chunk is read from the file (core.file_reads) and parsed when it is
 looked up (a hit shown, a method's step). Its texts, titles and metadata are never all held as
 Python objects: at a million chunks that was 1.5 GB of every serving process, and the whole of
 a cluster router's growth. A generation's table is written once and never changed (a write
-makes the next generation's), so the mapping reads the bytes the manifest committed.
+makes the next generation's), so a lookup reads the bytes the manifest committed.
 """
 
 from __future__ import annotations
 
 import itertools
-import mmap
 from array import array
 from collections.abc import Iterator, Mapping, Sequence, ValuesView
 from pathlib import Path
@@ -20,6 +19,7 @@ import numpy as np
 import orjson
 
 from hopgraph.core.errors import IndexStateError
+from hopgraph.core.file_reads import FileReads
 from hopgraph.graph_store.documents.schema import Chunk
 
 from .manifest import Manifest, tables_hint
@@ -68,25 +68,21 @@ ID_PREFIX = b'{"id":"'
 
 
 class ChunkTable(Mapping[str, Chunk]):
-    """A chunk table file as a mapping from chunk id to chunk, each parsed when looked up.
+    """A chunk table file as a mapping from chunk id to chunk, each read when looked up.
 
     Held in memory: the ids in row order, each id's row and each line's start (about 130 bytes
     a chunk, against 1.5 kB as objects). :meth:`scan` reads every chunk in turn without keeping
     them, for the few passes that need the whole corpus (the title index, a filter).
     """
 
-    def __init__(self, path: Path, data: bytes | mmap.mmap, ids: list[str], starts: np.ndarray):
-        self.path, self._data, self.ids, self._starts = path, data, ids, starts
+    def __init__(self, path: Path, ids: list[str], starts: np.ndarray):
+        self.path, self.ids, self._starts = path, ids, starts
+        self._file = FileReads(path)
         self.rows: dict[str, int] = {chunk_id: row for row, chunk_id in enumerate(ids)}
 
     @classmethod
     def open(cls, path: Path) -> ChunkTable:
-        """Map the file at ``path`` and read each line's id and start (one pass, no text kept)."""
-        with path.open("rb") as handle:
-            size = handle.seek(0, 2)
-            data: bytes | mmap.mmap = (
-                mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
-            )
+        """Read each line's id and start from the file at ``path`` (one pass, no text kept)."""
         ids: list[str] = []
         starts = array("q")
         at = 0
@@ -97,7 +93,7 @@ class ChunkTable(Mapping[str, Chunk]):
                     starts.append(at)
                 at += len(line)
         starts.append(at)
-        return cls(path, data, ids, np.frombuffer(starts, dtype=np.int64).copy())
+        return cls(path, ids, np.frombuffer(starts, dtype=np.int64).copy())
 
     def __getitem__(self, chunk_id: str) -> Chunk:
         return self.at(self.rows[chunk_id])
@@ -117,7 +113,7 @@ class ChunkTable(Mapping[str, Chunk]):
 
     def at(self, row: int) -> Chunk:
         """Return the chunk at ``row``, parsed from its line."""
-        line = self._data[int(self._starts[row]) : int(self._starts[row + 1])]
+        line = self._file.read(int(self._starts[row]), int(self._starts[row + 1]))
         try:
             return Chunk(**orjson.loads(line))
         except (ValueError, TypeError) as err:

@@ -8,7 +8,6 @@ chunks, with no source and no hash (its next sync then counts every document as 
 
 from __future__ import annotations
 
-import mmap
 import os
 from bisect import bisect_left
 from collections import Counter
@@ -19,6 +18,7 @@ from pathlib import Path, PurePath
 import orjson
 
 from hopgraph.core.errors import IndexStateError, InputError
+from hopgraph.core.file_reads import FileReads
 from hopgraph.graph_store.documents.filters import Where, conditions
 from hopgraph.graph_store.documents.schema import Chunk, Document, Scalar
 
@@ -172,30 +172,22 @@ class DocumentLookup:
     """Single records of a table file, found by binary search over its lines (memory-mapped).
 
     A query's hits need the records of a few documents: reading the whole table took 1.6 s
-    at 100,000 documents, a lookup reads a few pages.
+    at 100,000 documents, a lookup reads a few pages (core.file_reads: none of them kept).
     """
 
     def __init__(self, path: Path, hint: str = "") -> None:
         self.path, self.hint = path, hint
         try:
-            with path.open("rb") as handle:
-                self.data = (
-                    mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
-                    if path.stat().st_size
-                    else b""
-                )
+            self.file = FileReads(path)
         except OSError as err:
             raise IndexStateError(f"{path} is missing or damaged: {err}", hint) from err
 
     def get(self, doc_id: str) -> DocumentRecord | None:
         """Return the record of ``doc_id``, or ``None`` when the table has none."""
-        low, high = 0, len(self.data)  # byte offsets: the answer's line starts in [low, high)
+        low, high = 0, self.file.size  # byte offsets: the answer's line starts in [low, high)
         while low < high:
-            middle = (low + high) // 2
-            start = self.data.rfind(b"\n", 0, middle) + 1
-            end = self.data.find(b"\n", start)
-            end = len(self.data) if end < 0 else end
-            line = self.data[start:end]
+            start, end = self.file.line_around((low + high) // 2)
+            line = self.file.read(start, end)
             if not line.strip():  # the final newline
                 high = start
                 continue
@@ -209,9 +201,8 @@ class DocumentLookup:
         return None
 
     def close(self) -> None:
-        """Unmap the file."""
-        if isinstance(self.data, mmap.mmap):
-            self.data.close()
+        """Close the file."""
+        self.file.close()
 
     def _id(self, line: bytes) -> str:
         try:

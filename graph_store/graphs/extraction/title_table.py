@@ -3,9 +3,9 @@
 A graph build saves the title index its readings were made against (every alias key and the
 title entity that claims it, and the words the corpus writes in lower case) as two tables of
 strings sorted by a 64-bit hash of their key. An opened index links questions against them
-memory-mapped (``Index.entity_linker``), so a serving process neither holds the corpus's
-aliases as Python objects (about 700 bytes a chunk) nor reads every chunk's text to build them
-at its first question.
+where they lie (``Index.entity_linker``: the hashes memory-mapped, an entry read when its hash
+matches), so a serving process neither holds the corpus's aliases as Python objects (about 700
+bytes a chunk) nor reads every chunk's text to build them at its first question.
 
 A table is three files: ``NAME.hashes.npy`` (uint64, sorted), ``NAME.starts.npy`` (int64, where
 each entry starts in the blob, one more than the entries) and ``NAME.bin`` (the entries,
@@ -17,11 +17,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import mmap
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
 import numpy as np
+
+from hopgraph.core.file_reads import FileReads
 
 from .offline import TitleIndex
 
@@ -41,14 +42,15 @@ class StringTable(Mapping[str, str]):
     def __init__(self, stem: Path) -> None:
         self.hashes = np.load(f"{stem}.hashes.npy", mmap_mode="r")
         self.starts = np.load(f"{stem}.starts.npy", mmap_mode="r")
-        with open(f"{stem}.bin", "rb") as handle:
-            size = handle.seek(0, 2)
-            self.blob = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
+        self.blob = FileReads(Path(f"{stem}.bin"))
+        size = self.blob.size
         if len(self.starts) != len(self.hashes) + 1 or int(self.starts[-1]) != size:
             raise ValueError(f"{stem}.* do not agree: the table was not written whole")
 
     def _entry(self, i: int) -> tuple[bytes, bytes]:
-        key, _, value = self.blob[int(self.starts[i]) : int(self.starts[i + 1])].partition(b"\0")
+        key, _, value = self.blob.read(int(self.starts[i]), int(self.starts[i + 1])).partition(
+            b"\0"
+        )
         return key, value
 
     def __getitem__(self, key: str) -> str:
