@@ -394,12 +394,12 @@ class Index:
         self._last_top = None
 
     @cached_property
-    def ids(self) -> list[str]:
+    def ids(self) -> Sequence[str]:
         """Return the chunk ids in row order (the embedding matrix's and the graphs')."""
         return self.chunks.ids if isinstance(self.chunks, ChunkTable) else list(self.chunks)
 
     @cached_property
-    def rows(self) -> dict[str, int]:
+    def rows(self) -> Mapping[str, int]:
         """Return each chunk id's row: its place in ``chunks``, the embeddings and the graphs."""
         if isinstance(self.chunks, ChunkTable):
             return self.chunks.rows

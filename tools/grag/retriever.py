@@ -99,7 +99,7 @@ class GRAGRetriever(Guarded):
         self.model = GraphScorer(state)
         self.builder = GraphBuilder(index, self.settings, bases(self.settings.base))
         self.weights_path = path
-        self.ids = list(index.chunks)
+        self.ids = index.ids
 
     def scores(self, graph: DocumentGraph) -> np.ndarray:
         """Score every candidate of a document graph."""

@@ -60,3 +60,23 @@ def test_a_damaged_line_is_named_by_its_row_with_the_repair(tmp_path: Path) -> N
     with pytest.raises(IndexStateError, match="damaged at chunk row 0") as err:
         table["a"]
     assert "hopgraph check --repair" in (err.value.hint or "")
+
+
+@pytest.mark.parametrize("collide", [False, True])
+def test_chunk_ids_index_compare_and_find_rows_as_a_list_would(collide, monkeypatch) -> None:
+    from hopgraph.graph_store.stores import chunk_table
+    from hopgraph.graph_store.stores.chunk_table import ChunkIds, ChunkRows
+
+    if collide:  # every hash alike: found by comparing the ids, never a wrong row
+        monkeypatch.setattr(chunk_table, "id_hash", lambda chunk_id: 7)
+    listed = [c.id for c in CHUNKS] + [f"doc-{i}" for i in range(200)]
+    ids = ChunkIds(listed)
+    assert len(ids) == len(listed) and list(ids) == listed and ids[-1] == listed[-1]
+    assert ids[1:4] == listed[1:4] and ids[3] == "é ü#ß"
+    assert ids == listed and ids == ChunkIds(listed) and ids != ChunkIds(listed[:-1])
+    assert ids != listed[::-1]
+    with pytest.raises(IndexError):
+        ids[len(listed)]
+    rows = ChunkRows(ids)
+    assert all(rows[i] == r for r, i in enumerate(listed)) and "nope" not in rows
+    assert rows.get("nope") is None and len(rows) == len(listed)
