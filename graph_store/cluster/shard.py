@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from hopgraph.graph_store.stores.bm25_query import KeywordTop, QueryScores
-from hopgraph.graph_store.stores.chunk_table import chunk_ids
+from hopgraph.graph_store.stores.chunk_table import ChunkTable
 from hopgraph.graph_store.stores.kdb_bm25 import SEGMENTS_FILE, STATS_FILE, BM25Store, Segment
 from hopgraph.graph_store.stores.manifest import Manifest, read_manifest
 from hopgraph.graph_store.stores.vector_search import SearchMode, VectorSearch, best_rows
@@ -56,7 +56,8 @@ class Shard:
         root = Path(directory)
         manifest = read_manifest(root) if manifest is None else manifest
         self.generation = manifest.generation
-        ids = chunk_ids(root, manifest) if ids is None else list(ids)
+        if ids is None:  # held compactly (ChunkIds): a shard keeps them for its answers' rows
+            ids = ChunkTable.open(manifest.path(root, "chunks")).ids
         vectors = shard_ranges(len(manifest.vectors), shards)[number]
         self.search = VectorSearch.open(root, manifest, ids, search, keep=set(vectors))
         self.keywords = _keywords(root, manifest.path(root, "bm25"), ids, number, shards)
@@ -126,7 +127,7 @@ class Shard:
         return found
 
 
-def _keywords(root: Path, folder: Path, ids: list[str], number: int, shards: int) -> BM25Store:
+def _keywords(root: Path, folder: Path, ids: Sequence[str], number: int, shards: int) -> BM25Store:
     """Open this shard's range of the BM25 segments, with the whole index's statistics.
 
     Which segment holds a chunk live is worked out over all of them (a later segment holds a

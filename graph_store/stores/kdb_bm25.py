@@ -226,7 +226,7 @@ class BM25Store:
         self,
         segments: list[Segment],
         paths: list[str],
-        ids: list[str],
+        ids: Sequence[str],
         stats: dict,
         rows: list[np.ndarray] | None = None,
     ) -> None:
