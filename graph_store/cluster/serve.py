@@ -28,9 +28,9 @@ import os
 import re
 import secrets
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from hopgraph.core.errors import IndexStateError, InputError
 from hopgraph.graph_store.stores.manifest import Manifest
@@ -46,6 +46,9 @@ SHARD_CPUS = 0.25
 ATTEMPTS = 4
 """Times a shard call is sent before its failure is the query's."""
 CALL_SECONDS = 60.0
+DEPLOY_SECONDS = 120.0
+"""How long shards may take to start (their replicas placed, the segments opened) before the
+server says which could not and why: Serve itself waits for a place for ever."""
 OWNERS = "hopgraph-owners"
 """The Ray namespace of the serving processes' leases (named actors ``owner-<owner>``)."""
 APP = re.compile(
@@ -223,22 +226,73 @@ def serve_index(
     remove_left_behind(directory)  # a killed server's shards of this index
     mine = owner()
 
-    def deployed(manifest: Manifest, ids: list[str]) -> ServeShards:
-        def deploy(number: int) -> Any:
-            name = app_name(directory, manifest.generation, number, mine)
+    def deployed(manifest: Manifest, ids: Sequence[str]) -> ServeShards:
+        names = [app_name(directory, manifest.generation, n, mine) for n in range(shards)]
+
+        def target(number: int) -> Any:
             deployment = serve.deployment(
                 Shard,
-                name=name,
+                name=names[number],
                 num_replicas=replicas,
                 ray_actor_options={"num_cpus": SHARD_CPUS},
             )
             app = deployment.bind(str(directory), number, shards, None, search, manifest)
-            return serve.run(app, name=name, route_prefix=None)
+            return serve.RunTarget(app, name=names[number], route_prefix=None)
 
-        names = [app_name(directory, manifest.generation, n, mine) for n in range(shards)]
-        return ServeShards([deploy(n) for n in range(shards)], names, deploy=deploy)
+        def deploy(number: int) -> Any:
+            return started([target(number)], replicas)[0]
+
+        handles = started([target(n) for n in range(shards)], replicas)
+        return ServeShards(handles, names, deploy=deploy)
 
     return ShardedIndex.open_on(directory, deployed, search)
+
+
+def started(targets: list[Any], replicas: int, seconds: float = DEPLOY_SECONDS) -> list[Any]:
+    """Deploy Serve applications (``RunTarget``s) at once; their handles once all run.
+
+    Serve waits for ever for a place to start a replica (every node's CPUs taken, the node
+    with the index gone): past ``seconds`` the applications are deleted and the error says
+    which and what to free.
+    """
+    from ray import serve
+
+    handles = serve.run_many(targets, wait_for_applications_running=False)
+    names = [t.name for t in targets]
+    ends = time.monotonic() + seconds
+    while True:
+        found = serve.status().applications
+        states = {n: found.get(n) for n in names}
+        failed = [n for n, s in states.items() if s is not None and s.status == "DEPLOY_FAILED"]
+        waiting = [n for n, s in states.items() if s is None or s.status != "RUNNING"]
+        if not waiting:
+            return handles
+        if failed or time.monotonic() > ends:
+            for name in names:
+                serve.delete(name, _blocking=False)
+            _refuse(failed, waiting, states, replicas, seconds)
+        time.sleep(0.2)
+
+
+def _refuse(
+    failed: list[str], waiting: list[str], states: dict, replicas: int, seconds: float
+) -> NoReturn:
+    """Raise the error of shards that failed to start, or did not within ``seconds``."""
+    if failed:
+        said = (states[failed[0]].message or "no reason given").strip().splitlines()[-1]
+        raise IndexStateError(
+            f"shard application {failed[0]} failed to start: {said}",
+            "check that every node sees the index at the same path (a shared file system) "
+            "and runs the same hopgraph; Ray's messages file has the replica's error",
+        )
+    raise IndexStateError(
+        f"{len(waiting)} shard application(s) did not start within {seconds:g} s "
+        f"({waiting[0]}{', ...' if len(waiting) > 1 else ''}): no node had "
+        f"{SHARD_CPUS:g} CPU free for each of their {replicas} replica(s), or a node that held "
+        "one is unreachable",
+        "`ray status` shows the free CPUs: add a node or free CPUs, or serve with fewer "
+        "--shards or --replicas; nothing was left deployed",
+    )
 
 
 Opener = Callable[[Path, "str | None"], ShardedIndex]

@@ -94,3 +94,59 @@ def test_an_application_name_carries_its_index_generation_shard_and_owner(tmp_pa
     assert match["key"] == serve_mod.index_key(tmp_path)
     assert (match["generation"], match["number"], match["owner"]) == ("7", "2", "1a2b3c4d")
     assert serve_mod.APP.match("hopgraph-1234abcd-g7-shard-2") is None  # no owner: not ours
+
+
+class FakeServe:
+    """Serve's run_many / status / delete, each application's states given in turn."""
+
+    def __init__(self, states: dict[str, list[tuple[str, str]]]) -> None:
+        self.states, self.deleted = states, []
+
+    def run_many(self, targets, wait_for_applications_running):
+        assert not wait_for_applications_running  # the wait is ours, with its deadline
+        return [f"handle-{t.name}" for t in targets]
+
+    def status(self):
+        from types import SimpleNamespace
+
+        apps = {}
+        for name, steps in self.states.items():
+            status, message = steps.pop(0) if len(steps) > 1 else steps[0]
+            apps[name] = SimpleNamespace(status=status, message=message)
+        return SimpleNamespace(applications=apps)
+
+    def delete(self, name, _blocking=True):
+        self.deleted.append(name)
+
+
+def _targets(*names):
+    from types import SimpleNamespace
+
+    return [SimpleNamespace(name=n) for n in names]
+
+
+def test_shards_start_together_and_their_handles_come_once_all_run(monkeypatch):
+    fake = FakeServe({"a": [("DEPLOYING", ""), ("RUNNING", "")], "b": [("RUNNING", "")]})
+    monkeypatch.setattr(ray.serve, "run_many", fake.run_many)
+    monkeypatch.setattr(ray.serve, "status", fake.status)
+    assert serve_mod.started(_targets("a", "b"), 1) == ["handle-a", "handle-b"]
+    assert fake.deleted == []
+
+
+def test_shards_that_find_no_place_are_removed_and_named_with_what_to_free(monkeypatch):
+    fake = FakeServe({"a": [("RUNNING", "")], "b": [("DEPLOYING", "")]})
+    for name in ("run_many", "status", "delete"):
+        monkeypatch.setattr(ray.serve, name, getattr(fake, name))
+    with pytest.raises(IndexStateError, match=r"did not start within 0\.3 s") as err:
+        serve_mod.started(_targets("a", "b"), 2, seconds=0.3)
+    assert "--replicas" in (err.value.hint or "") and sorted(fake.deleted) == ["a", "b"]
+
+
+def test_a_shard_that_fails_to_start_says_why(monkeypatch):
+    said = "Traceback ...\nIndexStateError: /idx/manifest.json is missing"
+    fake = FakeServe({"a": [("DEPLOY_FAILED", said)]})
+    for name in ("run_many", "status", "delete"):
+        monkeypatch.setattr(ray.serve, name, getattr(fake, name))
+    with pytest.raises(IndexStateError, match=r"manifest\.json is missing") as err:
+        serve_mod.started(_targets("a"), 1)
+    assert "shared file system" in (err.value.hint or "") and fake.deleted == ["a"]
