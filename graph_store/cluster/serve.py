@@ -248,15 +248,16 @@ def serve_index(
     return ShardedIndex.open_on(directory, deployed, search)
 
 
-def started(targets: list[Any], replicas: int, seconds: float = DEPLOY_SECONDS) -> list[Any]:
+def started(targets: list[Any], replicas: int, seconds: float | None = None) -> list[Any]:
     """Deploy Serve applications (``RunTarget``s) at once; their handles once all run.
 
     Serve waits for ever for a place to start a replica (every node's CPUs taken, the node
     with the index gone): past ``seconds`` the applications are deleted and the error says
-    which and what to free.
+    which and what to free (default: :data:`DEPLOY_SECONDS`).
     """
     from ray import serve
 
+    seconds = DEPLOY_SECONDS if seconds is None else seconds
     handles = serve.run_many(targets, wait_for_applications_running=False)
     names = [t.name for t in targets]
     ends = time.monotonic() + seconds

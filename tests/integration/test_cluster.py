@@ -22,6 +22,7 @@ import pytest
 
 from hopgraph.cli import main
 from hopgraph.cli.commands.demo import sample_dir
+from hopgraph.core.errors import IndexStateError
 from hopgraph.core.settings import IndexSettings
 from hopgraph.graph_store import Index, build_graphs, build_index, load_documents
 from hopgraph.graph_store.cluster.connect import SINGLE_HOST
@@ -677,3 +678,28 @@ def test_a_replica_killed_under_load_costs_no_query(built, served):
     assert asked > 10 and wrong == 0  # and no error: a call a dead replica dropped went again
     after = [a["name"] for a in ray.util.list_named_actors(all_namespaces=True)]
     assert replicas[0] not in after  # it was killed (Serve starts another in its place)
+
+
+def test_shards_that_find_no_place_are_a_clear_error_and_leave_nothing(built, served, monkeypatch):
+    import time
+
+    from ray import serve
+
+    from hopgraph.graph_store.cluster import serve as serving
+
+    monkeypatch.setattr(serving, "DEPLOY_SECONDS", 5.0)
+    before = set(serve.status().applications)
+    with pytest.raises(IndexStateError, match=r"did not start within 5 s") as err:
+        serving.serve_index(built / "four", shards=2, replicas=40)  # 20 CPUs: the cluster has 3
+    assert "--replicas" in (err.value.hint or "")
+    ends = time.monotonic() + 30
+    while set(serve.status().applications) - before and time.monotonic() < ends:
+        time.sleep(0.5)  # deleted without waiting: gone within moments
+    assert set(serve.status().applications) <= before
+    _, router = served  # the shards already serving are untouched
+    with Index.open(built / "one") as one:
+        question = questions()[0]
+        here = make_retriever("dense", one).retrieve(question, 10)
+        assert [h.id for h in make_retriever("dense", router).retrieve(question, 10)] == [
+            h.id for h in here
+        ]
