@@ -16,6 +16,7 @@ from hopgraph.core.network import checked_k, checked_question
 from hopgraph.graph_store import Index
 from hopgraph.graph_store.documents.filters import parse_cli
 from hopgraph.graph_store.graphs.passage_graph import EDGE_TYPES
+from hopgraph.graph_store.stores.doc_table import DocumentTable
 from hopgraph.tools import Hit
 
 from .formatting import index_tables, node_label, passage_parts
@@ -130,11 +131,10 @@ def describe_index(index: Index) -> dict[str, Any]:
     from hopgraph.graph_store.index.check import check_index
 
     manifest = index.manifest
-    documents: dict[str, dict[str, Any]] = {}
-    for chunk in index.chunks.values():
-        entry = documents.setdefault(chunk.doc_id, {"id": chunk.doc_id, "title": chunk.title,
-                                                    "chunks": 0})  # fmt: skip
-        entry["chunks"] += 1
+    # the document table, read for this answer and let go (no pass over every chunk)
+    table = DocumentTable.read(index.directory, manifest, index.chunks.values())
+    listed = table.records(table.ids[:MAX_DOCUMENTS])
+    shown = [{"id": r.id, "title": r.title, "chunks": r.chunks} for r in listed]
     root = index.directory
     problems = [
         {"where": without_paths(p.where, root), "what": without_paths(p.what, root),
@@ -149,6 +149,6 @@ def describe_index(index: Index) -> dict[str, Any]:
         "graphs": manifest.graph["counts"] if manifest.graph else None,
         "tables": index_tables(index),
         "check": {"sound": not problems, "problems": problems},
-        "documents": list(documents.values())[:MAX_DOCUMENTS],
-        "documents_total": len(documents),
+        "documents": shown,
+        "documents_total": len(table.ids),
     }
