@@ -41,6 +41,11 @@ class FileReads:
 
     def line_around(self, offset: int) -> tuple[int, int]:
         """Return where the line holding byte ``offset`` starts and ends (before its newline)."""
+        low = max(0, offset - WINDOW // 2)
+        around = self.read(low, min(self.size, offset + WINDOW // 2))
+        before, after = around.rfind(b"\n", 0, offset - low), around.find(b"\n", offset - low)
+        if (before >= 0 or low == 0) and (after >= 0 or low + len(around) == self.size):
+            return low + before + 1, low + after if after >= 0 else self.size  # one read
         start = offset
         while start > 0:
             low = max(0, start - WINDOW)

@@ -168,6 +168,10 @@ class DocumentTable:
         return len(self.ids)
 
 
+LAST_READ = 16384
+"""Bytes of a lookup's last lines read at once instead of halved further."""
+
+
 class DocumentLookup:
     """Single records of a table file, found by binary search over its lines (memory-mapped).
 
@@ -186,6 +190,8 @@ class DocumentLookup:
         """Return the record of ``doc_id``, or ``None`` when the table has none."""
         low, high = 0, self.file.size  # byte offsets: the answer's line starts in [low, high)
         while low < high:
+            if high - low <= LAST_READ:  # the rest in one read
+                return self._among(self.file.read(low, high), doc_id)
             start, end = self.file.line_around((low + high) // 2)
             line = self.file.read(start, end)
             if not line.strip():  # the final newline
@@ -198,6 +204,18 @@ class DocumentLookup:
                 low = end + 1
             else:
                 high = start
+        return None
+
+    def _among(self, block: bytes, doc_id: str) -> DocumentRecord | None:
+        """Find ``doc_id``'s record among whole lines, sorted by id."""
+        lines = [line for line in block.split(b"\n") if line.strip()]
+        low, high = 0, len(lines)
+        while low < high:  # a few lines' ids parsed, not every one's
+            middle = (low + high) // 2
+            found = self._id(lines[middle])
+            if found == doc_id:
+                return self._record(lines[middle])
+            low, high = (middle + 1, high) if found < doc_id else (low, middle)
         return None
 
     def close(self) -> None:

@@ -99,13 +99,17 @@ def test_a_bad_k_is_refused_when_the_retriever_is_made(docs_dir):
         HopgraphRetriever(index=idx, k=0)
 
 
-@pytest.mark.parametrize("count", [0, 1, 2, 7, 50])
+@pytest.mark.parametrize("count", [0, 1, 2, 7, 50, 3000])
 def test_a_record_looked_up_in_the_table_file_is_the_one_the_table_reads(tmp_path, count):
     from hopgraph.graph_store.stores.doc_table import DocumentLookup, DocumentRecord, DocumentTable
 
     ids = [f"d{i:03d}" for i in range(count)] + ['q"uote', "é/ü.md", "a#1", "Z b"][: count % 5]
+    # some lines longer than a read's window: a lookup's line found over several reads
     records = [
-        DocumentRecord(i, f"T {i}", f"/src/{i}", "h", "now", 1, {"n": n}) for n, i in enumerate(ids)
+        DocumentRecord(
+            i, f"T {i}", f"/src/{i}", "h", "now", 1, {"n": n, "pad": "x" * (n % 97 == 5) * 9000}
+        )
+        for n, i in enumerate(ids)
     ]
     path = tmp_path / "documents.jsonl"
     DocumentTable.of(records).write(path)
