@@ -35,6 +35,7 @@ from hopgraph.core.errors import IndexStateError
 from hopgraph.graph_store.documents.schema import Chunk
 
 from .base import Scored
+from .chunk_table import ChunkTable
 from .segments import to_merge
 
 if TYPE_CHECKING:
@@ -321,7 +322,11 @@ class BM25Store:
         index of format 1 holds a bm25s index instead: its chunks are tokenized again, in memory
         (seconds for thousands of chunks), until its next write saves segments.
         """
-        ids = list(chunks) if isinstance(chunks, Mapping) else [c.id for c in chunks]
+        ids: Sequence[str] = (
+            [c.id for c in chunks]
+            if not isinstance(chunks, Mapping)
+            else (chunks.ids if isinstance(chunks, ChunkTable) else list(chunks))
+        )  # an index's table: its compact ids, not a list of every one
         if (folder / "params.index.json").is_file() and not (folder / SEGMENTS_FILE).exists():
             return cls.build(list(chunks.values()) if isinstance(chunks, Mapping) else chunks)
         try:
