@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 from array import array
-from collections.abc import Iterator, Mapping, Sequence, ValuesView
+from collections.abc import Iterable, Iterator, Mapping, Sequence, ValuesView
 from pathlib import Path
 from typing import overload
 
@@ -82,13 +82,18 @@ class ChunkIds(Sequence[str]):
     about 170. Two tables' ids compare equal by a digest taken as they were read.
     """
 
-    def __init__(self, ids: Sequence[str]) -> None:
-        encoded = [i.encode("utf-8") for i in ids]
-        self._blob = b"".join(encoded)
-        self._ends = np.cumsum([len(e) for e in encoded], dtype=np.int64)
-        hashes = np.fromiter((id_hash(i) for i in ids), dtype=np.int64, count=len(ids))
-        self._order = np.argsort(hashes, kind="stable").astype(np.int64)
-        self._hashes = hashes[self._order]
+    def __init__(self, ids: Iterable[str]) -> None:
+        # built as it is read: no list of every id as Python strings, even for a moment
+        blob, ends, hashes = bytearray(), array("q"), array("q")
+        for chunk_id in ids:
+            blob += chunk_id.encode("utf-8")
+            ends.append(len(blob))
+            hashes.append(id_hash(chunk_id))
+        self._blob = bytes(blob)
+        self._ends = np.frombuffer(ends, dtype=np.int64).copy()
+        found = np.frombuffer(hashes, dtype=np.int64)
+        self._order = np.argsort(found, kind="stable").astype(np.int64)
+        self._hashes = found[self._order]
         self.digest = hashlib.blake2b(self._blob + self._ends.tobytes(), digest_size=16).digest()
 
     def __len__(self) -> int:
@@ -166,7 +171,7 @@ class ChunkTable(Mapping[str, Chunk]):
     index made from the chunks).
     """
 
-    def __init__(self, path: Path, ids: Sequence[str], starts: np.ndarray):
+    def __init__(self, path: Path, ids: Iterable[str], starts: np.ndarray):
         self.path, self._starts = path, starts
         self.ids = ids if isinstance(ids, ChunkIds) else ChunkIds(ids)
         self.rows = ChunkRows(self.ids)
@@ -175,17 +180,20 @@ class ChunkTable(Mapping[str, Chunk]):
     @classmethod
     def open(cls, path: Path) -> ChunkTable:
         """Read each line's id and start from the file at ``path`` (one pass, no text kept)."""
-        ids: list[str] = []
         starts = array("q")
-        at = 0
-        with path.open("rb") as lines:
-            for line in lines:
-                if line != b"\n":
-                    ids.append(_line_id(line))
-                    starts.append(at)
-                at += len(line)
-        starts.append(at)
-        return cls(path, ids, np.frombuffer(starts, dtype=np.int64).copy())
+
+        def ids() -> Iterator[str]:  # each id as its line is read, into ChunkIds
+            at = 0
+            with path.open("rb") as lines:
+                for line in lines:
+                    if line != b"\n":
+                        starts.append(at)
+                        yield _line_id(line)
+                    at += len(line)
+            starts.append(at)
+
+        found = ChunkIds(ids())
+        return cls(path, found, np.frombuffer(starts, dtype=np.int64).copy())
 
     def __getitem__(self, chunk_id: str) -> Chunk:
         return self.at(self.rows[chunk_id])
