@@ -151,6 +151,7 @@ def main(argv: list[str] | None = None) -> int:
         help="instead: kill one of two replicas of a shard during SECONDS of gnn_ret queries",
     )
     parser.add_argument("--out", type=Path, help="where to save the rows (JSON)")
+    parser.add_argument("--label", default="", help="what the run measured (the table's column)")
     args = parser.parse_args(argv)
     from hopgraph.graph_store.cluster.connect import connected, require_ray
     from hopgraph.graph_store.cluster.partitions import peak_rss_mb, rss_mb
@@ -189,7 +190,7 @@ def main(argv: list[str] | None = None) -> int:
                 router.close()
         print(json.dumps(rows[-1]), flush=True)
     if args.out:
-        save_json(args.out, {"kind": "serving", "index": str(args.index),
+        save_json(args.out, {"kind": "serving", "index": str(args.index), "label": args.label,
                              "queries": len(queries), "rows": rows})  # fmt: skip
     return 0
 

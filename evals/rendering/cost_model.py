@@ -174,11 +174,12 @@ def render_cluster(reports: list[dict]) -> str:
 def render_serving(reports: list[dict]) -> str:
     """Render serving from shards beside one process (``evals.bench.cluster_serving --out``)."""
     lines = [
-        "| served by | method | p50 / p95 | rounds per query (mean / max) | bytes per query "
+        "| run | served by | method | p50 / p95 | rounds per query (mean / max) | bytes per query "
         "| RSS per shard | router RSS | same top 10 |",
-        "|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
-    for report in reports:
+    for report in sorted(reports, key=lambda r: r.get("label", "")):  # labels start with a date
+        run = report.get("label") or "–"
         for r in report["rows"]:
             served = (
                 f"{r['shards']} shard{'s' * (r['shards'] > 1)}" if r["shards"] else "one process"
@@ -189,7 +190,8 @@ def render_serving(reports: list[dict]) -> str:
                 rounds = f"{m['rounds_mean']:.1f} / {m['rounds_max']}" if r["shards"] else "–"
                 moved = f"{m['bytes_mean'] / 1024:,.1f} KB" if r["shards"] else "–"
                 lines.append(
-                    f"| {served} | {method} | {m['p50_ms']:.1f} / {m['p95_ms']:.1f} ms | {rounds} "
+                    f"| {run} | {served} | {method} | {m['p50_ms']:.1f} / {m['p95_ms']:.1f} ms "
+                    f"| {rounds} "
                     f"| {moved} | {shard}{' MB' if r['shards'] else ''} "
                     f"| {r['router_rss_mb']:,.0f} MB | {m['same_top10']:.0%} |"
                 )
