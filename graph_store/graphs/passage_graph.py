@@ -68,8 +68,8 @@ class PassageGraph:
     ``edges``: the same as scipy matrices, for arithmetic (builds, degrees, full scans).
     """
 
-    def __init__(self, ids: list[str], edges: dict[str, CsrLike]) -> None:
-        self.ids = ids
+    def __init__(self, ids: Sequence[str], edges: dict[str, CsrLike]) -> None:
+        self.ids = ids  # a list, or an opened index's ChunkIds once they are found equal
         self.csr = {kind: Csr.of(matrix) for kind, matrix in edges.items()}
 
     @cached_property
@@ -171,7 +171,7 @@ class PassageGraph:
         import scipy.sparse as sp
 
         directory.mkdir(parents=True, exist_ok=True)
-        (directory / "nodes.json").write_text(json.dumps(self.ids), encoding="utf-8")
+        (directory / "nodes.json").write_text(json.dumps(list(self.ids)), encoding="utf-8")
         for kind, matrix in self.edges.items():
             # sorted rows: a reader maps the arrays read-only, and scipy would sort them in place
             matrix.sum_duplicates()
