@@ -19,7 +19,9 @@ import os
 import secrets
 import socket
 import sys
-from collections.abc import Iterator
+import threading
+import time
+from collections.abc import Callable, Iterator
 from types import ModuleType
 
 from hopgraph.core.errors import HopgraphError, IndexStateError, InputError
@@ -86,6 +88,56 @@ def reachable(host: str, port: int, seconds: float = REACH_SECONDS) -> None:
             "start its head with `ray start --head --node-ip-address HOST --port PORT`, check "
             "the address, or use `--cluster local`; nothing was written",
         ) from err
+
+
+HEAD_SECONDS = 30.0
+"""How long a server goes on without an answer from its cluster's head before it stops (Ray's
+driver gives up after 60 s, with a fatal error of its own and every query hanging till then)."""
+
+
+def head_lost(address: str, seconds: float) -> IndexStateError:
+    """Return the error of a server whose cluster's head stopped answering."""
+    return IndexStateError(
+        f"the Ray cluster's head at {address} has not answered for {seconds:g} s: this server "
+        "cannot reach its shards, and stops",
+        "check that the head node runs (`ray status` on it) and that this host reaches its "
+        "ports (docs/scaling.md), then start the server again; nothing was written",
+    )
+
+
+def watch_head(
+    address: str,
+    seconds: float = HEAD_SECONDS,
+    every: float = 2.0,
+    lost: Callable[[IndexStateError], None] | None = None,
+) -> threading.Event:
+    """Watch, on a thread, that the head at ``address`` answers; return the event that stops it.
+
+    A serving process whose head is unreachable (its host down, the network between cut)
+    cannot answer anything; once nothing has answered for ``seconds``, ``lost`` is called with
+    the error (default: print it as the CLI does and exit with status 2 at once).
+    """
+    host, port = check_address(address)
+    stop = threading.Event()
+
+    def run() -> None:
+        answered = time.monotonic()
+        while not stop.wait(every):
+            try:
+                with socket.create_connection((host, port), timeout=every):
+                    answered = time.monotonic()
+            except OSError:
+                if time.monotonic() - answered > seconds:
+                    (lost or _stop_process)(head_lost(address, seconds))
+                    return
+
+    threading.Thread(target=run, name="hopgraph-head-watch", daemon=True).start()
+    return stop
+
+
+def _stop_process(err: IndexStateError) -> None:
+    print(f"error: {err}", file=sys.stderr, flush=True)
+    os._exit(2)  # from a thread: the server's loop would wait on its shards for ever
 
 
 @contextlib.contextmanager

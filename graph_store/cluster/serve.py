@@ -36,7 +36,7 @@ from hopgraph.core.errors import IndexStateError, InputError
 from hopgraph.graph_store.stores.manifest import Manifest
 from hopgraph.graph_store.stores.vector_search import SearchMode
 
-from .connect import connected, require_ray
+from .connect import LOCAL, connected, require_ray, watch_head
 from .messages import ray_messages_to_file
 from .router import ShardedIndex
 from .shard import Shard
@@ -315,4 +315,9 @@ def shard_opener(cluster: str, shards: int, replicas: int = 1) -> Iterator[Opene
         return serve_index(directory, shards, replicas)
 
     with connected(cluster):
-        yield opened
+        watched = watch_head(cluster) if cluster != LOCAL else None
+        try:
+            yield opened
+        finally:
+            if watched is not None:
+                watched.set()

@@ -83,3 +83,32 @@ def test_rays_messages_go_to_a_file_named_once_on_stderr_never_stdout(capsys, mo
     written = path.read_text(encoding="utf-8")
     assert f"(raylet) {lost}" in written and "(raylet) state dump" in written
     assert "Deploying new version" in written
+
+
+def test_a_server_stops_with_a_clear_error_once_its_head_stops_answering():
+    import socket
+    import threading
+    import time
+
+    from hopgraph.graph_store.cluster.connect import watch_head
+
+    listening = socket.create_server(("127.0.0.1", 0))
+    port = listening.getsockname()[1]
+    said: list = []
+    called = threading.Event()
+
+    def lost(err):
+        said.append(err)
+        called.set()
+
+    stop = watch_head(f"127.0.0.1:{port}", seconds=0.4, every=0.05, lost=lost)
+    try:
+        time.sleep(0.6)  # the head answers: nothing happens
+        assert not called.is_set()
+        listening.close()  # the head gone: refused from now on
+        assert called.wait(5)
+    finally:
+        stop.set()
+    [err] = said
+    assert f"127.0.0.1:{port} has not answered for 0.4 s" in err.message
+    assert "ray status" in (err.hint or "") and "start the server again" in (err.hint or "")
