@@ -219,9 +219,8 @@ def serve_index(
     directory = Path(directory).resolve()
     if shards < 1 or replicas < 1:
         raise InputError(f"--shards {shards} --replicas {replicas}: give 1 or more of each")
-    ray_messages_to_file()
     serve.start(proxy_location="Disabled")  # no HTTP ingress: the router calls the handles
-    ray_messages_to_file()  # again: Serve's start set its logger's handlers anew
+    ray_messages_to_file()  # after Serve's start, which sets its logger's handlers anew
 
     remove_left_behind(directory)  # a killed server's shards of this index
     mine = owner()

@@ -13,9 +13,10 @@ from __future__ import annotations
 import hashlib
 import itertools
 from array import array
-from collections.abc import Iterable, Iterator, Mapping, Sequence, ValuesView
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence, Sized, ValuesView
+from dataclasses import replace
 from pathlib import Path
-from typing import overload
+from typing import TypeVar, overload
 
 import numpy as np
 import orjson
@@ -35,26 +36,23 @@ def read_chunks(directory: Path, manifest: Manifest, texts: bool = True) -> list
     Without ``texts``, each chunk's text is left empty: for a process that needs the rest
     only (a cluster's driver, whose tasks read the texts).
     """
-    path = manifest.path(directory, "chunks")
-    fix = tables_hint(directory)
-    try:
-        chunks = chunks_in(path, texts)
-    except (OSError, ValueError, TypeError) as err:
-        raise IndexStateError(f"{path} is missing or damaged: {err}", fix) from err
-    expected = manifest.counts.get("chunks")
-    if expected is not None and len(chunks) != expected:
-        raise IndexStateError(
-            f"{path} is damaged: it holds {len(chunks)} chunks, the manifest says {expected}", fix
-        )
-    return chunks
+    return _checked(directory, manifest, lambda path: chunks_in(path, texts))
 
 
 def open_chunks(directory: Path, manifest: Manifest) -> ChunkTable:
     """Open the committed generation's chunk table, read on demand (see :class:`ChunkTable`)."""
+    return _checked(directory, manifest, ChunkTable.open)
+
+
+Table = TypeVar("Table", bound=Sized)
+
+
+def _checked(directory: Path, manifest: Manifest, read: Callable[[Path], Table]) -> Table:
+    """Read the committed chunk table with ``read``; a damaged one or a wrong count is named."""
     path = manifest.path(directory, "chunks")
     fix = tables_hint(directory)
     try:
-        table = ChunkTable.open(path)
+        table = read(path)
     except (OSError, ValueError, TypeError, KeyError) as err:
         raise IndexStateError(f"{path} is missing or damaged: {err}", fix) from err
     expected = manifest.counts.get("chunks")
@@ -225,7 +223,7 @@ class ChunkTable(Mapping[str, Chunk]):
         """Yield every chunk in row order (without ``texts``: each text left empty)."""
         for row in range(len(self._starts) - 1):
             chunk = self.at(row)
-            yield chunk if texts else Chunk(**{**_fields(chunk), "text": ""})
+            yield chunk if texts else replace(chunk, text="")
 
 
 class _Scan(ValuesView[Chunk]):
@@ -235,10 +233,6 @@ class _Scan(ValuesView[Chunk]):
 
     def __iter__(self) -> Iterator[Chunk]:
         return self._mapping.scan()
-
-
-def _fields(chunk: Chunk) -> dict[str, object]:
-    return {name: getattr(chunk, name) for name in Chunk.__slots__}
 
 
 def _line_id(line: bytes) -> str:

@@ -322,11 +322,13 @@ class BM25Store:
         index of format 1 holds a bm25s index instead: its chunks are tokenized again, in memory
         (seconds for thousands of chunks), until its next write saves segments.
         """
-        ids: Sequence[str] = (
-            [c.id for c in chunks]
-            if not isinstance(chunks, Mapping)
-            else (chunks.ids if isinstance(chunks, ChunkTable) else list(chunks))
-        )  # an index's table: its compact ids, not a list of every one
+        ids: Sequence[str]
+        if isinstance(chunks, ChunkTable):  # an index's table: its compact ids, not a list
+            ids = chunks.ids
+        elif isinstance(chunks, Mapping):
+            ids = list(chunks)
+        else:
+            ids = [c.id for c in chunks]
         if (folder / "params.index.json").is_file() and not (folder / SEGMENTS_FILE).exists():
             return cls.build(list(chunks.values()) if isinstance(chunks, Mapping) else chunks)
         try:
