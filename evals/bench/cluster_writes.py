@@ -8,7 +8,8 @@ documents of ``--docs`` (ids the index does not hold), or ``--new N`` synthetic 
 scale benchmark's (seeded, ids ``w…``, saved in the index's parent folder), are added, then
 deleted again, so the index ends with the documents it had (two generations later). First in
 one process, then with ``--cluster local`` (``--partitions`` tasks bring the semantic
-neighbour lists up to date, cluster/neighbours.update_lists). Reported per write: wall time;
+neighbour lists up to date, cluster/neighbours.update_lists, and a task per saved part the
+offline readings, cluster/reading_update.py). Reported per write: wall time;
 the driver's own peak RSS (VmHWM: the process that reads the chunks, updates the readings and
 builds the graphs) and the largest of its forked children's (the tables' writer, the readings'
 workers, the knowledge graph's builder, the one-process neighbour update; forked, they share the
@@ -55,10 +56,12 @@ def child(index: Path, write: str, docs: Path, partitions: int) -> dict[str, flo
     if partitions:
         from hopgraph.graph_store.cluster.connect import connected
         from hopgraph.graph_store.cluster.neighbours import updated_on
+        from hopgraph.graph_store.cluster.reading_update import reading_updated_on
         from hopgraph.graph_store.index.graph_build import GraphTasks
 
         with connected("local") as ray:
-            run(GraphTasks(update=updated_on(ray, partitions, peaks)))
+            update, reread = updated_on(ray, partitions, peaks), reading_updated_on(ray, peaks)
+            run(GraphTasks(update=update, reread=reread))
     else:
         run(None)
     row: dict[str, float | str] = {"write": write, "documents": len(documents)}

@@ -102,14 +102,14 @@ def read_corpus(
     frequencies = summed(run(read_rows, calls))
     run(pick_rows, [(str(target), name, frequencies, n) for name in names])
     for name in names:
-        _remove(target / unpicked(name))
+        remove_table(target / unpicked(name))
     state.save(target, names)
     del state, titles, frequencies  # the driver's largest objects but the join's
-    _give_back_freed()
-    return ExtractionTable.joined(_taken(target, names))
+    give_back_freed()
+    return ExtractionTable.joined(taken_extractions(target, names))
 
 
-def _give_back_freed() -> None:
+def give_back_freed() -> None:
     """Hand the heap's free pages back to the system (glibc's ``malloc_trim``).
 
     The counts and frequencies summed here are gone, but their pages stayed in the driver's
@@ -119,16 +119,16 @@ def _give_back_freed() -> None:
         ctypes.CDLL("libc.so.6").malloc_trim(0)
 
 
-def _taken(target: Path, names: Sequence[str]) -> Iterator[ExtractionTable]:
+def taken_extractions(target: Path, names: Sequence[str]) -> Iterator[ExtractionTable]:
     """Yield the extractions of each part (:func:`pick_rows` saved them), removing them."""
     for name in names:
         path = target / extracted(name)
         part = ExtractionTable.load(path)
-        _remove(path)
+        remove_table(path)
         yield part
 
 
-def _remove(path: Path) -> None:
+def remove_table(path: Path) -> None:
     """Remove a table of arrays (.npz) and its strings (.json)."""
     path.unlink()
     path.with_suffix(".json").unlink()

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -51,6 +52,8 @@ from hopgraph.graph_store.stores.vdb_chroma import GENERATION, ChromaLocation, C
 from .generations import Generation, folder_name, passages_location
 from .stored_vectors import read_vectors
 
+log = logging.getLogger(__name__)
+
 NEIGHBOURS_FILE = "semantic-neighbours.npz"
 GRAPH_DIR = "graph"
 NeighbourSearch = Callable[[Path, Manifest, Sequence[Chunk], int, str, Path], Neighbours]
@@ -72,6 +75,18 @@ whose vectors are written, chunks in row order, the previous lists, each old row
 ``semantic_k``, a scratch folder inside the new graph folder)."""
 
 
+ReadingUpdate = Callable[
+    [Path, Manifest, Path, tuple[Sequence[Chunk], Sequence[Chunk], Sequence[Chunk]],
+     Sequence[Chunk], Path],
+    ExtractionTable | None,
+]  # fmt: skip
+"""Who brings a write's offline readings up to date elsewhere (a cluster's tasks:
+cluster/reading_update.py): (index folder, the previous generation's manifest, its graph folder,
+(its chunks, the chunks removed, the chunks added: a replaced id in both), the write's chunks in
+row order, the new graph folder, where it saves the state) → the chunks' extractions; ``None``
+when the previous state is not saved in parts (one process's), which this process updates."""
+
+
 @dataclass(frozen=True)
 class GraphTasks:
     """Who does a build's or a write's heavy parts outside this process (a cluster's tasks)."""
@@ -79,6 +94,7 @@ class GraphTasks:
     neighbours: NeighbourSearch | None = None
     readings: CorpusReader | None = None
     update: NeighbourUpdate | None = None
+    reread: ReadingUpdate | None = None
 
 
 class GraphSettings(BaseModel):
@@ -172,10 +188,10 @@ def write_graphs(
                 _semantic(directory, manifest, old_dir, chunks, settings, target, replaced,
                           update=tasks.update if tasks else None)
             )  # fmt: skip
-        reader = (tasks.readings, previous) if tasks and tasks.readings else None
         extractions, llm_stats = _extract(
-            settings, directory, old_dir, (before, replaced), chunks, target, show_progress, reader
-        )
+            settings, directory, old_dir, (before, replaced), chunks, target, show_progress,
+            (tasks, previous) if tasks else None,
+        )  # fmt: skip
         extracted = time.perf_counter()
         save_extractions(target, extractions)
         # Triples are embedded from the graph in this process; otherwise a forked child builds
@@ -224,29 +240,52 @@ def _extract(
     chunks: Sequence[Chunk],
     target: Path,
     show_progress: bool,
-    reader: tuple[CorpusReader, Manifest] | None = None,
+    tasks: tuple[GraphTasks, Manifest] | None = None,
 ) -> tuple[ExtractionTable, dict[str, int] | None]:
     """Extract every chunk (offline: from the previous readings; LLM: from its cache).
 
     ``previous``: the last generation's chunks and the ids replaced since (read again).
-    ``reader``: who makes a fresh offline reading, of the committed generation it names.
-    Returns the extractions and the LLM's request counts (``None`` offline).
+    ``tasks``: who makes a fresh offline reading (``readings``) or brings the previous one up
+    to date (``reread``), and the committed generation they read. Returns the extractions and
+    the LLM's request counts (``None`` offline).
     """
-    if settings.extractor == "offline" and reader is not None and old_dir is None:
-        read, committed = reader
-        return read(directory, committed, chunks, target), None
-    if settings.extractor == "offline":
-        before, replaced = previous
-        state = CorpusReadings.load(old_dir, before) if old_dir else None
-        if state is None:
-            state, before = CorpusReadings(), []
-        kept = {c.id for c in chunks} - replaced
-        known = {c.id for c in before} - replaced
-        removed = [c for c in before if c.id not in kept]
-        added = [c for c in chunks if c.id not in known]
-        extractions = state.update(chunks, removed, added, show_progress)
-        state.save(target)
-        return extractions, None
+    if settings.extractor != "offline":
+        return _llm_extract(settings, directory, chunks, show_progress)
+    given, committed = tasks or (GraphTasks(), None)
+    if given.readings is not None and old_dir is None:
+        return given.readings(directory, committed, chunks, target), None  # type: ignore[arg-type]
+    before, replaced = previous
+    if given.reread is not None and old_dir is not None:
+        change = (before, *_change(before, chunks, replaced))
+        found = given.reread(directory, committed, old_dir, change, chunks, target)  # type: ignore[arg-type]
+        if found is not None:
+            return found, None
+        log.warning(
+            "the graphs' offline readings are saved as one file (a write in one process saved "
+            "them): this write brings them up to date here and saves them so again; "
+            "`hopgraph graph build --cluster` saves them in parts that tasks update"
+        )
+    state = CorpusReadings.load(old_dir, before) if old_dir else None
+    if state is None:
+        state, before = CorpusReadings(), []
+    extractions = state.update(chunks, *_change(before, chunks, replaced), show_progress)
+    state.save(target)
+    return extractions, None
+
+
+def _change(
+    before: Sequence[Chunk], chunks: Sequence[Chunk], replaced: frozenset[str]
+) -> tuple[list[Chunk], list[Chunk]]:
+    """Return the chunks a write removed and added (a ``replaced`` id: in both)."""
+    kept = {c.id for c in chunks} - replaced
+    known = {c.id for c in before} - replaced
+    return [c for c in before if c.id not in kept], [c for c in chunks if c.id not in known]
+
+
+def _llm_extract(
+    settings: GraphSettings, directory: Path, chunks: Sequence[Chunk], show_progress: bool
+) -> tuple[ExtractionTable, dict[str, int] | None]:
+    """Extract every chunk with the LLM (from its cache where it has read one before)."""
     extractor = make_extractor(settings, directory)
     try:
         extracted = ExtractionTable.from_extractions(extractor.extract(chunks, show_progress))

@@ -182,6 +182,15 @@ def save_in_parts(directory: Path, names: Sequence[str], extra: dict) -> None:
     empty_table().save(directory, extra | {PARTS_KEY: list(names)})
 
 
+def saved_parts(directory: Path) -> tuple[list[str], dict] | None:
+    """Return the parts' names and the extra of a state saved in parts; ``None`` otherwise."""
+    found = _load_file(directory, READINGS_FILE)
+    if found is None or found[1].get(PARTS_KEY) is None:
+        return None
+    extra = dict(found[1])
+    return list(extra.pop(PARTS_KEY)), extra
+
+
 def read_each(directory: Path) -> int:
     """Read a saved state a file at a time, its parts never joined (a check); return its rows.
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_all_start_methods, get_context
 from pathlib import Path
@@ -37,7 +37,7 @@ from .offline import (
     title_keys,
     token_key,
 )
-from .reading_table import ReadingTable, empty_table, save_in_parts
+from .reading_table import ReadingTable, empty_table, save_in_parts, saved_parts
 from .table import ExtractionTable, Ragged, Vocabulary, distinct
 from .title_table import save_titles
 
@@ -83,6 +83,8 @@ class CorpusReadings:
         self.alias_keys: dict[str, Sequence[str]] = dict(alias_keys or {})
         self.claims: dict[str, str] = {}
         self.key_words: Counter[int] = Counter()  # claimed keys by their number of words
+        self.rows_elsewhere = False
+        """The readings are saved in parts that tasks update (:meth:`load_counts`), not here."""
         if claims is None:
             self._reclaim({k for keys in self.alias_keys.values() for k in keys[1:]})
         else:
@@ -97,11 +99,9 @@ class CorpusReadings:
         show_progress: bool = False,
     ) -> ExtractionTable:
         """Apply a change (``removed`` and ``added`` chunks); return ``corpus``'s extractions."""
-        # lower-case counts first: an alias that stays a common word never linked, nor will
-        changed = self._shift_lower(removed, added)
-        changed |= self._shift_titles(removed, added)
+        changed = self.shift(removed, added)
         gone = {c.id for c in removed} | {c.id for c in added}
-        stale = self._may_contain(changed, corpus, gone)
+        stale = may_contain(self.table, changed, {c.id: c for c in corpus}, gone)
         todo = [*stale, *added]
         fresh = read_table(todo, self.title_index(), self.table.vocab, show_progress)
         # The old readings, their join with the fresh ones and the join in corpus order are
@@ -114,6 +114,16 @@ class CorpusReadings:
         taken = table.take(np.array([row[c.id] for c in corpus], dtype=np.int64))
         del table, row
         return self.picked(taken)
+
+    def shift(self, removed: Sequence[Chunk], added: Sequence[Chunk]) -> set[str]:
+        """Count a change's words and titles; return the keys whose links may have changed.
+
+        A chunk read before the change that may contain one of them (:func:`may_contain`) is
+        read again.
+        """
+        # lower-case counts first: an alias that stays a common word never linked, nor will
+        changed = self._shift_lower(removed, added)
+        return changed | self._shift_titles(removed, added)
 
     @classmethod
     def counted(cls, counts: Iterable[CorpusCounts]) -> CorpusReadings:
@@ -166,24 +176,23 @@ class CorpusReadings:
         lower, keys = Counter(extra["lower"]), extra.get("alias_keys")
         return cls(corpus, table, lower, keys, extra.get("claims") if keys is not None else None)
 
-    def _may_contain(self, keys: set[str], corpus: Sequence[Chunk], skip: set[str]) -> list[Chunk]:
-        """Return the chunks of ``corpus`` (but ``skip``) that may contain one of ``keys``.
+    @classmethod
+    def load_counts(
+        cls, directory: Path, corpus: Sequence[Chunk]
+    ) -> tuple[CorpusReadings, list[str]] | None:
+        """Resume the counts and keys of a state saved in parts, not its readings.
 
-        A superset test in two steps. Arrays first, for every chunk at once: a name starts with
-        a capital, so the key's first word is written with a capital in the chunk (any of its
-        words when the first is a connector), and the chunk counts every content word of the
-        key (the last one possibly only as a capital, "Guy's" read as "guy"). Then the text,
-        for those only: the key's words stand together among the chunk's tokens, as the title
-        index matches them.
+        Returns the state and its parts' names (a cluster's tasks update each part:
+        cluster/reading_update.py); ``None`` when the state is not saved in parts.
         """
-        pairs = _key_candidates(self.table, sorted(keys))
-        chunk_of = {c.id: c for c in corpus}
-        out = []
-        for row, wanted in pairs.items():
-            chunk = chunk_of.get(self.table.ids[row])
-            if chunk is not None and chunk.id not in skip and _holds_any(chunk, wanted):
-                out.append(chunk)
-        return out
+        found = saved_parts(directory)
+        if found is None:
+            return None
+        names, extra = found
+        lower, keys = Counter(extra["lower"]), extra.get("alias_keys")
+        state = cls(corpus, None, lower, keys, extra.get("claims") if keys is not None else None)
+        state.rows_elsewhere = True
+        return state, names
 
     def _shift_titles(self, removed: Sequence[Chunk], added: Sequence[Chunk]) -> set[str]:
         """Count the change's titles; return the linking alias keys of titles that came or went.
@@ -198,7 +207,7 @@ class CorpusReadings:
         keys = {k for t in flipped for k in self._keys_of(t)[1:]}
         filled = self._keep_alias_keys(flipped)
         self._reclaim(keys | {k for t in filled for k in self.alias_keys[t][1:]})
-        if not self.table.ids:
+        if not self.table.ids and not self.rows_elsewhere:
             return set()  # a first reading: no earlier reading to make stale
         return {k for k in keys if TitleIndex.indexes(k, self.lower)}
 
@@ -248,6 +257,30 @@ class CorpusReadings:
             (w for c in added for w in lower_case_words(c)),
         )
         return {w for w in flipped if w == w.lower()}
+
+
+def may_contain(
+    table: ReadingTable, keys: set[str], chunk_of: Mapping[str, Chunk], skip: Collection[str]
+) -> list[Chunk]:
+    """Return the chunks of ``table``'s rows (but ``skip``) that may contain one of ``keys``.
+
+    ``chunk_of``: the chunks by id (those of a row it lacks are not in the corpus any more).
+    A superset test in two steps. Arrays first, for every row at once: a name starts with a
+    capital, so the key's first word is written with a capital in the chunk (any of its words
+    when the first is a connector), and the chunk counts every content word of the key (the
+    last one possibly only as a capital, "Guy's" read as "guy"). Then the text, for those
+    only: the key's words stand together among the chunk's tokens, as the title index matches
+    them.
+    """
+    out = []
+    for row, wanted in _key_candidates(table, sorted(keys)).items():
+        chunk_id = table.ids[row]
+        if chunk_id in skip or chunk_id not in chunk_of:
+            continue
+        chunk = chunk_of[chunk_id]
+        if _holds_any(chunk, wanted):
+            out.append(chunk)
+    return out
 
 
 def _key_candidates(table: ReadingTable, keys: Sequence[str]) -> dict[int, list[str]]:

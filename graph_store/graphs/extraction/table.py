@@ -269,6 +269,15 @@ class ExtractionTable:
             None if any(p is None for p in pages) else np.concatenate(pages),  # type: ignore[arg-type]
         )
 
+    def take(self, rows: np.ndarray) -> ExtractionTable:
+        """Return the table of ``rows``, in that order."""
+        return ExtractionTable(
+            [self.ids[i] for i in rows.tolist()],
+            self.vocab,
+            *(getattr(self, name).take(rows) for name in PARTS),
+            None if self.pages is None else self.pages[rows],
+        )
+
     def _moved(self, vocab: Vocabulary, new: np.ndarray) -> ExtractionTable:
         """Return this table in ids of ``vocab``, ``new[i]`` being id ``i``'s there."""
 

@@ -163,8 +163,9 @@ def add(args: argparse.Namespace) -> None:
 def write_tasks(args: argparse.Namespace) -> Iterator[tuple[Embed | None, GraphTasks | None]]:
     """Yield who embeds a write and updates its neighbour lists: here (None), or the cluster.
 
-    With --cluster, tasks embed its new documents and bring the lists up to date
-    (cluster/embed.py, cluster/neighbours.py); this process writes the rest and commits.
+    With --cluster, tasks embed its new documents and bring the lists and the offline readings
+    up to date (cluster/embed.py, cluster/neighbours.py, cluster/reading_update.py); this
+    process writes the rest and commits.
     """
     partitions_need_a_cluster(args, "write")
     if not args.cluster:
@@ -176,10 +177,11 @@ def write_tasks(args: argparse.Namespace) -> Iterator[tuple[Embed | None, GraphT
     from hopgraph.core.settings import settings
     from hopgraph.graph_store.cluster.embed import embedded_on
     from hopgraph.graph_store.cluster.neighbours import updated_on
+    from hopgraph.graph_store.cluster.reading_update import reading_updated_on
     from hopgraph.graph_store.index.graph_build import GraphTasks
 
     with connected(args.cluster, {"HOPGRAPH_DEVICE": settings().device}) as ray:
-        tasks = GraphTasks(update=updated_on(ray, args.partitions))
+        tasks = GraphTasks(update=updated_on(ray, args.partitions), reread=reading_updated_on(ray))
         yield embedded_on(ray, args.partitions), tasks
 
 

@@ -1,0 +1,162 @@
+"""A write's offline readings brought up to date by calls over the saved parts, run here.
+
+The calls (graph_store/cluster/reading_update.py) drop, read again and pick as one process's
+write does: the same extractions and graphs after an add that makes older chunks link to a new
+title, a delete and a sync that replaces a document, and the state stays in parts for the next
+write. tests/integration/test_cluster.py runs them as tasks.
+"""
+
+import logging
+import re
+import shutil
+from collections import Counter
+
+import pytest
+
+from hopgraph.core.errors import IndexStateError
+from hopgraph.graph_store import (
+    Index,
+    add_documents,
+    build_graphs,
+    delete_documents,
+    sync_documents,
+)
+from hopgraph.graph_store.cluster import reading_update
+from hopgraph.graph_store.cluster.reading_update import reading_updated_by
+from hopgraph.graph_store.cluster.tasks import in_process
+from hopgraph.graph_store.documents.schema import Document
+from hopgraph.graph_store.graphs.extraction.reading_table import saved_parts
+from hopgraph.graph_store.graphs.extraction.readings import may_contain
+from hopgraph.graph_store.index.graph_build import GraphTasks
+from hopgraph.graph_store.stores.chunk_table import read_chunks
+from tests.sample_index import written_in_four_steps
+from tests.unit.graph_store.cluster.test_cluster_readings import exact_lists, in_ranges
+
+
+@pytest.fixture(scope="module")
+def in_parts(tmp_path_factory):
+    """The sample with graphs whose readings 3 calls saved in parts (as `graph build --cluster`)."""
+    path = written_in_four_steps(tmp_path_factory.mktemp("reread") / "index")
+    build_graphs(path, show_progress=False, tasks=GraphTasks(exact_lists, in_ranges(3)))
+    return path
+
+
+def _copies(source, tmp_path):
+    here, there = tmp_path / "here", tmp_path / "there"
+    shutil.copytree(source, here)
+    shutil.copytree(source, there)
+    return here, there
+
+
+def _graph_folder(path):
+    with Index.open(path) as idx:
+        return idx.manifest.path(path, "graph")
+
+
+def _same_graphs(here, there):
+    with Index.open(here) as one, Index.open(there) as other:
+        assert one.chunks.keys() == other.chunks.keys()
+        assert one.extractions == other.extractions
+        assert one.manifest.graph["counts"] == other.manifest.graph["counts"]
+        for kind, edges in one.passage_graph.edges.items():
+            assert (edges != other.passage_graph.edges[kind]).nnz == 0, kind
+        assert one.knowledge_graph.triples == other.knowledge_graph.triples
+
+
+def _new_title(path):
+    """The capitalised pair of words the chunks write most that no document is titled: a page
+    of that title makes the older chunks that write it be read again."""
+    found: Counter[str] = Counter()
+    with Index.open(path) as idx:
+        titles = {c.title for c in idx.chunks.values()}
+        for chunk in idx.chunks.values():
+            found.update(re.findall(r"\b[A-Z][a-z]{3,} [A-Z][a-z]{3,}\b", chunk.text))
+    return next(name for name, _ in found.most_common() if name not in titles)
+
+
+def _counting_rereads(monkeypatch):
+    """Count the chunks the calls read again (found by may_contain)."""
+    read_again = []
+
+    def counted(*args):
+        found = may_contain(*args)
+        read_again.extend(found)
+        return found
+
+    monkeypatch.setattr(reading_update, "may_contain", counted)
+    return read_again
+
+
+def test_an_add_a_delete_and_a_sync_read_by_the_calls_equal_one_process(
+    in_parts, tmp_path, monkeypatch
+):
+    here, there = _copies(in_parts, tmp_path)
+    by_calls = GraphTasks(reread=reading_updated_by(in_process))
+    read_again = _counting_rereads(monkeypatch)
+    title = _new_title(here)
+    new = [
+        Document("page-new", title, f"{title} is a page added later."),
+        Document("other-new", "Another Page", "It names Another Page and nothing else."),
+    ]
+    for path, tasks in ((here, None), (there, by_calls)):
+        add_documents(path, new, show_progress=False, tasks=tasks)
+    _same_graphs(here, there)
+    assert read_again, "the calls read no older chunk again: the test's add changes no link"
+    assert saved_parts(_graph_folder(there)) is not None  # the next write's calls find parts
+
+    with Index.open(here) as idx:
+        gone = sorted({c.doc_id for c in idx.chunks.values()})[:3]
+    for path, tasks in ((here, None), (there, by_calls)):
+        delete_documents(path, gone, tasks)
+    _same_graphs(here, there)
+
+    with Index.open(here) as idx:
+        doc_id = sorted({c.doc_id for c in idx.chunks.values()})[5]
+        first = next(c for c in idx.chunks.values() if c.doc_id == doc_id)
+    changed = Document(doc_id, first.title, f"{first.text} It also names {title}.")
+    for path, tasks in ((here, None), (there, by_calls)):
+        sync_documents(path, [changed], show_progress=False, tasks=tasks)
+    _same_graphs(here, there)
+
+
+def test_readings_saved_as_one_file_are_updated_here_and_said(in_parts, tmp_path, caplog):
+    here, there = _copies(in_parts, tmp_path)
+    more = [Document("one-more", "One More Page", "One More Page is new.")]
+    add_documents(here, more, show_progress=False)  # one process's write: one file again
+    assert saved_parts(_graph_folder(here)) is None
+    shutil.rmtree(there)
+    shutil.copytree(here, there)
+    again = [Document("two-more", "Two More Pages", "Two More Pages follow One More Page.")]
+    add_documents(here, again, show_progress=False)
+    with caplog.at_level(logging.WARNING):
+        add_documents(there, again, False, tasks=GraphTasks(reread=reading_updated_by()))
+    assert "saved as one file" in caplog.text
+    _same_graphs(here, there)
+
+
+def test_parts_that_hold_other_chunks_than_the_table_are_refused(in_parts, tmp_path):
+    with Index.open(in_parts) as idx:
+        manifest = idx.manifest
+        chunks = read_chunks(in_parts, manifest)
+    old_dir = manifest.path(in_parts, "graph")
+    update = reading_updated_by()
+    with pytest.raises(IndexStateError, match=r"saved readings .* hold other chunks") as err:
+        update(in_parts, manifest, old_dir, (chunks[1:], [], []), chunks[1:], tmp_path)
+    assert "graph build" in err.value.hint
+    # the first round's tables only: the write's folder, removed with it when it fails
+    assert all("-unpicked." in p.name for p in tmp_path.iterdir())
+
+
+def test_a_part_left_empty_by_a_delete_stays_a_part(in_parts, tmp_path):
+    here, there = _copies(in_parts, tmp_path)
+    with Index.open(here) as idx:
+        first_rows = idx.ids[: len(idx.ids) // 3 + 1]  # part 0: the first third of the rows
+        docs = sorted({idx.chunks[c].doc_id for c in first_rows})
+    by_calls = GraphTasks(reread=reading_updated_by(in_process))
+    for path, tasks in ((here, None), (there, by_calls)):
+        delete_documents(path, docs, tasks)
+    _same_graphs(here, there)
+    more = [Document("later", "Later Page", "Later Page.")]
+    for path, tasks in ((here, None), (there, by_calls)):
+        add_documents(path, more, show_progress=False, tasks=tasks)
+    _same_graphs(here, there)
