@@ -2,8 +2,10 @@
 
 Each is one generation (hopgraph.graph_store.index.generations), in place: it costs what it
 changes. ``add`` embeds and stores only the new chunks, and the graphs are brought up to date
-from the previous generation's (graph_build). An error or a kill at any moment leaves the
-previous generation as it was.
+from the previous generation's (graph_build). The chunks a write keeps are read without their
+texts (400 MB at a million chunks): their lines are copied from the last table, and the few
+whose texts a write reads (removed ones, ones read again for new links) are looked up there.
+An error or a kill at any moment leaves the previous generation as it was.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from hopgraph.core.settings import IndexSettings
 from hopgraph.graph_store.documents.loaders import check_unique_ids, quote_ids
 from hopgraph.graph_store.documents.schema import Chunk, Document
 from hopgraph.graph_store.embedding.embedders import Embedder, embedder_for
-from hopgraph.graph_store.stores.chunk_table import read_chunks
+from hopgraph.graph_store.stores.chunk_table import open_chunks, read_chunks
 from hopgraph.graph_store.stores.doc_table import DocumentTable, records_of
 from hopgraph.graph_store.stores.manifest import Manifest, now, read_manifest
 
@@ -50,7 +52,7 @@ def add_documents(
     started = time.perf_counter()
     with write_lock(directory):
         old = read_manifest(directory)
-        existing = read_chunks(directory, old)
+        existing = read_chunks(directory, old, texts=False)  # only new chunks need theirs
         present = sorted({c.doc_id for c in existing} & {d.id for d in docs})
         if present:
             raise InputError(
@@ -117,7 +119,7 @@ def _check_same_model(
     fresh = getattr(embedder, "embed_fresh", None)  # an endpoint: its model may have changed
     if fresh is None or not existing:
         return
-    probe = existing[0]
+    probe = open_chunks(directory, old)[existing[0].id]  # with its text
     similarity = float(read_vectors(directory, old, [probe])[0] @ fresh([probe.embed_text])[0])
     if similarity < 0.99:
         raise IndexStateError(
@@ -168,7 +170,7 @@ def delete_documents(
     started = time.perf_counter()
     with write_lock(directory):
         old = read_manifest(directory)
-        existing = read_chunks(directory, old)
+        existing = read_chunks(directory, old, texts=False)  # only new chunks need theirs
         missing = sorted(wanted - {c.doc_id for c in existing})
         if missing:
             raise InputError(
@@ -253,7 +255,7 @@ def sync_documents(
     started = time.perf_counter()
     with write_lock(directory):
         old = read_manifest(directory)
-        existing = read_chunks(directory, old)
+        existing = read_chunks(directory, old, texts=False)  # only new chunks need theirs
         documents = DocumentTable.read(directory, old, existing)
         records = {r.id: r for r in documents.records()}
         new = [d for d in docs if d.id not in records]

@@ -25,17 +25,13 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from hopgraph.core.errors import IndexStateError
 from hopgraph.core.forked import Forked
-from hopgraph.graph_store.documents.schema import Chunk, Scalar
-from hopgraph.graph_store.embedding.embedders import embed_with_progress, embedder_for
-from hopgraph.graph_store.graphs import triple_table
+from hopgraph.graph_store.documents.schema import Chunk
 from hopgraph.graph_store.graphs.extraction import Extractor
 from hopgraph.graph_store.graphs.extraction.readings import CorpusReadings, OfflineExtractor
 from hopgraph.graph_store.graphs.extraction.table import EXTRACTIONS_FILE, ExtractionTable
 from hopgraph.graph_store.graphs.knowledge_graph import (
     KnowledgeGraph,
-    StoredTriple,
     build_knowledge_graph,
 )
 from hopgraph.graph_store.graphs.passage_edges import build_passage_graph
@@ -46,11 +42,13 @@ from hopgraph.graph_store.graphs.semantic import (
     nearest,
     update_nearest,
 )
-from hopgraph.graph_store.stores.manifest import TRIPLE_VECTORS, Manifest, graphs_hint, now
-from hopgraph.graph_store.stores.vdb_chroma import GENERATION, ChromaLocation, ChromaVectorStore
+from hopgraph.graph_store.stores.chunk_table import ChunkTable, open_chunks
+from hopgraph.graph_store.stores.manifest import Manifest, now
+from hopgraph.graph_store.stores.vdb_chroma import ChromaLocation
 
-from .generations import Generation, folder_name, passages_location
+from .generations import Generation, folder_name
 from .stored_vectors import read_vectors
+from .triple_vectors import sync_triples
 
 log = logging.getLogger(__name__)
 
@@ -189,8 +187,8 @@ def write_graphs(
                           update=tasks.update if tasks else None)
             )  # fmt: skip
         extractions, llm_stats = _extract(
-            settings, directory, old_dir, (before, replaced), chunks, target, show_progress,
-            (tasks, previous) if tasks else None,
+            settings, (directory, previous), old_dir, (before, replaced), chunks, target,
+            show_progress, tasks, fresh,
         )  # fmt: skip
         extracted = time.perf_counter()
         save_extractions(target, extractions)
@@ -234,30 +232,36 @@ def _settings(manifest: Manifest) -> GraphSettings:
 
 def _extract(
     settings: GraphSettings,
-    directory: Path,
+    committed: tuple[Path, Manifest],
     old_dir: Path | None,
     previous: tuple[Sequence[Chunk], frozenset[str]],
     chunks: Sequence[Chunk],
     target: Path,
     show_progress: bool,
-    tasks: tuple[GraphTasks, Manifest] | None = None,
+    tasks: GraphTasks | None = None,
+    fresh: bool = False,
 ) -> tuple[ExtractionTable, dict[str, int] | None]:
     """Extract every chunk (offline: from the previous readings; LLM: from its cache).
 
-    ``previous``: the last generation's chunks and the ids replaced since (read again).
-    ``tasks``: who makes a fresh offline reading (``readings``) or brings the previous one up
-    to date (``reread``), and the committed generation they read. Returns the extractions and
-    the LLM's request counts (``None`` offline).
+    ``committed``: the index folder and the previous generation's manifest, whose table has the
+    texts of the chunks a write reads without them (changes.py: only its new chunks have
+    theirs; a ``fresh`` build's chunks all have theirs). ``previous``: the last generation's
+    chunks and the ids replaced since (read again). ``tasks``: who makes a fresh offline
+    reading (``readings``) or brings the previous one up to date (``reread``). Returns the
+    extractions and the LLM's request counts (``None`` offline).
     """
-    if settings.extractor != "offline":
-        return _llm_extract(settings, directory, chunks, show_progress)
-    given, committed = tasks or (GraphTasks(), None)
-    if given.readings is not None and old_dir is None:
-        return given.readings(directory, committed, chunks, target), None  # type: ignore[arg-type]
+    directory, manifest = committed
+    given = tasks or GraphTasks()
     before, replaced = previous
+    if given.readings is not None and old_dir is None and settings.extractor == "offline":
+        return given.readings(directory, manifest, chunks, target), None
+    removed, added = _change(before, chunks, replaced)
+    texts = _Texts(directory, manifest, added, held=fresh)
+    if settings.extractor != "offline":
+        return _llm_extract(settings, directory, texts.of(chunks), show_progress)
+    removed = texts.of(removed)  # their words and titles leave the counts
     if given.reread is not None and old_dir is not None:
-        change = (before, *_change(before, chunks, replaced))
-        found = given.reread(directory, committed, old_dir, change, chunks, target)  # type: ignore[arg-type]
+        found = given.reread(directory, manifest, old_dir, (before, removed, added), chunks, target)
         if found is not None:
             return found, None
         log.warning(
@@ -266,11 +270,43 @@ def _extract(
             "`hopgraph graph build --cluster` saves them in parts that tasks update"
         )
     state = CorpusReadings.load(old_dir, before) if old_dir else None
-    if state is None:
-        state, before = CorpusReadings(), []
-    extractions = state.update(chunks, *_change(before, chunks, replaced), show_progress)
+    if state is None:  # a first reading: every chunk is read
+        state, removed, added = CorpusReadings(), [], texts.of(chunks)
+    extractions = state.update(chunks, removed, added, show_progress, texts.lookup())
     state.save(target)
     return extractions, None
+
+
+class _Texts:
+    """The texts of a write's chunks: a new chunk has its own, a kept one is in the last table."""
+
+    def __init__(
+        self, directory: Path, manifest: Manifest, added: Sequence[Chunk], held: bool
+    ) -> None:
+        """``held``: every chunk given has its text already (a fresh build's)."""
+        self.directory, self.manifest, self.held = directory, manifest, held
+        self.fresh = {c.id: c for c in added}
+        self._table: ChunkTable | None = None
+
+    def lookup(self) -> ChunkTable | None:
+        """Return where the kept chunks' texts are looked up; ``None``: in the chunks given."""
+        return None if self.held else self.table()
+
+    def table(self) -> ChunkTable:
+        """Return the last generation's table (opened once)."""
+        if self._table is None:
+            self._table = open_chunks(self.directory, self.manifest)
+        return self._table
+
+    def of(self, chunks: Sequence[Chunk]) -> list[Chunk]:
+        """Return ``chunks`` with their texts."""
+        if self.held:
+            return list(chunks)
+        fresh = self.fresh
+        if all(c.id in fresh for c in chunks):
+            return [fresh[c.id] for c in chunks]
+        table = self.table()
+        return [fresh[c.id] if c.id in fresh else table[c.id] for c in chunks]
 
 
 def _change(
@@ -357,90 +393,6 @@ def _previous_lists(
     return old, np.array([row.get(i, -1) for i in old_ids], dtype=np.int64)
 
 
-def sync_triples(
-    directory: Path,
-    gen: Generation,
-    knowledge: KnowledgeGraph | None,
-    manifest: Manifest,
-    embed: bool,
-    show_progress: bool,
-) -> tuple[int, list[str]]:
-    """Embed the graph's new triples (tagged ``gen``); return their count and gone ids.
-
-    ``knowledge`` is needed only to ``embed``. Every triple's vector goes to Chroma's triple
-    collection and to the generation's triple table (graph_store.graphs.triple_table), which readers
-    use. Gone triples are not deleted here: the caller purges them once its write is committed.
-    """
-    store = _open_or_create(passages_location(directory, manifest).triples())
-    try:
-        stored = set(store.collection.get(include=[])["ids"]) if store.count() else set()
-        wanted = {t.id: t for t in knowledge.triples} if embed and knowledge else {}
-        new = [t for tid, t in wanted.items() if tid not in stored]
-        vectors = np.zeros((0, 0), dtype=np.float32)
-        if new:
-            embedder = embedder_for(manifest.settings)
-            vectors = embed_with_progress(
-                embedder, [t.text for t in new], show_progress, "embedding triples"
-            )
-            store.upsert_records(
-                [t.id for t in new],
-                vectors,
-                [t.text for t in new],
-                [_triple_fields(t, gen.number) for t in new],
-            )
-        if wanted:
-            fresh = {t.id: v for t, v in zip(new, vectors, strict=True)}
-            triple_table.save(directory, manifest, folder_name(gen.number), list(wanted), fresh,
-                              lambda ids: _stored_vectors(store, ids, directory))  # fmt: skip
-        else:
-            manifest.files.pop(TRIPLE_VECTORS, None)
-        return len(new), sorted(stored - wanted.keys())
-    finally:
-        store.close()
-
-
-def restore_triples(directory: Path, gen: Generation, manifest: Manifest) -> int:
-    """Write the triple table into a new triple collection of ``manifest``'s store; count them.
-
-    For a repaired store: the vectors come from the table, nothing is embedded again.
-    """
-    triples = KnowledgeGraph.load(manifest.path(directory, "graph")).triples
-    vectors = triple_table.load(directory, manifest, [t.id for t in triples])
-    assert vectors is not None, "restore_triples needs the triple table"
-    store = gen.create_collection(passages_location(directory, manifest).triples())
-    try:
-        store.upsert_records([t.id for t in triples], vectors, [t.text for t in triples],
-                             [_triple_fields(t, gen.number) for t in triples])  # fmt: skip
-    finally:
-        store.close()
-    return len(triples)
-
-
-def _triple_fields(triple: StoredTriple, generation: int) -> dict[str, Scalar]:
-    return {
-        "chunk_id": triple.chunk_id,
-        "subject": triple.subject,
-        "predicate": triple.predicate,
-        "object": triple.object,
-        GENERATION: generation,
-    }
-
-
-def _stored_vectors(store: ChromaVectorStore, ids: list[str], directory: Path) -> np.ndarray:
-    """Read ``ids``' vectors from Chroma, in that order (an index written before the table)."""
-    if not ids:
-        return np.zeros((0, 0), dtype=np.float32)
-    found = store.collection.get(ids=ids, include=["embeddings"])
-    by_id = dict(zip(found["ids"], found["embeddings"], strict=True))
-    missing = [i for i in ids if i not in by_id]
-    if missing:
-        raise IndexStateError(
-            f"{len(missing)} triples have no stored vector (e.g. {missing[0]!r})",
-            graphs_hint(directory),
-        )
-    return np.asarray([by_id[i] for i in ids], dtype=np.float32)
-
-
 def _knowledge(
     chunks: Sequence[Chunk], extractions: ExtractionTable, target: Path, keep: bool
 ) -> Forked[tuple[KnowledgeGraph | None, int, int]]:
@@ -457,13 +409,6 @@ def _knowledge(
         return graph if keep else None, len(graph.entities), len(graph.triples)
 
     return Forked("building the knowledge graph", work, in_child=not keep)
-
-
-def _open_or_create(location: ChromaLocation) -> ChromaVectorStore:
-    try:
-        return ChromaVectorStore(location)
-    except IndexStateError:
-        return ChromaVectorStore(location, create=True)
 
 
 def graph_counts(passage_graph: PassageGraph, entities: int, triples: int) -> dict[str, Any]:

@@ -31,9 +31,10 @@ from hopgraph.graph_store.stores.vector_table import VectorSegment, VectorTable
 
 from .check import Problem, check_index
 from .generations import Generation, folder_name, passages_location, recover
-from .graph_build import GraphSettings, restore_triples, write_graphs
+from .graph_build import GraphSettings, write_graphs
 from .lock import write_lock
 from .salvage import Salvage, lost_tables, reindex_hint, salvage
+from .triple_vectors import restore_triples
 from .writes import document_fields, successor_manifest, write_tables
 
 

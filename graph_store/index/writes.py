@@ -23,7 +23,7 @@ from hopgraph.graph_store.documents.chunking import chunk_document
 from hopgraph.graph_store.documents.schema import Chunk, Document, row_id
 from hopgraph.graph_store.embedding.embedders import Embedder, embed_with_progress
 from hopgraph.graph_store.stores.chroma_parts import open_store
-from hopgraph.graph_store.stores.chunk_table import write_chunks
+from hopgraph.graph_store.stores.chunk_table import open_chunks, write_chunks
 from hopgraph.graph_store.stores.doc_table import DOCUMENTS_FILE, DocumentRecord, DocumentTable
 from hopgraph.graph_store.stores.kdb_bm25 import BM25Store
 from hopgraph.graph_store.stores.manifest import (
@@ -202,8 +202,9 @@ def write_tables(
 ) -> Forked[Tables]:
     """Write the chunk and document tables, the vectors and BM25 into the generation's folder.
 
-    ``added``: the write's new chunks (all of them for a build), ``embeddings`` their vectors.
-    ``previous``: the last generation's manifest and chunks; BM25 and the vector table then get
+    ``added``: the write's new chunks (all of them for a build), ``embeddings`` their vectors;
+    only theirs need texts. ``previous``: the last generation's manifest and chunks (the kept
+    chunks' lines are copied from its table); BM25 and the vector table then get
     a segment of the added chunks only (when that generation has segments to keep). The added
     vectors are saved here, and ``manifest`` points at the segments the graphs read them from;
     for a change, a forked child writes the rest (merging segments when there are too many)
@@ -218,12 +219,14 @@ def write_tables(
     known = previous[0].ann if previous is not None else {}
 
     def work() -> Tables:
-        write_chunks(gen.folder / "chunks.jsonl", chunks)
+        # the kept chunks' lines come from the last table: a write reads them without texts
+        kept = open_chunks(root, previous[0]) if previous is not None else None
+        write_chunks(gen.folder / "chunks.jsonl", chunks, kept, {c.id for c in added})
         documents.write(gen.folder / DOCUMENTS_FILE)
         segment = f"{name}/bm25-segment"
         if previous is not None and previous[0].segments:
-            old, before = previous
-            store = BM25Store.load(old.path(root, "bm25"), root, before)
+            assert kept is not None
+            store = BM25Store.load(previous[0].path(root, "bm25"), root, kept)
             store = store.updated(chunks, added, root, segment)
         else:
             store = BM25Store.build(chunks, root, segment)

@@ -13,7 +13,16 @@ from __future__ import annotations
 import hashlib
 import itertools
 from array import array
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence, Sized, ValuesView
+from collections.abc import (
+    Callable,
+    Collection,
+    Iterable,
+    Iterator,
+    Mapping,
+    Sequence,
+    Sized,
+    ValuesView,
+)
 from dataclasses import replace
 from pathlib import Path
 from typing import TypeVar, overload
@@ -219,6 +228,12 @@ class ChunkTable(Mapping[str, Chunk]):
                 f"{self.path} is damaged at chunk row {row}: {err}", tables_hint(self.path.parent)
             ) from err
 
+    def line(self, chunk_id: str) -> bytes:
+        """Return a chunk's line as written (its newline included), unparsed."""
+        row = self.rows[chunk_id]
+        line = self._file.read(int(self._starts[row]), int(self._starts[row + 1]))
+        return line.rstrip(b"\n") + b"\n"  # a blank line after it is not its
+
     def scan(self, texts: bool = True) -> Iterator[Chunk]:
         """Yield every chunk in row order (without ``texts``: each text left empty)."""
         for row in range(len(self._starts) - 1):
@@ -274,7 +289,22 @@ def chunk_ids(directory: Path, manifest: Manifest) -> list[str]:
         ) from err
 
 
-def write_chunks(path: Path, chunks: Sequence[Chunk]) -> None:
-    """Write a chunk table, one JSON object per line (orjson: 5x json.dumps of asdict)."""
-    # each line joined to its newline at once: collecting orjson's outputs first is 2x slower
-    path.write_bytes(b"".join(orjson.dumps(c) + b"\n" for c in chunks))
+def write_chunks(
+    path: Path,
+    chunks: Sequence[Chunk],
+    previous: ChunkTable | None = None,
+    fresh: Collection[str] = (),
+) -> None:
+    """Write a chunk table, one JSON object per line (orjson: 5x json.dumps of asdict).
+
+    ``previous``: the last generation's table, whose lines are copied for every chunk but the
+    ``fresh`` ones (a write's new and changed chunks): a write's driver reads the chunks it
+    keeps without their texts (changes.py), a million chunks' texts being 400 MB it never
+    needs. Written through a buffer, so no process holds the whole file.
+    """
+    with path.open("wb", buffering=1 << 20) as out:
+        for chunk in chunks:
+            if previous is not None and chunk.id not in fresh:
+                out.write(previous.line(chunk.id))
+            else:
+                out.write(orjson.dumps(chunk) + b"\n")

@@ -97,11 +97,17 @@ class CorpusReadings:
         removed: Sequence[Chunk],
         added: Sequence[Chunk],
         show_progress: bool = False,
+        texts: Mapping[str, Chunk] | None = None,
     ) -> ExtractionTable:
-        """Apply a change (``removed`` and ``added`` chunks); return ``corpus``'s extractions."""
+        """Apply a change (``removed`` and ``added`` chunks); return ``corpus``'s extractions.
+
+        ``texts``: the chunks read before by id, with their texts, when ``corpus`` has none
+        but the added ones' (a write's: graph_build); only those read again are looked up.
+        """
         changed = self.shift(removed, added)
         gone = {c.id for c in removed} | {c.id for c in added}
-        stale = may_contain(self.table, changed, {c.id: c for c in corpus}, gone)
+        texts = {c.id: c for c in corpus} if texts is None else texts
+        stale = may_contain(self.table, changed, texts, gone)
         todo = [*stale, *added]
         fresh = read_table(todo, self.title_index(), self.table.vocab, show_progress)
         # The old readings, their join with the fresh ones and the join in corpus order are

@@ -199,3 +199,24 @@ def test_a_sync_that_fails_after_adding_rows_leaves_the_old_ones(tmp_path, folde
     with Index.open(index) as idx:
         assert idx.manifest.rows == {"notes.txt": f"notes.txt\x1fg{idx.generation}"}
         assert {r[0] for r in stored(index)} == {idx.manifest.row_of(c) for c in idx.chunks}
+
+
+def test_writes_that_read_kept_chunks_without_texts_write_every_text(tmp_path):
+    """Adds and a delete copy the kept chunks' lines from the last table: the result's table
+    holds what a fresh build of the same documents holds, texts included."""
+    from hopgraph.cli.commands.demo import sample_dir
+    from hopgraph.core.settings import IndexSettings
+    from hopgraph.graph_store import build_index, load_documents
+    from hopgraph.graph_store.stores.chunk_table import read_chunks
+    from tests.sample_index import written_in_four_steps
+
+    grown = written_in_four_steps(tmp_path / "grown")
+    docs = load_documents(sample_dir() / "corpus.jsonl")
+    kept = docs[:100] + docs[130:]
+    fresh = build_index(kept, tmp_path / "fresh", IndexSettings(model="hashing"), False)
+    tables = []
+    for path in (grown, fresh.directory):
+        with Index.open(path) as idx:
+            tables.append({c.id: c for c in read_chunks(path, idx.manifest)})
+    assert tables[0] == tables[1]
+    assert all(c.text for c in tables[0].values())
