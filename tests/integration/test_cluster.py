@@ -525,9 +525,11 @@ def test_a_neighbour_task_whose_worker_dies_runs_again(built, cluster, tmp_path,
 
 
 def test_writes_embed_and_update_their_lists_on_the_cluster_as_one_process(cluster, tmp_path):
-    """`add`, `sync` and `delete` with --cluster on an index with graphs: tasks embed and
-    bring the neighbour lists up to date; the same chunks, vectors, lists and graphs as the
-    writes of one process."""
+    """`add`, `sync` and `delete` with --cluster on an index whose graphs `graph build
+    --cluster` built: tasks embed, bring the neighbour lists and the readings' parts up to date;
+    the same chunks, vectors, lists, extractions and graphs as the writes of one process."""
+    from hopgraph.graph_store.graphs.extraction.reading_table import saved_parts
+
     docs = load_documents(sample_dir() / "corpus.jsonl")
     rows = [{"id": d.id, "title": d.title, "text": d.text} for d in docs[150:]]
     rest = tmp_path / "rest.jsonl"
@@ -541,11 +543,14 @@ def test_writes_embed_and_update_their_lists_on_the_cluster_as_one_process(clust
     writes = (["add", str(rest), "-q"], ["sync", str(changed), "-q"], ["delete", *gone])
     for name in ("here", "there"):
         build_index(docs[:150], tmp_path / name, IndexSettings(model="hashing"), False)
-        build_graphs(tmp_path / name, show_progress=False)
+    build_graphs(tmp_path / "here", show_progress=False)
+    assert main(["graph", "build", "--index", str(tmp_path / "there"), "-q", *on]) == 0
     for write in writes:
         for name, extra in (("here", []), ("there", on)):
             assert main([*write, "--index", str(tmp_path / name), *extra]) == 0, write
         _same(tmp_path / "here", tmp_path / "there")
+        with Index.open(tmp_path / "there") as idx:  # the next write's tasks find parts
+            assert saved_parts(idx.manifest.path(idx.directory, "graph")) is not None
     assert check_index(tmp_path / "there") == []
 
 
@@ -562,6 +567,7 @@ def _same(here: Path, there: Path) -> None:
         )
         assert np.array_equal(mine.rows, theirs.rows)
         assert b.manifest.graph["incremental"]
+        assert a.extractions == b.extractions
         for kind, edges in a.passage_graph.edges.items():
             other = b.passage_graph.edges[kind]
             assert ((edges != 0) != (other != 0)).nnz == 0, kind
