@@ -160,3 +160,22 @@ def test_a_part_left_empty_by_a_delete_stays_a_part(in_parts, tmp_path):
     for path, tasks in ((here, None), (there, by_calls)):
         add_documents(path, more, show_progress=False, tasks=tasks)
     _same_graphs(here, there)
+
+
+def test_extractions_are_put_in_row_order_and_other_chunks_are_refused(tmp_path):
+    from hopgraph.graph_store.cluster.reading_update import in_order
+    from hopgraph.graph_store.documents.schema import Chunk
+    from hopgraph.graph_store.graphs.extraction.base import Extraction
+    from hopgraph.graph_store.graphs.extraction.table import ExtractionTable
+
+    table = ExtractionTable.from_extractions(
+        [Extraction(i, (f"e{i}",), (), ()) for i in ("c", "a", "b")]
+    )
+    rows = [Chunk(i, i, "", "") for i in ("a", "b", "c")]
+    ordered = in_order(table, rows, tmp_path)
+    assert ordered.ids == ["a", "b", "c"]
+    assert [e.entities for e in ordered.to_extractions()] == [("ea",), ("eb",), ("ec",)]
+    with pytest.raises(IndexStateError, match="not the 3 of the write"):
+        in_order(table, [Chunk(i, i, "", "") for i in ("a", "b", "d")], tmp_path)
+    with pytest.raises(IndexStateError, match="not the 2 of the write"):
+        in_order(table, rows[:2], tmp_path)
