@@ -23,7 +23,7 @@ from hopgraph.graph_store.documents.loaders import check_unique_ids, quote_ids
 from hopgraph.graph_store.documents.schema import Chunk, Document
 from hopgraph.graph_store.embedding.embedders import Embedder, embedder_for
 from hopgraph.graph_store.stores.chunk_table import open_chunks, read_chunks
-from hopgraph.graph_store.stores.doc_table import DocumentTable, records_of
+from hopgraph.graph_store.stores.doc_table import DocumentChange, DocumentTable, records_of
 from hopgraph.graph_store.stores.manifest import Manifest, now, read_manifest
 
 from . import writes
@@ -60,7 +60,7 @@ def add_documents(
                 "`hopgraph sync SOURCE` replaces changed documents and adds new ones; "
                 "or give new ids",
             )
-        documents = DocumentTable.read(directory, old, existing)
+        documents = DocumentTable.changed(directory, old, existing)
         new_chunks, embeddings, embed_seconds = _embed_new(
             directory, old, existing, docs, show_progress, embed
         )
@@ -134,7 +134,7 @@ def _add(
     directory: Path,
     old: Manifest,
     existing: list[Chunk],
-    documents: DocumentTable,
+    documents: DocumentTable | DocumentChange,
     docs: Sequence[Document],
     embedded: tuple[list[Chunk], np.ndarray],
     show_progress: bool,
@@ -177,7 +177,7 @@ def delete_documents(
                 f"{len(missing)} document id(s) are not in the index: {quote_ids(missing)}",
                 "`hopgraph docs --index DIR` lists the documents; ids are case-sensitive",
             )
-        documents = DocumentTable.read(directory, old, existing)
+        documents = DocumentTable.changed(directory, old, existing)
         chunks, removed = _delete(directory, old, existing, documents, wanted, tasks)
     return writes.write_report(
         directory, chunks, added=0, removed=len(removed), started=started, embed_seconds=0.0
@@ -188,7 +188,7 @@ def _delete(
     directory: Path,
     old: Manifest,
     existing: list[Chunk],
-    documents: DocumentTable,
+    documents: DocumentTable | DocumentChange,
     wanted: set[str],
     tasks: GraphTasks | None,
 ) -> tuple[list[Chunk], list[str]]:
@@ -256,19 +256,16 @@ def sync_documents(
     with write_lock(directory):
         old = read_manifest(directory)
         existing = read_chunks(directory, old, texts=False)  # only new chunks need theirs
-        documents = DocumentTable.read(directory, old, existing)
-        records = {r.id: r for r in documents.records()}
+        documents = DocumentTable.changed(directory, old, existing)
+        wanted = {d.id for d in docs}
+        records = {r.id: r for r in documents.records(wanted)}  # theirs only: looked up
         new = [d for d in docs if d.id not in records]
         changed = [d for d in docs if d.id in records and records[d.id].hash != d.content_hash()]
-        wanted = {d.id for d in docs}
-        missing = sorted(
+        missing = [] if scope is None else [
             r.id
-            for r in records.values()
-            if scope is not None
-            and r.id not in wanted
-            and r.source not in keep_sources
-            and _within(r.source, scope)
-        )
+            for r in documents.scan()
+            if r.id not in wanted and r.source not in keep_sources and _within(r.source, scope)
+        ]  # fmt: skip
         gone = missing if prune else []
         drop = {*(d.id for d in changed), *gone}
         kept = [c for c in existing if c.doc_id not in drop]
@@ -303,7 +300,7 @@ def _replace(
     old: Manifest,
     existing: list[Chunk],
     chunks: list[Chunk],
-    documents: DocumentTable,
+    documents: DocumentTable | DocumentChange,
     change: tuple[set[str], Sequence[Document], list[Chunk], np.ndarray],
     show_progress: bool,
     tasks: GraphTasks | None,

@@ -24,7 +24,12 @@ from hopgraph.graph_store.documents.schema import Chunk, Document, row_id
 from hopgraph.graph_store.embedding.embedders import Embedder, embed_with_progress
 from hopgraph.graph_store.stores.chroma_parts import open_store
 from hopgraph.graph_store.stores.chunk_table import open_chunks, write_chunks
-from hopgraph.graph_store.stores.doc_table import DOCUMENTS_FILE, DocumentRecord, DocumentTable
+from hopgraph.graph_store.stores.doc_table import (
+    DOCUMENTS_FILE,
+    DocumentChange,
+    DocumentRecord,
+    DocumentTable,
+)
 from hopgraph.graph_store.stores.kdb_bm25 import BM25Store
 from hopgraph.graph_store.stores.manifest import (
     FORMAT_VERSION,
@@ -108,7 +113,7 @@ def commit_change(
     old: Manifest,
     before: list[Chunk],
     after: list[Chunk],
-    documents: DocumentTable,
+    documents: DocumentTable | DocumentChange,
     show_progress: bool,
     added: Sequence[Chunk] = (),
     embeddings: np.ndarray | None = None,
@@ -195,7 +200,7 @@ def write_tables(
     gen: Generation,
     manifest: Manifest,
     chunks: Sequence[Chunk],
-    documents: DocumentTable,
+    documents: DocumentTable | DocumentChange,
     added: Sequence[Chunk],
     embeddings: np.ndarray | None,
     previous: tuple[Manifest, Sequence[Chunk]] | None = None,
