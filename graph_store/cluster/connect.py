@@ -90,6 +90,30 @@ def reachable(host: str, port: int, seconds: float = REACH_SECONDS) -> None:
         ) from err
 
 
+def own_address(host: str, port: int) -> str:
+    """Return this host's address on its route to ``host``: where its own Ray node listens.
+
+    A driver joins a node of its host. Ray picks it among the raylets ``ps`` lists, the head's
+    first: where hosts share one process table (containers, network namespaces) a driver took
+    another host's node and its shards' answers went there (tests/integration/test_hosts.py).
+    A UDP socket's connect sends nothing; it only picks the route and so the address.
+    """
+    family, kind, proto, _, where = socket.getaddrinfo(host, port, type=socket.SOCK_DGRAM)[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.connect(where)
+        return str(probe.getsockname()[0])
+
+
+def no_node_here(address: str, own: str) -> InputError:
+    """Return the error of a driver on a host where no node of the cluster runs."""
+    return InputError(
+        f"no node of the Ray cluster at {address} runs on this host at {own} (the address it "
+        "reaches the head from): a hopgraph command joins a node of its own host",
+        f"run it on the head's host (docs/scaling.md), or start a node here first: "
+        f"`ray start --address {address} --node-ip-address {own}`; nothing was written",
+    )
+
+
 HEAD_SECONDS = 30.0
 """How long a server goes on without an answer from its cluster's head before it stops (Ray's
 driver gives up after 60 s, with a fatal error of its own and every query hanging till then)."""
@@ -172,8 +196,14 @@ def connected(address: str, env: dict[str, str] | None = None) -> Iterator[Modul
                 **options,
             )
         else:  # its token, if it has one: RAY_AUTH_TOKEN, or the file `ray` keeps it in
+            if not on_host:  # this host's own node, not whichever raylet `ps` shows first
+                options["_node_ip_address"] = own_address(host, port)
             try:
                 ray.init(address=address, **options)
+            except RuntimeError as err:
+                if "No node info found" not in str(err):
+                    raise
+                raise no_node_here(address, options["_node_ip_address"]) from err
             except (ConnectionError, ray.exceptions.RayError) as err:  # it answered: not to us
                 raise InputError(
                     f"the Ray cluster at {address} did not let this process join ({err})",

@@ -294,3 +294,46 @@ def test_serving_across_hosts_loses_no_query_when_a_worker_host_is_lost(hosts, a
             server.wait(timeout=60)
         except subprocess.TimeoutExpired:
             server.kill()
+
+
+def test_a_server_on_a_worker_host_answers_and_stops_clearly_once_cut_off(hosts, across, tmp_path):
+    """MCP on w1 joins w1's own node (Ray would take the head's raylet, first among those `ps`
+    lists on this one machine, and its shards' answers went there): a client on w2 gets one
+    process's answers. Then w1 is cut off the network: the server stops with status 2 within a
+    minute, naming the head and what to check, no traceback."""
+    if not _processes_of(hosts.temps["w1"]):  # the serving test above may have lost it
+        hosts.join("w1")
+    index, one = across
+    expected = tmp_path / "expected.json"
+    expected.write_text(json.dumps(_expected(one)), encoding="utf-8")
+    port, log = 8766, tmp_path / "mcp.log"
+    hosts.env["HOPGRAPH_TOKEN"] = secret = secrets.token_hex(16)
+    server = hosts.start("w1", _hopgraph("mcp", "--index", str(index), "--cluster", hosts.cluster,
+                                         "--shards", "2", "--http", f"{ADDRESS['w1']}:{port}"),
+                         log)  # fmt: skip
+    try:
+        url = f"http://{ADDRESS['w1']}:{port}/mcp"
+        client = [sys.executable, "-m", "tests.integration.mcp_client", url, secret,
+                  str(expected), "0"]  # fmt: skip
+        deadline = time.monotonic() + 300
+        while True:  # up once a first pass answers (shards deployed)
+            first = hosts.run("w2", client, timeout=600)
+            if first.returncode == 0 or time.monotonic() > deadline or server.poll() is not None:
+                break
+            time.sleep(2)
+        assert first.returncode == 0, first.stderr[-3000:] + log.read_text()
+        tally = json.loads(first.stdout.strip().splitlines()[-1])
+        assert tally["errors"] == 0 and tally["wrong"] == 0, tally
+        link = f"{NAME}w1"
+        _ip("-n", hosts.names["w1"], "link", "set", link, "down")
+        try:
+            status = server.wait(timeout=120)
+        finally:
+            _ip("-n", hosts.names["w1"], "link", "set", link, "up")
+        said = log.read_text()
+        assert status == 2, said[-3000:]
+        assert f"the Ray cluster's head at {hosts.cluster} has not answered" in said, said[-3000:]
+        assert "Traceback" not in said
+    finally:
+        if server.poll() is None:
+            server.kill()

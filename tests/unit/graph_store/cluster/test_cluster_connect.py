@@ -112,3 +112,36 @@ def test_a_server_stops_with_a_clear_error_once_its_head_stops_answering():
     [err] = said
     assert f"127.0.0.1:{port} has not answered for 0.4 s" in err.message
     assert "ray status" in (err.hint or "") and "start the server again" in (err.hint or "")
+
+
+def test_a_driver_joins_its_own_hosts_node_or_says_there_is_none(monkeypatch):
+    """Ray picks the node to join among the raylets `ps` lists, the head's first; a driver
+    names its own address (the one it reaches the head from), and where no node runs at it the
+    error says how to start one."""
+    import types
+
+    from hopgraph.core.errors import InputError
+    from hopgraph.graph_store.cluster import connect
+
+    assert connect.own_address("127.0.0.1", 9) == "127.0.0.1"
+    joined = {}
+
+    def init(**kwargs):
+        joined.update(kwargs)
+        own = kwargs["_node_ip_address"]
+        raise RuntimeError(f"No node info found matching attributes: '{own}'")
+
+    fake = types.SimpleNamespace(
+        init=init, exceptions=types.SimpleNamespace(RayError=type("RayError", (Exception,), {}))
+    )
+    monkeypatch.setattr(connect, "reachable", lambda host, port: None)
+    monkeypatch.setattr(connect, "require_ray", lambda: None)
+    monkeypatch.setattr(connect, "ray_module", lambda: fake)
+    monkeypatch.setattr(connect, "own_address", lambda host, port: "192.0.2.7")
+    with pytest.raises(InputError) as err, connect.connected("192.0.2.1:6379"):
+        pass
+    assert joined["address"] == "192.0.2.1:6379" and joined["_node_ip_address"] == "192.0.2.7"
+    assert "no node of the Ray cluster at 192.0.2.1:6379 runs on this host at 192.0.2.7" in str(
+        err.value
+    )
+    assert "ray start --address 192.0.2.1:6379 --node-ip-address 192.0.2.7" in err.value.hint
