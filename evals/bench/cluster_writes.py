@@ -14,7 +14,8 @@ the driver's own peak RSS (VmHWM: the process that reads the chunks, updates the
 builds the graphs) and the largest of its forked children's (the tables' writer, the readings'
 workers, the knowledge graph's builder, the one-process neighbour update; forked, they share the
 driver's pages, counted in each one's RSS too); the largest peak RSS of a task; and whether the
-lists after the cluster's add are the one-process add's (the same rows; cosines to 1e-6). A
+lists after the cluster's add are the one-process add's (the same rows; cosines to 1e-6).
+``--timeline DIR`` writes where each write's driver held its memory, step by step. A
 local cluster shares this machine's cores: the figures say how memory divides, not how fast
 more machines write.
 """
@@ -27,7 +28,9 @@ import os
 import resource
 import subprocess
 import sys
+import threading
 import time
+import traceback
 from pathlib import Path
 
 import numpy as np
@@ -39,10 +42,58 @@ from hopgraph.graph_store.graphs.semantic import Neighbours
 from hopgraph.graph_store.index.graph_build import NEIGHBOURS_FILE
 
 
-def child(index: Path, write: str, docs: Path, partitions: int) -> dict[str, float | str]:
-    """Do one write here (``partitions`` 0: in this process alone); return its figures."""
+class Timeline:
+    """This process's RSS and the functions it is in, sampled on a thread (``--timeline``).
+
+    Where a driver's memory goes, step by step: a line each time the innermost function
+    changes, then the peak with its stack (the 1M write's breakdown in
+    docs/scale-measurements.md).
+    """
+
+    def __init__(self, every: float = 0.25) -> None:
+        self.samples: list[tuple[float, float, list[str]]] = []
+        self.every, self.main, self.stop = every, threading.get_ident(), threading.Event()
+        threading.Thread(target=self._sample, daemon=True).start()
+
+    def _sample(self) -> None:
+        started = time.perf_counter()
+        while not self.stop.wait(self.every):
+            frame = sys._current_frames().get(self.main)
+            stack = [f"{Path(f.filename).stem}.{f.name}:{f.lineno}"
+                     for f in traceback.extract_stack(frame)][-8:] if frame else []  # fmt: skip
+            self.samples.append((time.perf_counter() - started, _rss_mb(), stack))
+
+    def save(self, path: Path) -> None:
+        """Stop sampling and write the timeline."""
+        self.stop.set()
+        lines, last = [], None
+        for at, rss, stack in self.samples:
+            if stack[-1:] != last:
+                lines.append(f"{at:8.1f} s {rss:8.0f} MB  {' < '.join(reversed(stack[-4:]))}")
+                last = stack[-1:]
+        if self.samples:
+            at, rss, stack = max(self.samples, key=lambda sample: sample[1])
+            lines.append(f"peak {rss:.0f} MB at {at:.1f} s: {' < '.join(reversed(stack))}")
+        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def _rss_mb() -> float:
+    for line in Path("/proc/self/status").read_text(encoding="ascii").splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def child(
+    index: Path, write: str, docs: Path, partitions: int, timeline: Path | None = None
+) -> dict[str, float | str]:
+    """Do one write here (``partitions`` 0: in this process alone); return its figures.
+
+    ``timeline``: a folder to write this write's :class:`Timeline` into.
+    """
     from hopgraph.graph_store import add_documents, delete_documents, load_documents
 
+    sampled = Timeline() if timeline is not None else None
     documents = load_documents(docs)
     started = time.perf_counter()
     peaks: dict[str, float] = {}
@@ -71,6 +122,8 @@ def child(index: Path, write: str, docs: Path, partitions: int) -> dict[str, flo
     row["children_peak_rss_mb"] = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     if peaks:
         row["task_peak_rss_mb"] = max(peaks.values())
+    if sampled is not None and timeline is not None:
+        sampled.save(timeline / f"{write}-{partitions or 'one-process'}.txt")
     return row
 
 
@@ -86,10 +139,13 @@ def synthetic_new(count: int, folder: Path) -> Path:
     return path
 
 
-def measured(index: Path, write: str, docs: Path, partitions: int) -> dict:
+def measured(
+    index: Path, write: str, docs: Path, partitions: int, timeline: Path | None = None
+) -> dict:
     """Run one write in a fresh process; return its figures."""
     argv = [sys.executable, "-m", "hopgraph.evals.bench.cluster_writes", "--index", str(index)]
     argv += ["--docs", str(docs), "--child", write, str(partitions)]
+    argv += ["--timeline", str(timeline)] if timeline is not None else []
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     done = subprocess.run(argv, check=True, env=env, capture_output=True, text=True)
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -130,10 +186,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-single", action="store_true", help="skip the one-process writes")
     parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     parser.add_argument("--out", type=Path, help="where to save the rows (JSON)")
+    parser.add_argument(
+        "--timeline",
+        type=Path,
+        metavar="DIR",
+        help="write each write's driver RSS by the function it is in (0.25 s samples) there",
+    )
     args = parser.parse_args(argv)
+    if args.timeline is not None:
+        args.timeline.mkdir(parents=True, exist_ok=True)
     if args.child is not None:
         write, partitions = args.child
-        print(json.dumps(child(args.index, write, args.docs, int(partitions))))
+        print(json.dumps(child(args.index, write, args.docs, int(partitions), args.timeline)))
         return 0
     lists_of(args.index)  # an index with graphs, or a clear stop before any write
     if args.docs is None:
@@ -141,7 +205,7 @@ def main(argv: list[str] | None = None) -> int:
     rows, added = [], []
     for partitions in ([] if args.no_single else [0]) + [args.partitions]:
         for write in ("add", "delete"):
-            rows.append(measured(args.index, write, args.docs, partitions))
+            rows.append(measured(args.index, write, args.docs, partitions, args.timeline))
             print(json.dumps(rows[-1]), flush=True)
             if write == "add":
                 added.append(lists_of(args.index))
