@@ -13,7 +13,7 @@ date and the driver holds none of them:
    a changed key (readings.may_contain, the texts read from the previous generation's chunk
    table), reads those again with the added chunks given to the part (by a hash of their ids),
    saves the part unpicked and sends back its rows' count and digest before the change and its
-   document frequencies by string;
+   document frequencies by string hash;
 3. the driver checks that the parts held the previous corpus and sums the frequencies;
 4. tasks pick their parts' keywords (cluster/readings.pick_rows, as a build's);
 5. the driver saves the state in parts and joins the extractions, in the corpus's order.
@@ -33,7 +33,6 @@ import numpy as np
 
 from hopgraph.core.errors import IndexStateError
 from hopgraph.graph_store.documents.schema import Chunk
-from hopgraph.graph_store.graphs.extraction.keywords import document_frequencies
 from hopgraph.graph_store.graphs.extraction.reading_table import read_part
 from hopgraph.graph_store.graphs.extraction.readings import (
     CorpusReadings,
@@ -50,6 +49,7 @@ from .readings import (
     Frequencies,
     SharedTitles,
     Source,
+    frequencies_of,
     give_back_freed,
     pick_rows,
     remove_table,
@@ -138,9 +138,7 @@ def update_part(
     fresh = read_table([*stale, *added], titles.index, table.vocab, fork=False)
     table = type(table).concat([table.take(kept), fresh])
     table.save(Path(target), {}, unpicked(name))
-    entity, word = document_frequencies(table)
-    at = np.flatnonzero((entity > 0) | (word > 0))
-    return (*held, ([table.vocab.strings[i] for i in at.tolist()], entity[at], word[at]))
+    return (*held, frequencies_of(table))
 
 
 def _given(added: Sequence[Chunk], parts: int) -> list[list[Chunk]]:

@@ -11,8 +11,10 @@ the readings (every chunk's word counts: gigabytes at millions of chunks):
 2. the driver sums them and gives each key to its title (``CorpusReadings.counted``): the title
    index every reading is made against, sent to the tasks once;
 3. tasks read their rows against it, each into a table of its own vocabulary saved in the new
-   graph folder (which the nodes share too), and send back its document frequencies by string;
-4. the driver sums the frequencies (a corpus's keywords are scored with its own), sent once;
+   graph folder (which the nodes share too), and send back its document frequencies by string
+   hash;
+4. the driver sums the frequencies, arrays only (a corpus's keywords are scored with its own),
+   sent once;
 5. tasks pick their rows' keywords with them (extraction.keywords: a row's picks depend on the
    corpus only through them and its size), save their table as a part of the extractor's
    state (reading_table.save_in_parts) and their rows' extractions, only the strings those use;
@@ -41,7 +43,7 @@ from hopgraph.core.errors import IndexStateError
 from hopgraph.graph_store.documents.schema import Chunk
 from hopgraph.graph_store.graphs.extraction.keywords import document_frequencies, pick_keywords
 from hopgraph.graph_store.graphs.extraction.offline import TitleIndex
-from hopgraph.graph_store.graphs.extraction.reading_table import part_name, read_part
+from hopgraph.graph_store.graphs.extraction.reading_table import ReadingTable, part_name, read_part
 from hopgraph.graph_store.graphs.extraction.readings import (
     CorpusCounts,
     CorpusReadings,
@@ -49,6 +51,7 @@ from hopgraph.graph_store.graphs.extraction.readings import (
     read_table,
 )
 from hopgraph.graph_store.graphs.extraction.table import ExtractionTable, Vocabulary
+from hopgraph.graph_store.graphs.extraction.title_table import key_hash
 from hopgraph.graph_store.index.graph_build import CorpusReader
 from hopgraph.graph_store.stores.chunk_table import chunks_in
 from hopgraph.graph_store.stores.manifest import Manifest, rebuild_hint, tables_hint
@@ -57,8 +60,10 @@ from .tasks import Map, Peaks, in_process, ray_map, task_count
 
 Source = tuple[str, str]
 """The chunk table a call reads: (index folder, the committed manifest as JSON)."""
-Frequencies = tuple[list[str], np.ndarray, np.ndarray]
-"""Strings and, for each, the rows holding it as an entity and as a word."""
+Frequencies = tuple[np.ndarray, np.ndarray, np.ndarray]
+"""Strings by their 64-bit hashes (title_table.key_hash) and, for each, the rows holding it as
+an entity and as a word: the driver sums arrays, never the strings (a million entities' strings
+and their vocabulary were 200 MB of a write's driver)."""
 
 
 def readings_on(
@@ -144,32 +149,49 @@ class SharedTitles:
 
 
 class SharedFrequencies:
-    """The corpus's document frequencies by string, sent once for every task (tasks.ray_map)."""
+    """The corpus's document frequencies by string hash, sent once for every task (tasks.ray_map).
+
+    Two strings of one hash would have their frequencies summed: with 64-bit hashes, less than
+    one chance in a million at five million strings.
+    """
 
     shared = True
 
-    def __init__(self, strings: list[str], entity: np.ndarray, word: np.ndarray) -> None:
-        self.strings, self.entity, self.word = strings, entity, word
+    def __init__(self, hashes: np.ndarray, entity: np.ndarray, word: np.ndarray) -> None:
+        self.hashes, self.entity, self.word = hashes, entity, word  # hashes sorted
 
     def of(self, vocab: Vocabulary) -> tuple[np.ndarray, np.ndarray]:
         """Return the frequencies of each id of ``vocab`` (0 for a string no row holds)."""
-        at = dict(zip(self.strings, range(len(self.strings)), strict=True))
-        place = np.array([at.get(s, -1) for s in vocab.strings], dtype=np.int64)
-        held = place >= 0
-        entity, word = np.zeros(len(place), np.int64), np.zeros(len(place), np.int64)
-        entity[held], word[held] = self.entity[place[held]], self.word[place[held]]
+        wanted = string_hashes(vocab.strings)
+        at = np.minimum(np.searchsorted(self.hashes, wanted), max(len(self.hashes) - 1, 0))
+        held = self.hashes[at] == wanted if len(self.hashes) else np.zeros(len(wanted), bool)
+        entity, word = np.zeros(len(wanted), np.int64), np.zeros(len(wanted), np.int64)
+        entity[held], word[held] = self.entity[at[held]], self.word[at[held]]
         return entity, word
 
 
+def string_hashes(strings: Sequence[str]) -> np.ndarray:
+    """Return each string's 64-bit hash (the same in every process)."""
+    return np.fromiter((key_hash(s) for s in strings), dtype=np.uint64, count=len(strings))
+
+
+def frequencies_of(table: ReadingTable) -> Frequencies:
+    """Return a table's document frequencies by string hash, for the strings its rows hold."""
+    entity, word = document_frequencies(table)
+    held = np.flatnonzero((entity > 0) | (word > 0))
+    strings = table.vocab.strings
+    return string_hashes([strings[i] for i in held.tolist()]), entity[held], word[held]
+
+
 def summed(parts: Sequence[Frequencies]) -> SharedFrequencies:
-    """Sum the parts' frequencies by string."""
-    vocab = Vocabulary()
-    ids = [np.array([vocab.id(s) for s in strings], np.int64) for strings, _, _ in parts]
-    entity, word = np.zeros(len(vocab), np.int64), np.zeros(len(vocab), np.int64)
-    for at, (_, e, w) in zip(ids, parts, strict=True):
-        entity[at] += e  # a string once a part: no repeated index within one
-        word[at] += w
-    return SharedFrequencies(vocab.strings, entity, word)
+    """Sum the parts' frequencies by string hash."""
+    if not parts:
+        empty = np.zeros(0, np.int64)
+        return SharedFrequencies(np.zeros(0, np.uint64), empty, empty)
+    hashes, at = np.unique(np.concatenate([h for h, _, _ in parts]), return_inverse=True)
+    entity = np.bincount(at, np.concatenate([e for _, e, _ in parts]), len(hashes))
+    word = np.bincount(at, np.concatenate([w for _, _, w in parts]), len(hashes))
+    return SharedFrequencies(hashes, entity.astype(np.int64), word.astype(np.int64))
 
 
 def unpicked(name: str) -> str:
@@ -197,9 +219,7 @@ def read_rows(
     chunks = chunk_rows(source, start, stop)
     table = read_table(chunks, titles.index, Vocabulary(), fork=False)
     table.save(Path(target), {}, unpicked(name))
-    entity, word = document_frequencies(table)
-    held = np.flatnonzero((entity > 0) | (word > 0))
-    return [table.vocab.strings[i] for i in held.tolist()], entity[held], word[held]
+    return frequencies_of(table)
 
 
 def pick_rows(target: str, name: str, frequencies: SharedFrequencies, n: int) -> None:

@@ -122,3 +122,22 @@ def test_rows_past_the_end_of_the_table_are_a_clear_error(written):
     assert len(chunk_rows(source, n - 2, n)) == 2
     with pytest.raises(IndexStateError, match=f"ends before row {n + 1}"):
         chunk_rows(source, n - 2, n + 1)
+
+
+def test_frequencies_are_summed_by_string_hash_and_read_back_by_string():
+    import numpy as np
+
+    from hopgraph.graph_store.cluster.readings import string_hashes, summed
+    from hopgraph.graph_store.graphs.extraction.table import Vocabulary
+
+    def part(strings, entity, word):
+        return string_hashes(strings), np.array(entity), np.array(word)
+
+    total = summed([
+        part(["paris", "rome"], [2, 1], [0, 3]),
+        part(["rome", "oslo"], [4, 0], [1, 1]),
+    ])  # fmt: skip
+    entity, word = total.of(Vocabulary(["oslo", "rome", "lima", "paris"]))
+    assert entity.tolist() == [0, 5, 0, 2] and word.tolist() == [1, 4, 0, 0]
+    nothing = summed([]).of(Vocabulary(["rome"]))
+    assert [a.tolist() for a in nothing] == [[0], [0]]
