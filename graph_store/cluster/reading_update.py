@@ -33,7 +33,7 @@ import numpy as np
 
 from hopgraph.core.errors import IndexStateError
 from hopgraph.graph_store.documents.schema import Chunk
-from hopgraph.graph_store.graphs.extraction.reading_table import read_part
+from hopgraph.graph_store.graphs.extraction.reading_table import ReadingTable, read_part
 from hopgraph.graph_store.graphs.extraction.readings import (
     CorpusReadings,
     may_contain,
@@ -99,7 +99,7 @@ def reading_updated_by(run: Map = in_process) -> ReadingUpdate:
         ]
         results = run(update_part, calls)
         _check_parts(directory, before, [(rows, digest) for rows, digest, _ in results])
-        frequencies = summed([found for _, _, found in results])
+        frequencies = summed([part for _, _, part in results])
         del results
         run(pick_rows, [(str(target), name, frequencies, len(chunks)) for name in names])
         for name in names:
@@ -124,7 +124,7 @@ def update_part(
     """Bring one part of the saved readings up to date (a task; see the module doc).
 
     Saves it unpicked as ``name`` in ``target``; returns its rows' count and digest before the
-    change and its document frequencies by string.
+    change and its document frequencies by string hash.
     """
     gone, keys = change
     table = read_part(Path(old_dir), name)
@@ -136,7 +136,7 @@ def update_part(
     dropped = gone | {c.id for c in stale}
     kept = np.array([i for i, cid in enumerate(table.ids) if cid not in dropped], np.int64)
     fresh = read_table([*stale, *added], titles.index, table.vocab, fork=False)
-    table = type(table).concat([table.take(kept), fresh])
+    table = ReadingTable.concat([table.take(kept), fresh])
     table.save(Path(target), {}, unpicked(name))
     return (*held, frequencies_of(table))
 

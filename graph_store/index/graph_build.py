@@ -259,7 +259,7 @@ def _extract(
     texts = _Texts(directory, manifest, added, held=fresh)
     if settings.extractor != "offline":
         return _llm_extract(settings, directory, texts.of(chunks), show_progress)
-    removed = texts.of(removed)  # their words and titles leave the counts
+    removed = texts.before(removed)  # their words and titles leave the counts
     if given.reread is not None and old_dir is not None:
         found = given.reread(directory, manifest, old_dir, (before, removed, added), chunks, target)
         if found is not None:
@@ -298,8 +298,18 @@ class _Texts:
             self._table = open_chunks(self.directory, self.manifest)
         return self._table
 
+    def before(self, chunks: Sequence[Chunk]) -> list[Chunk]:
+        """Return chunks of the last generation with the texts they had there.
+
+        A replaced chunk's id is a new chunk's too: its old text is the table's.
+        """
+        if self.held:
+            return list(chunks)
+        table = self.table()
+        return [table[c.id] for c in chunks]
+
     def of(self, chunks: Sequence[Chunk]) -> list[Chunk]:
-        """Return ``chunks`` with their texts."""
+        """Return ``chunks`` with their texts (a new chunk's own, a kept one's from the table)."""
         if self.held:
             return list(chunks)
         fresh = self.fresh

@@ -179,3 +179,39 @@ def test_extractions_are_put_in_row_order_and_other_chunks_are_refused(tmp_path)
         in_order(table, [Chunk(i, i, "", "") for i in ("a", "b", "d")], tmp_path)
     with pytest.raises(IndexStateError, match="not the 2 of the write"):
         in_order(table, rows[:2], tmp_path)
+
+
+def _counts(path):
+    """The saved extractor state's lower-case word counts and title counts."""
+    from hopgraph.graph_store.graphs.extraction.readings import CorpusReadings
+
+    with Index.open(path) as idx:
+        chunks = read_chunks(path, idx.manifest)
+        state = CorpusReadings.load(idx.manifest.path(path, "graph"), chunks)
+    assert state is not None
+    return state.lower, state.titles
+
+
+def test_a_replaced_documents_old_words_leave_the_counts(in_parts, tmp_path):
+    """A sync reads the kept chunks without texts: the replaced chunk's old text (the last
+    table's, not the new one under the same id) is what leaves the counts, in one process and
+    in the calls, as a fresh build of the result counts."""
+    from dataclasses import replace
+
+    from hopgraph.cli.commands.demo import sample_dir
+    from hopgraph.core.settings import IndexSettings
+    from hopgraph.graph_store import build_index, load_documents
+
+    here, there = _copies(in_parts, tmp_path)
+    docs = load_documents(sample_dir() / "corpus.jsonl")
+    kept = docs[:100] + docs[130:]
+    changed = replace(kept[7], text="entirely different wording, zyxwv and qwvut only.")
+    for path, tasks in ((here, None), (there, GraphTasks(reread=reading_updated_by()))):
+        sync_documents(path, [changed], show_progress=False, tasks=tasks)
+    fresh = tmp_path / "fresh"
+    final = [changed if d.id == changed.id else d for d in kept]
+    build_index(final, fresh, IndexSettings(model="hashing"), show_progress=False)
+    build_graphs(fresh, show_progress=False)
+    expected = _counts(fresh)
+    assert _counts(here) == expected
+    assert _counts(there) == expected
