@@ -109,7 +109,8 @@ def no_node_here(address: str, own: str) -> InputError:
     return InputError(
         f"no node of the Ray cluster at {address} runs on this host at {own} (the address it "
         "reaches the head from): a hopgraph command joins a node of its own host",
-        f"run it on the head's host (docs/scaling.md), or start a node here first: "
+        f"run it on a host where a node of the cluster runs (docs/scaling.md), or start one "
+        f"here first: "
         f"`ray start --address {address} --node-ip-address {own}`; nothing was written",
     )
 

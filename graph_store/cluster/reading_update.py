@@ -53,6 +53,7 @@ from .readings import (
     give_back_freed,
     pick_rows,
     remove_table,
+    string_hashes,
     summed,
     taken_extractions,
     unpicked,
@@ -151,7 +152,7 @@ def _given(added: Sequence[Chunk], parts: int) -> list[list[Chunk]]:
 
 def digest(ids: Sequence[str]) -> int:
     """Return a digest of a set of ids, whatever their order (a sum of their hashes)."""
-    return sum(key_hash(i) for i in ids) % (1 << 64)
+    return int(string_hashes(ids).sum(dtype=np.uint64))  # wraps: a sum modulo 2**64
 
 
 def _check_parts(directory: Path, before: Sequence[Chunk], held: list[tuple[int, int]]) -> None:
@@ -174,19 +175,15 @@ def in_order(joined: ExtractionTable, chunks: Sequence[Chunk], directory: Path) 
     the driver at its peak. The result's ids are compared with the chunks' (a collision, or
     tasks that gave other chunks, is an error).
     """
-    have = _hashes(joined.ids)
-    want = _hashes([c.id for c in chunks])
+    ids = [c.id for c in chunks]
+    have, want = string_hashes(joined.ids), string_hashes(ids)
     by = np.argsort(have, kind="stable")
     at = np.minimum(np.searchsorted(have[by], want), max(len(have) - 1, 0))
     taken = joined.take(by[at]) if len(have) == len(want) and len(have) else joined
-    if taken.ids != [c.id for c in chunks]:
+    if taken.ids != ids:
         raise IndexStateError(
             f"the readings' tasks gave {len(joined.ids)} chunks' extractions, not the "
             f"{len(chunks)} of the write",
             graphs_hint(directory),
         )
     return taken
-
-
-def _hashes(ids: Sequence[str]) -> np.ndarray:
-    return np.fromiter((key_hash(i) for i in ids), dtype=np.uint64, count=len(ids))

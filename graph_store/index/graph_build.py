@@ -312,11 +312,7 @@ class _Texts:
         """Return ``chunks`` with their texts (a new chunk's own, a kept one's from the table)."""
         if self.held:
             return list(chunks)
-        fresh = self.fresh
-        if all(c.id in fresh for c in chunks):
-            return [fresh[c.id] for c in chunks]
-        table = self.table()
-        return [fresh[c.id] if c.id in fresh else table[c.id] for c in chunks]
+        return [self.fresh.get(c.id) or self.table()[c.id] for c in chunks]
 
 
 def _change(

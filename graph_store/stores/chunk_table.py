@@ -220,7 +220,7 @@ class ChunkTable(Mapping[str, Chunk]):
 
     def at(self, row: int) -> Chunk:
         """Return the chunk at ``row``, parsed from its line."""
-        line = self._file.read(int(self._starts[row]), int(self._starts[row + 1]))
+        line = self._bytes(row)
         try:
             return Chunk(**orjson.loads(line))
         except (ValueError, TypeError) as err:
@@ -230,9 +230,11 @@ class ChunkTable(Mapping[str, Chunk]):
 
     def line(self, chunk_id: str) -> bytes:
         """Return a chunk's line as written (its newline included), unparsed."""
-        row = self.rows[chunk_id]
-        line = self._file.read(int(self._starts[row]), int(self._starts[row + 1]))
-        return line.rstrip(b"\n") + b"\n"  # a blank line after it is not its
+        return self._bytes(self.rows[chunk_id]).rstrip(b"\n") + b"\n"  # a blank line after: not its
+
+    def _bytes(self, row: int) -> bytes:
+        """Return the bytes from ``row``'s line start to the next line's."""
+        return self._file.read(int(self._starts[row]), int(self._starts[row + 1]))
 
     def scan(self, texts: bool = True) -> Iterator[Chunk]:
         """Yield every chunk in row order (without ``texts``: each text left empty)."""

@@ -178,7 +178,13 @@ class CorpusReadings:
         found = ReadingTable.load(directory)
         if found is None or set(found[0].ids) != {c.id for c in corpus}:
             return None  # none, written by an older hopgraph, or not this corpus's: start afresh
-        table, extra = found
+        return cls._resumed(corpus, *found)
+
+    @classmethod
+    def _resumed(
+        cls, corpus: Sequence[Chunk], table: ReadingTable | None, extra: dict
+    ) -> CorpusReadings:
+        """Return the state of ``corpus`` from its saved readings (if held) and ``extra``."""
         lower, keys = Counter(extra["lower"]), extra.get("alias_keys")
         return cls(corpus, table, lower, keys, extra.get("claims") if keys is not None else None)
 
@@ -195,8 +201,7 @@ class CorpusReadings:
         if found is None:
             return None
         names, extra = found
-        lower, keys = Counter(extra["lower"]), extra.get("alias_keys")
-        state = cls(corpus, None, lower, keys, extra.get("claims") if keys is not None else None)
+        state = cls._resumed(corpus, None, extra)
         state.rows_elsewhere = True
         return state, names
 
