@@ -23,7 +23,9 @@ import os
 import resource
 import subprocess
 import sys
+import threading
 import time
+import traceback
 from pathlib import Path
 
 import numpy as np
@@ -35,28 +37,79 @@ from hopgraph.graph_store.index.graph_build import NEIGHBOURS_FILE
 from hopgraph.graph_store.index.stored_vectors import read_vectors
 
 
-def child(index: Path, partitions: int) -> dict[str, float]:
-    """Build the graphs here (``partitions`` 0: in this process alone); return the figures."""
+class Timeline:
+    """This process's RSS and the functions it is in, sampled on a thread (``--timeline``).
+
+    Where a driver's memory goes, step by step: a line each time the innermost function
+    changes, then the peak with its stack (the 1M write's breakdown in
+    docs/scale-measurements.md).
+    """
+
+    def __init__(self, every: float = 0.25) -> None:
+        self.samples: list[tuple[float, float, list[str]]] = []
+        self.every, self.main, self.stop = every, threading.get_ident(), threading.Event()
+        threading.Thread(target=self._sample, daemon=True).start()
+
+    def _sample(self) -> None:
+        started = time.perf_counter()
+        while not self.stop.wait(self.every):
+            frame = sys._current_frames().get(self.main)
+            stack = [f"{Path(f.filename).stem}.{f.name}:{f.lineno}"
+                     for f in traceback.extract_stack(frame)][-8:] if frame else []  # fmt: skip
+            self.samples.append((time.perf_counter() - started, _rss_mb(), stack))
+
+    def save(self, path: Path) -> None:
+        """Stop sampling and write the timeline."""
+        self.stop.set()
+        lines, last = [], None
+        for at, rss, stack in self.samples:
+            if stack[-1:] != last:
+                lines.append(f"{at:8.1f} s {rss:8.0f} MB  {' < '.join(reversed(stack[-4:]))}")
+                last = stack[-1:]
+        if self.samples:
+            at, rss, stack = max(self.samples, key=lambda sample: sample[1])
+            lines.append(f"peak {rss:.0f} MB at {at:.1f} s: {' < '.join(reversed(stack))}")
+        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def _rss_mb() -> float:
+    for line in Path("/proc/self/status").read_text(encoding="ascii").splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def child(index: Path, partitions: int, timeline: Path | None = None) -> dict[str, float]:
+    """Build the graphs here (``partitions`` 0: in this process alone); return the figures.
+
+    ``timeline``: a folder to write where this build's driver held its memory into.
+    """
     from hopgraph.graph_store.index.build import build_graphs
 
+    sampled = Timeline() if timeline is not None else None
     started = time.perf_counter()
     peaks: dict[str, float] = {}
     if partitions:
         from hopgraph.graph_store.cluster.connect import connected
+        from hopgraph.graph_store.cluster.edges import edges_on
         from hopgraph.graph_store.cluster.neighbours import neighbours_on
         from hopgraph.graph_store.cluster.readings import readings_on
         from hopgraph.graph_store.index.graph_build import GraphTasks
 
         with connected("local") as ray:
             tasks = GraphTasks(
-                neighbours_on(ray, partitions, peaks), readings_on(ray, partitions, peaks)
+                neighbours_on(ray, partitions, peaks),
+                readings_on(ray, partitions, peaks),
+                edges=edges_on(ray, peaks),
             )
             build_graphs(index, show_progress=False, tasks=tasks)
     else:
         build_graphs(index, show_progress=False)
+    if sampled is not None and timeline is not None:
+        sampled.save(timeline / f"graphs-{partitions or 'one-process'}.txt")
     row = {"partitions": partitions, "wall_s": time.perf_counter() - started}
     if partitions:
-        row["tasks"] = "reading, keywords, neighbours"
+        row["tasks"] = "reading, keywords, neighbours, edges"
     row["driver_peak_rss_mb"] = _own_peak_mb()
     if peaks:
         row["task_peak_rss_mb"] = max(peaks.values())
@@ -72,10 +125,13 @@ def _own_peak_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def measured(index: Path, partitions: int) -> tuple[dict[str, float], Neighbours]:
+def measured(
+    index: Path, partitions: int, timeline: Path | None = None
+) -> tuple[dict[str, float], Neighbours]:
     """Run one build in a fresh process; return its figures and the lists it found."""
     argv = [sys.executable, "-m", "hopgraph.evals.bench.cluster_graphs", "--index", str(index)]
     argv += ["--child", str(partitions)]
+    argv += ["--timeline", str(timeline)] if timeline is not None else []
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     done = subprocess.run(argv, check=True, env=env, capture_output=True, text=True)
     row = json.loads(done.stdout.strip().splitlines()[-1])
@@ -114,14 +170,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("-k", type=int, default=10, help="recall@k (default 10, the lists' width)")
     parser.add_argument("--child", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--out", type=Path, help="where to save the rows (JSON)")
+    parser.add_argument(
+        "--timeline", type=Path, help="a folder: where each driver held its memory, step by step"
+    )
     args = parser.parse_args(argv)
+    if args.timeline is not None:
+        args.timeline.mkdir(parents=True, exist_ok=True)
     if args.child is not None:
-        print(json.dumps(child(args.index, args.child)))
+        print(json.dumps(child(args.index, args.child, args.timeline)))
         return 0
     counts = ([] if args.no_single else [0]) + [int(p) for p in args.partitions.split(",")]
     rows, lists = [], []
     for count in counts:
-        row, found = measured(args.index, count)
+        row, found = measured(args.index, count, args.timeline)
         rows.append(row)
         lists.append(found)
         print(json.dumps(row), flush=True)

@@ -28,60 +28,16 @@ import os
 import resource
 import subprocess
 import sys
-import threading
 import time
-import traceback
 from pathlib import Path
 
 import numpy as np
 
 from hopgraph.evals.bench import save_json
-from hopgraph.evals.bench.cluster_graphs import _own_peak_mb
+from hopgraph.evals.bench.cluster_graphs import Timeline, _own_peak_mb
 from hopgraph.graph_store import Index
 from hopgraph.graph_store.graphs.semantic import Neighbours
 from hopgraph.graph_store.index.graph_build import NEIGHBOURS_FILE
-
-
-class Timeline:
-    """This process's RSS and the functions it is in, sampled on a thread (``--timeline``).
-
-    Where a driver's memory goes, step by step: a line each time the innermost function
-    changes, then the peak with its stack (the 1M write's breakdown in
-    docs/scale-measurements.md).
-    """
-
-    def __init__(self, every: float = 0.25) -> None:
-        self.samples: list[tuple[float, float, list[str]]] = []
-        self.every, self.main, self.stop = every, threading.get_ident(), threading.Event()
-        threading.Thread(target=self._sample, daemon=True).start()
-
-    def _sample(self) -> None:
-        started = time.perf_counter()
-        while not self.stop.wait(self.every):
-            frame = sys._current_frames().get(self.main)
-            stack = [f"{Path(f.filename).stem}.{f.name}:{f.lineno}"
-                     for f in traceback.extract_stack(frame)][-8:] if frame else []  # fmt: skip
-            self.samples.append((time.perf_counter() - started, _rss_mb(), stack))
-
-    def save(self, path: Path) -> None:
-        """Stop sampling and write the timeline."""
-        self.stop.set()
-        lines, last = [], None
-        for at, rss, stack in self.samples:
-            if stack[-1:] != last:
-                lines.append(f"{at:8.1f} s {rss:8.0f} MB  {' < '.join(reversed(stack[-4:]))}")
-                last = stack[-1:]
-        if self.samples:
-            at, rss, stack = max(self.samples, key=lambda sample: sample[1])
-            lines.append(f"peak {rss:.0f} MB at {at:.1f} s: {' < '.join(reversed(stack))}")
-        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-
-
-def _rss_mb() -> float:
-    for line in Path("/proc/self/status").read_text(encoding="ascii").splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
 
 
 def child(

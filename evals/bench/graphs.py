@@ -24,7 +24,7 @@ from hopgraph.graph_store.documents.schema import Chunk
 from hopgraph.graph_store.graphs.extraction.readings import CorpusReadings
 from hopgraph.graph_store.graphs.knowledge_graph import build_knowledge_graph
 from hopgraph.graph_store.graphs.passage_edges import build_passage_graph
-from hopgraph.graph_store.index.graph_build import GraphSettings, graph_counts
+from hopgraph.graph_store.index.graph_build import GraphSettings, graph_counts, passage_counts
 from hopgraph.graph_store.index.reader import Index
 from hopgraph.graph_store.index.stored_vectors import read_vectors
 
@@ -136,7 +136,9 @@ def measure(chunks: list[Chunk], vectors: np.ndarray, settings: GraphSettings) -
     timings["propagation_ms"] = (time.perf_counter() - started) * 1000
     return {
         "timings": timings,
-        "counts": graph_counts(graph, len(knowledge.entities), len(knowledge.triples)),
+        "counts": graph_counts(
+            passage_counts(graph), len(knowledge.entities), len(knowledge.triples)
+        ),
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
     }
 

@@ -25,6 +25,7 @@ the document frequencies and the corpus's size.
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
@@ -41,7 +42,7 @@ from hopgraph.graph_store.graphs.extraction.readings import (
 )
 from hopgraph.graph_store.graphs.extraction.table import ExtractionTable
 from hopgraph.graph_store.graphs.extraction.title_table import key_hash
-from hopgraph.graph_store.index.graph_build import ReadingUpdate
+from hopgraph.graph_store.index.graph_build import EXTRACTION_PARTS, ReadingUpdate
 from hopgraph.graph_store.stores.chunk_table import open_chunks
 from hopgraph.graph_store.stores.manifest import Manifest, graphs_hint
 
@@ -51,11 +52,11 @@ from .readings import (
     Source,
     frequencies_of,
     give_back_freed,
+    part_extractions,
     pick_rows,
     remove_table,
     string_hashes,
     summed,
-    taken_extractions,
     unpicked,
 )
 from .tasks import Map, Peaks, in_process, ray_map
@@ -102,13 +103,16 @@ def reading_updated_by(run: Map = in_process) -> ReadingUpdate:
         _check_parts(directory, before, [(rows, digest) for rows, digest, _ in results])
         frequencies = summed([part for _, _, part in results])
         del results
+        (target / EXTRACTION_PARTS).mkdir()
         run(pick_rows, [(str(target), name, frequencies, len(chunks)) for name in names])
         for name in names:
             remove_table(target / unpicked(name))
         state.save(target, names)
         del state, titles, frequencies
         give_back_freed()
-        return in_order(ExtractionTable.joined(taken_extractions(target, names)), chunks, directory)
+        joined = ExtractionTable.joined(part_extractions(target, names))
+        shutil.rmtree(target / EXTRACTION_PARTS)  # parts of ids by hash, not of rows: no edges
+        return in_order(joined, chunks, directory)
 
     return update
 

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import json
 from collections.abc import Iterator, Sequence
 from itertools import pairwise
 from pathlib import Path
@@ -52,7 +53,7 @@ from hopgraph.graph_store.graphs.extraction.readings import (
 )
 from hopgraph.graph_store.graphs.extraction.table import ExtractionTable, Vocabulary
 from hopgraph.graph_store.graphs.extraction.title_table import key_hash
-from hopgraph.graph_store.index.graph_build import CorpusReader
+from hopgraph.graph_store.index.graph_build import EXTRACTION_PARTS, CorpusReader
 from hopgraph.graph_store.stores.chunk_table import chunks_in
 from hopgraph.graph_store.stores.manifest import Manifest, rebuild_hint, tables_hint
 
@@ -105,13 +106,16 @@ def read_corpus(
     names = [part_name(i) for i in range(len(ranges))]
     calls = [(*call, titles, str(target), name) for call, name in zip(ranges, names, strict=True)]
     frequencies = summed(run(read_rows, calls))
+    (target / EXTRACTION_PARTS).mkdir()
     run(pick_rows, [(str(target), name, frequencies, n) for name in names])
     for name in names:
         remove_table(target / unpicked(name))
     state.save(target, names)
     del state, titles, frequencies  # the driver's largest objects but the join's
     give_back_freed()
-    return ExtractionTable.joined(taken_extractions(target, names))
+    listed = [(name, a, b) for name, (_, a, b) in zip(names, ranges, strict=True)]
+    (target / EXTRACTION_PARTS / "parts.json").write_text(json.dumps(listed), encoding="utf-8")
+    return ExtractionTable.joined(part_extractions(target, names))
 
 
 def give_back_freed() -> None:
@@ -124,13 +128,14 @@ def give_back_freed() -> None:
         ctypes.CDLL("libc.so.6").malloc_trim(0)
 
 
-def taken_extractions(target: Path, names: Sequence[str]) -> Iterator[ExtractionTable]:
-    """Yield the extractions of each part (:func:`pick_rows` saved them), removing them."""
+def part_extractions(target: Path, names: Sequence[str]) -> Iterator[ExtractionTable]:
+    """Yield the extractions of each part, one at a time (:func:`pick_rows` saved them).
+
+    They stay in :data:`EXTRACTION_PARTS` for the edges' tasks (cluster/edges.py), and go
+    with the passage graph's build (graph_build).
+    """
     for name in names:
-        path = target / extracted(name)
-        part = ExtractionTable.load(path)
-        remove_table(path)
-        yield part
+        yield ExtractionTable.load(target / EXTRACTION_PARTS / extracted(name))
 
 
 def remove_table(path: Path) -> None:
@@ -230,15 +235,18 @@ def pick_rows(target: str, name: str, frequencies: SharedFrequencies, n: int) ->
     extractions = ExtractionTable(
         table.ids, table.vocab, table.entities, table.keywords(), table.triples, table.page
     )
-    extractions.compact().save(Path(target) / extracted(name))
+    extractions.compact().save(Path(target) / EXTRACTION_PARTS / extracted(name))
 
 
-def chunk_rows(source: Source, start: int, stop: int) -> list[Chunk]:
-    """Read rows ``start``–``stop`` of the committed chunk table, line by line."""
+def chunk_rows(source: Source, start: int, stop: int, texts: bool = True) -> list[Chunk]:
+    """Read rows ``start``–``stop`` of the committed chunk table, line by line.
+
+    ``texts``: with their texts (else empty, read faster).
+    """
     directory, manifest_json = source
     path = Manifest.model_validate_json(manifest_json).path(Path(directory), "chunks")
     try:
-        chunks = chunks_in(path, start=start, stop=stop)
+        chunks = chunks_in(path, texts, start=start, stop=stop)
     except (OSError, ValueError, TypeError) as err:
         fix = tables_hint(Path(directory))
         raise IndexStateError(f"{path} is missing or damaged: {err}", fix) from err

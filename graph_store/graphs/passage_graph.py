@@ -171,7 +171,7 @@ class PassageGraph:
         import scipy.sparse as sp
 
         directory.mkdir(parents=True, exist_ok=True)
-        (directory / "nodes.json").write_text(json.dumps(list(self.ids)), encoding="utf-8")
+        save_nodes(self.ids, directory)
         for kind, matrix in self.edges.items():
             # sorted rows: a reader maps the arrays read-only, and scipy would sort them in place
             matrix.sum_duplicates()
@@ -206,6 +206,11 @@ class PassageGraph:
                 extra = {"source": self.ids[i]} if directed else {}
                 graph.add_edge(self.ids[i], self.ids[j], type=kind, weight=float(w), **extra)
         return graph
+
+
+def save_nodes(ids: Sequence[str], directory: Path) -> None:
+    """Write a graph's node order (``nodes.json``)."""
+    (directory / "nodes.json").write_text(json.dumps(list(ids)), encoding="utf-8")
 
 
 def mapped_csr(path: Path) -> Csr:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import shutil
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -35,7 +36,12 @@ from hopgraph.graph_store.graphs.knowledge_graph import (
     build_knowledge_graph,
 )
 from hopgraph.graph_store.graphs.passage_edges import build_passage_graph
-from hopgraph.graph_store.graphs.passage_graph import EDGE_TYPES, PassageGraph, PassageGraphSettings
+from hopgraph.graph_store.graphs.passage_graph import (
+    EDGE_TYPES,
+    PassageGraph,
+    PassageGraphSettings,
+    save_nodes,
+)
 from hopgraph.graph_store.graphs.semantic import (
     SPARE_NEIGHBOURS,
     Neighbours,
@@ -85,6 +91,14 @@ row order, the new graph folder, where it saves the state) → the chunks' extra
 when the previous state is not saved in parts (one process's), which this process updates."""
 
 
+EXTRACTION_PARTS = "extraction-parts"
+"""Where a fresh reading's tasks leave each part's extractions in the new graph folder, with
+``parts.json`` (name, first row, the row after its last), for :data:`EdgeBuild`'s tasks."""
+EdgeBuild = Callable[[Path, Manifest, Path, PassageGraphSettings], dict[str, Any]]
+"""Who makes the passage graph's edges elsewhere from those parts (cluster/edges.py): (index
+folder, committed manifest, the new graph folder, knobs) → :func:`passage_counts`."""
+
+
 @dataclass(frozen=True)
 class GraphTasks:
     """Who does a build's or a write's heavy parts outside this process (a cluster's tasks)."""
@@ -93,6 +107,7 @@ class GraphTasks:
     readings: CorpusReader | None = None
     update: NeighbourUpdate | None = None
     reread: ReadingUpdate | None = None
+    edges: EdgeBuild | None = None
 
 
 class GraphSettings(BaseModel):
@@ -199,10 +214,9 @@ def write_graphs(
                 finder = tasks.neighbours if tasks else None
                 semantic = _semantic(directory, manifest, None, chunks, settings, target,
                                      search=(finder, previous))  # fmt: skip
-            passage_graph = build_passage_graph(
-                chunks, extractions, semantic.result(), settings.passage_settings()
+            passage_counts = _passage_graph(
+                (directory, previous), chunks, extractions, semantic, settings, target, tasks
             )
-            passage_graph.save(target)
             knowledge, *kg_sizes = kg.result()
     built = time.perf_counter()
     embedded, gone = sync_triples(
@@ -212,7 +226,7 @@ def write_graphs(
     manifest.purge["triples"] = gone
     manifest.graph = {
         "settings": settings.model_dump(),
-        "counts": graph_counts(passage_graph, *kg_sizes),
+        "counts": graph_counts(passage_counts, *kg_sizes),
         "timings": {
             "extract_seconds": extracted - started,
             "graph_seconds": built - extracted,
@@ -399,6 +413,32 @@ def _previous_lists(
     return old, np.array([row.get(i, -1) for i in old_ids], dtype=np.int64)
 
 
+def _passage_graph(
+    committed: tuple[Path, Manifest],
+    chunks: Sequence[Chunk],
+    extractions: ExtractionTable,
+    semantic: Forked[Neighbours],
+    settings: GraphSettings,
+    target: Path,
+    tasks: GraphTasks | None,
+) -> dict[str, Any]:
+    """Build and save the passage graph; return its counts (:func:`passage_counts`).
+
+    From the readings' parts (:data:`EXTRACTION_PARTS`, removed) by ``tasks.edges`` if given.
+    """
+    parts, lists = target / EXTRACTION_PARTS, semantic.result()
+    if tasks is not None and tasks.edges is not None and parts.is_dir():
+        del lists  # saved in the graph folder, where the tasks read it
+        counts = tasks.edges(*committed, target, settings.passage_settings())
+        save_nodes([c.id for c in chunks], target)
+        return counts
+    graph = build_passage_graph(chunks, extractions, lists, settings.passage_settings())
+    graph.save(target)
+    if parts.is_dir():
+        shutil.rmtree(parts)
+    return passage_counts(graph)
+
+
 def _knowledge(
     chunks: Sequence[Chunk], extractions: ExtractionTable, target: Path, keep: bool
 ) -> Forked[tuple[KnowledgeGraph | None, int, int]]:
@@ -417,18 +457,21 @@ def _knowledge(
     return Forked("building the knowledge graph", work, in_child=not keep)
 
 
-def graph_counts(passage_graph: PassageGraph, entities: int, triples: int) -> dict[str, Any]:
-    """Count nodes and edges by type, and the knowledge graph's size (entities, triples)."""
+def passage_counts(passage_graph: PassageGraph) -> dict[str, Any]:
+    """Count the passage graph's nodes, its edges by type and its mean degree."""
     edges = {k: passage_graph.edge_count(k) for k in EDGE_TYPES}
-    chunks = max(len(passage_graph.ids), 1)
     return {
         "chunks": len(passage_graph.ids),
         "edges": edges,
         "mean_degree": float(passage_graph.degrees().mean()) if passage_graph.ids else 0.0,
-        "entities": entities,
-        "triples": triples,
-        "triples_per_chunk": triples / chunks,
     }
+
+
+def graph_counts(passages: dict[str, Any], entities: int, triples: int) -> dict[str, Any]:
+    """Return the passage graph's counts (:func:`passage_counts`) and the knowledge graph's size."""
+    chunks = max(passages["chunks"], 1)
+    return {**passages, "entities": entities, "triples": triples,
+            "triples_per_chunk": triples / chunks}  # fmt: skip
 
 
 SPARSE_TRIPLES = 0.5

@@ -80,11 +80,16 @@ def graph_tasks(args: argparse.Namespace) -> Iterator[GraphTasks | None]:
     from hopgraph.graph_store.cluster.connect import connected, require_ray
 
     require_ray()
+    from hopgraph.graph_store.cluster.edges import edges_on
     from hopgraph.graph_store.cluster.neighbours import neighbours_on
     from hopgraph.graph_store.cluster.readings import readings_on
 
     with connected(args.cluster) as ray:
-        yield GraphTasks(neighbours_on(ray, args.partitions), readings_on(ray, args.partitions))
+        yield GraphTasks(
+            neighbours_on(ray, args.partitions),
+            readings_on(ray, args.partitions),
+            edges=edges_on(ray),
+        )
 
 
 def triples(args: argparse.Namespace) -> None:
