@@ -91,7 +91,7 @@ def child(index: Path, partitions: int, timeline: Path | None = None) -> dict[st
     peaks: dict[str, float] = {}
     if partitions:
         from hopgraph.graph_store.cluster.connect import connected
-        from hopgraph.graph_store.cluster.edges import edges_on
+        from hopgraph.graph_store.cluster.graph_parts import graphs_on
         from hopgraph.graph_store.cluster.neighbours import neighbours_on
         from hopgraph.graph_store.cluster.readings import readings_on
         from hopgraph.graph_store.index.graph_build import GraphTasks
@@ -100,7 +100,7 @@ def child(index: Path, partitions: int, timeline: Path | None = None) -> dict[st
             tasks = GraphTasks(
                 neighbours_on(ray, partitions, peaks),
                 readings_on(ray, partitions, peaks),
-                edges=edges_on(ray, peaks),
+                parts=graphs_on(ray, peaks),
             )
             build_graphs(index, show_progress=False, tasks=tasks)
     else:
@@ -109,7 +109,7 @@ def child(index: Path, partitions: int, timeline: Path | None = None) -> dict[st
         sampled.save(timeline / f"graphs-{partitions or 'one-process'}.txt")
     row = {"partitions": partitions, "wall_s": time.perf_counter() - started}
     if partitions:
-        row["tasks"] = "reading, keywords, neighbours, edges"
+        row["tasks"] = "reading, keywords, neighbours, both graphs"
     row["driver_peak_rss_mb"] = _own_peak_mb()
     if peaks:
         row["task_peak_rss_mb"] = max(peaks.values())

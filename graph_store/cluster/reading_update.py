@@ -40,9 +40,9 @@ from hopgraph.graph_store.graphs.extraction.readings import (
     may_contain,
     read_table,
 )
-from hopgraph.graph_store.graphs.extraction.table import ExtractionTable
+from hopgraph.graph_store.graphs.extraction.table import EXTRACTION_PARTS, ExtractionTable
 from hopgraph.graph_store.graphs.extraction.title_table import key_hash
-from hopgraph.graph_store.index.graph_build import EXTRACTION_PARTS, ReadingUpdate
+from hopgraph.graph_store.index.graph_build import ReadingUpdate
 from hopgraph.graph_store.stores.chunk_table import open_chunks
 from hopgraph.graph_store.stores.manifest import Manifest, graphs_hint
 

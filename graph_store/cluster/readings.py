@@ -51,9 +51,13 @@ from hopgraph.graph_store.graphs.extraction.readings import (
     corpus_counts,
     read_table,
 )
-from hopgraph.graph_store.graphs.extraction.table import ExtractionTable, Vocabulary
+from hopgraph.graph_store.graphs.extraction.table import (
+    EXTRACTION_PARTS,
+    ExtractionTable,
+    Vocabulary,
+)
 from hopgraph.graph_store.graphs.extraction.title_table import key_hash
-from hopgraph.graph_store.index.graph_build import EXTRACTION_PARTS, CorpusReader
+from hopgraph.graph_store.index.graph_build import CorpusReader
 from hopgraph.graph_store.stores.chunk_table import chunks_in
 from hopgraph.graph_store.stores.manifest import Manifest, rebuild_hint, tables_hint
 
@@ -76,28 +80,27 @@ def readings_on(
     """
     run = ray_map(ray, peaks)
 
-    def read(
-        directory: Path, manifest: Manifest, chunks: Sequence[Chunk], target: Path
-    ) -> ExtractionTable:
+    def read(directory: Path, manifest: Manifest, chunks: Sequence[Chunk], target: Path) -> None:
         n, source = len(chunks), (str(directory), manifest.model_dump_json())
-        table = read_corpus(source, n, task_count(ray, partitions, n), target, run)
-        if table.ids != [c.id for c in chunks]:
+        read = read_corpus(source, n, task_count(ray, partitions, n), target, run)
+        ids = [c.id for c in chunks]
+        if any(ordered_digest(ids[a:b]) != found for a, b, found in read):
             raise IndexStateError(
                 f"the tasks read other chunks than {directory}'s committed table holds",
                 rebuild_hint(directory),
             )
-        return table
 
     return read
 
 
 def read_corpus(
     source: Source, n: int, parts: int, target: Path, run: Map = in_process
-) -> ExtractionTable:
+) -> list[tuple[int, int, int]]:
     """Read the ``n`` chunk rows of ``source`` by ``parts`` calls a step (see the module doc).
 
-    The extractor's state is saved into ``target`` (the new graph folder); returns the
-    chunks' extractions.
+    The extractor's state and the chunks' extractions, in parts (``EXTRACTION_PARTS``), are
+    saved into ``target`` (the new graph folder). Returns each part's rows and the
+    :func:`ordered_digest` of the ids it read.
     """
     rows = np.linspace(0, n, parts + 1).astype(int).tolist()
     ranges = [(source, a, b) for a, b in pairwise(rows)]
@@ -107,15 +110,15 @@ def read_corpus(
     calls = [(*call, titles, str(target), name) for call, name in zip(ranges, names, strict=True)]
     frequencies = summed(run(read_rows, calls))
     (target / EXTRACTION_PARTS).mkdir()
-    run(pick_rows, [(str(target), name, frequencies, n) for name in names])
+    digests = run(pick_rows, [(str(target), name, frequencies, n) for name in names])
     for name in names:
         remove_table(target / unpicked(name))
     state.save(target, names)
-    del state, titles, frequencies  # the driver's largest objects but the join's
+    del state, titles, frequencies
     give_back_freed()
-    listed = [(name, a, b) for name, (_, a, b) in zip(names, ranges, strict=True)]
+    listed = [(extracted(name), a, b) for name, (_, a, b) in zip(names, ranges, strict=True)]
     (target / EXTRACTION_PARTS / "parts.json").write_text(json.dumps(listed), encoding="utf-8")
-    return ExtractionTable.joined(part_extractions(target, names))
+    return [(a, b, found) for (_, a, b), found in zip(ranges, digests, strict=True)]
 
 
 def give_back_freed() -> None:
@@ -129,11 +132,7 @@ def give_back_freed() -> None:
 
 
 def part_extractions(target: Path, names: Sequence[str]) -> Iterator[ExtractionTable]:
-    """Yield the extractions of each part, one at a time (:func:`pick_rows` saved them).
-
-    They stay in :data:`EXTRACTION_PARTS` for the edges' tasks (cluster/edges.py), and go
-    with the passage graph's build (graph_build).
-    """
+    """Yield the extractions of each part, one at a time (:func:`pick_rows` saved them)."""
     for name in names:
         yield ExtractionTable.load(target / EXTRACTION_PARTS / extracted(name))
 
@@ -227,8 +226,11 @@ def read_rows(
     return frequencies_of(table)
 
 
-def pick_rows(target: str, name: str, frequencies: SharedFrequencies, n: int) -> None:
-    """Pick the keywords of one part's rows (a task); save the part and its extractions."""
+def pick_rows(target: str, name: str, frequencies: SharedFrequencies, n: int) -> int:
+    """Pick the keywords of one part's rows (a task); save the part and its extractions.
+
+    Returns the :func:`ordered_digest` of its rows' ids.
+    """
     table = read_part(Path(target), unpicked(name))
     table = pick_keywords(table, max(n, 1), frequencies.of(table.vocab))
     table.save(Path(target), {}, name)
@@ -236,6 +238,13 @@ def pick_rows(target: str, name: str, frequencies: SharedFrequencies, n: int) ->
         table.ids, table.vocab, table.entities, table.keywords(), table.triples, table.page
     )
     extractions.compact().save(Path(target) / EXTRACTION_PARTS / extracted(name))
+    return ordered_digest(table.ids)
+
+
+def ordered_digest(ids: Sequence[str]) -> int:
+    """Return a digest of a list of ids that tells their order too."""
+    weights = np.arange(1, len(ids) + 1, dtype=np.uint64)
+    return int((string_hashes(ids) * weights).sum(dtype=np.uint64))  # wraps modulo 2**64
 
 
 def chunk_rows(source: Source, start: int, stop: int, texts: bool = True) -> list[Chunk]:

@@ -25,13 +25,13 @@ document frequencies' hashes, cluster/readings.py).
 
 from __future__ import annotations
 
-import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from .csr_parts import csr_rows, stitch_csr
 from .extraction.offline import token_key
 from .extraction.table import ExtractionTable, Ragged
 from .extraction.title_table import key_hash
@@ -260,9 +260,7 @@ def rows(
         every.append(cells)
         if kind == LINK_IN:
             continue
-        counts = np.bincount(cells // n - start, minlength=stop - start)
-        indptr = np.r_[0, np.cumsum(counts)]
-        arrays |= {f"{kind}_indptr": indptr, f"{kind}_indices": cells % n, f"{kind}_data": weight}
+        arrays |= csr_rows(kind, cells // n - start, cells % n, weight, stop - start)
         nnz[kind] = len(cells)
     np.savez(out / f"rows-{part}.npz", **arrays)
     for path in sources:
@@ -294,52 +292,13 @@ def _summed(
 def stitch(out: Path, parts: int, n: int, target: Path) -> None:
     """Write each type's ``passages-{kind}.npz`` from the parts' rows, one part at a time.
 
-    The file is what ``PassageGraph.save`` writes (scipy.sparse.save_npz, uncompressed):
-    readers map its arrays in place.
+    The file is what ``PassageGraph.save`` writes (csr_parts.stitch_csr).
     """
+    files = [out / f"rows-{p}.npz" for p in range(parts)]
     for kind in EDGE_TYPES:
-        sizes = []
-        for p in range(parts):
-            with np.load(out / f"rows-{p}.npz") as part:
-                sizes.append(len(part[f"{kind}_indices"]))
-        wide = max(n, sum(sizes)) >= np.iinfo(np.int32).max
-        index = np.int64 if wide else np.int32
-        with zipfile.ZipFile(
-            target / f"passages-{kind}.npz", "w", zipfile.ZIP_STORED, allowZip64=True
-        ) as archive:
-            _member(archive, "indices", out, parts, kind, index, sum(sizes))
-            _member(archive, "indptr", out, parts, kind, index, n + 1)
-            _whole(archive, "format", np.array(b"csr"))
-            _whole(archive, "shape", np.array([n, n]))
-            _member(archive, "data", out, parts, kind, np.float32, sum(sizes))
-    for p in range(parts):
-        (out / f"rows-{p}.npz").unlink()
-
-
-def _member(
-    archive: zipfile.ZipFile, name: str, out: Path, parts: int, kind: str, dtype: type, length: int
-) -> None:
-    """Write one array of ``length`` as the parts' arrays one after the other."""
-    header = {
-        "descr": np.lib.format.dtype_to_descr(np.dtype(dtype)),
-        "fortran_order": False,
-        "shape": (length,),
-    }
-    with archive.open(f"{name}.npy", "w", force_zip64=True) as handle:
-        np.lib.format.write_array_header_2_0(handle, header)
-        offset = 0
-        for p in range(parts):
-            with np.load(out / f"rows-{p}.npz") as part:
-                values = part[f"{kind}_{name}"]
-            if name == "indptr":  # each part counts from 0: shifted by the rows before it
-                values = values[1:] + offset if p else values
-                offset = int(values[-1]) if len(values) else offset
-            handle.write(np.ascontiguousarray(values, dtype=dtype).tobytes())
-
-
-def _whole(archive: zipfile.ZipFile, name: str, value: np.ndarray) -> None:
-    with archive.open(f"{name}.npy", "w") as handle:
-        np.lib.format.write_array(handle, value, allow_pickle=False)
+        stitch_csr(target / f"passages-{kind}.npz", files, kind, (n, n))
+    for path in files:
+        path.unlink()
 
 
 def edge_counts(nnz: Sequence[dict[str, int]], degrees: int, n: int) -> dict[str, object]:

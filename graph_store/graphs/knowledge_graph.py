@@ -168,21 +168,10 @@ class KnowledgeGraph:
 
 def build_knowledge_graph(chunk_ids: Sequence[str], extractions: ExtractionTable) -> KnowledgeGraph:
     """Collect entities and triples of every chunk into one graph (no entity disambiguation)."""
-    spo, rows = extractions.triples.values, extractions.triples.row_of_values()
-    # a chunk's repeated triple is stored once, where it first came
-    first = (
-        np.unique(np.column_stack([rows, spo]), axis=0, return_index=True)[1] if len(rows) else []
-    )
-    keep = np.sort(np.asarray(first, dtype=np.int64))
-    spo, rows = spo[keep], rows[keep]
+    spo, rows = distinct_triples(extractions)
+    triples = stored_triples(chunk_ids, extractions.vocab.strings, spo, rows)
     words = extractions.vocab.strings
-    # column by column: a million triples in seconds, not one Python object at a time
-    subjects, predicates, objects = ([words[i] for i in spo[:, j].tolist()] for j in range(3))
-    chunks = [chunk_ids[r] for r in rows.tolist()]
-    ids = list(map(_triple_id, chunks, subjects, predicates, objects))
-    triples = list(map(StoredTriple, ids, subjects, predicates, objects, chunks))
-    mentioned = extractions.entities.values
-    named = distinct(np.concatenate([mentioned, spo[:, 0], spo[:, 2]]))
+    named = named_entities(extractions, spo)
     entities = sorted(words[i] for i in named)
     position = np.full(len(words), -1, dtype=np.int64)
     position[[extractions.vocab.ids[e] for e in entities]] = np.arange(len(entities))
@@ -192,12 +181,49 @@ def build_knowledge_graph(chunk_ids: Sequence[str], extractions: ExtractionTable
         position[np.concatenate([spo[:, 0], spo[:, 2]])],
         (len(triples), len(entities)),
     )
-    chunk_entity = _incidence(
-        np.concatenate([extractions.entities.row_of_values(), rows, rows]),
-        position[np.concatenate([mentioned, spo[:, 0], spo[:, 2]])],
-        (len(chunk_ids), len(entities)),
-    )
+    rows, cols = chunk_mentions(extractions, spo, rows)
+    chunk_entity = _incidence(rows, position[cols], (len(chunk_ids), len(entities)))
     return KnowledgeGraph(entities, triples, list(chunk_ids), triple_entity, chunk_entity)
+
+
+def distinct_triples(extractions: ExtractionTable) -> tuple[np.ndarray, np.ndarray]:
+    """Return the triples (subject, predicate, object ids) and their rows, each chunk's once.
+
+    A chunk's repeated triple is stored where it first came.
+    """
+    spo, rows = extractions.triples.values, extractions.triples.row_of_values()
+    first = (
+        np.unique(np.column_stack([rows, spo]), axis=0, return_index=True)[1] if len(rows) else []
+    )
+    keep = np.sort(np.asarray(first, dtype=np.int64))
+    return spo[keep], rows[keep]
+
+
+def stored_triples(
+    chunk_ids: Sequence[str], words: Sequence[str], spo: np.ndarray, rows: np.ndarray
+) -> list[StoredTriple]:
+    """Return the triples of :func:`distinct_triples` with their strings, ids and chunks."""
+    # column by column: a million triples in seconds, not one Python object at a time
+    subjects, predicates, objects = ([words[i] for i in spo[:, j].tolist()] for j in range(3))
+    chunks = [chunk_ids[r] for r in rows.tolist()]
+    ids = list(map(_triple_id, chunks, subjects, predicates, objects))
+    return list(map(StoredTriple, ids, subjects, predicates, objects, chunks))
+
+
+def named_entities(extractions: ExtractionTable, spo: np.ndarray) -> np.ndarray:
+    """Return the ids of the strings that are entities: mentioned, a subject or an object."""
+    return distinct(np.concatenate([extractions.entities.values, spo[:, 0], spo[:, 2]]))
+
+
+def chunk_mentions(
+    extractions: ExtractionTable, spo: np.ndarray, rows: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Return (row, entity id) for each entity a chunk mentions or names in a triple."""
+    mentioned = extractions.entities.values
+    return (
+        np.concatenate([extractions.entities.row_of_values(), rows, rows]),
+        np.concatenate([mentioned, spo[:, 0], spo[:, 2]]),
+    )
 
 
 def _incidence(rows: np.ndarray, cols: np.ndarray, shape: tuple[int, int]) -> sp.csr_matrix:

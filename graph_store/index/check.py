@@ -205,7 +205,11 @@ def _all_there(ids: list[str], held: set[str], what: str) -> None:
 def _check_graphs(directory: Path, manifest: Manifest, ids: list[str], found: Findings) -> None:
     """Check that the graph's nodes are the chunks and the graph files load."""
     from hopgraph.graph_store.graphs.extraction.reading_table import READINGS_FILE, read_each
-    from hopgraph.graph_store.graphs.extraction.table import EXTRACTIONS_FILE, ExtractionTable
+    from hopgraph.graph_store.graphs.extraction.table import (
+        EXTRACTION_PARTS,
+        EXTRACTIONS_FILE,
+        load_extractions,
+    )
     from hopgraph.graph_store.graphs.knowledge_graph import KnowledgeGraph
     from hopgraph.graph_store.graphs.passage_graph import PassageGraph
 
@@ -224,8 +228,10 @@ def _check_graphs(directory: Path, manifest: Manifest, ids: list[str], found: Fi
     if triples is not None and TRIPLE_VECTORS in manifest.files:
         table = directory / manifest.files[TRIPLE_VECTORS]
         found.attempt(str(table), fix, lambda: triple_table.load(directory, manifest, triples))
-    extractions = folder / EXTRACTIONS_FILE
-    found.attempt(str(extractions), fix, lambda: ExtractionTable.load(extractions))
+    named = folder / (
+        EXTRACTION_PARTS if (folder / EXTRACTION_PARTS).is_dir() else EXTRACTIONS_FILE
+    )
+    found.attempt(str(named), fix, lambda: load_extractions(folder))
     if manifest.graph["settings"].get("extractor") == "offline":
         found.attempt(str(folder / READINGS_FILE), fix, lambda: read_each(folder))
 

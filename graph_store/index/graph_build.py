@@ -30,7 +30,12 @@ from hopgraph.core.forked import Forked
 from hopgraph.graph_store.documents.schema import Chunk
 from hopgraph.graph_store.graphs.extraction import Extractor
 from hopgraph.graph_store.graphs.extraction.readings import CorpusReadings, OfflineExtractor
-from hopgraph.graph_store.graphs.extraction.table import EXTRACTIONS_FILE, ExtractionTable
+from hopgraph.graph_store.graphs.extraction.table import (
+    EXTRACTION_PARTS,
+    EXTRACTIONS_FILE,
+    ExtractionTable,
+    load_extractions,
+)
 from hopgraph.graph_store.graphs.knowledge_graph import (
     KnowledgeGraph,
     build_knowledge_graph,
@@ -48,7 +53,7 @@ from hopgraph.graph_store.graphs.semantic import (
     nearest,
     update_nearest,
 )
-from hopgraph.graph_store.stores.chunk_table import ChunkTable, open_chunks
+from hopgraph.graph_store.stores.chunk_table import WriteTexts, changed_chunks
 from hopgraph.graph_store.stores.manifest import Manifest, now
 from hopgraph.graph_store.stores.vdb_chroma import ChromaLocation
 
@@ -64,10 +69,11 @@ NeighbourSearch = Callable[[Path, Manifest, Sequence[Chunk], int, str, Path], Ne
 """Who finds a fresh build's neighbour lists elsewhere (a cluster's tasks: cluster/neighbours.py):
 (index folder, the committed manifest, chunks in row order, list width, semantic_search, a
 scratch folder inside the new graph folder, for the tasks' files)."""
-CorpusReader = Callable[[Path, Manifest, Sequence[Chunk], Path], ExtractionTable]
+CorpusReader = Callable[[Path, Manifest, Sequence[Chunk], Path], None]
 """Who reads a fresh build's chunks elsewhere with the offline extractor (a cluster's tasks:
 cluster/readings.py): (index folder, the committed manifest, chunks in row order, the new graph
-folder, where it saves the extractor's state) → the chunks' extractions."""
+folder) → the extractor's state and the chunks' extractions saved there, these in parts
+(:data:`EXTRACTION_PARTS`)."""
 
 
 NeighbourUpdate = Callable[
@@ -91,12 +97,11 @@ row order, the new graph folder, where it saves the state) → the chunks' extra
 when the previous state is not saved in parts (one process's), which this process updates."""
 
 
-EXTRACTION_PARTS = "extraction-parts"
-"""Where a fresh reading's tasks leave each part's extractions in the new graph folder, with
-``parts.json`` (name, first row, the row after its last), for :data:`EdgeBuild`'s tasks."""
-EdgeBuild = Callable[[Path, Manifest, Path, PassageGraphSettings], dict[str, Any]]
-"""Who makes the passage graph's edges elsewhere from those parts (cluster/edges.py): (index
-folder, committed manifest, the new graph folder, knobs) → :func:`passage_counts`."""
+PartsBuild = Callable[[Path, Manifest, Path, PassageGraphSettings], tuple[dict[str, Any], int, int]]
+"""Who makes both graphs elsewhere from the parts a fresh reading left in the new graph folder
+(:data:`EXTRACTION_PARTS`) and its neighbour lists (cluster/graph_parts.py): (index folder,
+committed manifest, the new graph folder, knobs) → (:func:`passage_counts`, the knowledge
+graph's entities, its triples); it writes both graphs' files but ``nodes.json``."""
 
 
 @dataclass(frozen=True)
@@ -107,7 +112,7 @@ class GraphTasks:
     readings: CorpusReader | None = None
     update: NeighbourUpdate | None = None
     reread: ReadingUpdate | None = None
-    edges: EdgeBuild | None = None
+    parts: PartsBuild | None = None
 
 
 class GraphSettings(BaseModel):
@@ -206,18 +211,23 @@ def write_graphs(
             show_progress, tasks, fresh,
         )  # fmt: skip
         extracted = time.perf_counter()
-        save_extractions(target, extractions)
-        # Triples are embedded from the graph in this process; otherwise a forked child builds
-        # and saves it while this one builds the passage graph: two cores, each busy.
-        with _knowledge(chunks, extractions, target, keep=settings.embed_triples) as kg:
-            if old_dir is None:  # a fresh search, here, while the knowledge graph is built
-                finder = tasks.neighbours if tasks else None
-                semantic = _semantic(directory, manifest, None, chunks, settings, target,
-                                     search=(finder, previous))  # fmt: skip
-            passage_counts = _passage_graph(
-                (directory, previous), chunks, extractions, semantic, settings, target, tasks
+        if extractions is None and tasks is not None and tasks.parts is not None:
+            knowledge, passage_counts, kg_sizes = _graphs_by_tasks(
+                (directory, previous), manifest, chunks, settings, target, tasks
             )
-            knowledge, *kg_sizes = kg.result()
+        else:
+            if extractions is None:  # left in parts by the readings' calls: joined here
+                extractions = joined_parts(target)
+            save_extractions(target, extractions)
+            # Triples are embedded from the graph in this process; otherwise a forked child
+            # builds and saves it while this one builds the passage graph: two cores, each busy.
+            with _knowledge(chunks, extractions, target, keep=settings.embed_triples) as kg:
+                if old_dir is None:  # a fresh search, here, while the knowledge graph is built
+                    finder = tasks.neighbours if tasks else None
+                    semantic = _semantic(directory, manifest, None, chunks, settings, target,
+                                         search=(finder, previous))  # fmt: skip
+                passage_counts = _passage_graph(chunks, extractions, semantic, settings, target)
+                knowledge, *kg_sizes = kg.result()
     built = time.perf_counter()
     embedded, gone = sync_triples(
         directory, gen, knowledge, manifest, settings.embed_triples, show_progress
@@ -254,23 +264,25 @@ def _extract(
     show_progress: bool,
     tasks: GraphTasks | None = None,
     fresh: bool = False,
-) -> tuple[ExtractionTable, dict[str, int] | None]:
+) -> tuple[ExtractionTable | None, dict[str, int] | None]:
     """Extract every chunk (offline: from the previous readings; LLM: from its cache).
 
     ``committed``: the index folder and the previous generation's manifest, whose table has the
     texts of the chunks a write reads without them (changes.py: only its new chunks have
     theirs; a ``fresh`` build's chunks all have theirs). ``previous``: the last generation's
     chunks and the ids replaced since (read again). ``tasks``: who makes a fresh offline
-    reading (``readings``) or brings the previous one up to date (``reread``). Returns the
-    extractions and the LLM's request counts (``None`` offline).
+    reading (``readings``: the extractions ``None``, left in parts) or brings the previous one
+    up to date (``reread``). Returns the extractions and the LLM's request counts (``None``
+    offline).
     """
     directory, manifest = committed
     given = tasks or GraphTasks()
     before, replaced = previous
     if given.readings is not None and old_dir is None and settings.extractor == "offline":
-        return given.readings(directory, manifest, chunks, target), None
-    removed, added = _change(before, chunks, replaced)
-    texts = _Texts(directory, manifest, added, held=fresh)
+        given.readings(directory, manifest, chunks, target)
+        return None, None  # left in parts
+    removed, added = changed_chunks(before, chunks, replaced)
+    texts = WriteTexts(directory, manifest, added, held=fresh)
     if settings.extractor != "offline":
         return _llm_extract(settings, directory, texts.of(chunks), show_progress)
     removed = texts.before(removed)  # their words and titles leave the counts
@@ -289,53 +301,6 @@ def _extract(
     extractions = state.update(chunks, removed, added, show_progress, texts.lookup())
     state.save(target)
     return extractions, None
-
-
-class _Texts:
-    """The texts of a write's chunks: a new chunk has its own, a kept one is in the last table."""
-
-    def __init__(
-        self, directory: Path, manifest: Manifest, added: Sequence[Chunk], held: bool
-    ) -> None:
-        """``held``: every chunk given has its text already (a fresh build's)."""
-        self.directory, self.manifest, self.held = directory, manifest, held
-        self.fresh = {c.id: c for c in added}
-        self._table: ChunkTable | None = None
-
-    def lookup(self) -> ChunkTable | None:
-        """Return where the kept chunks' texts are looked up; ``None``: in the chunks given."""
-        return None if self.held else self.table()
-
-    def table(self) -> ChunkTable:
-        """Return the last generation's table (opened once)."""
-        if self._table is None:
-            self._table = open_chunks(self.directory, self.manifest)
-        return self._table
-
-    def before(self, chunks: Sequence[Chunk]) -> list[Chunk]:
-        """Return chunks of the last generation with the texts they had there.
-
-        A replaced chunk's id is a new chunk's too: its old text is the table's.
-        """
-        if self.held:
-            return list(chunks)
-        table = self.table()
-        return [table[c.id] for c in chunks]
-
-    def of(self, chunks: Sequence[Chunk]) -> list[Chunk]:
-        """Return ``chunks`` with their texts (a new chunk's own, a kept one's from the table)."""
-        if self.held:
-            return list(chunks)
-        return [self.fresh.get(c.id) or self.table()[c.id] for c in chunks]
-
-
-def _change(
-    before: Sequence[Chunk], chunks: Sequence[Chunk], replaced: frozenset[str]
-) -> tuple[list[Chunk], list[Chunk]]:
-    """Return the chunks a write removed and added (a ``replaced`` id: in both)."""
-    kept = {c.id for c in chunks} - replaced
-    known = {c.id for c in before} - replaced
-    return [c for c in before if c.id not in kept], [c for c in chunks if c.id not in known]
 
 
 def _llm_extract(
@@ -414,29 +379,42 @@ def _previous_lists(
 
 
 def _passage_graph(
-    committed: tuple[Path, Manifest],
     chunks: Sequence[Chunk],
     extractions: ExtractionTable,
     semantic: Forked[Neighbours],
     settings: GraphSettings,
     target: Path,
-    tasks: GraphTasks | None,
 ) -> dict[str, Any]:
-    """Build and save the passage graph; return its counts (:func:`passage_counts`).
-
-    From the readings' parts (:data:`EXTRACTION_PARTS`, removed) by ``tasks.edges`` if given.
-    """
-    parts, lists = target / EXTRACTION_PARTS, semantic.result()
-    if tasks is not None and tasks.edges is not None and parts.is_dir():
-        del lists  # saved in the graph folder, where the tasks read it
-        counts = tasks.edges(*committed, target, settings.passage_settings())
-        save_nodes([c.id for c in chunks], target)
-        return counts
-    graph = build_passage_graph(chunks, extractions, lists, settings.passage_settings())
+    """Build and save the passage graph here; return its counts (:func:`passage_counts`)."""
+    graph = build_passage_graph(chunks, extractions, semantic.result(), settings.passage_settings())
     graph.save(target)
-    if parts.is_dir():
-        shutil.rmtree(parts)
     return passage_counts(graph)
+
+
+def _graphs_by_tasks(
+    committed: tuple[Path, Manifest],
+    manifest: Manifest,
+    chunks: Sequence[Chunk],
+    settings: GraphSettings,
+    target: Path,
+    tasks: GraphTasks,
+) -> tuple[KnowledgeGraph | None, dict[str, Any], tuple[int, int]]:
+    """Make both graphs from the parts a fresh reading's tasks left, by ``tasks.parts``.
+
+    This process holds neither the extractions nor an edge list. The extractions stay in
+    their parts (:data:`EXTRACTION_PARTS`, read joined: table.load_extractions). Returns the
+    knowledge graph (loaded when its triples are to be embedded), the passage graph's counts
+    and the knowledge graph's size (entities, triples).
+    """
+    directory, previous = committed
+    assert tasks.parts is not None
+    semantic = _semantic(directory, manifest, None, chunks, settings, target,
+                         search=(tasks.neighbours, previous))  # fmt: skip
+    semantic.result()  # saved in the graph folder, where the tasks read it
+    counts, entities, triples = tasks.parts(*committed, target, settings.passage_settings())
+    save_nodes([c.id for c in chunks], target)
+    knowledge = KnowledgeGraph.load(target) if settings.embed_triples else None
+    return knowledge, counts, (entities, triples)
 
 
 def _knowledge(
@@ -491,6 +469,13 @@ def sparse_reason(counts: dict[str, Any]) -> str | None:
         "entity/link edges per chunk): graph methods may rank no better than hybrid here; "
         "`hopgraph graph build --extractor llm` reads more from each chunk"
     )
+
+
+def joined_parts(target: Path) -> ExtractionTable:
+    """Return the extractions a reading left in parts in ``target``, joined (the parts go)."""
+    joined = load_extractions(target)
+    shutil.rmtree(target / EXTRACTION_PARTS)
+    return joined
 
 
 def save_extractions(directory: Path, extractions: ExtractionTable) -> None:

@@ -192,12 +192,15 @@ class Index:
     def extractions(self) -> list[Extraction]:
         """Load the entities, keywords and triples read from each chunk, in chunk order."""
         from hopgraph.graph_store.graphs.extraction import Extraction
-        from hopgraph.graph_store.graphs.extraction.table import EXTRACTIONS_FILE, ExtractionTable
+        from hopgraph.graph_store.graphs.extraction.table import (
+            extractions_saved,
+            load_extractions,
+        )
 
         folder = self._graph_dir()
         with self._graph_file("extraction table"):
-            if (folder / EXTRACTIONS_FILE).is_file():
-                return ExtractionTable.load(folder / EXTRACTIONS_FILE).to_extractions()
+            if extractions_saved(folder):
+                return load_extractions(folder).to_extractions()
             # graphs built before the extraction table kept one JSON line per chunk
             rows = (folder / "extractions.jsonl").read_text(encoding="utf-8").splitlines()
             return [Extraction.from_dict(json.loads(line)) for line in rows if line]
@@ -205,12 +208,15 @@ class Index:
     @cached_property
     def extraction_table(self) -> ExtractionTable:
         """Load the extractions as arrays (a chunk's decoded on demand; no Python object each)."""
-        from hopgraph.graph_store.graphs.extraction.table import EXTRACTIONS_FILE, ExtractionTable
+        from hopgraph.graph_store.graphs.extraction.table import (
+            ExtractionTable,
+            extractions_saved,
+            load_extractions,
+        )
 
-        path = self._graph_dir() / EXTRACTIONS_FILE
-        if path.is_file():
+        if extractions_saved(self._graph_dir()):
             with self._graph_file("extraction table"):
-                return ExtractionTable.load(path)
+                return load_extractions(self._graph_dir())
         return ExtractionTable.from_extractions(self.extractions)
 
     @cached_property

@@ -310,3 +310,50 @@ def write_chunks(
                 out.write(previous.line(chunk.id))
             else:
                 out.write(orjson.dumps(chunk) + b"\n")
+
+
+class WriteTexts:
+    """The texts of a write's chunks: a new chunk has its own, a kept one is in the last table."""
+
+    def __init__(
+        self, directory: Path, manifest: Manifest, added: Sequence[Chunk], held: bool
+    ) -> None:
+        """``held``: every chunk given has its text already (a fresh build's)."""
+        self.directory, self.manifest, self.held = directory, manifest, held
+        self.fresh = {c.id: c for c in added}
+        self._table: ChunkTable | None = None
+
+    def lookup(self) -> ChunkTable | None:
+        """Return where the kept chunks' texts are looked up; ``None``: in the chunks given."""
+        return None if self.held else self.table()
+
+    def table(self) -> ChunkTable:
+        """Return the last generation's table (opened once)."""
+        if self._table is None:
+            self._table = open_chunks(self.directory, self.manifest)
+        return self._table
+
+    def before(self, chunks: Sequence[Chunk]) -> list[Chunk]:
+        """Return chunks of the last generation with the texts they had there.
+
+        A replaced chunk's id is a new chunk's too: its old text is the table's.
+        """
+        if self.held:
+            return list(chunks)
+        table = self.table()
+        return [table[c.id] for c in chunks]
+
+    def of(self, chunks: Sequence[Chunk]) -> list[Chunk]:
+        """Return ``chunks`` with their texts (a new chunk's own, a kept one's from the table)."""
+        if self.held:
+            return list(chunks)
+        return [self.fresh.get(c.id) or self.table()[c.id] for c in chunks]
+
+
+def changed_chunks(
+    before: Sequence[Chunk], chunks: Sequence[Chunk], replaced: frozenset[str]
+) -> tuple[list[Chunk], list[Chunk]]:
+    """Return the chunks a write removed and added (a ``replaced`` id: in both)."""
+    kept = {c.id for c in chunks} - replaced
+    known = {c.id for c in before} - replaced
+    return [c for c in before if c.id not in kept], [c for c in chunks if c.id not in known]

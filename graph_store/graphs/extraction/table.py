@@ -28,6 +28,9 @@ VALUES = np.int32
 and a million chunks' readings load, copy and scan twice as fast."""
 EXTRACTIONS_FILE = "extractions.npz"
 """Where a graph folder keeps its chunks' extractions (the strings in a .json beside it)."""
+EXTRACTION_PARTS = "extraction-parts"
+"""Where a graph folder keeps them in parts instead (a cluster's graph build leaves them so):
+each part's table, and ``parts.json`` listing [file, first row, the row after its last]."""
 
 
 def distinct(values: np.ndarray) -> np.ndarray:
@@ -362,3 +365,24 @@ def load_ragged(
             words = Ragged(data["vocab_words_ptr"], data["vocab_words_values"].astype(VALUES))
             kept = {"rank": data["vocab_rank"], "words": words}
     return parts, plain, meta.pop("ids"), Vocabulary(meta.pop("vocab"), **kept), meta
+
+
+def extractions_saved(folder: Path) -> bool:
+    """Tell whether a graph folder holds its extractions (one table, or in parts)."""
+    return (folder / EXTRACTIONS_FILE).is_file() or (folder / EXTRACTION_PARTS).is_dir()
+
+
+def extraction_parts(folder: Path) -> list[tuple[str, int, int]]:
+    """Return a graph folder's extraction parts: (file, first row, row after the last)."""
+    listed = orjson.loads((folder / EXTRACTION_PARTS / "parts.json").read_bytes())
+    return [(str(name), int(start), int(stop)) for name, start, stop in listed]
+
+
+def load_extractions(folder: Path) -> ExtractionTable:
+    """Read a graph folder's extractions: its one table, or its parts joined, in row order."""
+    if (folder / EXTRACTIONS_FILE).is_file() or not (folder / EXTRACTION_PARTS).is_dir():
+        return ExtractionTable.load(folder / EXTRACTIONS_FILE)
+    parts = folder / EXTRACTION_PARTS
+    return ExtractionTable.joined(
+        ExtractionTable.load(parts / name) for name, _, _ in extraction_parts(folder)
+    )

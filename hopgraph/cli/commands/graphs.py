@@ -80,7 +80,7 @@ def graph_tasks(args: argparse.Namespace) -> Iterator[GraphTasks | None]:
     from hopgraph.graph_store.cluster.connect import connected, require_ray
 
     require_ray()
-    from hopgraph.graph_store.cluster.edges import edges_on
+    from hopgraph.graph_store.cluster.graph_parts import graphs_on
     from hopgraph.graph_store.cluster.neighbours import neighbours_on
     from hopgraph.graph_store.cluster.readings import readings_on
 
@@ -88,7 +88,7 @@ def graph_tasks(args: argparse.Namespace) -> Iterator[GraphTasks | None]:
         yield GraphTasks(
             neighbours_on(ray, args.partitions),
             readings_on(ray, args.partitions),
-            edges=edges_on(ray),
+            parts=graphs_on(ray),
         )
 
 

@@ -16,7 +16,7 @@ from hopgraph.graph_store import Index, add_documents, build_graphs, load_docume
 from hopgraph.graph_store.cluster.readings import chunk_rows, read_corpus
 from hopgraph.graph_store.graphs.extraction.reading_table import part_name, read_each
 from hopgraph.graph_store.graphs.extraction.readings import CorpusReadings
-from hopgraph.graph_store.graphs.extraction.table import ExtractionTable
+from hopgraph.graph_store.graphs.extraction.table import ExtractionTable, load_extractions
 from hopgraph.graph_store.graphs.semantic import nearest
 from hopgraph.graph_store.index.graph_build import GraphTasks
 from hopgraph.graph_store.index.stored_vectors import read_vectors
@@ -50,7 +50,8 @@ def exact_lists(directory, manifest, chunks, m, semantic_search, scratch):
 def test_ranges_of_rows_read_as_one_process(written, parts, tmp_path):
     with Index.open(written) as idx:
         chunks = read_chunks(written, idx.manifest)
-        got = in_ranges(parts)(written, idx.manifest, chunks, tmp_path)
+        in_ranges(parts)(written, idx.manifest, chunks, tmp_path)
+    got = load_extractions(tmp_path)  # left in parts, read joined
     one = CorpusReadings()
     expected = one.update(chunks, [], chunks)
     assert got.ids == [c.id for c in chunks]

@@ -1,7 +1,8 @@
-"""The passage graph's edges made by a cluster's calls from the readings' parts, run here.
+"""Both graphs made by a cluster's calls from the readings' parts, run here.
 
-The calls (graph_store/cluster/edges.py over graphs/edge_parts.py) give one process's graph:
-every edge type's matrix, weights included, and the counts (edges, mean degree).
+The calls (graph_store/cluster/graph_parts.py over graphs/edge_parts.py and kg_parts.py) give
+one process's graphs: every edge type's matrix, weights included, the counts (edges, mean
+degree, entities, triples) and the knowledge graph's files byte for byte.
 tests/integration/test_cluster.py runs them as tasks on a cluster.
 """
 
@@ -12,19 +13,21 @@ import numpy as np
 import pytest
 
 from hopgraph.graph_store import Index, build_graphs
-from hopgraph.graph_store.cluster.edges import SCRATCH, build_edges
+from hopgraph.graph_store.cluster.graph_parts import SCRATCH, build_graphs_in_parts
 from hopgraph.graph_store.documents.schema import Chunk
 from hopgraph.graph_store.graphs.edge_parts import LINK_IN, RowsIn, emit, group, rows, stitch
 from hopgraph.graph_store.graphs.extraction.base import Extraction
-from hopgraph.graph_store.graphs.extraction.table import ExtractionTable
+from hopgraph.graph_store.graphs.extraction.table import EXTRACTION_PARTS, ExtractionTable
 from hopgraph.graph_store.graphs.passage_edges import build_passage_graph
 from hopgraph.graph_store.graphs.passage_graph import (
     EDGE_TYPES,
     PassageGraph,
     PassageGraphSettings,
+    mapped_csr,
 )
 from hopgraph.graph_store.graphs.semantic import Neighbours
-from hopgraph.graph_store.index.graph_build import EXTRACTION_PARTS, GraphSettings, GraphTasks
+from hopgraph.graph_store.index.check import check_index
+from hopgraph.graph_store.index.graph_build import GraphSettings, GraphTasks
 from tests.sample_index import written_in_four_steps
 from tests.unit.graph_store.cluster.test_cluster_readings import exact_lists, in_ranges
 
@@ -34,13 +37,24 @@ def written(tmp_path_factory):
     return written_in_four_steps(tmp_path_factory.mktemp("edges") / "index")
 
 
-def edges_here(directory, manifest, target, settings):
-    """What the edge calls do, run here: an edge build as build_graphs takes it."""
-    return build_edges((str(directory), manifest.model_dump_json()), target, settings)
+def graphs_here(directory, manifest, target, settings):
+    """What the graphs' calls do, run here: a parts build as build_graphs takes it."""
+    source = (str(directory), manifest.model_dump_json())
+    return build_graphs_in_parts(source, target, settings)
+
+
+KG_FILES = (
+    "entities.json",
+    "triples.jsonl",
+    "kg-chunks.json",
+    "kg-triple-entity.npz",
+    "kg-chunk-entity.npz",
+)
 
 
 def same_graphs(one: Index, other: Index) -> None:
     assert one.manifest.graph["counts"] == other.manifest.graph["counts"]
+    assert one.extractions == other.extractions  # the calls' read joined from their parts
     assert other.passage_graph.ids == one.passage_graph.ids
     for kind, edges in one.passage_graph.edges.items():
         theirs = other.passage_graph.edges[kind]
@@ -61,21 +75,27 @@ def test_edges_made_by_the_calls_are_one_process_s(written, tmp_path, parts, set
     shutil.copytree(written, one)
     shutil.copytree(written, calls)
     build_graphs(one, settings, show_progress=False, tasks=GraphTasks(exact_lists))
-    tasks = GraphTasks(exact_lists, in_ranges(parts), edges=edges_here)
+    tasks = GraphTasks(exact_lists, in_ranges(parts), parts=graphs_here)
     build_graphs(calls, settings, show_progress=False, tasks=tasks)
     with Index.open(one) as a, Index.open(calls) as b:
         same_graphs(a, b)
         folder = b.manifest.path(calls, "graph")
-    # the parts and the scratch are gone; the graph folder holds what one process's holds
-    assert not (folder / EXTRACTION_PARTS).exists() and not (folder / SCRATCH).exists()
     with Index.open(one) as a:
         theirs = a.manifest.path(one, "graph")
-    assert _graph_files(folder) == _graph_files(theirs)
+    for name in KG_FILES[:3]:  # the knowledge graph's files are one process's, byte for byte
+        assert (folder / name).read_bytes() == (theirs / name).read_bytes(), name
+    for name in KG_FILES[3:]:  # the same matrices, read as the index maps them
+        mine, other = (mapped_csr(f / name).to_scipy() for f in (theirs, folder))
+        assert mine.shape == other.shape and (mine != other).nnz == 0, name
+    # the extractions stay in their parts, the scratch is gone; the rest as one process's
+    assert (folder / EXTRACTION_PARTS).is_dir() and not (folder / SCRATCH).exists()
+    assert _graph_files(folder) == sorted([*_graph_files(theirs), EXTRACTION_PARTS])
+    assert check_index(calls) == []
 
 
 def _graph_files(folder):
     """Name the graph folder's files but the readings' (saved in parts by the calls)."""
-    readings = ("offline-readings", "titles")
+    readings = ("offline-readings", "titles", "extractions.")
     return sorted(p.name for p in folder.iterdir() if not p.name.startswith(readings))
 
 

@@ -1,0 +1,74 @@
+"""Sparse matrices made a part of rows at a time and written as one file, a part at a time.
+
+A graph built by tasks (edge_parts.py, kg_parts.py) has each task save the CSR rows of its
+part; :func:`stitch_csr` writes the file scipy.sparse.save_npz would write (uncompressed, so
+readers map its arrays in place: passage_graph.mapped_csr) holding one part in memory at once.
+"""
+
+from __future__ import annotations
+
+import zipfile
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+
+def csr_rows(prefix: str, rows: np.ndarray, cols: np.ndarray, data: np.ndarray,
+             count: int) -> dict[str, np.ndarray]:  # fmt: skip
+    """Return the CSR arrays of ``count`` rows from cells sorted by (row, col), rows from 0.
+
+    Named ``{prefix}_indptr``, ``_indices`` and ``_data``, as :func:`stitch_csr` reads them.
+    """
+    indptr = np.r_[0, np.cumsum(np.bincount(rows, minlength=count))].astype(np.int64)
+    return {f"{prefix}_indptr": indptr, f"{prefix}_indices": cols.astype(np.int64),
+            f"{prefix}_data": data.astype(np.float32)}  # fmt: skip
+
+
+def binary_rows(prefix: str, rows: np.ndarray, cols: np.ndarray, count: int,
+                columns: int) -> dict[str, np.ndarray]:  # fmt: skip
+    """Return :func:`csr_rows` of the distinct cells given (any order), each of weight 1."""
+    cells = np.unique(rows.astype(np.int64) * columns + cols)
+    return csr_rows(prefix, cells // columns, cells % columns, np.ones(len(cells)), count)
+
+
+def stitch_csr(path: Path, parts: Sequence[Path], prefix: str, shape: tuple[int, int]) -> int:
+    """Write the matrix whose rows are the parts' in turn into ``path``; return its nnz."""
+    sizes = []
+    for part in parts:
+        with np.load(part) as arrays:
+            sizes.append(len(arrays[f"{prefix}_indices"]))
+    nnz = sum(sizes)
+    index = np.int64 if max(*shape, nnz) >= np.iinfo(np.int32).max else np.int32
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED, allowZip64=True) as archive:
+        _member(archive, "indices", parts, prefix, index, nnz)
+        _member(archive, "indptr", parts, prefix, index, shape[0] + 1)
+        _whole(archive, "format", np.array(b"csr"))
+        _whole(archive, "shape", np.array(shape))
+        _member(archive, "data", parts, prefix, np.float32, nnz)
+    return nnz
+
+
+def _member(archive: zipfile.ZipFile, name: str, parts: Sequence[Path], prefix: str,
+            dtype: type, length: int) -> None:  # fmt: skip
+    """Write one array of ``length`` as the parts' arrays one after the other."""
+    header = {"descr": np.lib.format.dtype_to_descr(np.dtype(dtype)), "fortran_order": False,
+              "shape": (length,)}  # fmt: skip
+    with archive.open(f"{name}.npy", "w", force_zip64=True) as handle:
+        np.lib.format.write_array_header_2_0(handle, header)
+        offset, written = 0, 0
+        for p, part in enumerate(parts):
+            with np.load(part) as arrays:
+                values = arrays[f"{prefix}_{name}"]
+            if name == "indptr":  # each part counts from 0: shifted by the rows before it
+                values = values[1:] + offset if p else values
+                offset = int(values[-1]) if len(values) else offset
+            handle.write(np.ascontiguousarray(values, dtype=dtype).tobytes())
+            written += len(values)
+        if written != length:  # the header said otherwise: a part changed under us
+            raise ValueError(f"{prefix} {name}: the parts held {written} values, not {length}")
+
+
+def _whole(archive: zipfile.ZipFile, name: str, value: np.ndarray) -> None:
+    with archive.open(f"{name}.npy", "w") as handle:
+        np.lib.format.write_array(handle, value, allow_pickle=False)
