@@ -62,13 +62,14 @@ def child(
 
     if partitions:
         from hopgraph.graph_store.cluster.connect import connected
+        from hopgraph.graph_store.cluster.graph_parts import graphs_on
         from hopgraph.graph_store.cluster.neighbours import updated_on
         from hopgraph.graph_store.cluster.reading_update import reading_updated_on
         from hopgraph.graph_store.index.graph_build import GraphTasks
 
         with connected("local") as ray:
             update, reread = updated_on(ray, partitions, peaks), reading_updated_on(ray, peaks)
-            run(GraphTasks(update=update, reread=reread))
+            run(GraphTasks(update=update, reread=reread, parts=graphs_on(ray, peaks)))
     else:
         run(None)
     row: dict[str, float | str] = {"write": write, "documents": len(documents)}

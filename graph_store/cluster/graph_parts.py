@@ -16,12 +16,14 @@ list nor the triples. The graphs equal one process's
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import numpy as np
 
+from hopgraph.graph_store.documents.schema import Chunk
 from hopgraph.graph_store.graphs.edge_parts import RowsIn, edge_counts, emit, group, rows, stitch
 from hopgraph.graph_store.graphs.extraction.table import (
     EXTRACTION_PARTS,
@@ -56,39 +58,56 @@ def graphs_on(ray: ModuleType, peaks: Peaks | None = None) -> PartsBuild:
     run = ray_map(ray, peaks)
 
     def build(
-        directory: Path, manifest: Manifest, target: Path, settings: PassageGraphSettings
+        directory: Path,
+        manifest: Manifest,
+        target: Path,
+        settings: PassageGraphSettings,
+        chunks: Sequence[Chunk] | None,
     ) -> tuple[dict[str, Any], int, int]:
         source = (str(directory), manifest.model_dump_json())
-        return build_graphs_in_parts(source, target, settings, run)
+        return build_graphs_in_parts(chunks or source, target, settings, run)
 
     return build
 
 
 def build_graphs_in_parts(
-    source: Source, target: Path, settings: PassageGraphSettings, run: Map = in_process
+    rows: Source | Sequence[Chunk],
+    target: Path,
+    settings: PassageGraphSettings,
+    run: Map = in_process,
 ) -> tuple[dict[str, Any], int, int]:
     """Write both graphs' files into ``target`` (``nodes.json`` aside) from its parts.
 
+    ``rows``: the chunk table the tasks read their rows' documents, places and titles from,
+    or the chunks themselves (a write's, whose table is being written), sent to them.
     Returns the passage graph's counts and the knowledge graph's entities and triples.
     """
     parts = extraction_parts(target)
     scratch = target / SCRATCH
     scratch.mkdir()
-    counts = build_edges(source, target, parts, settings, run)
+    counts = build_edges(rows, target, parts, settings, run)
     entities, triples = build_knowledge(target, parts, run)
     scratch.rmdir()
     return counts, entities, triples
 
 
 def build_edges(
-    source: Source, target: Path, parts: list[Part], settings: PassageGraphSettings, run: Map
+    rows: Source | Sequence[Chunk],
+    target: Path,
+    parts: list[Part],
+    settings: PassageGraphSettings,
+    run: Map,
 ) -> dict[str, Any]:
     """Write the passage graph's edge files; return its counts (edge_parts.py)."""
     n = parts[-1][2] if parts else 0
     bounds = np.array([start for _, start, _ in parts] + [n], dtype=np.int64)
     scratch, names = target / SCRATCH, [f"p{i}" for i in range(len(parts))]
-    run(emit_rows, [(source, str(target), part, name, bounds, settings)
-                    for part, name in zip(parts, names, strict=True)])  # fmt: skip
+    if isinstance(rows, tuple):  # (folder, manifest): the tasks read the committed table
+        given: list[Source | Columns] = [rows] * len(parts)
+    else:
+        given = [_columns(rows[a:b]) for _, a, b in parts]
+    run(emit_rows, [(of, str(target), part, name, bounds, settings)
+                    for of, part, name in zip(given, parts, names, strict=True)])  # fmt: skip
     run(group_bucket, [(b, names, bounds, str(scratch), settings) for b in range(len(parts))])
     found = run(part_rows, [(p, start, stop, n, str(scratch), settings)
                             for p, (_, start, stop) in enumerate(parts)])  # fmt: skip
@@ -108,30 +127,40 @@ def build_knowledge(target: Path, parts: list[Part], run: Map) -> tuple[int, int
     return entities, triples
 
 
+Columns = tuple[list[str], np.ndarray, list[str]]
+"""Chunks' documents, places and titles (what the edges read of them)."""
+
+
+def _columns(chunks: Sequence[Chunk]) -> Columns:
+    positions = np.fromiter((c.position for c in chunks), dtype=np.int64, count=len(chunks))
+    return [c.doc_id for c in chunks], positions, [c.title for c in chunks]
+
+
 def _part(target: Path, file: str) -> ExtractionTable:
     return ExtractionTable.load(target / EXTRACTION_PARTS / file)
 
 
 def emit_rows(
-    source: Source,
+    rows: Source | Columns,
     target: str,
     part: Part,
     name: str,
     bounds: np.ndarray,
     settings: PassageGraphSettings,
 ) -> None:
-    """Write one part's items into the buckets (a task); see edge_parts.emit."""
+    """Write one part's items into the buckets (a task); see edge_parts.emit.
+
+    ``rows``: the chunk table to read the part's rows from (folder, manifest), or their
+    columns.
+    """
     file, start, stop = part
-    chunks = chunk_rows(source, start, stop, texts=False)
+    if len(rows) == 2:  # a table, not three columns
+        rows = _columns(chunk_rows(rows, start, stop, texts=False))
+    documents, positions, titles = rows
     lists = Neighbours.load(Path(target) / NEIGHBOURS_FILE)
-    rows_in = RowsIn(
-        start,
-        _part(Path(target), file),
-        [c.doc_id for c in chunks],
-        np.fromiter((c.position for c in chunks), dtype=np.int64, count=len(chunks)),
-        [c.title for c in chunks],
-        Neighbours(lists.rows[start:stop], lists.scores[start:stop]),
-    )
+    part_lists = Neighbours(lists.rows[start:stop], lists.scores[start:stop])
+    table = _part(Path(target), file)
+    rows_in = RowsIn(start, table, documents, positions, titles, part_lists)
     emit(rows_in, name, bounds, len(bounds) - 1, Path(target) / SCRATCH, settings)
 
 

@@ -16,7 +16,9 @@ date and the driver holds none of them:
    document frequencies by string hash;
 3. the driver checks that the parts held the previous corpus and sums the frequencies;
 4. tasks pick their parts' keywords (cluster/readings.pick_rows, as a build's);
-5. the driver saves the state in parts and joins the extractions, in the corpus's order.
+5. the driver saves the state in parts, and tasks cut the extractions into parts of rows
+   (:func:`in_rows`): what a fresh reading leaves, from which tasks make both graphs
+   (cluster/graph_parts.py), the driver joining none of them.
 
 The result equals one process's update (tests/unit/graph_store/cluster/test_reading_update.py):
 a chunk's reading depends on the corpus only through the title index, its keywords only through
@@ -25,8 +27,9 @@ the document frequencies and the corpus's size.
 
 from __future__ import annotations
 
-import shutil
+import json
 from collections.abc import Sequence
+from itertools import pairwise
 from pathlib import Path
 from types import ModuleType
 
@@ -50,9 +53,10 @@ from .readings import (
     Frequencies,
     SharedTitles,
     Source,
+    extracted,
     frequencies_of,
     give_back_freed,
-    part_extractions,
+    ordered_digest,
     pick_rows,
     remove_table,
     string_hashes,
@@ -84,11 +88,11 @@ def reading_updated_by(run: Map = in_process) -> ReadingUpdate:
         change: tuple[Sequence[Chunk], Sequence[Chunk], Sequence[Chunk]],
         chunks: Sequence[Chunk],
         target: Path,
-    ) -> ExtractionTable | None:
+    ) -> bool:
         before, removed, added = change
         found = CorpusReadings.load_counts(old_dir, before)
         if found is None:
-            return None
+            return False
         state, names = found
         keys = sorted(state.shift(removed, added))
         gone = frozenset(c.id for c in removed) | frozenset(c.id for c in added)
@@ -110,9 +114,8 @@ def reading_updated_by(run: Map = in_process) -> ReadingUpdate:
         state.save(target, names)
         del state, titles, frequencies
         give_back_freed()
-        joined = ExtractionTable.joined(part_extractions(target, names))
-        shutil.rmtree(target / EXTRACTION_PARTS)  # parts of ids by hash, not of rows: no edges
-        return in_order(joined, chunks, directory)
+        in_rows(target, names, [c.id for c in chunks], directory, run)
+        return True
 
     return update
 
@@ -172,22 +175,88 @@ def _check_parts(directory: Path, before: Sequence[Chunk], held: list[tuple[int,
     )
 
 
-def in_order(joined: ExtractionTable, chunks: Sequence[Chunk], directory: Path) -> ExtractionTable:
-    """Return the parts' joined extractions in the order of ``chunks``.
+def in_rows(target: Path, names: Sequence[str], ids: Sequence[str], directory: Path,
+            run: Map) -> None:  # fmt: skip
+    """Cut the parts' extractions (parts of ids, by hash) into parts of rows, in row order.
 
-    Matched by the ids' 64-bit hashes, sorted: a dictionary of a million ids took 130 MB of
-    the driver at its peak. The result's ids are compared with the chunks' (a collision, or
-    tasks that gave other chunks, is an error).
+    What a fresh reading leaves (``EXTRACTION_PARTS``), so that tasks make the graphs
+    (cluster/graph_parts.py). Each part is split by the parts of rows its chunks fall in, each
+    part of rows joined from its pieces; the driver holds each id's 64-bit hash and row.
     """
-    ids = [c.id for c in chunks]
-    have, want = string_hashes(joined.ids), string_hashes(ids)
-    by = np.argsort(have, kind="stable")
-    at = np.minimum(np.searchsorted(have[by], want), max(len(have) - 1, 0))
-    taken = joined.take(by[at]) if len(have) == len(want) and len(have) else joined
-    if taken.ids != ids:
+    parts = len(names)
+    bounds = np.linspace(0, len(ids), parts + 1).astype(np.int64)
+    hashes = string_hashes(ids)
+    order = np.argsort(hashes, kind="stable")
+    rows = SharedRows(hashes[order], order.astype(np.int64))
+    held = run(split_part, [(str(target), name, rows, bounds) for name in names])
+    if sum(held) != len(ids):
         raise IndexStateError(
-            f"the readings' tasks gave {len(joined.ids)} chunks' extractions, not the "
-            f"{len(chunks)} of the write",
+            f"the readings' tasks gave {sum(held)} chunks' extractions, not the {len(ids)} of "
+            "the write", graphs_hint(directory),
+        )  # fmt: skip
+    digests = run(join_rows, [(str(target), list(names), r) for r in range(parts)])
+    ranges = list(pairwise(bounds.tolist()))
+    if any(ordered_digest(ids[a:b]) != d for (a, b), d in zip(ranges, digests, strict=True)):
+        raise IndexStateError(
+            "the readings' tasks gave other chunks' extractions than the write's",
             graphs_hint(directory),
         )
-    return taken
+    listed = [(row_part(r), a, b) for r, (a, b) in enumerate(ranges)]
+    (target / EXTRACTION_PARTS / "parts.json").write_text(json.dumps(listed), encoding="utf-8")
+
+
+class SharedRows:
+    """Each chunk id's 64-bit hash (sorted) and its row, sent once for every task."""
+
+    shared = True
+
+    def __init__(self, hashes: np.ndarray, rows: np.ndarray) -> None:
+        self.hashes, self.rows = hashes, rows
+
+    def of(self, ids: Sequence[str]) -> np.ndarray:
+        """Return the rows of ``ids`` (-1 for an id the write does not hold)."""
+        wanted = string_hashes(ids)
+        at = np.minimum(np.searchsorted(self.hashes, wanted), max(len(self.hashes) - 1, 0))
+        found = self.hashes[at] == wanted if len(self.hashes) else np.zeros(len(ids), bool)
+        return np.where(found, self.rows[at] if len(self.rows) else -1, -1)
+
+
+def row_part(number: int) -> str:
+    """Return the file of the extractions of a write's part of rows ``number``."""
+    return f"rows-{number:03d}-extractions.npz"
+
+
+def split_part(target: str, name: str, rows: SharedRows, bounds: np.ndarray) -> int:
+    """Split one part's extractions by the parts of rows of its chunks (a task).
+
+    Each piece is saved in row order with its rows; the part goes. Returns how many rows it
+    held (-1 rows: chunks the write does not hold, which the driver's check refuses).
+    """
+    folder = Path(target) / EXTRACTION_PARTS
+    table = ExtractionTable.load(folder / extracted(name))
+    found = rows.of(table.ids)
+    if (found < 0).any():
+        return -len(table.ids)  # summed, never the write's count
+    at = np.searchsorted(bounds, found, side="right") - 1
+    for r in range(len(bounds) - 1):
+        mine = np.flatnonzero(at == r)
+        mine = mine[np.argsort(found[mine], kind="stable")]
+        piece = folder / f"piece-{name}-{r}.npz"
+        table.take(mine).compact().save(piece)
+        np.save(piece.with_suffix(".rows.npy"), found[mine])
+    remove_table(folder / extracted(name))
+    return len(table.ids)
+
+
+def join_rows(target: str, names: list[str], number: int) -> int:
+    """Join the pieces of one part of rows, in row order (a task); return its ids' digest."""
+    folder = Path(target) / EXTRACTION_PARTS
+    pieces = [folder / f"piece-{name}-{number}.npz" for name in names]
+    rows = np.concatenate([np.load(p.with_suffix(".rows.npy")) for p in pieces])
+    joined = ExtractionTable.joined(ExtractionTable.load(p) for p in pieces)
+    joined = joined.take(np.argsort(rows, kind="stable")).compact()
+    joined.save(folder / row_part(number))
+    for piece in pieces:
+        remove_table(piece)
+        piece.with_suffix(".rows.npy").unlink()
+    return ordered_digest(joined.ids)

@@ -88,20 +88,23 @@ whose vectors are written, chunks in row order, the previous lists, each old row
 ReadingUpdate = Callable[
     [Path, Manifest, Path, tuple[Sequence[Chunk], Sequence[Chunk], Sequence[Chunk]],
      Sequence[Chunk], Path],
-    ExtractionTable | None,
+    bool,
 ]  # fmt: skip
 """Who brings a write's offline readings up to date elsewhere (a cluster's tasks:
 cluster/reading_update.py): (index folder, the previous generation's manifest, its graph folder,
 (its chunks, the chunks removed, the chunks added: a replaced id in both), the write's chunks in
-row order, the new graph folder, where it saves the state) → the chunks' extractions; ``None``
-when the previous state is not saved in parts (one process's), which this process updates."""
-
-
-PartsBuild = Callable[[Path, Manifest, Path, PassageGraphSettings], tuple[dict[str, Any], int, int]]
-"""Who makes both graphs elsewhere from the parts a fresh reading left in the new graph folder
+row order, the new graph folder) → whether it did: the state saved there, the extractions in
+parts of rows (:data:`EXTRACTION_PARTS`); ``False`` when the previous state is not saved in
+parts (one process's), which this process updates."""
+PartsBuild = Callable[
+    [Path, Manifest, Path, PassageGraphSettings, Sequence[Chunk] | None],
+    tuple[dict[str, Any], int, int],
+]
+"""Who makes both graphs elsewhere from the parts a reading left in the new graph folder
 (:data:`EXTRACTION_PARTS`) and its neighbour lists (cluster/graph_parts.py): (index folder,
-committed manifest, the new graph folder, knobs) → (:func:`passage_counts`, the knowledge
-graph's entities, its triples); it writes both graphs' files but ``nodes.json``."""
+committed manifest, the new graph folder, knobs, a write's chunks or ``None``: the committed
+table's) → (:func:`passage_counts`, the knowledge graph's entities, its triples); it writes
+both graphs' files but ``nodes.json``."""
 
 
 @dataclass(frozen=True)
@@ -212,8 +215,11 @@ def write_graphs(
         )  # fmt: skip
         extracted = time.perf_counter()
         if extractions is None and tasks is not None and tasks.parts is not None:
+            if old_dir is None:  # a fresh search, by the tasks
+                semantic = _semantic(directory, manifest, None, chunks, settings, target,
+                                     search=(tasks.neighbours, previous))  # fmt: skip
             knowledge, passage_counts, kg_sizes = _graphs_by_tasks(
-                (directory, previous), manifest, chunks, settings, target, tasks
+                (directory, previous), chunks, semantic, settings, target, (tasks.parts, fresh)
             )
         else:
             if extractions is None:  # left in parts by the readings' calls: joined here
@@ -287,9 +293,8 @@ def _extract(
         return _llm_extract(settings, directory, texts.of(chunks), show_progress)
     removed = texts.before(removed)  # their words and titles leave the counts
     if given.reread is not None and old_dir is not None:
-        found = given.reread(directory, manifest, old_dir, (before, removed, added), chunks, target)
-        if found is not None:
-            return found, None
+        if given.reread(directory, manifest, old_dir, (before, removed, added), chunks, target):
+            return None, None  # left in parts
         log.warning(
             "the graphs' offline readings are saved as one file (a write in one process saved "
             "them): this write brings them up to date here and saves them so again; "
@@ -393,25 +398,25 @@ def _passage_graph(
 
 def _graphs_by_tasks(
     committed: tuple[Path, Manifest],
-    manifest: Manifest,
     chunks: Sequence[Chunk],
+    semantic: Forked[Neighbours],
     settings: GraphSettings,
     target: Path,
-    tasks: GraphTasks,
+    parts: tuple[PartsBuild, bool],
 ) -> tuple[KnowledgeGraph | None, dict[str, Any], tuple[int, int]]:
-    """Make both graphs from the parts a fresh reading's tasks left, by ``tasks.parts``.
+    """Make both graphs by ``parts``' tasks from the parts a reading's tasks left.
 
     This process holds neither the extractions nor an edge list. The extractions stay in
-    their parts (:data:`EXTRACTION_PARTS`, read joined: table.load_extractions). Returns the
-    knowledge graph (loaded when its triples are to be embedded), the passage graph's counts
-    and the knowledge graph's size (entities, triples).
+    their parts (:data:`EXTRACTION_PARTS`, read joined: table.load_extractions). A fresh
+    build's tasks read their rows from the ``committed`` table; a write's are sent them (its
+    table is being written meanwhile). Returns the knowledge graph (loaded when its triples
+    are to be embedded), the passage graph's counts and the knowledge graph's size (entities,
+    triples).
     """
-    directory, previous = committed
-    assert tasks.parts is not None
-    semantic = _semantic(directory, manifest, None, chunks, settings, target,
-                         search=(tasks.neighbours, previous))  # fmt: skip
+    build, fresh = parts
     semantic.result()  # saved in the graph folder, where the tasks read it
-    counts, entities, triples = tasks.parts(*committed, target, settings.passage_settings())
+    given = None if fresh else chunks
+    counts, entities, triples = build(*committed, target, settings.passage_settings(), given)
     save_nodes([c.id for c in chunks], target)
     knowledge = KnowledgeGraph.load(target) if settings.embed_triples else None
     return knowledge, counts, (entities, triples)

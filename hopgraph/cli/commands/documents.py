@@ -176,12 +176,17 @@ def write_tasks(args: argparse.Namespace) -> Iterator[tuple[Embed | None, GraphT
     require_ray()
     from hopgraph.core.settings import settings
     from hopgraph.graph_store.cluster.embed import embedded_on
+    from hopgraph.graph_store.cluster.graph_parts import graphs_on
     from hopgraph.graph_store.cluster.neighbours import updated_on
     from hopgraph.graph_store.cluster.reading_update import reading_updated_on
     from hopgraph.graph_store.index.graph_build import GraphTasks
 
     with connected(args.cluster, {"HOPGRAPH_DEVICE": settings().device}) as ray:
-        tasks = GraphTasks(update=updated_on(ray, args.partitions), reread=reading_updated_on(ray))
+        tasks = GraphTasks(
+            update=updated_on(ray, args.partitions),
+            reread=reading_updated_on(ray),
+            parts=graphs_on(ray),
+        )
         yield embedded_on(ray, args.partitions), tasks
 
 

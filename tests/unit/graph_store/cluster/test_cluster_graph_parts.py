@@ -37,10 +37,10 @@ def written(tmp_path_factory):
     return written_in_four_steps(tmp_path_factory.mktemp("edges") / "index")
 
 
-def graphs_here(directory, manifest, target, settings):
+def graphs_here(directory, manifest, target, settings, chunks):
     """What the graphs' calls do, run here: a parts build as build_graphs takes it."""
     source = (str(directory), manifest.model_dump_json())
-    return build_graphs_in_parts(source, target, settings)
+    return build_graphs_in_parts(chunks or source, target, settings)
 
 
 KG_FILES = (

@@ -30,6 +30,7 @@ from hopgraph.graph_store.graphs.extraction.readings import may_contain
 from hopgraph.graph_store.index.graph_build import GraphTasks
 from hopgraph.graph_store.stores.chunk_table import read_chunks
 from tests.sample_index import written_in_four_steps
+from tests.unit.graph_store.cluster.test_cluster_graph_parts import graphs_here
 from tests.unit.graph_store.cluster.test_cluster_readings import exact_lists, in_ranges
 
 
@@ -87,11 +88,14 @@ def _counting_rereads(monkeypatch):
     return read_again
 
 
+@pytest.mark.parametrize("graphs", ["here", "by calls"])
 def test_an_add_a_delete_and_a_sync_read_by_the_calls_equal_one_process(
-    in_parts, tmp_path, monkeypatch
+    in_parts, tmp_path, monkeypatch, graphs
 ):
+    """The graphs made here from the calls' parts joined, or by the calls from the parts."""
     here, there = _copies(in_parts, tmp_path)
-    by_calls = GraphTasks(reread=reading_updated_by(in_process))
+    parts = graphs_here if graphs == "by calls" else None
+    by_calls = GraphTasks(reread=reading_updated_by(in_process), parts=parts)
     read_again = _counting_rereads(monkeypatch)
     title = _new_title(here)
     new = [
@@ -162,23 +166,38 @@ def test_a_part_left_empty_by_a_delete_stays_a_part(in_parts, tmp_path):
     _same_graphs(here, there)
 
 
-def test_extractions_are_put_in_row_order_and_other_chunks_are_refused(tmp_path):
-    from hopgraph.graph_store.cluster.reading_update import in_order
-    from hopgraph.graph_store.documents.schema import Chunk
+def test_extractions_are_cut_into_parts_of_rows_and_other_chunks_are_refused(tmp_path):
+    from hopgraph.graph_store.cluster.reading_update import in_rows
+    from hopgraph.graph_store.cluster.readings import extracted
     from hopgraph.graph_store.graphs.extraction.base import Extraction
-    from hopgraph.graph_store.graphs.extraction.table import ExtractionTable
-
-    table = ExtractionTable.from_extractions(
-        [Extraction(i, (f"e{i}",), (), ()) for i in ("c", "a", "b")]
+    from hopgraph.graph_store.graphs.extraction.table import (
+        EXTRACTION_PARTS,
+        ExtractionTable,
+        load_extractions,
     )
-    rows = [Chunk(i, i, "", "") for i in ("a", "b", "c")]
-    ordered = in_order(table, rows, tmp_path)
-    assert ordered.ids == ["a", "b", "c"]
-    assert [e.entities for e in ordered.to_extractions()] == [("ea",), ("eb",), ("ec",)]
-    with pytest.raises(IndexStateError, match="not the 3 of the write"):
-        in_order(table, [Chunk(i, i, "", "") for i in ("a", "b", "d")], tmp_path)
-    with pytest.raises(IndexStateError, match="not the 2 of the write"):
-        in_order(table, rows[:2], tmp_path)
+
+    def parts_of(*groups):
+        folder = tmp_path / EXTRACTION_PARTS
+        shutil.rmtree(folder, ignore_errors=True)
+        folder.mkdir()
+        for n, ids in enumerate(groups):
+            table = ExtractionTable.from_extractions([Extraction(i, (f"e{i}",), ()) for i in ids])
+            table.save(folder / extracted(f"part{n}.npz"))
+        return [f"part{n}.npz" for n in range(len(groups))]
+
+    rows = ["a", "b", "c", "d", "e"]
+    in_rows(tmp_path, parts_of(["e", "b"], ["c", "a", "d"]), rows, tmp_path, in_process)
+    got = load_extractions(tmp_path)
+    assert got.ids == rows
+    assert [e.entities for e in got.to_extractions()] == [(f"e{i}",) for i in rows]
+    assert sorted(p.name for p in (tmp_path / EXTRACTION_PARTS).iterdir()) == [
+        "parts.json",
+        *sorted(f"rows-00{r}-extractions{x}" for r in (0, 1) for x in (".json", ".npz")),
+    ]
+    with pytest.raises(IndexStateError, match="not the 5 of the write"):
+        in_rows(tmp_path, parts_of(["e", "b"], ["c", "a", "x"]), rows, tmp_path, in_process)
+    with pytest.raises(IndexStateError, match="not the 5 of the write"):
+        in_rows(tmp_path, parts_of(["e", "b"], ["c", "a"]), rows, tmp_path, in_process)
 
 
 def _counts(path):
