@@ -194,7 +194,7 @@ def in_rows(target: Path, names: Sequence[str], ids: Sequence[str], directory: P
             f"the readings' tasks gave {sum(held)} chunks' extractions, not the {len(ids)} of "
             "the write", graphs_hint(directory),
         )  # fmt: skip
-    digests = run(join_rows, [(str(target), list(names), r) for r in range(parts)])
+    digests = run(join_pieces, [(str(target), list(names), r) for r in range(parts)])
     ranges = list(pairwise(bounds.tolist()))
     if any(ordered_digest(ids[a:b]) != d for (a, b), d in zip(ranges, digests, strict=True)):
         raise IndexStateError(
@@ -248,7 +248,7 @@ def split_part(target: str, name: str, rows: SharedRows, bounds: np.ndarray) -> 
     return len(table.ids)
 
 
-def join_rows(target: str, names: list[str], number: int) -> int:
+def join_pieces(target: str, names: list[str], number: int) -> int:
     """Join the pieces of one part of rows, in row order (a task); return its ids' digest."""
     folder = Path(target) / EXTRACTION_PARTS
     pieces = [folder / f"piece-{name}-{number}.npz" for name in names]
