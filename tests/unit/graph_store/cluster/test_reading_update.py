@@ -156,7 +156,7 @@ def test_a_part_left_empty_by_a_delete_stays_a_part(in_parts, tmp_path):
     with Index.open(here) as idx:
         first_rows = idx.ids[: len(idx.ids) // 3 + 1]  # part 0: the first third of the rows
         docs = sorted({idx.chunks[c].doc_id for c in first_rows})
-    by_calls = GraphTasks(reread=reading_updated_by(in_process))
+    by_calls = GraphTasks(reread=reading_updated_by(in_process), parts=graphs_here)
     for path, tasks in ((here, None), (there, by_calls)):
         delete_documents(path, docs, tasks)
     _same_graphs(here, there)
