@@ -6,9 +6,10 @@ driver's largest step (evals/results/scale/cluster-writes-1m-before.json). A gra
 cluster saves the readings in parts (cluster/readings.py); here tasks bring each part up to
 date and the driver holds none of them:
 
-1. the driver loads the state's counts and keys only (``CorpusReadings.load_counts``) and counts
-   the change's words and titles (``CorpusReadings.shift``): the keys whose links may have
-   changed, and the title index new readings are made against, sent to the tasks once;
+1. a task loads the state's counts and keys (``CorpusReadings.load_counts``), counts the
+   change's words and titles (``CorpusReadings.shift``), saves the state and the title index
+   new readings are made against in the new graph folder, and sends back the keys whose links
+   may have changed: the driver holds none of it;
 2. a task per part drops its rows of removed or replaced chunks, finds its rows that may contain
    a changed key (readings.may_contain, the texts read from the previous generation's chunk
    table), reads those again with the added chunks given to the part (by a hash of their ids),
@@ -16,9 +17,9 @@ date and the driver holds none of them:
    document frequencies by string hash;
 3. the driver checks that the parts held the previous corpus and sums the frequencies;
 4. tasks pick their parts' keywords (cluster/readings.pick_rows, as a build's);
-5. the driver saves the state in parts, and tasks cut the extractions into parts of rows
-   (:func:`in_rows`): what a fresh reading leaves, from which tasks make both graphs
-   (cluster/graph_parts.py), the driver joining none of them.
+5. tasks cut the extractions into parts of rows (:func:`in_rows`): what a fresh reading
+   leaves, from which tasks make both graphs (cluster/graph_parts.py), the driver joining none
+   of them.
 
 The result equals one process's update (tests/unit/graph_store/cluster/test_reading_update.py):
 a chunk's reading depends on the corpus only through the title index, its keywords only through
@@ -44,14 +45,13 @@ from hopgraph.graph_store.graphs.extraction.readings import (
     read_table,
 )
 from hopgraph.graph_store.graphs.extraction.table import EXTRACTION_PARTS, ExtractionTable
-from hopgraph.graph_store.graphs.extraction.title_table import key_hash
+from hopgraph.graph_store.graphs.extraction.title_table import key_hash, read_titles
 from hopgraph.graph_store.index.graph_build import ReadingUpdate
-from hopgraph.graph_store.stores.chunk_table import open_chunks
+from hopgraph.graph_store.stores.chunk_table import chunks_in, open_chunks
 from hopgraph.graph_store.stores.manifest import Manifest, graphs_hint
 
 from .readings import (
     Frequencies,
-    SharedTitles,
     Source,
     extracted,
     frequencies_of,
@@ -90,17 +90,16 @@ def reading_updated_by(run: Map = in_process) -> ReadingUpdate:
         target: Path,
     ) -> bool:
         before, removed, added = change
-        found = CorpusReadings.load_counts(old_dir, before)
-        if found is None:
+        source = (str(directory), previous.model_dump_json())
+        call = (source, str(old_dir), list(removed), list(added), str(target))
+        shifted = run(shift_state, [call])[0]
+        if shifted is None:
             return False
-        state, names = found
-        keys = sorted(state.shift(removed, added))
+        keys, names = shifted
         gone = frozenset(c.id for c in removed) | frozenset(c.id for c in added)
         given = _given(added, len(names))
-        source = (str(directory), previous.model_dump_json())
-        titles = SharedTitles(state.title_index())
         calls = [
-            (source, str(old_dir), name, (gone, keys), titles, part, str(target))
+            (source, str(old_dir), name, (gone, keys), part, str(target))
             for name, part in zip(names, given, strict=True)
         ]
         results = run(update_part, calls)
@@ -111,8 +110,7 @@ def reading_updated_by(run: Map = in_process) -> ReadingUpdate:
         run(pick_rows, [(str(target), name, frequencies, len(chunks)) for name in names])
         for name in names:
             remove_table(target / unpicked(name))
-        state.save(target, names)
-        del state, titles, frequencies
+        del frequencies
         give_back_freed()
         in_rows(target, names, [c.id for c in chunks], directory, run)
         return True
@@ -120,12 +118,31 @@ def reading_updated_by(run: Map = in_process) -> ReadingUpdate:
     return update
 
 
+def shift_state(
+    source: Source, old_dir: str, removed: list[Chunk], added: list[Chunk], target: str
+) -> tuple[list[str], list[str]] | None:
+    """Count a change into the saved state and save it, with its title index (a task).
+
+    ``source``: the previous generation's chunk table (its titles are counted). Returns the
+    keys whose links may have changed and the parts' names; ``None`` when the state is not
+    saved in parts (one process's), which the driver then updates.
+    """
+    directory, manifest_json = source
+    path = Manifest.model_validate_json(manifest_json).path(Path(directory), "chunks")
+    found = CorpusReadings.load_counts(Path(old_dir), chunks_in(path, texts=False))
+    if found is None:
+        return None
+    state, names = found
+    keys = sorted(state.shift(removed, added))
+    state.save(Path(target), names)
+    return keys, names
+
+
 def update_part(
     source: Source,
     old_dir: str,
     name: str,
     change: Change,
-    titles: SharedTitles,
     added: list[Chunk],
     target: str,
 ) -> tuple[int, int, Frequencies]:
@@ -143,7 +160,8 @@ def update_part(
     del texts
     dropped = gone | {c.id for c in stale}
     kept = np.array([i for i, cid in enumerate(table.ids) if cid not in dropped], np.int64)
-    fresh = read_table([*stale, *added], titles.index, table.vocab, fork=False)
+    titles = read_titles(Path(target))  # shift_state saved it
+    fresh = read_table([*stale, *added], titles, table.vocab, fork=False)
     table = ReadingTable.concat([table.take(kept), fresh])
     table.save(Path(target), {}, unpicked(name))
     return (*held, frequencies_of(table))

@@ -7,20 +7,20 @@ table (which every node mounts at the same path), and the driver holds neither t
 the readings (every chunk's word counts: gigabytes at millions of chunks):
 
 1. tasks count their rows' lower-case words, titles and the titles' keys
-   (extraction.readings.corpus_counts);
-2. the driver sums them and gives each key to its title (``CorpusReadings.counted``): the title
-   index every reading is made against, sent to the tasks once;
-3. tasks read their rows against it, each into a table of its own vocabulary saved in the new
-   graph folder (which the nodes share too), and send back its document frequencies by string
+   (extraction.readings.corpus_counts), each into a file in the new graph folder (which the
+   nodes share too);
+2. one task sums them, gives each key to its title (``CorpusReadings.counted``) and saves the
+   extractor's state (its counts and keys, the parts' names) and the title index every reading
+   is made against (extraction.title_table): the driver holds none of it;
+3. tasks read the title index, then their rows against it, each into a table of its own
+   vocabulary saved in the new graph folder, and send back its document frequencies by string
    hash;
 4. the driver sums the frequencies, arrays only (a corpus's keywords are scored with its own),
    sent once;
 5. tasks pick their rows' keywords with them (extraction.keywords: a row's picks depend on the
    corpus only through them and its size), save their table as a part of the extractor's
-   state (reading_table.save_in_parts) and their rows' extractions, only the strings those use;
-6. the driver saves the state (its counts and titles, and the parts' names) and joins the
-   extractions into one vocabulary, reading one part's at a time (holding every part's at once
-   took 500 MB more than the joined table at a million chunks).
+   state (reading_table.save_in_parts) and their rows' extractions, only the strings those use,
+   in parts (``EXTRACTION_PARTS``, where the graphs' tasks read them: cluster/graph_parts.py).
 
 The readings equal one process's (tests/unit/graph_store/cluster/test_cluster_readings.py): a
 chunk's reading depends on the corpus only through the title index, its keywords only through the
@@ -33,17 +33,18 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import json
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from itertools import pairwise
 from pathlib import Path
 from types import ModuleType
 
 import numpy as np
+import orjson
 
 from hopgraph.core.errors import IndexStateError
 from hopgraph.graph_store.documents.schema import Chunk
 from hopgraph.graph_store.graphs.extraction.keywords import document_frequencies, pick_keywords
-from hopgraph.graph_store.graphs.extraction.offline import TitleIndex
 from hopgraph.graph_store.graphs.extraction.reading_table import ReadingTable, part_name, read_part
 from hopgraph.graph_store.graphs.extraction.readings import (
     CorpusCounts,
@@ -56,7 +57,7 @@ from hopgraph.graph_store.graphs.extraction.table import (
     ExtractionTable,
     Vocabulary,
 )
-from hopgraph.graph_store.graphs.extraction.title_table import key_hash
+from hopgraph.graph_store.graphs.extraction.title_table import key_hash, read_titles
 from hopgraph.graph_store.index.graph_build import CorpusReader
 from hopgraph.graph_store.stores.chunk_table import chunks_in
 from hopgraph.graph_store.stores.manifest import Manifest, rebuild_hint, tables_hint
@@ -104,17 +105,17 @@ def read_corpus(
     """
     rows = np.linspace(0, n, parts + 1).astype(int).tolist()
     ranges = [(source, a, b) for a, b in pairwise(rows)]
-    state = CorpusReadings.counted(run(count_rows, ranges))
-    titles = SharedTitles(state.title_index())
     names = [part_name(i) for i in range(len(ranges))]
-    calls = [(*call, titles, str(target), name) for call, name in zip(ranges, names, strict=True)]
+    (target / COUNTS).mkdir()
+    run(count_rows, [(*call, str(target), name) for call, name in zip(ranges, names, strict=True)])
+    run(claim_titles, [(str(target), names)])
+    calls = [(*call, str(target), name) for call, name in zip(ranges, names, strict=True)]
     frequencies = summed(run(read_rows, calls))
     (target / EXTRACTION_PARTS).mkdir()
     digests = run(pick_rows, [(str(target), name, frequencies, n) for name in names])
     for name in names:
         remove_table(target / unpicked(name))
-    state.save(target, names)
-    del state, titles, frequencies
+    del frequencies
     give_back_freed()
     listed = [(extracted(name), a, b) for name, (_, a, b) in zip(names, ranges, strict=True)]
     (target / EXTRACTION_PARTS / "parts.json").write_text(json.dumps(listed), encoding="utf-8")
@@ -141,15 +142,6 @@ def remove_table(path: Path) -> None:
     """Remove a table of arrays (.npz) and its strings (.json)."""
     path.unlink()
     path.with_suffix(".json").unlink()
-
-
-class SharedTitles:
-    """The title index, sent to the object store once for every task (tasks.ray_map)."""
-
-    shared = True
-
-    def __init__(self, index: TitleIndex) -> None:
-        self.index = index
 
 
 class SharedFrequencies:
@@ -208,20 +200,48 @@ def extracted(name: str) -> str:
     return name.replace(".npz", "-extractions.npz")
 
 
-def count_rows(source: Source, start: int, stop: int) -> CorpusCounts:
-    """Count what a first reading needs of chunk rows ``start``–``stop`` (a task)."""
-    return corpus_counts(chunk_rows(source, start, stop))
+COUNTS = "title-counts"
+"""The folder in the new graph folder where the counting tasks leave their counts."""
 
 
-def read_rows(
-    source: Source, start: int, stop: int, titles: SharedTitles, target: str, name: str
-) -> Frequencies:
+def count_rows(source: Source, start: int, stop: int, target: str, name: str) -> None:
+    """Count what a first reading needs of chunk rows ``start``–``stop`` (a task).
+
+    Saved as ``name``'s counts in ``target``'s :data:`COUNTS`, for :func:`claim_titles`.
+    """
+    lower, titles, keys = corpus_counts(chunk_rows(source, start, stop))
+    path = Path(target) / COUNTS / name.replace(".npz", ".json")
+    path.write_bytes(orjson.dumps([dict(lower), dict(titles), keys]))
+
+
+def claim_titles(target: str, names: list[str]) -> None:
+    """Sum the parts' counts, give each key to its title and save the state (a task).
+
+    The state's counts and keys, as a state saved in parts ``names``, and the title index the
+    readings are made against (extraction.title_table), both in ``target``; the counts go.
+    """
+    folder = Path(target) / COUNTS
+    files = [folder / name.replace(".npz", ".json") for name in names]
+    state = CorpusReadings.counted(_counts(path) for path in files)
+    state.save(Path(target), names)
+    for path in files:
+        path.unlink()
+    folder.rmdir()
+
+
+def _counts(path: Path) -> CorpusCounts:
+    lower, titles, keys = orjson.loads(path.read_bytes())
+    return Counter(lower), Counter(titles), keys
+
+
+def read_rows(source: Source, start: int, stop: int, target: str, name: str) -> Frequencies:
     """Read chunk rows ``start``–``stop`` against the title index (a task), none picked.
 
-    Their table is saved as ``name`` (unpicked) in ``target``; returns its frequencies.
+    The index is the one :func:`claim_titles` saved in ``target``. The rows' table is saved as
+    ``name`` (unpicked) in ``target``; returns its frequencies.
     """
     chunks = chunk_rows(source, start, stop)
-    table = read_table(chunks, titles.index, Vocabulary(), fork=False)
+    table = read_table(chunks, read_titles(Path(target)), Vocabulary(), fork=False)
     table.save(Path(target), {}, unpicked(name))
     return frequencies_of(table)
 

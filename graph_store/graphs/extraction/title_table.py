@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from itertools import pairwise
 from pathlib import Path
 
 import numpy as np
@@ -97,6 +98,27 @@ def save_titles(directory: Path, index: TitleIndex) -> None:
     write_table(directory / f"{TITLES}-aliases", aliases, aliases.__getitem__)
     write_table(directory / f"{TITLES}-common", index.common_words, lambda _: "")
     (directory / f"{TITLES}.json").write_text(json.dumps({"longest": index.longest}))
+
+
+def read_titles(directory: Path) -> TitleIndex:
+    """Read the title index saved in ``directory`` into memory (a reading task's lookups).
+
+    :func:`load_titles` maps it for a server's few lookups a question; a reading makes
+    hundreds a chunk, each a dictionary's.
+    """
+    longest = int(json.loads((directory / f"{TITLES}.json").read_text(encoding="utf-8"))["longest"])
+    aliases = dict(_entries(directory / f"{TITLES}-aliases"))
+    common = frozenset(key for key, _ in _entries(directory / f"{TITLES}-common"))
+    return TitleIndex.claimed(aliases, common, longest)
+
+
+def _entries(stem: Path) -> Iterator[tuple[str, str]]:
+    """Yield a table's (key, value) pairs, its blob read whole."""
+    starts = np.load(f"{stem}.starts.npy").tolist()
+    blob = Path(f"{stem}.bin").read_bytes()
+    for at, end in pairwise(starts):
+        key, _, value = blob[at:end].partition(b"\0")
+        yield key.decode("utf-8"), value.decode("utf-8")
 
 
 def load_titles(directory: Path) -> TitleIndex | None:

@@ -27,6 +27,7 @@ from hopgraph.graph_store.cluster.tasks import in_process
 from hopgraph.graph_store.documents.schema import Document
 from hopgraph.graph_store.graphs.extraction.reading_table import saved_parts
 from hopgraph.graph_store.graphs.extraction.readings import may_contain
+from hopgraph.graph_store.graphs.extraction.table import EXTRACTION_PARTS
 from hopgraph.graph_store.index.graph_build import GraphTasks
 from hopgraph.graph_store.stores.chunk_table import read_chunks
 from tests.sample_index import written_in_four_steps
@@ -147,8 +148,11 @@ def test_parts_that_hold_other_chunks_than_the_table_are_refused(in_parts, tmp_p
     with pytest.raises(IndexStateError, match=r"saved readings .* hold other chunks") as err:
         update(in_parts, manifest, old_dir, (chunks[1:], [], []), chunks[1:], tmp_path)
     assert "graph build" in err.value.hint
-    # the first round's tables only: the write's folder, removed with it when it fails
-    assert all("-unpicked." in p.name for p in tmp_path.iterdir())
+    # the state and its title index (saved first) and the first round's tables only: the
+    # write's folder, removed with it when it fails
+    saved = ("-unpicked.", "offline-readings.", "titles")
+    assert all(any(s in p.name for s in saved) for p in tmp_path.iterdir())
+    assert not (tmp_path / EXTRACTION_PARTS).exists()
 
 
 def test_a_part_left_empty_by_a_delete_stays_a_part(in_parts, tmp_path):
