@@ -24,7 +24,8 @@ from hopgraph.graph_store.documents.schema import Chunk
 from hopgraph.graph_store.graphs.extraction.readings import CorpusReadings
 from hopgraph.graph_store.graphs.knowledge_graph import build_knowledge_graph
 from hopgraph.graph_store.graphs.passage_edges import build_passage_graph
-from hopgraph.graph_store.index.graph_build import GraphSettings, graph_counts, passage_counts
+from hopgraph.graph_store.graphs.passage_graph import graph_counts, passage_counts
+from hopgraph.graph_store.index.graph_build import GraphSettings
 from hopgraph.graph_store.index.reader import Index
 from hopgraph.graph_store.index.stored_vectors import read_vectors
 

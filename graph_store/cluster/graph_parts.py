@@ -16,15 +16,23 @@ list nor the triples. The graphs equal one process's
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from hopgraph.graph_store.documents.schema import Chunk
-from hopgraph.graph_store.graphs.edge_parts import RowsIn, edge_counts, emit, group, rows, stitch
+from hopgraph.graph_store.graphs.edge_parts import (
+    RowsIn,
+    edge_counts,
+    emit,
+    group,
+    stitch,
+    sum_rows,
+)
 from hopgraph.graph_store.graphs.extraction.table import (
     EXTRACTION_PARTS,
     ExtractionTable,
@@ -87,7 +95,7 @@ def build_graphs_in_parts(
     scratch.mkdir()
     counts = build_edges(rows, target, parts, settings, run)
     entities, triples = build_knowledge(target, parts, run)
-    scratch.rmdir()
+    shutil.rmtree(scratch)  # every step's inputs, kept until the next step had run
     return counts, entities, triples
 
 
@@ -108,10 +116,12 @@ def build_edges(
         given = [_columns(rows[a:b]) for _, a, b in parts]
     run(emit_rows, [(of, str(target), part, name, bounds, settings)
                     for of, part, name in zip(given, parts, names, strict=True)])  # fmt: skip
+    del given  # the rows' documents and titles: not held through the next steps
     run(group_bucket, [(b, names, bounds, str(scratch), settings) for b in range(len(parts))])
-    found = run(part_rows, [(p, start, stop, n, str(scratch), settings)
+    sources = (names, len(parts))  # a bucket a part
+    found = run(part_rows, [((p, start, stop), n, sources, str(scratch), settings)
                             for p, (_, start, stop) in enumerate(parts)])  # fmt: skip
-    stitch(scratch, len(parts), n, target)
+    stitch(scratch, [nnz for nnz, _ in found], n, target)
     return edge_counts([nnz for nnz, _ in found], sum(degree for _, degree in found), n)
 
 
@@ -127,13 +137,17 @@ def build_knowledge(target: Path, parts: list[Part], run: Map) -> tuple[int, int
     return entities, triples
 
 
-Columns = tuple[list[str], np.ndarray, list[str]]
-"""Chunks' documents, places and titles (what the edges read of them)."""
+class Columns(NamedTuple):
+    """Chunks' documents, places and titles (what the edges read of them)."""
+
+    documents: list[str]
+    positions: np.ndarray
+    titles: list[str]
 
 
 def _columns(chunks: Sequence[Chunk]) -> Columns:
     positions = np.fromiter((c.position for c in chunks), dtype=np.int64, count=len(chunks))
-    return [c.doc_id for c in chunks], positions, [c.title for c in chunks]
+    return Columns([c.doc_id for c in chunks], positions, [c.title for c in chunks])
 
 
 def _part(target: Path, file: str) -> ExtractionTable:
@@ -154,11 +168,12 @@ def emit_rows(
     columns.
     """
     file, start, stop = part
-    if len(rows) == 2:  # a table, not three columns
+    if not isinstance(rows, Columns):  # a table: (folder, manifest)
         rows = _columns(chunk_rows(rows, start, stop, texts=False))
     documents, positions, titles = rows
     lists = Neighbours.load(Path(target) / NEIGHBOURS_FILE)
-    part_lists = Neighbours(lists.rows[start:stop], lists.scores[start:stop])
+    part_lists = Neighbours(lists.rows[start:stop].copy(), lists.scores[start:stop].copy())
+    del lists  # the slices copied: the whole lists go
     table = _part(Path(target), file)
     rows_in = RowsIn(start, table, documents, positions, titles, part_lists)
     emit(rows_in, name, bounds, len(bounds) - 1, Path(target) / SCRATCH, settings)
@@ -172,10 +187,14 @@ def group_bucket(
 
 
 def part_rows(
-    part: int, start: int, stop: int, n: int, scratch: str, settings: PassageGraphSettings
+    part: tuple[int, int, int],
+    n: int,
+    sources: tuple[list[str], int],
+    scratch: str,
+    settings: PassageGraphSettings,
 ) -> tuple[dict[str, int], int]:
-    """Sum one part of rows' pairs into CSR rows (a task); see edge_parts.rows."""
-    return rows(part, start, stop, n, Path(scratch), settings)
+    """Sum one part of rows' pairs into CSR rows (a task); see edge_parts.sum_rows."""
+    return sum_rows(part, n, sources, Path(scratch), settings)
 
 
 def triples_of_part(target: str, file: str, name: str) -> tuple[int, int]:

@@ -45,7 +45,11 @@ from hopgraph.graph_store.graphs.extraction.readings import (
     read_table,
 )
 from hopgraph.graph_store.graphs.extraction.table import EXTRACTION_PARTS, ExtractionTable
-from hopgraph.graph_store.graphs.extraction.title_table import key_hash, read_titles
+from hopgraph.graph_store.graphs.extraction.title_table import (
+    key_hash,
+    read_titles,
+    string_hashes,
+)
 from hopgraph.graph_store.index.graph_build import ReadingUpdate
 from hopgraph.graph_store.stores.chunk_table import chunks_in, open_chunks
 from hopgraph.graph_store.stores.manifest import Manifest, graphs_hint
@@ -59,7 +63,6 @@ from .readings import (
     ordered_digest,
     pick_rows,
     remove_table,
-    string_hashes,
     summed,
     unpicked,
 )
@@ -213,6 +216,12 @@ def in_rows(target: Path, names: Sequence[str], ids: Sequence[str], directory: P
             "the write", graphs_hint(directory),
         )  # fmt: skip
     digests = run(join_pieces, [(str(target), list(names), r) for r in range(parts)])
+    folder = target / EXTRACTION_PARTS  # the tasks' inputs, gone once every task has run
+    for name in names:
+        remove_table(folder / extracted(name))
+        for r in range(parts):
+            remove_table(folder / piece(name, r))
+            (folder / piece(name, r)).with_suffix(".rows.npy").unlink()
     ranges = list(pairwise(bounds.tolist()))
     if any(ordered_digest(ids[a:b]) != d for (a, b), d in zip(ranges, digests, strict=True)):
         raise IndexStateError(
@@ -247,8 +256,8 @@ def row_part(number: int) -> str:
 def split_part(target: str, name: str, rows: SharedRows, bounds: np.ndarray) -> int:
     """Split one part's extractions by the parts of rows of its chunks (a task).
 
-    Each piece is saved in row order with its rows; the part goes. Returns how many rows it
-    held (-1 rows: chunks the write does not hold, which the driver's check refuses).
+    Each piece is saved in row order with its rows. Returns how many rows it held (-1 rows:
+    chunks the write does not hold, which the driver's check refuses).
     """
     folder = Path(target) / EXTRACTION_PARTS
     table = ExtractionTable.load(folder / extracted(name))
@@ -259,22 +268,22 @@ def split_part(target: str, name: str, rows: SharedRows, bounds: np.ndarray) -> 
     for r in range(len(bounds) - 1):
         mine = np.flatnonzero(at == r)
         mine = mine[np.argsort(found[mine], kind="stable")]
-        piece = folder / f"piece-{name}-{r}.npz"
-        table.take(mine).compact().save(piece)
-        np.save(piece.with_suffix(".rows.npy"), found[mine])
-    remove_table(folder / extracted(name))
+        table.take(mine).compact().save(folder / piece(name, r))
+        np.save((folder / piece(name, r)).with_suffix(".rows.npy"), found[mine])
     return len(table.ids)
+
+
+def piece(name: str, number: int) -> str:
+    """Return the file of the rows of part ``name`` that fall in part of rows ``number``."""
+    return f"piece-{Path(name).stem}-{number}.npz"
 
 
 def join_pieces(target: str, names: list[str], number: int) -> int:
     """Join the pieces of one part of rows, in row order (a task); return its ids' digest."""
     folder = Path(target) / EXTRACTION_PARTS
-    pieces = [folder / f"piece-{name}-{number}.npz" for name in names]
+    pieces = [folder / piece(name, number) for name in names]
     rows = np.concatenate([np.load(p.with_suffix(".rows.npy")) for p in pieces])
     joined = ExtractionTable.joined(ExtractionTable.load(p) for p in pieces)
     joined = joined.take(np.argsort(rows, kind="stable")).compact()
-    joined.save(folder / row_part(number))
-    for piece in pieces:
-        remove_table(piece)
-        piece.with_suffix(".rows.npy").unlink()
+    joined.save(folder / row_part(number))  # its inputs stay: the driver removes them
     return ordered_digest(joined.ids)

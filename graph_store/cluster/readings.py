@@ -33,6 +33,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import json
+import shutil
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from itertools import pairwise
@@ -57,7 +58,7 @@ from hopgraph.graph_store.graphs.extraction.table import (
     ExtractionTable,
     Vocabulary,
 )
-from hopgraph.graph_store.graphs.extraction.title_table import key_hash, read_titles
+from hopgraph.graph_store.graphs.extraction.title_table import read_titles, string_hashes
 from hopgraph.graph_store.index.graph_build import CorpusReader
 from hopgraph.graph_store.stores.chunk_table import chunks_in
 from hopgraph.graph_store.stores.manifest import Manifest, rebuild_hint, tables_hint
@@ -109,6 +110,7 @@ def read_corpus(
     (target / COUNTS).mkdir()
     run(count_rows, [(*call, str(target), name) for call, name in zip(ranges, names, strict=True)])
     run(claim_titles, [(str(target), names)])
+    shutil.rmtree(target / COUNTS)  # read: gone (not by the task, which may run again)
     calls = [(*call, str(target), name) for call, name in zip(ranges, names, strict=True)]
     frequencies = summed(run(read_rows, calls))
     (target / EXTRACTION_PARTS).mkdir()
@@ -166,11 +168,6 @@ class SharedFrequencies:
         return entity, word
 
 
-def string_hashes(strings: Sequence[str]) -> np.ndarray:
-    """Return each string's 64-bit hash (the same in every process)."""
-    return np.fromiter((key_hash(s) for s in strings), dtype=np.uint64, count=len(strings))
-
-
 def frequencies_of(table: ReadingTable) -> Frequencies:
     """Return a table's document frequencies by string hash, for the strings its rows hold."""
     entity, word = document_frequencies(table)
@@ -218,15 +215,12 @@ def claim_titles(target: str, names: list[str]) -> None:
     """Sum the parts' counts, give each key to its title and save the state (a task).
 
     The state's counts and keys, as a state saved in parts ``names``, and the title index the
-    readings are made against (extraction.title_table), both in ``target``; the counts go.
+    readings are made against (extraction.title_table), both in ``target``.
     """
     folder = Path(target) / COUNTS
     files = [folder / name.replace(".npz", ".json") for name in names]
     state = CorpusReadings.counted(_counts(path) for path in files)
     state.save(Path(target), names)
-    for path in files:
-        path.unlink()
-    folder.rmdir()
 
 
 def _counts(path: Path) -> CorpusCounts:

@@ -32,13 +32,23 @@ def binary_rows(prefix: str, rows: np.ndarray, cols: np.ndarray, count: int,
     return csr_rows(prefix, cells // columns, cells % columns, np.ones(len(cells)), count)
 
 
-def stitch_csr(path: Path, parts: Sequence[Path], prefix: str, shape: tuple[int, int]) -> int:
-    """Write the matrix whose rows are the parts' in turn into ``path``; return its nnz."""
-    sizes = []
-    for part in parts:
-        with np.load(part) as arrays:
-            sizes.append(len(arrays[f"{prefix}_indices"]))
-    nnz = sum(sizes)
+def stitch_csr(
+    path: Path,
+    parts: Sequence[Path],
+    prefix: str,
+    shape: tuple[int, int],
+    nnz: int | None = None,
+) -> int:
+    """Write the matrix whose rows are the parts' in turn into ``path``; return its nnz.
+
+    ``nnz``: the parts' values in all, when the caller knows it (else counted, a read of each
+    part's indices): the file's header says it before the values follow.
+    """
+    if nnz is None:
+        nnz = 0
+        for part in parts:
+            with np.load(part) as arrays:
+                nnz += len(arrays[f"{prefix}_indices"])
     index = np.int64 if max(*shape, nnz) >= np.iinfo(np.int32).max else np.int32
     with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED, allowZip64=True) as archive:
         _member(archive, "indices", parts, prefix, index, nnz)

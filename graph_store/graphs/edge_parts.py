@@ -2,7 +2,7 @@
 
 :func:`~.passage_edges.build_passage_graph` holds every chunk's extractions and every edge at
 once: the largest part of a graph build's driver at a million chunks. Here the same edges are
-made in three steps of calls (a cluster's tasks: cluster/edges.py), which pass files in a
+made in three steps of calls (a cluster's tasks: cluster/graph_parts.py), which pass files in a
 scratch folder:
 
 1. :func:`emit`, per part of rows (its extractions, in a vocabulary of its own): each item a
@@ -12,7 +12,7 @@ scratch folder:
 2. :func:`group`, per bucket: every item's rows are in one bucket, so its pairs are made there,
    as one process makes them (items in more than ``max_df`` rows make none; a page linked
    from more than ``max_df`` rows gets no links in), each into the part of its first row.
-3. :func:`rows`, per part of rows: its pairs summed into each type's CSR rows (weights as one
+3. :func:`sum_rows`, per part of rows: its pairs summed into each type's CSR rows (weights as one
    process's), and each row's distinct neighbours counted (the graph's mean degree).
 
 :func:`stitch` then writes each type's file by concatenating the parts' rows: what
@@ -34,7 +34,7 @@ import numpy as np
 from .csr_parts import csr_rows, stitch_csr
 from .extraction.offline import token_key
 from .extraction.table import ExtractionTable, Ragged
-from .extraction.title_table import key_hash
+from .extraction.title_table import string_hashes
 from .passage_graph import DIRECTED, EDGE_TYPES, PassageGraphSettings
 from .semantic import Neighbours
 
@@ -57,11 +57,6 @@ class RowsIn:
     neighbours: Neighbours
 
 
-def hashes(strings: Sequence[str]) -> np.ndarray:
-    """Return each string's 64-bit hash (the same in every process)."""
-    return np.fromiter((key_hash(s) for s in strings), dtype=np.uint64, count=len(strings))
-
-
 def emit(
     part: RowsIn,
     name: str,
@@ -75,10 +70,10 @@ def emit(
     ``bounds``: the first row of every part of rows, then the row count.
     """
     table, start = part.table, part.start
-    strings = hashes(part.table.vocab.strings)
+    strings = string_hashes(part.table.vocab.strings)
     rows = start + np.arange(len(table), dtype=np.int64)
     page = _pages(part, strings)
-    documents = hashes(part.documents)
+    documents = string_hashes(part.documents)
     mention_rows = table.entities.row_of_values()
     mentions = strings[table.entities.values].astype(np.uint64)
     other = mentions != page[mention_rows]  # a chunk naming its own page links nowhere by it
@@ -110,7 +105,7 @@ def _pages(part: RowsIn, strings: np.ndarray) -> np.ndarray:
         found[held] = strings[pages[held]]
         return found
     keys = [token_key(t) if t else "" for t in part.titles]
-    found = hashes(keys)
+    found = string_hashes(keys)
     found[[not k for k in keys]] = NO_ITEM
     return found
 
@@ -172,9 +167,7 @@ def group(
     kinds = {kind: (a, b, np.ones(len(a), np.float32)) for kind, (a, b) in ones.items()}
     kinds["link"] = (*link, np.ones(len(link[0]), np.float32))
     kinds[LINK_IN] = (link[1], link[0], np.ones(len(link[0]), np.float32))
-    _route(kinds, bounds, out, f"bucket-{bucket}")
-    for name in names:
-        (out / f"emit-{name}-{bucket}.npz").unlink()
+    _route(kinds, bounds, out, f"bucket-{bucket}")  # its inputs stay: see sum_rows
 
 
 def _groups(item: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -241,12 +234,24 @@ def _links(got: dict[str, np.ndarray], max_df: int) -> tuple[np.ndarray, np.ndar
     return source[kept], target[kept]
 
 
-def rows(
-    part: int, start: int, stop: int, n: int, out: Path, settings: PassageGraphSettings
+def sum_rows(
+    part: tuple[int, int, int],
+    n: int,
+    sources: tuple[Sequence[str], int],
+    out: Path,
+    settings: PassageGraphSettings,
 ) -> tuple[dict[str, int], int]:
-    """Sum a part of rows' pairs into each type's CSR rows (saved); return nnz and degree sum."""
-    sources = sorted(out.glob(f"to-{part}-from-*.npz"))
-    files = [np.load(path) for path in sources]
+    """Sum a part of rows' pairs into each type's CSR rows (saved); return nnz and degree sum.
+
+    ``part``: its number, first row and the row after its last; ``sources``: every part's name,
+    whose semantic pairs :func:`emit` wrote, and the number of buckets :func:`group` made. Its
+    inputs stay (a call run again after its worker died reads them again): the caller removes
+    them.
+    """
+    number, start, stop = part
+    names, buckets = sources
+    files = [f"semantic-{name}" for name in names] + [f"bucket-{b}" for b in range(buckets)]
+    files = [np.load(out / f"to-{number}-from-{source}.npz") for source in files]
     got = {
         key: np.concatenate([f[key] for f in files if key in f.files])
         for key in {k for f in files for k in f.files}
@@ -262,9 +267,7 @@ def rows(
             continue
         arrays |= csr_rows(kind, cells // n - start, cells % n, weight, stop - start)
         nnz[kind] = len(cells)
-    np.savez(out / f"rows-{part}.npz", **arrays)
-    for path in sources:
-        path.unlink()
+    np.savez(out / f"rows-{number}.npz", **arrays)
     union = np.unique(np.concatenate(every))
     return nnz, len(union)
 
@@ -289,20 +292,22 @@ def _summed(
     return cells, np.ones(len(cells), np.float32)
 
 
-def stitch(out: Path, parts: int, n: int, target: Path) -> None:
+def stitch(out: Path, nnz: Sequence[dict[str, int]], n: int, target: Path) -> None:
     """Write each type's ``passages-{kind}.npz`` from the parts' rows, one part at a time.
 
-    The file is what ``PassageGraph.save`` writes (csr_parts.stitch_csr).
+    ``nnz``: each part's values by type, as :func:`sum_rows` returned them. The file is what
+    ``PassageGraph.save`` writes (csr_parts.stitch_csr).
     """
-    files = [out / f"rows-{p}.npz" for p in range(parts)]
+    files = [out / f"rows-{p}.npz" for p in range(len(nnz))]
     for kind in EDGE_TYPES:
-        stitch_csr(target / f"passages-{kind}.npz", files, kind, (n, n))
+        total = sum(part[kind] for part in nnz)
+        stitch_csr(target / f"passages-{kind}.npz", files, kind, (n, n), total)
     for path in files:
         path.unlink()
 
 
 def edge_counts(nnz: Sequence[dict[str, int]], degrees: int, n: int) -> dict[str, object]:
-    """Return the graph's counts as ``graph_build.graph_counts`` gives them (but the KG's)."""
+    """Return the graph's counts as ``passage_graph.passage_counts`` gives them."""
     edges = {k: sum(part[k] for part in nnz) for k in EDGE_TYPES}
     edges = {k: v if k in DIRECTED else v // 2 for k, v in edges.items()}
     return {"chunks": n, "edges": edges, "mean_degree": degrees / n if n else 0.0}

@@ -54,23 +54,54 @@ def _sorted_entities(table: ExtractionTable, spo: np.ndarray) -> np.ndarray:
 def merge_entities(out: Path, names: Sequence[str], counts: Sequence[int], target: Path) -> int:
     """Merge the parts' sorted entities into ``target/entities.json``; return how many.
 
-    Saves each part's entities' places in it (``positions-{name}.npy``).
+    Saves each part's entities' places in it (``positions-{name}.npy``): a part's come in its
+    own order, so each is written as it comes, and no process holds every part's.
     """
-    places = [np.empty(count, dtype=np.int64) for count in counts]
     streams = [_read(out / f"entities-{name}.txt", p) for p, name in enumerate(names)]
+    places = [
+        _Column(out / f"positions-{name}.npy", count)
+        for name, count in zip(names, counts, strict=True)
+    ]
     last, place = None, -1
     with (target / "entities.json").open("wb") as written:
         written.write(b"[")
-        for entity, part, at in heapq.merge(*streams):
+        for entity, part, _ in heapq.merge(*streams):
             if entity != last:
                 place, last = place + 1, entity
                 written.write((b"," if place else b"") + orjson.dumps(entity))
-            places[part][at] = place
+            places[part].append(place)
         written.write(b"]")
-    for name, found in zip(names, places, strict=True):
-        np.save(out / f"positions-{name}.npy", found)
-        (out / f"entities-{name}.txt").unlink()
+    for column in places:
+        column.close()
     return place + 1
+
+
+class _Column:
+    """An int64 .npy file of a known length, written a block of values at a time."""
+
+    BLOCK = 1 << 16
+
+    def __init__(self, path: Path, length: int) -> None:
+        self.path, self.length, self.written, self.block = path, length, 0, []
+        self.handle = path.open("wb")
+        header = {"descr": "<i8", "fortran_order": False, "shape": (length,)}
+        np.lib.format.write_array_header_2_0(self.handle, header)
+
+    def append(self, value: int) -> None:
+        self.block.append(value)
+        if len(self.block) == self.BLOCK:
+            self._flush()
+
+    def _flush(self) -> None:
+        self.handle.write(np.array(self.block, dtype="<i8").tobytes())
+        self.written, self.block = self.written + len(self.block), []
+
+    def close(self) -> None:
+        """Write what is left; a part that gave another count than its file says is an error."""
+        self._flush()
+        self.handle.close()
+        if self.written != self.length:
+            raise ValueError(f"{self.path}: {self.written} places, not {self.length}")
 
 
 def _read(path: Path, part: int) -> Iterator[tuple[str, int, int]]:
@@ -90,8 +121,7 @@ def part_incidence(table: ExtractionTable, out: Path, name: str, entities: int) 
     arrays = binary_rows("triple", np.r_[ends, ends], ends_cols, len(spo), entities)
     mentions, named = chunk_mentions(table, spo, rows)
     arrays |= binary_rows("chunk", mentions, position[named], len(table), entities)
-    np.savez(out / f"kg-rows-{name}.npz", **arrays)
-    (out / f"positions-{name}.npy").unlink()
+    np.savez(out / f"kg-rows-{name}.npz", **arrays)  # its inputs stay: the caller removes them
 
 
 def stitch_graph(

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -273,3 +273,42 @@ def _mapped_member(path: Path, info: zipfile.ZipInfo) -> np.ndarray:
             return data[info.filename.removesuffix(".npy")]
     order = "F" if fortran else "C"
     return np.memmap(path, dtype=dtype, mode="r", offset=offset, shape=shape, order=order)
+
+
+def passage_counts(passage_graph: PassageGraph) -> dict[str, Any]:
+    """Count the passage graph's nodes, its edges by type and its mean degree.
+
+    (graph_store/graphs/edge_parts.py counts a graph made in parts the same.)
+    """
+    edges = {k: passage_graph.edge_count(k) for k in EDGE_TYPES}
+    return {
+        "chunks": len(passage_graph.ids),
+        "edges": edges,
+        "mean_degree": float(passage_graph.degrees().mean()) if passage_graph.ids else 0.0,
+    }
+
+
+def graph_counts(passages: dict[str, Any], entities: int, triples: int) -> dict[str, Any]:
+    """Return the passage graph's counts (:func:`passage_counts`) and the knowledge graph's size."""
+    chunks = max(passages["chunks"], 1)
+    return {**passages, "entities": entities, "triples": triples,
+            "triples_per_chunk": triples / chunks}  # fmt: skip
+
+
+SPARSE_TRIPLES = 0.5
+SPARSE_EDGES = 1.0
+"""Below these triples, or entity and link edges, per chunk the graph methods have little to
+walk (the Wikipedia benchmarks have 5 triples and 10+ such edges per chunk)."""
+
+
+def sparse_reason(counts: dict[str, Any]) -> str | None:
+    """Say why a graph is too sparse for the graph methods to help, or ``None``."""
+    chunks = max(counts["chunks"], 1)
+    edges = (counts["edges"].get("entity", 0) + counts["edges"].get("link", 0)) / chunks
+    if counts["triples_per_chunk"] >= SPARSE_TRIPLES and edges >= SPARSE_EDGES:
+        return None
+    return (
+        f"the graph is sparse ({counts['triples_per_chunk']:.1f} triples and {edges:.1f} "
+        "entity/link edges per chunk): graph methods may rank no better than hybrid here; "
+        "`hopgraph graph build --extractor llm` reads more from each chunk"
+    )

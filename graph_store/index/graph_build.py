@@ -42,9 +42,9 @@ from hopgraph.graph_store.graphs.knowledge_graph import (
 )
 from hopgraph.graph_store.graphs.passage_edges import build_passage_graph
 from hopgraph.graph_store.graphs.passage_graph import (
-    EDGE_TYPES,
-    PassageGraph,
     PassageGraphSettings,
+    graph_counts,
+    passage_counts,
     save_nodes,
 )
 from hopgraph.graph_store.graphs.semantic import (
@@ -202,38 +202,37 @@ def write_graphs(
         old_dir = previous.path(directory, "graph")
     target = gen.folder / GRAPH_DIR
     target.mkdir()
+    by_parts = tasks is not None and tasks.parts is not None
     # a failed write waits for the children (leaving ``with``) before its folder is removed
     with contextlib.ExitStack() as children:
+        semantic: Forked[Neighbours | None] | None = None
         if old_dir is not None:  # a forked child (or tasks) brings the lists up to date meanwhile
             semantic = children.enter_context(
                 _semantic(directory, manifest, old_dir, chunks, settings, target, replaced,
-                          update=tasks.update if tasks else None)
+                          update=tasks.update if tasks else None, keep=not by_parts)
             )  # fmt: skip
         extractions, llm_stats = _extract(
             settings, (directory, previous), old_dir, (before, replaced), chunks, target,
             show_progress, tasks, fresh,
         )  # fmt: skip
         extracted = time.perf_counter()
-        if extractions is None and tasks is not None and tasks.parts is not None:
-            if old_dir is None:  # a fresh search, by the tasks
-                semantic = _semantic(directory, manifest, None, chunks, settings, target,
-                                     search=(tasks.neighbours, previous))  # fmt: skip
+
+        def lists() -> Forked[Neighbours | None]:
+            """Return the update's lists, or a fresh search's (the tasks' finder's), made now."""
+            finder = tasks.neighbours if tasks else None
+            return semantic or _semantic(directory, manifest, None, chunks, settings, target,
+                                         search=(finder, previous), keep=not by_parts)  # fmt: skip
+
+        if extractions is None and by_parts:
+            assert tasks is not None and tasks.parts is not None
             knowledge, passage_counts, kg_sizes = _graphs_by_tasks(
-                (directory, previous), chunks, semantic, settings, target, (tasks.parts, fresh)
+                (directory, previous), chunks, lists(), settings, target, (tasks.parts, fresh)
             )
-        else:
-            if extractions is None:  # left in parts by the readings' calls: joined here
-                extractions = joined_parts(target)
-            save_extractions(target, extractions)
-            # Triples are embedded from the graph in this process; otherwise a forked child
-            # builds and saves it while this one builds the passage graph: two cores, each busy.
-            with _knowledge(chunks, extractions, target, keep=settings.embed_triples) as kg:
-                if old_dir is None:  # a fresh search, here, while the knowledge graph is built
-                    finder = tasks.neighbours if tasks else None
-                    semantic = _semantic(directory, manifest, None, chunks, settings, target,
-                                         search=(finder, previous))  # fmt: skip
-                passage_counts = _passage_graph(chunks, extractions, semantic, settings, target)
-                knowledge, *kg_sizes = kg.result()
+        else:  # left in parts by the readings' calls (no parts build): joined here
+            extractions = joined_parts(target) if extractions is None else extractions
+            knowledge, passage_counts, kg_sizes = _graphs_here(
+                chunks, extractions, lists, settings, target
+            )
     built = time.perf_counter()
     embedded, gone = sync_triples(
         directory, gen, knowledge, manifest, settings.embed_triples, show_progress
@@ -331,8 +330,11 @@ def _semantic(
     replaced: frozenset[str] = frozenset(),
     search: tuple[NeighbourSearch | None, Manifest] | None = None,
     update: NeighbourUpdate | None = None,
-) -> Forked[Neighbours]:
-    """Find and save each chunk's nearest chunks; the result: those lists.
+    keep: bool = True,
+) -> Forked[Neighbours | None]:
+    """Find and save each chunk's nearest chunks; the result: those lists, if ``keep``.
+
+    (A parts build's tasks read them from the saved file: this process then holds none.)
 
     They depend on the vectors only, so when the previous lists are brought up to date a
     forked child does it while this process extracts, or ``update``'s tasks do it here. A
@@ -343,7 +345,7 @@ def _semantic(
     wanted = settings.semantic_k + SPARE_NEIGHBOURS
     scratch = target / "neighbour-search"
 
-    def work() -> Neighbours:
+    def work() -> Neighbours | None:
         finder, committed = search or (None, manifest)
         previous = _previous_lists(old_dir, chunks, wanted, replaced) if old_dir else None
         if previous is not None and update is not None:
@@ -359,7 +361,7 @@ def _semantic(
         if scratch.exists():  # the tasks' files are gone by now: an error if not
             scratch.rmdir()
         found.save(target / NEIGHBOURS_FILE)
-        return found
+        return found if keep else None
 
     in_child = old_dir is not None and update is None
     return Forked("finding the semantic neighbours", work, in_child=in_child)
@@ -386,20 +388,41 @@ def _previous_lists(
 def _passage_graph(
     chunks: Sequence[Chunk],
     extractions: ExtractionTable,
-    semantic: Forked[Neighbours],
+    semantic: Forked[Neighbours | None],
     settings: GraphSettings,
     target: Path,
 ) -> dict[str, Any]:
     """Build and save the passage graph here; return its counts (:func:`passage_counts`)."""
-    graph = build_passage_graph(chunks, extractions, semantic.result(), settings.passage_settings())
+    lists = semantic.result() or Neighbours.load(target / NEIGHBOURS_FILE)  # kept, or saved
+    graph = build_passage_graph(chunks, extractions, lists, settings.passage_settings())
     graph.save(target)
     return passage_counts(graph)
+
+
+def _graphs_here(
+    chunks: Sequence[Chunk],
+    extractions: ExtractionTable,
+    lists: Callable[[], Forked[Neighbours | None]],
+    settings: GraphSettings,
+    target: Path,
+) -> tuple[KnowledgeGraph | None, dict[str, Any], tuple[int, int]]:
+    """Make both graphs in this process from the chunks' extractions (saved here too).
+
+    Triples are embedded from the graph in this process; otherwise a forked child builds and
+    saves it while this one finds the ``lists`` (a fresh search is started here) and builds the
+    passage graph: two cores, each busy. Returns as :func:`_graphs_by_tasks`.
+    """
+    save_extractions(target, extractions)
+    with _knowledge(chunks, extractions, target, keep=settings.embed_triples) as kg:
+        counts = _passage_graph(chunks, extractions, lists(), settings, target)
+        knowledge, entities, triples = kg.result()
+    return knowledge, counts, (entities, triples)
 
 
 def _graphs_by_tasks(
     committed: tuple[Path, Manifest],
     chunks: Sequence[Chunk],
-    semantic: Forked[Neighbours],
+    semantic: Forked[Neighbours | None],
     settings: GraphSettings,
     target: Path,
     parts: tuple[PartsBuild, bool],
@@ -438,42 +461,6 @@ def _knowledge(
         return graph if keep else None, len(graph.entities), len(graph.triples)
 
     return Forked("building the knowledge graph", work, in_child=not keep)
-
-
-def passage_counts(passage_graph: PassageGraph) -> dict[str, Any]:
-    """Count the passage graph's nodes, its edges by type and its mean degree."""
-    edges = {k: passage_graph.edge_count(k) for k in EDGE_TYPES}
-    return {
-        "chunks": len(passage_graph.ids),
-        "edges": edges,
-        "mean_degree": float(passage_graph.degrees().mean()) if passage_graph.ids else 0.0,
-    }
-
-
-def graph_counts(passages: dict[str, Any], entities: int, triples: int) -> dict[str, Any]:
-    """Return the passage graph's counts (:func:`passage_counts`) and the knowledge graph's size."""
-    chunks = max(passages["chunks"], 1)
-    return {**passages, "entities": entities, "triples": triples,
-            "triples_per_chunk": triples / chunks}  # fmt: skip
-
-
-SPARSE_TRIPLES = 0.5
-SPARSE_EDGES = 1.0
-"""Below these triples, or entity and link edges, per chunk the graph methods have little to
-walk (the Wikipedia benchmarks have 5 triples and 10+ such edges per chunk)."""
-
-
-def sparse_reason(counts: dict[str, Any]) -> str | None:
-    """Say why a graph is too sparse for the graph methods to help, or ``None``."""
-    chunks = max(counts["chunks"], 1)
-    edges = (counts["edges"].get("entity", 0) + counts["edges"].get("link", 0)) / chunks
-    if counts["triples_per_chunk"] >= SPARSE_TRIPLES and edges >= SPARSE_EDGES:
-        return None
-    return (
-        f"the graph is sparse ({counts['triples_per_chunk']:.1f} triples and {edges:.1f} "
-        "entity/link edges per chunk): graph methods may rank no better than hybrid here; "
-        "`hopgraph graph build --extractor llm` reads more from each chunk"
-    )
 
 
 def joined_parts(target: Path) -> ExtractionTable:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from itertools import pairwise
 from pathlib import Path
 
@@ -35,6 +35,11 @@ TITLES = "titles"
 def key_hash(key: str) -> int:
     """Return a key's 64-bit hash (the same in every process, unlike ``hash``)."""
     return int.from_bytes(hashlib.blake2b(key.encode("utf-8"), digest_size=8).digest(), "little")
+
+
+def string_hashes(strings: Sequence[str]) -> np.ndarray:
+    """Return each string's :func:`key_hash`, as an array."""
+    return np.fromiter((key_hash(s) for s in strings), dtype=np.uint64, count=len(strings))
 
 
 class StringTable(Mapping[str, str]):

@@ -16,9 +16,9 @@ from pydantic import ValidationError
 from hopgraph.cli.options import index_dir
 from hopgraph.core.errors import InputError
 from hopgraph.graph_store import Index
-from hopgraph.graph_store.graphs.passage_graph import EDGE_TYPES
+from hopgraph.graph_store.graphs.passage_graph import EDGE_TYPES, sparse_reason
 from hopgraph.graph_store.index.build import build_graphs
-from hopgraph.graph_store.index.graph_build import GraphSettings, GraphTasks, sparse_reason
+from hopgraph.graph_store.index.graph_build import GraphSettings, GraphTasks
 from hopgraph.graph_store.index.triple_vectors import embed_triple_vectors
 from hopgraph.graph_store.stores.manifest import read_manifest
 

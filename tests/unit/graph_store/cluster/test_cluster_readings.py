@@ -128,8 +128,9 @@ def test_rows_past_the_end_of_the_table_are_a_clear_error(written):
 def test_frequencies_are_summed_by_string_hash_and_read_back_by_string():
     import numpy as np
 
-    from hopgraph.graph_store.cluster.readings import string_hashes, summed
+    from hopgraph.graph_store.cluster.readings import summed
     from hopgraph.graph_store.graphs.extraction.table import Vocabulary
+    from hopgraph.graph_store.graphs.extraction.title_table import string_hashes
 
     def part(strings, entity, word):
         return string_hashes(strings), np.array(entity), np.array(word)

@@ -145,7 +145,7 @@ def test_wikipedia_quotes_and_placeholders_are_not_code():
 
 
 def test_a_sparse_graph_is_named():
-    from hopgraph.graph_store.index.graph_build import sparse_reason
+    from hopgraph.graph_store.graphs.passage_graph import sparse_reason
 
     dense = {"chunks": 10, "edges": {"entity": 40, "link": 5}, "triples_per_chunk": 2.0}
     assert sparse_reason(dense) is None
