@@ -192,12 +192,12 @@ class Index:
     def extractions(self) -> list[Extraction]:
         """Load the entities, keywords and triples read from each chunk, in chunk order."""
         from hopgraph.graph_store.graphs.extraction import Extraction
-        from hopgraph.graph_store.graphs.extraction.table import extractions_saved
+        from hopgraph.graph_store.graphs.extraction.table import extractions_saved, load_extractions
 
         folder = self._graph_dir()
-        if extractions_saved(folder):
-            return self.extraction_table.to_extractions()
-        with self._graph_file("extraction table"):
+        with self._graph_file("extraction table"):  # read again: not the table's cached arrays
+            if extractions_saved(folder):
+                return load_extractions(folder).to_extractions()
             # graphs built before the extraction table kept one JSON line per chunk
             rows = (folder / "extractions.jsonl").read_text(encoding="utf-8").splitlines()
             return [Extraction.from_dict(json.loads(line)) for line in rows if line]
