@@ -68,6 +68,7 @@ def same_graphs(one: Index, other: Index) -> None:
         (1, GraphSettings()),
         (3, GraphSettings()),
         (5, GraphSettings(max_df=3, keyword_min_shared=1, semantic_min_sim=-1.0)),
+        (2, GraphSettings(embed_triples=True)),  # the graph loaded back for its triples
     ],
 )
 def test_edges_made_by_the_calls_are_one_process_s(written, tmp_path, parts, settings):
@@ -80,6 +81,7 @@ def test_edges_made_by_the_calls_are_one_process_s(written, tmp_path, parts, set
     with Index.open(one) as a, Index.open(calls) as b:
         same_graphs(a, b)
         folder = b.manifest.path(calls, "graph")
+        assert a.manifest.graph["triples_embedded"] == b.manifest.graph["triples_embedded"]
     with Index.open(one) as a:
         theirs = a.manifest.path(one, "graph")
     for name in KG_FILES[:3]:  # the knowledge graph's files are one process's, byte for byte
