@@ -264,10 +264,9 @@ def split_part(target: str, name: str, rows: SharedRows, bounds: np.ndarray) -> 
     found = rows.of(table.ids)
     if (found < 0).any():
         return -len(table.ids)  # summed, never the write's count
-    at = np.searchsorted(bounds, found, side="right") - 1
-    for r in range(len(bounds) - 1):
-        mine = np.flatnonzero(at == r)
-        mine = mine[np.argsort(found[mine], kind="stable")]
+    order = np.argsort(found, kind="stable")  # by row: each part of rows' piece in row order
+    cuts = np.searchsorted(found[order], bounds[1:-1])
+    for r, mine in enumerate(np.split(order, cuts)):
         table.take(mine).compact().save(folder / piece(name, r))
         np.save((folder / piece(name, r)).with_suffix(".rows.npy"), found[mine])
     return len(table.ids)

@@ -85,14 +85,15 @@ def emit(
         "page": (page[titled], rows[titled], documents[titled]),
         "document": (documents, rows, part.positions.astype(np.int64)),
     }
+    split = {kind: _split(arrays, (arrays[0] % np.uint64(buckets)).astype(np.int64), buckets)
+             for kind, arrays in items.items()}  # fmt: skip
     for b in range(buckets):
-        arrays = {}
-        for kind, (item, *values) in items.items():
-            mine = item % np.uint64(buckets) == b
-            arrays[f"{kind}_item"] = item[mine]
-            for j, value in enumerate(values):
-                arrays[f"{kind}_{j}"] = value[mine]
-        np.savez(out / f"emit-{name}-{b}.npz", **arrays)
+        saved = {}
+        for kind, pieces in split.items():
+            item, *values = pieces[b]
+            saved[f"{kind}_item"] = item
+            saved |= {f"{kind}_{j}": value for j, value in enumerate(values)}
+        np.savez(out / f"emit-{name}-{b}.npz", **saved)
     _route({"semantic": _semantic_pairs(part, settings)}, bounds, out, f"semantic-{name}")
 
 
@@ -141,13 +142,25 @@ def _semantic_pairs(part: RowsIn, settings: PassageGraphSettings) -> Pairs:
 def _route(kinds: dict[str, Pairs], bounds: np.ndarray, out: Path, source: str) -> None:
     """Write each kind's pairs into the file of the part of rows holding their source row."""
     parts = len(bounds) - 1
-    at = {kind: np.searchsorted(bounds, pair[0], side="right") - 1 for kind, pair in kinds.items()}
+    split = {kind: _split(pair, np.searchsorted(bounds, pair[0], side="right") - 1, parts)
+             for kind, pair in kinds.items()}  # fmt: skip
     for p in range(parts):
         arrays = {}
-        for kind, (a, b, w) in kinds.items():
-            mine = at[kind] == p
-            arrays |= {f"{kind}_src": a[mine], f"{kind}_dst": b[mine], f"{kind}_weight": w[mine]}
+        for kind, pieces in split.items():
+            a, b, w = pieces[p]
+            arrays |= {f"{kind}_src": a, f"{kind}_dst": b, f"{kind}_weight": w}
         np.savez(out / f"to-{p}-from-{source}.npz", **arrays)
+
+
+def _split(arrays: Sequence[np.ndarray], at: np.ndarray, count: int) -> list[list[np.ndarray]]:
+    """Return, for each of ``count`` places, the values of ``arrays`` whose ``at`` is it.
+
+    One stable sort and a cut, not a scan of every value for each place: a step's time stays
+    linear in its values whatever the number of parts. Order within a place is kept.
+    """
+    order = np.argsort(at, kind="stable")
+    cuts = np.searchsorted(at[order], np.arange(1, count))
+    return [list(group) for group in zip(*(np.split(a[order], cuts) for a in arrays), strict=True)]
 
 
 def group(
