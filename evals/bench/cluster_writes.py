@@ -30,6 +30,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -42,7 +43,7 @@ from hopgraph.graph_store.index.graph_build import NEIGHBOURS_FILE
 
 def child(
     index: Path, write: str, docs: Path, partitions: int, timeline: Path | None = None
-) -> dict[str, float | str]:
+) -> dict[str, Any]:
     """Do one write here (``partitions`` 0: in this process alone); return its figures.
 
     ``timeline``: a folder to write this write's :class:`Timeline` into.
@@ -72,13 +73,14 @@ def child(
             run(GraphTasks(update=update, reread=reread, parts=graphs_on(ray, peaks)))
     else:
         run(None)
-    row: dict[str, float | str] = {"write": write, "documents": len(documents)}
+    row: dict[str, Any] = {"write": write, "documents": len(documents)}
     row |= {"partitions": partitions, "wall_s": time.perf_counter() - started}
     row["driver_peak_rss_mb"] = _own_peak_mb()
     # its own children only (RUSAGE_CHILDREN of the benchmark's process is a running maximum)
     row["children_peak_rss_mb"] = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     if peaks:
         row["task_peak_rss_mb"] = max(peaks.values())
+        row["task_peaks_mb"] = peaks  # by the function a task ran
     if sampled is not None and timeline is not None:
         sampled.save(timeline / f"{write}-{partitions or 'one-process'}.txt")
     return row

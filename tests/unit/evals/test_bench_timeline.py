@@ -2,7 +2,7 @@
 
 import time
 
-from hopgraph.evals.bench.cluster_writes import Timeline
+from hopgraph.evals.bench.cluster_graphs import Timeline
 
 
 def _holding_memory() -> int:
