@@ -35,7 +35,7 @@ import ctypes
 import json
 import shutil
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from itertools import pairwise
 from pathlib import Path
 from types import ModuleType
@@ -132,12 +132,6 @@ def give_back_freed() -> None:
     """
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL("libc.so.6").malloc_trim(0)
-
-
-def part_extractions(target: Path, names: Sequence[str]) -> Iterator[ExtractionTable]:
-    """Yield the extractions of each part, one at a time (:func:`pick_rows` saved them)."""
-    for name in names:
-        yield ExtractionTable.load(target / EXTRACTION_PARTS / extracted(name))
 
 
 def remove_table(path: Path) -> None:
