@@ -118,14 +118,18 @@ def with_join(vectors: np.ndarray, k: int, partitions: int, probes: int) -> np.n
     graph_store/cluster/neighbours.py, its calls run in this process one after the other; the
     rows cut into ``partitions`` segments as a cluster's build writes them.
     """
-    from hopgraph.graph_store.cluster.neighbours import find_lists
+    from hopgraph.graph_store.cluster.neighbours import search_lists
+    from hopgraph.graph_store.graphs.semantic import Neighbours
     from hopgraph.graph_store.stores.vector_search import SearchSegment, VectorSearch
 
     bounds = np.linspace(0, len(vectors), partitions + 1).astype(int)
     segments = [SearchSegment(vectors[a:b], np.arange(a, b), None)
                 for a, b in itertools.pairwise(bounds)]  # fmt: skip
     search = VectorSearch(segments, len(vectors))
-    return find_lists(search, len(vectors), k, True, partitions, probes=probes).rows
+    with tempfile.TemporaryDirectory(prefix="hopgraph-ann-") as folder:
+        to = Path(folder) / "lists.npz"
+        search_lists(search, len(vectors), k, True, partitions, to, probes=probes)
+        return Neighbours.load(to).rows
 
 
 def others(found: np.ndarray, k: int) -> np.ndarray:

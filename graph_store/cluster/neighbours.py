@@ -10,7 +10,7 @@ segments memory-mapped from the index folder (which every node mounts at the sam
   process's exact search does: the same lists (a tie at a list's end may keep another of the
   tied chunks);
 - **approximate** (``ann``, or ``auto`` from ``ANN_FROM``): an IVF join, then NN-descent's
-  local join. The driver trains k-means centroids (one per :data:`LIST_ROWS` rows) on a sample;
+  local join. A task trains k-means centroids (one per :data:`LIST_ROWS` rows) on a sample;
   tasks assign every row to its nearest centroid (ranges of rows); then each task takes a range
   of rows in list order (alike rows together) and scores each row against the rows of its
   :data:`PROBES` nearest lists, a list read once for all the rows that probe it (one matrix
@@ -18,15 +18,16 @@ segments memory-mapped from the index folder (which every node mounts at the sam
   Every cosine is exact; what the search can miss is a neighbour it never scored: ``python -m
   hopgraph.evals.bench.ann --libraries nndescent,ivf-join`` measures both against exact lists.
   A departure from one process's NN-descent, whose rounds over the whole matrix do not cut
-  into tasks: more work in all, none of it needing the whole matrix in one process.
+  into tasks.
 
 A task holds its rows' vectors and one list's candidates at a time: its memory grows with its
 share of the rows, not the corpus. Mapped pages it reads would count in its RSS too (the page
 cache's, reclaimable, but a peak all the same): the exact search and the assignment read the
 table in order and let go of the pages as they go (VectorSearch.release_pages); the k-means
 sample, the IVF join and the local join read rows all over it, so they read them from the
-files without mapping them (VectorSearch.read). The driver holds the centroids, each row's list
-number and the lists found.
+files without mapping them (VectorSearch.read). Tasks hand their work over in files, which a
+task puts together (:func:`gather_lists`): the driver holds the centroids and file names only,
+whatever the corpus.
 """
 
 from __future__ import annotations
@@ -88,72 +89,65 @@ def neighbours_on(
     run = ray_map(ray, peaks)
 
     def search(
-        directory: Path,
-        manifest: Manifest,
-        chunks: Sequence[Chunk],
-        m: int,
-        mode: str,
-        scratch: Path,
-    ) -> Neighbours:
-        n, parts = len(chunks), task_count(ray, partitions, len(chunks))
-        source = (str(directory), manifest.model_dump_json())
-        return find_lists(source, n, m, approximate(mode, n), parts, run, scratch=scratch)
+        directory: Path, manifest: Manifest, n: int, m: int, mode: str, scratch: Path, to: Path
+    ) -> None:
+        parts, source = task_count(ray, partitions, n), (str(directory), manifest.model_dump_json())
+        search_lists(source, n, m, approximate(mode, n), parts, to, run, scratch=scratch)
 
     return search
 
 
-def find_lists(
+def search_lists(
     source: Source,
     n: int,
     m: int,
     joined: bool,
     parts: int,
+    to: Path,
     run: Map = in_process,
     probes: int = PROBES,
     scratch: Path | None = None,
-) -> Neighbours:
-    """Return the ``m``-wide lists of the ``n`` chunk rows, found by ``parts`` calls a step.
+) -> None:
+    """Write the ``m``-wide lists of the ``n`` chunk rows to ``to``, by ``parts`` calls a step.
 
-    ``joined``: by the IVF join and the local join (see the module doc), else exactly. The
-    joins' calls read the lists and write what they find as files in ``scratch`` (a folder every
-    node mounts; default: a temporary one), not through the object store: at 3M rows the lists
-    alone are 360 MB of a 512 MB store, and every array the driver reads from the store stays
-    in its RSS as mapped shared memory.
+    ``joined``: by the IVF join and the local join (see the module doc), else exactly. Calls
+    hand everything over as files in ``scratch`` (a folder every node mounts; default: a
+    temporary one), not through this process or the object store (an array read from it stays
+    in the reader's RSS): this one holds file names and the centroids. A step's files go once
+    the next has run.
     """
-    out = Neighbours(np.full((n, m), -1, np.int64), np.full((n, m), -np.inf, np.float32))
-    if min(m, n - 1) <= 0:
-        return out
-    rows = np.linspace(0, n, parts + 1).astype(int)
-    if not joined:
-        for (a, b), (found, scores) in zip(
-            pairwise(rows), run(exact_lists, [(source, a, b, m) for a, b in pairwise(rows)]),
-            strict=True,
-        ):  # fmt: skip
-            out.rows[a:b], out.scores[a:b] = found, scores
-        return out
-    # opened for the sample alone: the driver does not keep a task's cached search
-    centroids = train_centroids(
-        source if isinstance(source, VectorSearch) else _opened.__wrapped__(*source), n
-    )
-    labels = np.concatenate(run(assign, [(source, a, b, centroids) for a, b in pairwise(rows)]))
-    order = np.argsort(labels, kind="stable")
-    starts = np.searchsorted(labels[order], np.arange(len(centroids) + 1))
-    # tasks take rows in list order: alike rows together, so each reads fewer lists
-    slices = [order[a:b] for a, b in pairwise(rows)]
+    ranges = list(pairwise(np.linspace(0, n, parts + 1).astype(int).tolist()))
     with _scratch(scratch) as folder:
-        found = [str(folder / f"joined-{i}.npz") for i in range(len(slices))]
-        run(join_rows, [(source, mine, order, starts, centroids, m, probes, to)
-                        for mine, to in zip(slices, found, strict=True)])  # fmt: skip
-        _take(out, slices, found)
+        found = [str(folder / f"found-{i}.npz") for i in range(len(ranges))]
+        if min(m, n - 1) <= 0:  # nobody has a neighbour
+            run(gather_lists, [([], "", [], n, m, str(to))])
+            return
+        if not joined:
+            run(exact_lists, [(source, a, b, m, at)
+                              for (a, b), at in zip(ranges, found, strict=True)])  # fmt: skip
+            run(gather_lists, [(found, "", ranges, n, m, str(to))])
+            _removed(found)
+            return
+        [centroids] = run(train_centroids, [(source, n)])
+        labels = [str(folder / f"labels-{i}.npy") for i in range(len(ranges))]
+        run(assign, [(source, a, b, centroids, at)
+                     for (a, b), at in zip(ranges, labels, strict=True)])  # fmt: skip
+        order = str(folder / "order.npz")
+        run(order_rows, [(labels, len(centroids), order)])
+        _removed(labels)
+        # calls take rows in list order: alike rows together, so each reads fewer lists
+        run(join_rows, [(source, order, a, b, centroids, m, probes, at)
+                        for (a, b), at in zip(ranges, found, strict=True)])  # fmt: skip
         for round_ in range(REFINE_ROUNDS):
-            lists = folder / f"lists-{round_}.npy"
-            np.save(lists, out.rows.astype(np.int32))
-            found = [str(folder / f"refined-{round_}-{i}.npz") for i in range(len(slices))]
-            run(refine_rows, [(source, mine, str(lists), m, to)
-                              for mine, to in zip(slices, found, strict=True)])  # fmt: skip
-            _take(out, slices, found)
-            lists.unlink()
-    return out
+            lists = str(folder / f"lists-{round_}.npy")
+            run(gather_lists, [(found, order, ranges, n, m, lists)])
+            _removed(found)
+            found = [str(folder / f"refined-{round_}-{i}.npz") for i in range(len(ranges))]
+            run(refine_rows, [(source, order, a, b, lists, m, at)
+                              for (a, b), at in zip(ranges, found, strict=True)])  # fmt: skip
+            Path(lists).unlink()
+        run(gather_lists, [(found, order, ranges, n, m, str(to))])
+        _removed([*found, order])
 
 
 def updated_on(
@@ -283,12 +277,45 @@ def _scratch(folder: Path | None) -> Iterator[Path]:
         yield Path(temporary)
 
 
-def _take(out: Neighbours, slices: Sequence[np.ndarray], files: Sequence[str]) -> None:
-    """Put what each call found for its rows into ``out``; remove the calls' files."""
-    for mine, name in zip(slices, files, strict=True):
-        with np.load(name) as found:
-            out.rows[mine], out.scores[mine] = found["rows"], found["scores"]
+def _removed(files: Sequence[str]) -> None:  # once the next step ran: a retry finds them
+    for name in files:
         Path(name).unlink()
+
+
+def gather_lists(
+    files: Sequence[str], order: str, ranges: Sequence[tuple[int, int]], n: int, m: int, to: str
+) -> None:
+    """Put the calls' lists together in row order and write them to ``to`` (a call).
+
+    File ``i`` holds the lists of rows ``ranges[i]``, or of those places in the ``order`` file
+    (:func:`order_rows`). ``to``: a ``.npy`` of the rows alone (int32, what :func:`refine_rows`
+    maps), else ``Neighbours.save``'s file. This call holds every list: 180 MB a million rows.
+    """
+    rows = np.full((n, m), -1, np.int64)
+    scores = np.full((n, m), -np.inf, np.float32)
+    by_list = _order(order)[0] if order else None
+    for (a, b), name in zip(ranges, files, strict=True):
+        mine = by_list[a:b] if by_list is not None else slice(a, b)
+        with np.load(name) as found:
+            rows[mine], scores[mine] = found["rows"], found["scores"]
+    if to.endswith(".npy"):
+        np.save(to, rows.astype(np.int32))
+    else:
+        Neighbours(rows, scores).save(Path(to))
+
+
+def order_rows(labels: Sequence[str], lists: int, to: str) -> None:
+    """Write every chunk row by IVF list and where each list starts (a call; see :func:`_order`)."""
+    found = np.concatenate([np.load(name) for name in labels])
+    order = np.argsort(found, kind="stable")
+    starts = np.searchsorted(found[order], np.arange(lists + 1))
+    with open(to, "wb") as file:  # np.savez would add ".npz" to a name without it
+        np.savez(file, order=order.astype(np.int32), starts=starts.astype(np.int64))
+
+
+def _order(name: str) -> tuple[np.ndarray, np.ndarray]:  # the rows by list, int64; list starts
+    with np.load(name) as saved:
+        return saved["order"].astype(np.int64), saved["starts"]
 
 
 def _put(to: str, rows: np.ndarray, scores: np.ndarray) -> None:
@@ -297,8 +324,8 @@ def _put(to: str, rows: np.ndarray, scores: np.ndarray) -> None:
         np.savez(file, rows=rows.astype(np.int32), scores=scores)
 
 
-def exact_lists(source: Source, start: int, stop: int, m: int) -> tuple[np.ndarray, np.ndarray]:
-    """Return the exact lists of chunk rows ``start``–``stop`` (a call of :func:`find_lists`)."""
+def exact_lists(source: Source, start: int, stop: int, m: int, to: str) -> None:
+    """Write the exact lists of chunk rows ``start``–``stop`` to ``to`` (a call)."""
     search = _open(source)
     found = min(m, search.chunks - 1)
     rows = np.full((stop - start, m), -1, dtype=np.int64)
@@ -309,13 +336,14 @@ def exact_lists(source: Source, start: int, stop: int, m: int) -> tuple[np.ndarr
         parts = [p for seg in search.segments for p in _scored_whole(seg, queries, block, found)]
         rows[block - start, :found], scores[block - start, :found] = _merge(parts, found)
         search.release_pages()
-    return rows, scores
+    _put(to, rows, scores)
 
 
-def train_centroids(search: VectorSearch, n: int) -> np.ndarray:
+def train_centroids(source: Source, n: int) -> np.ndarray:
     """Return unit k-means centroids, one per :data:`LIST_ROWS` rows, from a sample (seeded)."""
     import faiss
 
+    search = _open(source)
     lists = max(1, round(n / LIST_ROWS))
     sample = np.sort(np.random.default_rng(0).choice(n, min(n, lists * TRAIN_PER_LIST),
                                                      replace=False))  # fmt: skip
@@ -328,8 +356,8 @@ def train_centroids(search: VectorSearch, n: int) -> np.ndarray:
     return np.ascontiguousarray(kmeans.centroids, dtype=np.float32)
 
 
-def assign(source: Source, start: int, stop: int, centroids: np.ndarray) -> np.ndarray:
-    """Return the nearest centroid of each chunk row ``start``–``stop``."""
+def assign(source: Source, start: int, stop: int, centroids: np.ndarray, to: str) -> None:
+    """Write the nearest centroid of each chunk row ``start``–``stop`` to ``to`` (a call)."""
     search = _open(source)
     out = np.empty(stop - start, dtype=np.int32)
     step = _rows_per_block(len(centroids))
@@ -337,7 +365,7 @@ def assign(source: Source, start: int, stop: int, centroids: np.ndarray) -> np.n
         block = np.arange(at, min(at + step, stop))
         out[block - start] = np.argmax(search.matrix(block) @ centroids.T, axis=1)
         search.release_pages()
-    return out
+    np.save(to, out)
 
 
 def _rows_per_block(columns: int) -> int:
@@ -347,20 +375,22 @@ def _rows_per_block(columns: int) -> int:
 
 def join_rows(
     source: Source,
-    rows: np.ndarray,
-    order: np.ndarray,
-    starts: np.ndarray,
+    listed: str,
+    start: int,
+    stop: int,
     centroids: np.ndarray,
     m: int,
     probes: int,
     to: str,
 ) -> None:
-    """Find the lists (rows, cosines) of chunk ``rows`` in each one's nearest lists; write them.
+    """Find the lists of rows (``listed``'s places ``start``–``stop``) in their nearest lists.
 
-    ``order``: every chunk row by IVF list, list ``i`` at ``starts[i]``–``starts[i + 1]``. Each
-    of ``rows`` reads its ``probes`` lists nearest by centroid; a list is read once for all the
-    rows that probe it, by one matrix product. The lists go to the file ``to``.
+    ``listed``: every chunk row by IVF list (:func:`order_rows`). Each row reads its ``probes``
+    lists nearest by centroid; a list is read once for all the rows that probe it, by one
+    matrix product. The lists (rows, cosines) go to the file ``to``.
     """
+    order, starts = _order(listed)
+    rows = order[start:stop]
     search = _open(source)
     queries = search.read(rows)
     wide, step = min(probes, len(centroids)), _rows_per_block(len(centroids))
@@ -386,13 +416,16 @@ def join_rows(
     _put(to, found, scores)
 
 
-def refine_rows(source: Source, rows: np.ndarray, listed_in: str, m: int, to: str) -> None:
-    """Find better lists of ``rows``: the best of their listed chunks and those chunks' lists.
+def refine_rows(
+    source: Source, listed: str, start: int, stop: int, listed_in: str, m: int, to: str
+) -> None:
+    """Find better lists of rows (``listed``'s places ``start``–``stop``) in their lists' lists.
 
-    One round of NN-descent's local join (a neighbour's neighbour is likely a neighbour),
-    every candidate scored exactly. The lists are read from the file ``listed_in`` (every
-    row's, int32; memory-mapped) and the better ones written to the file ``to``.
+    One round of NN-descent's local join (a neighbour's neighbour is likely a neighbour), every
+    candidate scored exactly. The lists are read from the file ``listed_in`` (every row's,
+    int32; memory-mapped) and the better ones written to the file ``to``.
     """
+    rows = _order(listed)[0][start:stop]
     lists = np.load(listed_in, mmap_mode="r")
     search = _open(source)
     found = np.full((len(rows), m), -1, dtype=np.int64)

@@ -13,9 +13,9 @@ date and the driver holds none of them:
 2. a task per part drops its rows of removed or replaced chunks, finds its rows that may contain
    a changed key (readings.may_contain, the texts read from the previous generation's chunk
    table), reads those again with the added chunks given to the part (by a hash of their ids),
-   saves the part unpicked and sends back its rows' count and digest before the change and its
-   document frequencies by string hash;
-3. the driver checks that the parts held the previous corpus and sums the frequencies;
+   saves the part unpicked with its document frequencies by string hash, and sends back its
+   rows' count and digest before the change;
+3. the driver checks that the parts held the previous corpus; a task sums the frequencies;
 4. tasks pick their parts' keywords (cluster/readings.pick_rows, as a build's);
 5. tasks cut the extractions into parts of rows (:func:`in_rows`): what a fresh reading
    leaves, from which tasks make both graphs (cluster/graph_parts.py), the driver joining none
@@ -29,6 +29,7 @@ the document frequencies and the corpus's size.
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Sequence
 from itertools import pairwise
 from pathlib import Path
@@ -55,15 +56,15 @@ from hopgraph.graph_store.stores.chunk_table import chunks_in, open_chunks
 from hopgraph.graph_store.stores.manifest import Manifest, graphs_hint
 
 from .readings import (
-    Frequencies,
+    FREQUENCIES,
     Source,
     extracted,
     frequencies_of,
-    give_back_freed,
     ordered_digest,
     pick_rows,
     remove_table,
-    summed,
+    save_frequencies,
+    sum_frequencies_of,
     unpicked,
 )
 from .tasks import Map, Peaks, in_process, ray_map
@@ -105,16 +106,14 @@ def reading_updated_by(run: Map = in_process) -> ReadingUpdate:
             (source, str(old_dir), name, (gone, keys), part, str(target))
             for name, part in zip(names, given, strict=True)
         ]
-        results = run(update_part, calls)
-        _check_parts(directory, before, [(rows, digest) for rows, digest, _ in results])
-        frequencies = summed([part for _, _, part in results])
-        del results
+        (target / FREQUENCIES).mkdir()
+        _check_parts(directory, before, run(update_part, calls))
+        frequencies = sum_frequencies_of(names, target, run)
         (target / EXTRACTION_PARTS).mkdir()
         run(pick_rows, [(str(target), name, frequencies, len(chunks)) for name in names])
         for name in names:
             remove_table(target / unpicked(name))
-        del frequencies
-        give_back_freed()
+        shutil.rmtree(target / FREQUENCIES)
         in_rows(target, names, [c.id for c in chunks], directory, run)
         return True
 
@@ -148,11 +147,11 @@ def update_part(
     change: Change,
     added: list[Chunk],
     target: str,
-) -> tuple[int, int, Frequencies]:
+) -> tuple[int, int]:
     """Bring one part of the saved readings up to date (a task; see the module doc).
 
-    Saves it unpicked as ``name`` in ``target``; returns its rows' count and digest before the
-    change and its document frequencies by string hash.
+    Saves it unpicked as ``name`` in ``target``, its document frequencies by string hash beside
+    it (readings.save_frequencies); returns its rows' count and digest before the change.
     """
     gone, keys = change
     table = read_part(Path(old_dir), name)
@@ -167,7 +166,8 @@ def update_part(
     fresh = read_table([*stale, *added], titles, table.vocab, fork=False)
     table = ReadingTable.concat([table.take(kept), fresh])
     table.save(Path(target), {}, unpicked(name))
-    return (*held, frequencies_of(table))
+    save_frequencies(frequencies_of(table), Path(target), name)
+    return held
 
 
 def _given(added: Sequence[Chunk], parts: int) -> list[list[Chunk]]:

@@ -3,8 +3,9 @@
 One process reads every chunk (a quarter of a millisecond each, on forked workers that inherit
 the whole corpus) and holds the chunks with their texts and the readings at once: 3.7 GB at a
 million chunks. Here tasks share the work, each reading a range of rows of the committed chunk
-table (which every node mounts at the same path), and the driver holds neither the texts nor
-the readings (every chunk's word counts: gigabytes at millions of chunks):
+table (which every node mounts at the same path), and the driver holds neither the chunks nor
+the readings (every chunk's word counts: gigabytes at millions of chunks) nor their sums:
+whatever the corpus, it holds names of files.
 
 1. tasks count their rows' lower-case words, titles and the titles' keys
    (extraction.readings.corpus_counts), each into a file in the new graph folder (which the
@@ -13,10 +14,9 @@ the readings (every chunk's word counts: gigabytes at millions of chunks):
    extractor's state (its counts and keys, the parts' names) and the title index every reading
    is made against (extraction.title_table): the driver holds none of it;
 3. tasks read the title index, then their rows against it, each into a table of its own
-   vocabulary saved in the new graph folder, and send back its document frequencies by string
-   hash;
-4. the driver sums the frequencies, arrays only (a corpus's keywords are scored with its own),
-   sent once;
+   vocabulary saved in the new graph folder, beside its document frequencies by string hash;
+4. one task sums the frequencies, arrays only (a corpus's keywords are scored with its own),
+   into one file;
 5. tasks pick their rows' keywords with them (extraction.keywords: a row's picks depend on the
    corpus only through them and its size), save their table as a part of the extractor's
    state (reading_table.save_in_parts) and their rows' extractions, only the strings those use,
@@ -30,12 +30,11 @@ again.
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
+import itertools
 import json
 import shutil
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from itertools import pairwise
 from pathlib import Path
 from types import ModuleType
@@ -60,7 +59,7 @@ from hopgraph.graph_store.graphs.extraction.table import (
 )
 from hopgraph.graph_store.graphs.extraction.title_table import read_titles, string_hashes
 from hopgraph.graph_store.index.graph_build import CorpusReader
-from hopgraph.graph_store.stores.chunk_table import chunks_in
+from hopgraph.graph_store.stores.chunk_table import chunks_in, scan_ids
 from hopgraph.graph_store.stores.manifest import Manifest, rebuild_hint, tables_hint
 
 from .tasks import Map, Peaks, in_process, ray_map, task_count
@@ -69,8 +68,12 @@ Source = tuple[str, str]
 """The chunk table a call reads: (index folder, the committed manifest as JSON)."""
 Frequencies = tuple[np.ndarray, np.ndarray, np.ndarray]
 """Strings by their 64-bit hashes (title_table.key_hash) and, for each, the rows holding it as
-an entity and as a word: the driver sums arrays, never the strings (a million entities' strings
+an entity and as a word: a task sums arrays, never the strings (a million entities' strings
 and their vocabulary were 200 MB of a write's driver)."""
+FREQUENCIES = "frequencies"
+"""The folder in the new graph folder where the reading tasks leave their frequencies, and one
+task their sum (:data:`SUMMED`)."""
+SUMMED = "summed.npz"
 
 
 def readings_on(
@@ -82,11 +85,11 @@ def readings_on(
     """
     run = ray_map(ray, peaks)
 
-    def read(directory: Path, manifest: Manifest, chunks: Sequence[Chunk], target: Path) -> None:
-        n, source = len(chunks), (str(directory), manifest.model_dump_json())
+    def read(directory: Path, manifest: Manifest, n: int, target: Path) -> None:
+        source = (str(directory), manifest.model_dump_json())
         read = read_corpus(source, n, task_count(ray, partitions, n), target, run)
-        ids = [c.id for c in chunks]
-        if any(ordered_digest(ids[a:b]) != found for a, b, found in read):
+        ids = scan_ids(manifest.path(directory, "chunks"))  # streamed: none held
+        if any(ordered_digest(itertools.islice(ids, b - a)) != found for a, b, found in read):
             raise IndexStateError(
                 f"the tasks read other chunks than {directory}'s committed table holds",
                 rebuild_hint(directory),
@@ -112,26 +115,17 @@ def read_corpus(
     run(claim_titles, [(str(target), names)])
     shutil.rmtree(target / COUNTS)  # read: gone (not by the task, which may run again)
     calls = [(*call, str(target), name) for call, name in zip(ranges, names, strict=True)]
-    frequencies = summed(run(read_rows, calls))
+    (target / FREQUENCIES).mkdir()
+    run(read_rows, calls)
+    frequencies = sum_frequencies_of(names, target, run)
     (target / EXTRACTION_PARTS).mkdir()
     digests = run(pick_rows, [(str(target), name, frequencies, n) for name in names])
     for name in names:
         remove_table(target / unpicked(name))
-    del frequencies
-    give_back_freed()
+    shutil.rmtree(target / FREQUENCIES)
     listed = [(extracted(name), a, b) for name, (_, a, b) in zip(names, ranges, strict=True)]
     (target / EXTRACTION_PARTS / "parts.json").write_text(json.dumps(listed), encoding="utf-8")
     return [(a, b, found) for (_, a, b), found in zip(ranges, digests, strict=True)]
-
-
-def give_back_freed() -> None:
-    """Hand the heap's free pages back to the system (glibc's ``malloc_trim``).
-
-    The counts and frequencies summed here are gone, but their pages stayed in the driver's
-    RSS: 108 MB at a million chunks. Elsewhere than glibc there is nothing to do.
-    """
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
 
 
 def remove_table(path: Path) -> None:
@@ -141,16 +135,25 @@ def remove_table(path: Path) -> None:
 
 
 class SharedFrequencies:
-    """The corpus's document frequencies by string hash, sent once for every task (tasks.ray_map).
+    """The corpus's document frequencies by string hash, summed and saved by a task.
 
     Two strings of one hash would have their frequencies summed: with 64-bit hashes, less than
     one chance in a million at five million strings.
     """
 
-    shared = True
-
     def __init__(self, hashes: np.ndarray, entity: np.ndarray, word: np.ndarray) -> None:
         self.hashes, self.entity, self.word = hashes, entity, word  # hashes sorted
+
+    def save(self, path: Path) -> None:
+        """Write the three arrays into one .npz at ``path``."""
+        with path.open("wb") as file:  # np.savez would add ".npz" to a name without it
+            np.savez(file, hashes=self.hashes, entity=self.entity, word=self.word)
+
+    @classmethod
+    def load(cls, path: Path) -> SharedFrequencies:
+        """Read what :meth:`save` wrote."""
+        with np.load(path) as saved:
+            return cls(saved["hashes"], saved["entity"], saved["word"])
 
     def of(self, vocab: Vocabulary) -> tuple[np.ndarray, np.ndarray]:
         """Return the frequencies of each id of ``vocab`` (0 for a string no row holds)."""
@@ -168,6 +171,33 @@ def frequencies_of(table: ReadingTable) -> Frequencies:
     held = np.flatnonzero((entity > 0) | (word > 0))
     strings = table.vocab.strings
     return string_hashes([strings[i] for i in held.tolist()]), entity[held], word[held]
+
+
+def save_frequencies(frequencies: Frequencies, target: Path, name: str) -> None:
+    """Save one part's frequencies as ``name``'s in ``target``'s :data:`FREQUENCIES`."""
+    SharedFrequencies(*frequencies).save(_frequencies_file(target, name))
+
+
+def _frequencies_file(target: Path, name: str) -> Path:
+    return target / FREQUENCIES / name
+
+
+def sum_frequencies_of(names: Sequence[str], target: Path, run: Map) -> str:
+    """Have one task sum the parts' saved frequencies; return the file of the sum."""
+    files = [str(_frequencies_file(target, name)) for name in names]
+    summed_file = str(_frequencies_file(target, SUMMED))
+    run(sum_frequencies, [(files, summed_file)])
+    return summed_file
+
+
+def sum_frequencies(files: list[str], to: str) -> None:
+    """Sum the frequencies saved in ``files`` and save them to ``to`` (a task)."""
+    summed([_loaded(name) for name in files]).save(Path(to))
+
+
+def _loaded(name: str) -> Frequencies:
+    found = SharedFrequencies.load(Path(name))
+    return found.hashes, found.entity, found.word
 
 
 def summed(parts: Sequence[Frequencies]) -> SharedFrequencies:
@@ -222,25 +252,28 @@ def _counts(path: Path) -> CorpusCounts:
     return Counter(lower), Counter(titles), keys
 
 
-def read_rows(source: Source, start: int, stop: int, target: str, name: str) -> Frequencies:
+def read_rows(source: Source, start: int, stop: int, target: str, name: str) -> None:
     """Read chunk rows ``start``–``stop`` against the title index (a task), none picked.
 
     The index is the one :func:`claim_titles` saved in ``target``. The rows' table is saved as
-    ``name`` (unpicked) in ``target``; returns its frequencies.
+    ``name`` (unpicked) in ``target``, its frequencies in :data:`FREQUENCIES`.
     """
     chunks = chunk_rows(source, start, stop)
     table = read_table(chunks, read_titles(Path(target)), Vocabulary(), fork=False)
     table.save(Path(target), {}, unpicked(name))
-    return frequencies_of(table)
+    save_frequencies(frequencies_of(table), Path(target), name)
 
 
-def pick_rows(target: str, name: str, frequencies: SharedFrequencies, n: int) -> int:
+def pick_rows(target: str, name: str, frequencies: str, n: int) -> int:
     """Pick the keywords of one part's rows (a task); save the part and its extractions.
 
-    Returns the :func:`ordered_digest` of its rows' ids.
+    ``frequencies``: the file of the corpus's (:func:`sum_frequencies`). Returns the
+    :func:`ordered_digest` of its rows' ids.
     """
     table = read_part(Path(target), unpicked(name))
-    table = pick_keywords(table, max(n, 1), frequencies.of(table.vocab))
+    summed = SharedFrequencies.load(Path(frequencies))
+    table = pick_keywords(table, max(n, 1), summed.of(table.vocab))
+    del summed
     table.save(Path(target), {}, name)
     extractions = ExtractionTable(
         table.ids, table.vocab, table.entities, table.keywords(), table.triples, table.page
@@ -249,10 +282,17 @@ def pick_rows(target: str, name: str, frequencies: SharedFrequencies, n: int) ->
     return ordered_digest(table.ids)
 
 
-def ordered_digest(ids: Sequence[str]) -> int:
-    """Return a digest of a list of ids that tells their order too."""
-    weights = np.arange(1, len(ids) + 1, dtype=np.uint64)
-    return int((string_hashes(ids) * weights).sum(dtype=np.uint64))  # wraps modulo 2**64
+def ordered_digest(ids: Iterable[str]) -> int:
+    """Return a digest of ids that tells their order too (read a block at a time)."""
+    total, at, stream = 0, 1, iter(ids)
+    while block := list(itertools.islice(stream, DIGEST_BLOCK)):
+        weights = np.arange(at, at + len(block), dtype=np.uint64)
+        total += int((string_hashes(block) * weights).sum(dtype=np.uint64))  # wraps
+        at += len(block)
+    return total % (1 << 64)
+
+
+DIGEST_BLOCK = 1 << 16
 
 
 def chunk_rows(source: Source, start: int, stop: int, texts: bool = True) -> list[Chunk]:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 import zipfile
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -208,9 +208,17 @@ class PassageGraph:
         return graph
 
 
-def save_nodes(ids: Sequence[str], directory: Path) -> None:
-    """Write a graph's node order (``nodes.json``)."""
-    (directory / "nodes.json").write_text(json.dumps(list(ids)), encoding="utf-8")
+def save_nodes(ids: Iterable[str], directory: Path) -> None:
+    """Write a graph's node order (``nodes.json``: what ``json.dumps`` of the list writes).
+
+    Written an id at a time: the ids may be read from a table as they come (a cluster's driver
+    holds none).
+    """
+    with (directory / "nodes.json").open("w", encoding="utf-8", buffering=1 << 20) as out:
+        out.write("[")
+        for at, chunk_id in enumerate(ids):
+            out.write(f", {json.dumps(chunk_id)}" if at else json.dumps(chunk_id))
+        out.write("]")
 
 
 def mapped_csr(path: Path) -> Csr:

@@ -24,7 +24,7 @@ from hopgraph.core.settings import CONFIG_FILE, IndexSettings
 from hopgraph.graph_store.documents.loaders import check_unique_ids
 from hopgraph.graph_store.documents.schema import Chunk, Document
 from hopgraph.graph_store.embedding.embedders import embedder_for
-from hopgraph.graph_store.stores.chunk_table import read_chunks
+from hopgraph.graph_store.stores.chunk_table import read_chunks, scan_chunks
 from hopgraph.graph_store.stores.doc_table import DocumentTable, records_of
 from hopgraph.graph_store.stores.manifest import (
     FORMAT_VERSION,
@@ -45,7 +45,7 @@ from .generations import (
     remove_first_build,
     written_by_a_build,
 )
-from .graph_build import GraphSettings, GraphTasks, write_graphs
+from .graph_build import Chunks, GraphSettings, GraphTasks, write_graphs
 from .lock import paused_gc, remove_lock_folder, write_lock
 
 
@@ -193,13 +193,11 @@ def build_graphs(
     """
     directory = Path(directory)
     settings = settings if settings is not None else GraphSettings()
-    # a cluster's tasks read the texts: its driver holds none (2 GB of strings at 4M chunks)
-    texts = tasks is None or tasks.readings is None or settings.extractor != "offline"
     with write_lock(directory):
         old = read_manifest(directory)
-        chunks = read_chunks(directory, old, texts)
+        chunks = _chunks_of(directory, old, settings, tasks)
         with Generation(directory, old) as gen:
-            manifest = writes.successor_manifest(old, chunks)
+            manifest = writes.successor_manifest(old, None)
             write_graphs(
                 gen, directory, old, manifest, chunks, chunks, settings, show_progress,
                 fresh=True, tasks=tasks,
@@ -207,6 +205,21 @@ def build_graphs(
             gen.commit(manifest)
     assert manifest.graph is not None
     return manifest.graph
+
+
+def _chunks_of(
+    directory: Path, manifest: Manifest, settings: GraphSettings, tasks: GraphTasks | None
+) -> Chunks:
+    """Return the chunks a graph build holds (see graph_build.Chunks).
+
+    Read from the table as they are needed when tasks read them, find the lists and make the
+    graphs: a cluster's driver then holds nothing that grows with the corpus. Else every
+    chunk, with its text unless tasks read them (2 GB of strings at 4M chunks).
+    """
+    reads = tasks is not None and tasks.readings is not None and settings.extractor == "offline"
+    if reads and tasks is not None and tasks.neighbours and tasks.parts:
+        return scan_chunks(directory, manifest)
+    return read_chunks(directory, manifest, texts=not reads)
 
 
 def new_manifest(

@@ -53,7 +53,7 @@ from hopgraph.graph_store.graphs.semantic import (
     nearest,
     update_nearest,
 )
-from hopgraph.graph_store.stores.chunk_table import WriteTexts, changed_chunks
+from hopgraph.graph_store.stores.chunk_table import ChunkScan, WriteTexts, changed_chunks
 from hopgraph.graph_store.stores.manifest import Manifest, now
 from hopgraph.graph_store.stores.vdb_chroma import ChromaLocation
 
@@ -65,15 +65,19 @@ log = logging.getLogger(__name__)
 
 NEIGHBOURS_FILE = "semantic-neighbours.npz"
 GRAPH_DIR = "graph"
-NeighbourSearch = Callable[[Path, Manifest, Sequence[Chunk], int, str, Path], Neighbours]
+NeighbourSearch = Callable[[Path, Manifest, int, int, str, Path, Path], None]
 """Who finds a fresh build's neighbour lists elsewhere (a cluster's tasks: cluster/neighbours.py):
-(index folder, the committed manifest, chunks in row order, list width, semantic_search, a
-scratch folder inside the new graph folder, for the tasks' files)."""
-CorpusReader = Callable[[Path, Manifest, Sequence[Chunk], Path], None]
+(index folder, the committed manifest, its chunks' count, list width, semantic_search, a
+scratch folder inside the new graph folder, for the tasks' files, the file to write the lists
+to, as ``Neighbours.save`` does)."""
+CorpusReader = Callable[[Path, Manifest, int, Path], None]
 """Who reads a fresh build's chunks elsewhere with the offline extractor (a cluster's tasks:
-cluster/readings.py): (index folder, the committed manifest, chunks in row order, the new graph
+cluster/readings.py): (index folder, the committed manifest, its chunks' count, the new graph
 folder) → the extractor's state and the chunks' extractions saved there, these in parts
 (:data:`EXTRACTION_PARTS`)."""
+Chunks = Sequence[Chunk] | ChunkScan
+"""A write's chunks in row order; a fresh build by tasks reads them from its table
+(:class:`ChunkScan`): what its driver needs is their count and ids, a pass each."""
 
 
 NeighbourUpdate = Callable[
@@ -179,8 +183,8 @@ def write_graphs(
     directory: Path,
     previous: Manifest,
     manifest: Manifest,
-    before: Sequence[Chunk],
-    chunks: Sequence[Chunk],
+    before: Chunks,
+    chunks: Chunks,
     settings: GraphSettings,
     show_progress: bool,
     fresh: bool,
@@ -263,8 +267,8 @@ def _extract(
     settings: GraphSettings,
     committed: tuple[Path, Manifest],
     old_dir: Path | None,
-    previous: tuple[Sequence[Chunk], frozenset[str]],
-    chunks: Sequence[Chunk],
+    previous: tuple[Chunks, frozenset[str]],
+    chunks: Chunks,
     target: Path,
     show_progress: bool,
     tasks: GraphTasks | None = None,
@@ -284,7 +288,7 @@ def _extract(
     given = tasks or GraphTasks()
     before, replaced = previous
     if given.readings is not None and old_dir is None and settings.extractor == "offline":
-        given.readings(directory, manifest, chunks, target)
+        given.readings(directory, manifest, len(chunks), target)
         return None, None  # left in parts
     removed, added = changed_chunks(before, chunks, replaced)
     texts = WriteTexts(directory, manifest, added, held=fresh)
@@ -324,7 +328,7 @@ def _semantic(
     directory: Path,
     manifest: Manifest,
     old_dir: Path | None,
-    chunks: Sequence[Chunk],
+    chunks: Chunks,
     settings: GraphSettings,
     target: Path,
     replaced: frozenset[str] = frozenset(),
@@ -347,11 +351,16 @@ def _semantic(
 
     def work() -> Neighbours | None:
         finder, committed = search or (None, manifest)
+        saved = target / NEIGHBOURS_FILE
         previous = _previous_lists(old_dir, chunks, wanted, replaced) if old_dir else None
         if previous is not None and update is not None:
             found = update(directory, manifest, chunks, *previous, settings.semantic_k, scratch)
-        elif previous is None and finder is not None:
-            found = finder(directory, committed, chunks, wanted, settings.semantic_search, scratch)
+        elif previous is None and finder is not None:  # the tasks write the file
+            mode = settings.semantic_search
+            finder(directory, committed, len(chunks), wanted, mode, scratch, saved)
+            if scratch.exists():
+                scratch.rmdir()
+            return Neighbours.load(saved) if keep else None
         else:
             vectors = read_vectors(directory, manifest, chunks)
             if previous is not None:
@@ -360,7 +369,7 @@ def _semantic(
                 found = nearest(vectors, wanted, settings.semantic_search)
         if scratch.exists():  # the tasks' files are gone by now: an error if not
             scratch.rmdir()
-        found.save(target / NEIGHBOURS_FILE)
+        found.save(saved)
         return found if keep else None
 
     in_child = old_dir is not None and update is None
@@ -421,7 +430,7 @@ def _graphs_here(
 
 def _graphs_by_tasks(
     committed: tuple[Path, Manifest],
-    chunks: Sequence[Chunk],
+    chunks: Chunks,
     semantic: Forked[Neighbours | None],
     settings: GraphSettings,
     target: Path,
@@ -440,7 +449,7 @@ def _graphs_by_tasks(
     semantic.result()  # saved in the graph folder, where the tasks read it
     given = None if fresh else chunks
     counts, entities, triples = build(*committed, target, settings.passage_settings(), given)
-    save_nodes([c.id for c in chunks], target)
+    save_nodes(chunks.ids() if isinstance(chunks, ChunkScan) else (c.id for c in chunks), target)
     knowledge = KnowledgeGraph.load(target) if settings.embed_triples else None
     return knowledge, counts, (entities, triples)
 

@@ -173,15 +173,19 @@ def document_fields(records: Sequence[DocumentRecord], chunks: Sequence[Chunk]) 
     return {r.id: r.fields() for r in records if r.id in wanted}
 
 
-def successor_manifest(old: Manifest, chunks: Sequence[Chunk]) -> Manifest:
-    """Return the next generation's manifest: the old one with new counts, nothing purged."""
+def successor_manifest(old: Manifest, chunks: Sequence[Chunk] | None) -> Manifest:
+    """Return the next generation's manifest: the old one with new counts, nothing purged.
+
+    ``chunks``: the next generation's; ``None``: the same as the old one's (a graph build).
+    """
     manifest = old.model_copy(deep=True)
     manifest.format_version = FORMAT_VERSION
     manifest.files = {part: str(old.path(Path(), part)) for part in ("chunks", "bm25", "graph")}
     for part in ("documents", TRIPLE_VECTORS):  # the triple table: until the graphs' write
         if part in old.files:
             manifest.files[part] = old.files[part]
-    manifest.counts = {"documents": len({c.doc_id for c in chunks}), "chunks": len(chunks)}
+    if chunks is not None:
+        manifest.counts = {"documents": len({c.doc_id for c in chunks}), "chunks": len(chunks)}
     manifest.versions = package_versions()
     manifest.updated_at = now()
     manifest.purge = {}

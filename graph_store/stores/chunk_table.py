@@ -48,6 +48,14 @@ def read_chunks(directory: Path, manifest: Manifest, texts: bool = True) -> list
     return _checked(directory, manifest, lambda path: chunks_in(path, texts))
 
 
+def scan_chunks(directory: Path, manifest: Manifest) -> ChunkScan:
+    """Return the committed generation's chunks without texts, read anew on each pass."""
+    path, count = manifest.path(directory, "chunks"), manifest.counts.get("chunks")
+    if count is None:  # an older manifest: counted by a pass
+        count = len(_checked(directory, manifest, lambda found: list(scan_ids(found))))
+    return ChunkScan(path, count)
+
+
 def open_chunks(directory: Path, manifest: Manifest) -> ChunkTable:
     """Open the committed generation's chunk table, read on demand (see :class:`ChunkTable`)."""
     return _checked(directory, manifest, ChunkTable.open)
@@ -263,6 +271,54 @@ def _line_id(line: bytes) -> str:
     if not isinstance(found, str):
         raise ValueError(f"a chunk id is not a string: {found!r}")
     return found
+
+
+class ChunkScan(Sized, Iterable[Chunk]):
+    """A chunk table's chunks without texts, read in row order on each pass; none held.
+
+    For a process whose memory must not grow with the corpus (a cluster's driver, whose tasks
+    read the rows): its length is the manifest's count, a pass that finds another count fails.
+    """
+
+    def __init__(self, path: Path, count: int) -> None:
+        self.path, self.count = path, count
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __iter__(self) -> Iterator[Chunk]:
+        return self._counted(Chunk(**(orjson.loads(line) | NO_TEXT)) for line in _lines(self.path))
+
+    def ids(self) -> Iterator[str]:
+        """Yield each chunk's id in row order (the rest of its line not parsed)."""
+        return self._counted(scan_ids(self.path))
+
+    def _counted(self, rows: Iterator[Item]) -> Iterator[Item]:
+        found, hint = 0, tables_hint(self.path.parent)
+        try:
+            for found, row in enumerate(rows, 1):  # noqa: B007 (the count is read after)
+                yield row
+        except (OSError, ValueError, TypeError, KeyError) as err:
+            raise IndexStateError(f"{self.path} is missing or damaged: {err}", hint) from err
+        if found != self.count:
+            raise IndexStateError(
+                f"{self.path} is damaged: it holds {found} chunks, the manifest says {self.count}",
+                hint,
+            )
+
+
+Item = TypeVar("Item")
+
+
+def _lines(path: Path) -> Iterator[bytes]:
+    """Yield a table file's chunk lines (blank lines skipped), read through a buffer."""
+    with path.open("rb") as lines:
+        yield from (line for line in lines if line != b"\n")
+
+
+def scan_ids(path: Path) -> Iterator[str]:
+    """Yield the chunk ids of a table file in row order, each sliced from its line."""
+    return (_line_id(line) for line in _lines(path))
 
 
 def chunks_in(

@@ -8,6 +8,8 @@ runs the calls as tasks on a cluster.
 """
 
 import shutil
+import tempfile
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -21,7 +23,7 @@ from hopgraph.graph_store import (
 from hopgraph.graph_store.cluster import neighbours
 from hopgraph.graph_store.cluster.neighbours import (
     approximate,
-    find_lists,
+    search_lists,
     update_lists,
     updated_by,
 )
@@ -52,10 +54,10 @@ def written(tmp_path_factory):
 def in_ranges(parts: int, probes: int = 32):
     """What ``parts`` calls a step find, run here: a finder as build_graphs takes it."""
 
-    def finder(directory, manifest, chunks, m, semantic_search, scratch=None):
+    def finder(directory, manifest, n, m, semantic_search, scratch, to):
         source = (str(directory), manifest.model_dump_json())
-        wide = approximate(semantic_search, len(chunks))
-        return find_lists(source, len(chunks), m, wide, parts, probes=probes, scratch=scratch)
+        wide = approximate(semantic_search, n)
+        search_lists(source, n, m, wide, parts, to, probes=probes, scratch=scratch)
 
     return finder
 
@@ -69,8 +71,13 @@ def one_process(path) -> Neighbours:
 
 def found(path, parts, mode, probes=32) -> Neighbours:
     with Index.open(path) as idx:
-        chunks = list(idx.chunks.values())
-        return in_ranges(parts, probes)(path, idx.manifest, chunks, WIDTH, mode)
+        source, n = (str(path), idx.manifest.model_dump_json()), len(idx.chunks)
+    with tempfile.TemporaryDirectory() as folder:
+        to, scratch = Path(folder) / "lists.npz", Path(folder) / "scratch"
+        wide = approximate(mode, n)
+        search_lists(source, n, WIDTH, wide, parts, to, probes=probes, scratch=scratch)
+        assert not any(scratch.iterdir())  # every call's file removed once read
+        return Neighbours.load(to)
 
 
 def test_the_sample_is_searched_exactly_below_the_ann_threshold():

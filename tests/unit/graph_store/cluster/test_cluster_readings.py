@@ -34,23 +34,25 @@ def written(tmp_path_factory):
 def in_ranges(parts: int):
     """What ``parts`` calls a step read, run here: a reader as build_graphs takes it."""
 
-    def reader(directory, manifest, chunks, target):
+    def reader(directory, manifest, n, target):
         source = (str(directory), manifest.model_dump_json())
-        return read_corpus(source, len(chunks), parts, target)
+        return read_corpus(source, n, parts, target)
 
     return reader
 
 
-def exact_lists(directory, manifest, chunks, m, semantic_search, scratch):
+def exact_lists(directory, manifest, n, m, semantic_search, scratch, to):
     """This process's lists (the neighbour calls are test_cluster_neighbours.py's)."""
-    return nearest(read_vectors(directory, manifest, chunks), m, "exact")
+    chunks = read_chunks(directory, manifest, texts=False)
+    assert len(chunks) == n
+    nearest(read_vectors(directory, manifest, chunks), m, "exact").save(to)
 
 
 @pytest.mark.parametrize("parts", [1, 3, 7])
 def test_ranges_of_rows_read_as_one_process(written, parts, tmp_path):
     with Index.open(written) as idx:
         chunks = read_chunks(written, idx.manifest)
-        in_ranges(parts)(written, idx.manifest, chunks, tmp_path)
+        in_ranges(parts)(written, idx.manifest, len(chunks), tmp_path)
     got = load_extractions(tmp_path)  # left in parts, read joined
     one = CorpusReadings()
     expected = one.update(chunks, [], chunks)
@@ -82,7 +84,7 @@ def _picked(table):
 def test_a_missing_part_is_named(written, tmp_path):
     with Index.open(written) as idx:
         chunks = read_chunks(written, idx.manifest)
-        in_ranges(3)(written, idx.manifest, chunks, tmp_path)
+        in_ranges(3)(written, idx.manifest, len(chunks), tmp_path)
     (tmp_path / part_name(1)).unlink()
     with pytest.raises(FileNotFoundError, match=f"{part_name(1)}.*missing"):
         CorpusReadings.load(tmp_path, chunks)
@@ -143,3 +145,14 @@ def test_frequencies_are_summed_by_string_hash_and_read_back_by_string():
     assert entity.tolist() == [0, 5, 0, 2] and word.tolist() == [1, 4, 0, 0]
     nothing = summed([]).of(Vocabulary(["rome"]))
     assert [a.tolist() for a in nothing] == [[0], [0]]
+
+
+def test_a_digest_read_a_block_at_a_time_is_the_whole_lists(monkeypatch):
+    from hopgraph.graph_store.cluster import readings
+
+    ids = [f"chunk-{i}" for i in range(11)]
+    whole = readings.ordered_digest(ids)
+    monkeypatch.setattr(readings, "DIGEST_BLOCK", 3)
+    assert readings.ordered_digest(iter(ids)) == whole
+    assert readings.ordered_digest(ids[::-1]) != whole  # the order tells
+    assert readings.ordered_digest([]) == 0

@@ -148,9 +148,9 @@ def test_parts_that_hold_other_chunks_than_the_table_are_refused(in_parts, tmp_p
     with pytest.raises(IndexStateError, match=r"saved readings .* hold other chunks") as err:
         update(in_parts, manifest, old_dir, (chunks[1:], [], []), chunks[1:], tmp_path)
     assert "graph build" in err.value.hint
-    # the state and its title index (saved first) and the first round's tables only: the
-    # write's folder, removed with it when it fails
-    saved = ("-unpicked.", "offline-readings.", "titles")
+    # the state and its title index (saved first) and the first round's tables and
+    # frequencies only: the write's folder, removed with it when it fails
+    saved = ("-unpicked.", "offline-readings.", "titles", "frequencies")
     assert all(any(s in p.name for s in saved) for p in tmp_path.iterdir())
     assert not (tmp_path / EXTRACTION_PARTS).exists()
 

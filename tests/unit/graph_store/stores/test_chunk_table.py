@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import pytest
 
 from hopgraph.core.errors import IndexStateError
 from hopgraph.graph_store.documents.schema import Chunk
-from hopgraph.graph_store.stores.chunk_table import ChunkTable, chunks_in, write_chunks
+from hopgraph.graph_store.stores.chunk_table import (
+    ChunkScan,
+    ChunkTable,
+    chunks_in,
+    scan_ids,
+    write_chunks,
+)
 
 CHUNKS = [
     Chunk("a", "a", "Alpha", "first text", 0, 1, "Intro"),
@@ -80,3 +86,17 @@ def test_chunk_ids_index_compare_and_find_rows_as_a_list_would(collide, monkeypa
     rows = ChunkRows(ids)
     assert all(rows[i] == r for r, i in enumerate(listed)) and "nope" not in rows
     assert rows.get("nope") is None and len(rows) == len(listed)
+
+
+def test_a_scan_reads_every_pass_from_the_file_and_names_a_wrong_count(tmp_path: Path) -> None:
+    path = tmp_path / "chunks.jsonl"
+    write_chunks(path, CHUNKS)
+    scan = ChunkScan(path, len(CHUNKS))
+    texts_out = [replace(c, text="") for c in CHUNKS]
+    assert len(scan) == 4 and list(scan) == texts_out and list(scan) == texts_out  # two passes
+    assert list(scan.ids()) == [c.id for c in CHUNKS] == list(scan_ids(path))
+    with pytest.raises(IndexStateError, match="holds 4 chunks, the manifest says 5"):
+        list(ChunkScan(path, 5).ids())
+    path.unlink()
+    with pytest.raises(IndexStateError, match="missing or damaged"):
+        list(scan)
