@@ -21,8 +21,7 @@ import numpy as np
 
 from hopgraph.evals.datasets import load_questions
 from hopgraph.graph_store import Index
-from hopgraph.graph_store.graphs.semantic import Neighbours
-from hopgraph.graph_store.index.graph_build import NEIGHBOURS_FILE
+from hopgraph.graph_store.graphs.semantic import NEIGHBOURS_FILE, Neighbours
 from hopgraph.tools import make_retriever
 
 METHODS = ("dense", "hybrid", "gnn_ret")

@@ -32,8 +32,7 @@ import numpy as np
 
 from hopgraph.evals.bench import save_json
 from hopgraph.graph_store import Index
-from hopgraph.graph_store.graphs.semantic import Neighbours, exact_top_k
-from hopgraph.graph_store.index.graph_build import NEIGHBOURS_FILE
+from hopgraph.graph_store.graphs.semantic import NEIGHBOURS_FILE, Neighbours, exact_top_k
 from hopgraph.graph_store.index.stored_vectors import read_vectors
 
 

@@ -8,7 +8,7 @@ documents of ``--docs`` (ids the index does not hold), or ``--new N`` synthetic 
 scale benchmark's (seeded, ids ``w…``, saved in the index's parent folder), are added, then
 deleted again, so the index ends with the documents it had (two generations later). First in
 one process, then with ``--cluster local`` (``--partitions`` tasks bring the semantic
-neighbour lists up to date, cluster/neighbours.update_lists, and a task per saved part the
+neighbour lists up to date, cluster/list_update.py, and a task per saved part the
 offline readings, cluster/reading_update.py). Reported per write: wall time;
 the driver's own peak RSS (VmHWM: the process that reads the chunks, updates the readings and
 builds the graphs) and the largest of its forked children's (the tables' writer, the readings'
@@ -37,8 +37,7 @@ import numpy as np
 from hopgraph.evals.bench import save_json
 from hopgraph.evals.bench.cluster_graphs import Timeline, _own_peak_mb
 from hopgraph.graph_store import Index
-from hopgraph.graph_store.graphs.semantic import Neighbours
-from hopgraph.graph_store.index.graph_build import NEIGHBOURS_FILE
+from hopgraph.graph_store.graphs.semantic import NEIGHBOURS_FILE, Neighbours
 
 
 def child(
@@ -64,7 +63,7 @@ def child(
     if partitions:
         from hopgraph.graph_store.cluster.connect import connected
         from hopgraph.graph_store.cluster.graph_parts import graphs_on
-        from hopgraph.graph_store.cluster.neighbours import updated_on
+        from hopgraph.graph_store.cluster.list_update import updated_on
         from hopgraph.graph_store.cluster.reading_update import reading_updated_on
         from hopgraph.graph_store.index.graph_build import GraphTasks
 

@@ -41,10 +41,10 @@ from hopgraph.evals.bench.graphs import synthetic_corpus
 from hopgraph.evals.bench.serving import serving_memory
 from hopgraph.evals.metrics import percentile
 from hopgraph.graph_store import Document, Index, add_documents, build_index, delete_documents
-from hopgraph.graph_store.graphs.semantic import Neighbours, exact_top_k
+from hopgraph.graph_store.graphs.semantic import NEIGHBOURS_FILE, Neighbours, exact_top_k
 from hopgraph.graph_store.index import writes
 from hopgraph.graph_store.index.build import build_graphs
-from hopgraph.graph_store.index.graph_build import NEIGHBOURS_FILE, GraphSettings
+from hopgraph.graph_store.index.graph_build import GraphSettings
 from hopgraph.graph_store.stores.manifest import read_manifest
 from hopgraph.tools import make_retriever
 

@@ -63,8 +63,8 @@ from .partitions import (
     plan,
     plan_catalog,
     write_partition,
+    write_rows,
 )
-from .rows import write_rows
 
 
 @paused_gc()

@@ -45,8 +45,8 @@ from hopgraph.graph_store.graphs.kg_parts import (
     stitch_graph,
 )
 from hopgraph.graph_store.graphs.passage_graph import PassageGraphSettings
-from hopgraph.graph_store.graphs.semantic import Neighbours
-from hopgraph.graph_store.index.graph_build import NEIGHBOURS_FILE, PartsBuild
+from hopgraph.graph_store.graphs.semantic import NEIGHBOURS_FILE, Neighbours
+from hopgraph.graph_store.index.graph_build import PartsBuild
 from hopgraph.graph_store.stores.manifest import Manifest
 
 from .readings import Source, chunk_rows

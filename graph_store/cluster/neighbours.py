@@ -36,16 +36,15 @@ import contextlib
 import functools
 import json
 import tempfile
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from itertools import pairwise
 from pathlib import Path
 from types import ModuleType
 
 import numpy as np
 
-from hopgraph.graph_store.documents.schema import Chunk
-from hopgraph.graph_store.graphs.semantic import ANN_FROM, Neighbours, kept_lists, take_in
-from hopgraph.graph_store.index.graph_build import NeighbourSearch, NeighbourUpdate
+from hopgraph.graph_store.graphs.semantic import ANN_FROM, Neighbours
+from hopgraph.graph_store.index.graph_build import NeighbourSearch
 from hopgraph.graph_store.stores.chunk_table import chunk_ids
 from hopgraph.graph_store.stores.manifest import Manifest
 from hopgraph.graph_store.stores.vector_search import SearchSegment, VectorSearch
@@ -148,122 +147,6 @@ def search_lists(
             Path(lists).unlink()
         run(gather_lists, [(found, order, ranges, n, m, str(to))])
         _removed([*found, order])
-
-
-def updated_on(
-    ray: ModuleType, partitions: int | None, peaks: Peaks | None = None
-) -> NeighbourUpdate:
-    """Return how a write brings its neighbour lists up to date on the joined cluster.
-
-    ``peaks``: each kind of task's largest peak RSS (MB) goes there (tasks.ray_map).
-    """
-    return updated_by(ray_map(ray, peaks), lambda n: task_count(ray, partitions, n))
-
-
-def updated_by(run: Map, parts_of: Callable[[int], int]) -> NeighbourUpdate:
-    """Return how a write brings its lists up to date by ``run``'s calls (``parts_of(n)``).
-
-    The write's chunk table is still being written (by a forked child) when its lists are
-    updated: the calls read its chunk ids from a file in the scratch folder.
-    """
-
-    def update(
-        directory: Path,
-        manifest: Manifest,
-        chunks: Sequence[Chunk],
-        old: Neighbours,
-        old_to_new: np.ndarray,
-        k: int,
-        scratch: Path,
-    ) -> Neighbours:
-        n = len(chunks)
-        with _scratch(scratch) as folder:
-            ids = folder / "chunk-ids.json"
-            ids.write_text(json.dumps([c.id for c in chunks]), encoding="utf-8")
-            source = (str(directory), manifest.model_dump_json(), str(ids))
-            try:
-                return update_lists(source, old, old_to_new, n, k, parts_of(n), run)
-            finally:
-                ids.unlink()
-
-    return update
-
-
-def update_lists(
-    source: Source,
-    old: Neighbours,
-    old_to_new: np.ndarray,
-    n: int,
-    k: int,
-    parts: int,
-    run: Map = in_process,
-) -> Neighbours:
-    """Return one process's ``semantic.update_nearest`` of ``old``, searched by ``parts`` calls.
-
-    The rows an update searches whole (added chunks, chunks left short) are few; each call
-    scores them against a range of the ``n`` chunk rows, keeps their best in that range and
-    the added chunks that beat a row's last neighbour there. Their best merged give the same
-    lists as one product over the corpus (a tie at a list's end may keep another of the tied
-    chunks); no process reads every vector.
-    """
-    plan = kept_lists(old, old_to_new, n, k)
-    lists, asked = plan.lists, plan.asked
-    if not len(asked):
-        return lists
-    bounds = np.linspace(0, n, parts + 1).astype(int)
-    calls = [(source, asked, plan.is_added[asked], plan.threshold[a:b], a, b, plan.width)
-             for a, b in pairwise(bounds)]  # fmt: skip
-    found = run(update_scores, calls)
-    best, scores = _merge([(rows, cosines) for rows, cosines, _ in found], plan.width)
-    lists.rows[asked], lists.scores[asked] = -1, -np.inf
-    lists.rows[asked, : plan.width], lists.scores[asked, : plan.width] = best, scores
-    hits = [hit for *_, hit in found]
-    take_in(lists, *(np.concatenate(column) for column in zip(*hits, strict=True)))
-    return lists
-
-
-Hits = tuple[np.ndarray, np.ndarray, np.ndarray]
-"""Added chunks that enter lists: (chunk row, added chunk's row, cosine)."""
-
-
-def update_scores(
-    source: Source,
-    asked: np.ndarray,
-    added: np.ndarray,
-    threshold: np.ndarray,
-    start: int,
-    stop: int,
-    m: int,
-) -> tuple[np.ndarray, np.ndarray, Hits]:
-    """Score rows ``asked`` against chunk rows ``start``–``stop`` (a call of :func:`update_lists`).
-
-    Returns each asked row's ``m`` best there (rows, cosines) and the hits: the asked rows that
-    are ``added`` chunks against the rows whose ``threshold`` (theirs, from ``start`` on) they
-    beat.
-    """
-    search = _open(source)
-    queries = search.read(asked)
-    adding = np.flatnonzero(added)
-    best = (np.zeros((len(asked), 0), np.int64), np.zeros((len(asked), 0), np.float32))
-    hits: list[Hits] = []
-    step = max(1, BLOCK_CELLS // max(len(asked), 1))
-    for at in range(start, stop, step):
-        held = np.arange(at, min(at + step, stop))
-        cosines = queries @ np.asarray(search.matrix(held), dtype=np.float32).T
-        part = _best(cosines, np.broadcast_to(held, cosines.shape), asked, m)  # itself out
-        best = _merge([best, part], m)
-        if len(adding):
-            mine, bar = cosines[adding], threshold[held - start]
-            # few rows take anything in: compare only the columns whose best beats the bar
-            columns = np.flatnonzero(mine.max(axis=0) > bar)
-            which, at_column = np.nonzero(mine[:, columns] > bar[columns])
-            chunk = columns[at_column]
-            hits.append((held[chunk], asked[adding][which], mine[which, chunk]))
-        search.release_pages()
-    if not hits:
-        empty = np.zeros(0, np.int64)
-        return *best, (empty, empty, np.zeros(0, np.float32))
-    return *best, tuple(np.concatenate(column) for column in zip(*hits, strict=True))  # type: ignore[return-value]
 
 
 @contextlib.contextmanager

@@ -8,6 +8,13 @@ enough), a BM25 segment of term counts, and its parts of the chunk and document 
 returns what the driver's reduce needs and no vectors, texts nor ids: its counts, and the BM25
 counts behind the global statistics (document frequencies and total length). A retried task
 removes its folder and starts over, so a partition is written once whatever failed before.
+
+Chroma's rows: one task a partition, each its own collection. Chroma keeps a collection's HNSW
+in the memory of the process that writes it, and an embedded store takes one writer. So each
+partition's rows go into a collection of their own (the partitioned location's part:
+graph_store/stores/chroma_parts.py), written by a task of their own after the partition's
+(:func:`write_rows`): in parallel, each holding 1/P of the HNSW, none on the driver. The driver
+journalled the partitioned collection first, so a failed build drops every part.
 """
 
 from __future__ import annotations
@@ -30,10 +37,12 @@ from hopgraph.graph_store.documents.catalog import Catalog, LineSlice, text_size
 from hopgraph.graph_store.documents.schema import Document
 from hopgraph.graph_store.embedding.embedders import embedder_for
 from hopgraph.graph_store.index import writes
-from hopgraph.graph_store.stores.chunk_table import write_chunks
+from hopgraph.graph_store.index.generations import drop_collection
+from hopgraph.graph_store.stores.chunk_table import chunks_in, write_chunks
 from hopgraph.graph_store.stores.doc_table import DocumentTable, records_of
 from hopgraph.graph_store.stores.kdb_bm25 import Segment
-from hopgraph.graph_store.stores.vector_table import VectorSegment
+from hopgraph.graph_store.stores.vdb_chroma import ChromaLocation, ChromaVectorStore
+from hopgraph.graph_store.stores.vector_table import VECTORS_FILE, VectorSegment
 
 VECTORS, BM25_SEGMENT, CHUNKS_PART = "vectors", "bm25-segment", "chunks.jsonl"
 DOCUMENTS_PART = "documents.jsonl"
@@ -176,3 +185,25 @@ def rss_mb() -> float:
             return int(statm.read().split()[1]) * resource.getpagesize() / 1024**2
     except OSError:
         return 0.0
+
+
+def write_rows(root: str, path: str, location: ChromaLocation, generation: int) -> float:
+    """Create ``location``'s collection and upsert the partition at ``path`` into it.
+
+    Returns the task's peak RSS (MB). A retried task (its worker died) drops what the last try
+    created and starts over.
+    """
+    reset_peak_rss()
+    drop_collection(location)
+    store = ChromaVectorStore(location, create=True)
+    try:
+        where = Path(root) / path
+        chunks = chunks_in(where / CHUNKS_PART)
+        kept = where / CHROMA_VECTORS
+        vectors = np.load(kept if kept.is_file() else where / VECTORS / VECTORS_FILE)
+        records = DocumentTable.read_file(where / DOCUMENTS_PART).records()
+        fields = writes.document_fields(records, chunks)
+        store.upsert(chunks, np.asarray(vectors, dtype=np.float32), generation, fields)
+    finally:
+        store.close()
+    return peak_rss_mb()

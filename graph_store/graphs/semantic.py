@@ -8,12 +8,16 @@ keeps them current (:func:`update_nearest`) instead of searching again.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
+
+from hopgraph.graph_store.stores.chunk_table import ChunkIds
 
 from .ann import ann_top_k
 from .extraction.table import distinct
@@ -28,6 +32,10 @@ ANN_MIN = 1_000
 SPARE_NEIGHBOURS = 5
 """Neighbours kept per chunk beyond ``semantic_k``: a delete takes the next one from the list,
 so a chunk needs a new search only when more than this many of its neighbours go at once."""
+
+
+NEIGHBOURS_FILE = "semantic-neighbours.npz"
+"""Where a graph folder keeps its lists (each chunk's nearest, wider than ``semantic_k``)."""
 
 
 @dataclass(frozen=True)
@@ -46,6 +54,26 @@ class Neighbours:
         """Read what :meth:`save` wrote."""
         with np.load(path) as data:
             return cls(data["rows"], data["scores"])
+
+
+def previous_lists(
+    old_dir: Path, ids: Iterable[str], wanted: int, replaced: frozenset[str]
+) -> tuple[Neighbours, np.ndarray] | None:
+    """Return the previous generation's lists and each old row's new row (-1: gone).
+
+    ``ids``: the write's chunk ids in row order. ``None`` when the previous graph has no lists
+    ``wanted`` wide. A ``replaced`` chunk is a new one under an old id: its old row counts as
+    removed.
+    """
+    if not (old_dir / NEIGHBOURS_FILE).is_file():
+        return None
+    old = Neighbours.load(old_dir / NEIGHBOURS_FILE)
+    old_ids = json.loads((old_dir / "nodes.json").read_text(encoding="utf-8"))
+    if old.rows.shape != (len(old_ids), wanted):
+        return None
+    new = ids if isinstance(ids, ChunkIds) else ChunkIds(ids)
+    rows = (-1 if i in replaced else new.row(i) for i in old_ids)
+    return old, np.fromiter((-1 if r is None else r for r in rows), np.int64, len(old_ids))
 
 
 def semantic_edges(

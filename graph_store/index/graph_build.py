@@ -14,7 +14,6 @@ prompt; only new triples are embedded. The result equals a fresh build of the fi
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import shutil
 import time
@@ -23,7 +22,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from hopgraph.core.forked import Forked
@@ -48,9 +46,11 @@ from hopgraph.graph_store.graphs.passage_graph import (
     save_nodes,
 )
 from hopgraph.graph_store.graphs.semantic import (
+    NEIGHBOURS_FILE,
     SPARE_NEIGHBOURS,
     Neighbours,
     nearest,
+    previous_lists,
     update_nearest,
 )
 from hopgraph.graph_store.stores.chunk_table import ChunkScan, WriteTexts, changed_chunks
@@ -63,7 +63,6 @@ from .triple_vectors import sync_triples
 
 log = logging.getLogger(__name__)
 
-NEIGHBOURS_FILE = "semantic-neighbours.npz"
 GRAPH_DIR = "graph"
 NeighbourSearch = Callable[[Path, Manifest, int, int, str, Path, Path], None]
 """Who finds a fresh build's neighbour lists elsewhere (a cluster's tasks: cluster/neighbours.py):
@@ -81,12 +80,15 @@ Chunks = Sequence[Chunk] | ChunkScan
 
 
 NeighbourUpdate = Callable[
-    [Path, Manifest, Sequence[Chunk], Neighbours, np.ndarray, int, Path], Neighbours
+    [Path, Manifest, Sequence[Chunk], tuple[Path, frozenset[str]], tuple[int, int], Path, Path],
+    bool,
 ]
 """Who brings a write's neighbour lists up to date elsewhere (a cluster's tasks:
-cluster/neighbours.py), as semantic.update_nearest does: (index folder, the write's manifest,
-whose vectors are written, chunks in row order, the previous lists, each old row's new row,
-``semantic_k``, a scratch folder inside the new graph folder)."""
+cluster/list_update.py), as semantic.update_nearest does: (index folder, the write's manifest,
+whose vectors are written, chunks in row order, (the previous graph folder, the ids replaced),
+(``semantic_k``, the lists' width), a scratch folder inside the new graph folder, the file to
+write the lists to) → whether it did: ``False`` when the previous graph has no lists that wide
+(this process then searches afresh)."""
 
 
 ReadingUpdate = Callable[
@@ -351,47 +353,39 @@ def _semantic(
 
     def work() -> Neighbours | None:
         finder, committed = search or (None, manifest)
-        saved = target / NEIGHBOURS_FILE
-        previous = _previous_lists(old_dir, chunks, wanted, replaced) if old_dir else None
-        if previous is not None and update is not None:
-            found = update(directory, manifest, chunks, *previous, settings.semantic_k, scratch)
-        elif previous is None and finder is not None:  # the tasks write the file
+        saved, found = target / NEIGHBOURS_FILE, None
+        if old_dir is not None and update is not None:  # by tasks, which write the file
+            widths = (settings.semantic_k, wanted)
+            if update(directory, manifest, chunks, (old_dir, replaced), widths, scratch, saved):
+                return _saved(saved, scratch, keep)
+        previous = None
+        if old_dir is not None and update is None:
+            previous = previous_lists(old_dir, (c.id for c in chunks), wanted, replaced)
+        if previous is None and finder is not None:  # by tasks, which write the file
             mode = settings.semantic_search
             finder(directory, committed, len(chunks), wanted, mode, scratch, saved)
-            if scratch.exists():
-                scratch.rmdir()
-            return Neighbours.load(saved) if keep else None
+            return _saved(saved, scratch, keep)
+        vectors = read_vectors(directory, manifest, chunks)
+        if previous is not None:
+            found = update_nearest(*previous, vectors, settings.semantic_k)
         else:
-            vectors = read_vectors(directory, manifest, chunks)
-            if previous is not None:
-                found = update_nearest(*previous, vectors, settings.semantic_k)
-            else:
-                found = nearest(vectors, wanted, settings.semantic_search)
-        if scratch.exists():  # the tasks' files are gone by now: an error if not
-            scratch.rmdir()
+            found = nearest(vectors, wanted, settings.semantic_search)
         found.save(saved)
-        return found if keep else None
+        return _saved(saved, scratch, keep, found)
 
     in_child = old_dir is not None and update is None
     return Forked("finding the semantic neighbours", work, in_child=in_child)
 
 
-def _previous_lists(
-    old_dir: Path, chunks: Sequence[Chunk], wanted: int, replaced: frozenset[str]
-) -> tuple[Neighbours, np.ndarray] | None:
-    """Return the previous generation's lists and each old row's new row (-1: gone).
-
-    ``None`` when it has no lists ``wanted`` wide. A ``replaced`` chunk is a new one under an
-    old id: its old row counts as removed.
-    """
-    if not (old_dir / NEIGHBOURS_FILE).is_file():
+def _saved(
+    saved: Path, scratch: Path, keep: bool, found: Neighbours | None = None
+) -> Neighbours | None:
+    """Return the lists saved (``found``, or read back) if ``keep``; the scratch folder goes."""
+    if scratch.exists():  # the tasks' files are gone by now: an error if not
+        scratch.rmdir()
+    if not keep:
         return None
-    old = Neighbours.load(old_dir / NEIGHBOURS_FILE)
-    old_ids = json.loads((old_dir / "nodes.json").read_text(encoding="utf-8"))
-    if old.rows.shape != (len(old_ids), wanted):
-        return None
-    row = {c.id: i for i, c in enumerate(chunks) if c.id not in replaced}
-    return old, np.array([row.get(i, -1) for i in old_ids], dtype=np.int64)
+    return found if found is not None else Neighbours.load(saved)
 
 
 def _passage_graph(

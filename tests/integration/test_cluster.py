@@ -453,8 +453,7 @@ def test_the_langgraph_server_serves_from_shards(built, tmp_path):
 def test_graph_build_finds_its_neighbours_on_the_cluster(built, cluster, tmp_path, capsys):
     """`hopgraph graph build --cluster ADDRESS --partitions 3`: the same lists, extractions
     and graphs, and the same gnn_ret top 10, as the graph build of one process."""
-    from hopgraph.graph_store.graphs.semantic import Neighbours
-    from hopgraph.graph_store.index.graph_build import NEIGHBOURS_FILE
+    from hopgraph.graph_store.graphs.semantic import NEIGHBOURS_FILE, Neighbours
 
     copy = tmp_path / "four"
     shutil.copytree(built / "four", copy)
@@ -505,8 +504,8 @@ def lists_then_die_once(source, start, stop, m, to):
 def test_a_neighbour_task_whose_worker_dies_runs_again(built, cluster, tmp_path, monkeypatch):
     from hopgraph.graph_store.cluster import neighbours
     from hopgraph.graph_store.cluster.connect import connected
-    from hopgraph.graph_store.graphs.semantic import Neighbours
-    from hopgraph.graph_store.index.graph_build import NEIGHBOURS_FILE, GraphTasks
+    from hopgraph.graph_store.graphs.semantic import NEIGHBOURS_FILE, Neighbours
+    from hopgraph.graph_store.index.graph_build import GraphTasks
 
     monkeypatch.setattr(neighbours, "exact_lists", lists_then_die_once)
     copy = tmp_path / "four"
@@ -555,8 +554,7 @@ def test_writes_embed_and_update_their_lists_on_the_cluster_as_one_process(clust
 
 def _same(here: Path, there: Path) -> None:
     """The same chunks, vectors, neighbour lists and passage graph."""
-    from hopgraph.graph_store.graphs.semantic import Neighbours
-    from hopgraph.graph_store.index.graph_build import NEIGHBOURS_FILE
+    from hopgraph.graph_store.graphs.semantic import NEIGHBOURS_FILE, Neighbours
 
     with Index.open(here) as a, Index.open(there) as b:
         assert list(a.chunks.values()) == list(b.chunks.values())
@@ -604,7 +602,7 @@ def test_a_partition_lost_past_its_retries_is_a_clear_error_and_writes_nothing(
 
 def test_chroma_rows_written_again_after_their_worker_died(built, cluster, tmp_path, monkeypatch):
     from hopgraph.graph_store.cluster import build as cluster_build
-    from hopgraph.graph_store.cluster.rows import write_rows
+    from hopgraph.graph_store.cluster.partitions import write_rows
 
     log = tmp_path / "rows.log"
 

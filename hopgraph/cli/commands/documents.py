@@ -177,7 +177,7 @@ def write_tasks(args: argparse.Namespace) -> Iterator[tuple[Embed | None, GraphT
     from hopgraph.core.settings import settings
     from hopgraph.graph_store.cluster.embed import embedded_on
     from hopgraph.graph_store.cluster.graph_parts import graphs_on
-    from hopgraph.graph_store.cluster.neighbours import updated_on
+    from hopgraph.graph_store.cluster.list_update import updated_on
     from hopgraph.graph_store.cluster.reading_update import reading_updated_on
     from hopgraph.graph_store.index.graph_build import GraphTasks
 

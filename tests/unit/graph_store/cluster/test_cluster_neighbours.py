@@ -20,23 +20,20 @@ from hopgraph.graph_store import (
     build_graphs,
     delete_documents,
 )
-from hopgraph.graph_store.cluster import neighbours
-from hopgraph.graph_store.cluster.neighbours import (
-    approximate,
-    search_lists,
-    update_lists,
-    updated_by,
-)
+from hopgraph.graph_store.cluster import list_update, neighbours
+from hopgraph.graph_store.cluster.list_update import update_lists, updated_by
+from hopgraph.graph_store.cluster.neighbours import approximate, search_lists
 from hopgraph.graph_store.cluster.tasks import in_process
 from hopgraph.graph_store.documents.schema import Document
 from hopgraph.graph_store.graphs.semantic import (
     ANN_FROM,
+    NEIGHBOURS_FILE,
     SPARE_NEIGHBOURS,
     Neighbours,
     nearest,
     update_nearest,
 )
-from hopgraph.graph_store.index.graph_build import NEIGHBOURS_FILE, GraphSettings, GraphTasks
+from hopgraph.graph_store.index.graph_build import GraphSettings, GraphTasks
 from hopgraph.graph_store.index.stored_vectors import read_vectors
 from hopgraph.graph_store.stores.vector_search import VectorSearch
 from tests.sample_index import written_in_four_steps
@@ -149,12 +146,12 @@ def test_the_joins_hand_their_lists_over_in_files_left_in_no_graph_folder(writte
 @pytest.mark.parametrize("parts", [1, 3])
 @pytest.mark.parametrize("seed", range(6))
 def test_calls_over_ranges_update_the_lists_as_one_process_does(monkeypatch, parts, seed):
-    """A write's update by calls (cluster/neighbours.update_lists) equals update_nearest.
+    """A write's update by calls (cluster/list_update.update_lists) equals update_nearest.
 
     Chunks removed and added over several writes; the calls' blocks made small so that each
     call scores its range in several blocks.
     """
-    monkeypatch.setattr(neighbours, "BLOCK_CELLS", 64)
+    monkeypatch.setattr(list_update, "BLOCK_CELLS", 64)
     writes = vector_writes(np.random.default_rng(seed), (5, 40), 4, 8, 6, keep=3, start=1000)
     lists = nearest(next(writes)[1], 6)
     for old_to_new, matrix in writes:

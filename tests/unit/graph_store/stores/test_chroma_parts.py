@@ -1,7 +1,7 @@
 """Chroma's rows as one collection per partition (what a cluster's build writes).
 
 The index here is built in one process and its rows then written again as partitions, the way
-graph_store/cluster/rows.py writes them (one collection a partition, in its own folder), so
+graph_store/cluster/partitions.py writes them (one collection a partition, in its own folder), so
 that every later step (writes, recovery, check, repair, reading) is tested without Ray; the
 cluster's own build is tests/integration/test_cluster.py's.
 """

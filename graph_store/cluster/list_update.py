@@ -1,0 +1,221 @@
+"""A write's semantic neighbour lists brought up to date by tasks on a cluster (``add --cluster``).
+
+One process's update (semantic.update_nearest) keeps every list whose neighbours survive and
+searches whole only the rows that need it (added chunks, lists left short); the same product
+tells which kept lists take an added chunk in. Here the lists never pass through the driver
+(180 MB a million rows, and the map of old rows to new another 100 MB of Python objects):
+
+1. a task maps the previous generation's rows to the write's (the previous graph's nodes against
+   the write's chunk ids, a file the driver streams out), keeps the lists
+   (semantic.kept_lists) and saves them with what the search needs, each row's bar to take an
+   added chunk in among them (the plan); it sends back the rows to search: the change's;
+2. tasks score those rows against ranges of the corpus's rows (:func:`update_scores`, as one
+   product over the corpus would) and send back their best and the kept lists they enter: the
+   change's size again;
+3. a task merges them into the kept lists and writes the result.
+
+The lists equal one process's (tests/unit/graph_store/cluster/test_cluster_neighbours.py; a tie
+at a list's end may keep another of the tied chunks). The driver holds the change's rows and
+answers only.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Sequence
+from itertools import pairwise
+from pathlib import Path
+from types import ModuleType
+
+import numpy as np
+
+from hopgraph.graph_store.documents.schema import Chunk
+from hopgraph.graph_store.graphs.semantic import Neighbours, kept_lists, take_in
+from hopgraph.graph_store.index.graph_build import NeighbourUpdate, previous_lists
+from hopgraph.graph_store.stores.chunk_table import ChunkIds
+from hopgraph.graph_store.stores.manifest import Manifest
+
+from .neighbours import BLOCK_CELLS, Source, _best, _merge, _open, _scratch
+from .tasks import Map, Peaks, in_process, ray_map, task_count
+
+Hits = tuple[np.ndarray, np.ndarray, np.ndarray]
+"""Added chunks that enter lists: (chunk row, added chunk's row, cosine)."""
+Found = tuple[np.ndarray, np.ndarray, Hits]
+"""What a call of :func:`update_scores` sends back: the asked rows' best there, and the hits."""
+Asked = tuple[np.ndarray, np.ndarray, int]
+"""The rows an update searches whole, which of them are added chunks, their lists' width."""
+IDS_FILE, PLAN_FILE = "chunk-ids.json", "update-plan.npz"
+
+
+def updated_on(
+    ray: ModuleType, partitions: int | None, peaks: Peaks | None = None
+) -> NeighbourUpdate:
+    """Return how a write brings its neighbour lists up to date on the joined cluster.
+
+    ``peaks``: each kind of task's largest peak RSS (MB) goes there (tasks.ray_map).
+    """
+    return updated_by(ray_map(ray, peaks), lambda n: task_count(ray, partitions, n))
+
+
+def updated_by(run: Map, parts_of: Callable[[int], int]) -> NeighbourUpdate:
+    """Return how a write brings its lists up to date by ``run``'s calls (``parts_of(n)``).
+
+    The write's chunk table is still being written (by a forked child) when its lists are
+    updated: the calls read its chunk ids from a file in the scratch folder.
+    """
+
+    def update(
+        directory: Path,
+        manifest: Manifest,
+        chunks: Sequence[Chunk],
+        previous: tuple[Path, frozenset[str]],
+        widths: tuple[int, int],
+        scratch: Path,
+        to: Path,
+    ) -> bool:
+        n, (old_dir, replaced) = len(chunks), previous
+        with _scratch(scratch) as folder:
+            ids, plan = folder / IDS_FILE, folder / PLAN_FILE
+            save_ids((c.id for c in chunks), ids)
+            source = (str(directory), manifest.model_dump_json(), str(ids))
+            try:
+                call = (str(old_dir), str(ids), sorted(replaced), n, widths, str(plan))
+                [asked] = run(plan_update, [call])
+                if asked is None:
+                    return False
+                found = _searched(source, asked, str(plan), n, parts_of(n), run)
+                run(finish_update, [(str(plan), asked, found, str(to))])
+                return True
+            finally:
+                for name in (ids, plan):
+                    name.unlink(missing_ok=True)
+
+    return update
+
+
+def save_ids(ids: Iterable[str], path: Path) -> None:
+    """Write chunk ids as a JSON list, an id at a time (what :func:`_opened` reads)."""
+    with path.open("w", encoding="utf-8", buffering=1 << 20) as out:
+        out.write("[")
+        for at, chunk_id in enumerate(ids):
+            out.write(f", {json.dumps(chunk_id)}" if at else json.dumps(chunk_id))
+        out.write("]")
+
+
+def plan_update(
+    old_dir: str, ids: str, replaced: list[str], n: int, widths: tuple[int, int], to: str
+) -> Asked | None:
+    """Keep the previous lists a write leaves and save the plan to ``to`` (a call).
+
+    ``ids``: the write's chunk ids (a JSON file); ``widths``: ``semantic_k`` and the lists'
+    width. Returns the rows to search whole, which of them are added chunks and the width they
+    are searched to; ``None`` when the previous graph has no lists that wide (the caller
+    searches afresh).
+    """
+    k, wanted = widths
+    new = ChunkIds(json.loads(Path(ids).read_text(encoding="utf-8")))
+    if len(new) != n:
+        raise ValueError(f"{ids} holds {len(new)} chunk ids, the write {n}")
+    previous = previous_lists(Path(old_dir), new, wanted, frozenset(replaced))
+    if previous is None:
+        return None
+    plan = kept_lists(*previous, n, k)
+    del previous
+    with open(to, "wb") as file:  # np.savez would add ".npz" to a name without it
+        np.savez(file, rows=plan.lists.rows, scores=plan.lists.scores,
+                 is_added=plan.is_added, threshold=plan.threshold)  # fmt: skip
+    return plan.asked, plan.is_added[plan.asked], plan.width
+
+
+def update_lists(
+    source: Source,
+    old: Neighbours,
+    old_to_new: np.ndarray,
+    n: int,
+    k: int,
+    parts: int,
+    run: Map = in_process,
+) -> Neighbours:
+    """Return one process's ``semantic.update_nearest`` of ``old``, searched by ``parts`` calls.
+
+    The calls of a write on a cluster, in memory: the plan, the search and the merge.
+    """
+    plan = kept_lists(old, old_to_new, n, k)
+    asked = (plan.asked, plan.is_added[plan.asked], plan.width)
+    return merged(plan.lists, asked, _searched(source, asked, plan.threshold, n, parts, run))
+
+
+def _searched(
+    source: Source, asked: Asked, bars: str | np.ndarray, n: int, parts: int, run: Map
+) -> list[Found]:
+    """Score the asked rows against ``parts`` ranges of the ``n`` rows (``bars``: the plan)."""
+    rows, added, width = asked
+    if not len(rows):
+        return []
+    bounds = np.linspace(0, n, parts + 1).astype(int).tolist()
+    return run(update_scores, [(source, rows, added, bars, a, b, width)
+                               for a, b in pairwise(bounds)])  # fmt: skip
+
+
+def finish_update(plan: str, asked: Asked, found: list[Found], to: str) -> None:
+    """Merge the searches' answers into the plan's kept lists and write them to ``to`` (a call)."""
+    with np.load(plan) as saved:
+        kept = Neighbours(saved["rows"], saved["scores"])
+    merged(kept, asked, found).save(Path(to))
+
+
+def merged(lists: Neighbours, asked: Asked, found: list[Found]) -> Neighbours:
+    """Return the kept ``lists`` with the asked rows' best and the hits taken in."""
+    asked_rows, _, width = asked
+    if not found:
+        return lists
+    best, scores = _merge([(rows, cosines) for rows, cosines, _ in found], width)
+    lists.rows[asked_rows], lists.scores[asked_rows] = -1, -np.inf
+    lists.rows[asked_rows, :width], lists.scores[asked_rows, :width] = best, scores
+    hits = [hit for *_, hit in found]
+    take_in(lists, *(np.concatenate(column) for column in zip(*hits, strict=True)))
+    return lists
+
+
+def update_scores(
+    source: Source,
+    asked: np.ndarray,
+    added: np.ndarray,
+    bars: str | np.ndarray,
+    start: int,
+    stop: int,
+    m: int,
+) -> Found:
+    """Score rows ``asked`` against chunk rows ``start``–``stop`` (a call).
+
+    Returns each asked row's ``m`` best there (rows, cosines) and the hits: the asked rows that
+    are ``added`` chunks against the rows whose bar they beat. ``bars``: every row's (the
+    plan's threshold), or the plan's file.
+    """
+    if isinstance(bars, str):
+        with np.load(bars) as saved:
+            bars = saved["threshold"]
+    threshold = bars[start:stop]
+    search = _open(source)
+    queries = search.read(asked)
+    adding = np.flatnonzero(added)
+    best = (np.zeros((len(asked), 0), np.int64), np.zeros((len(asked), 0), np.float32))
+    hits: list[Hits] = []
+    step = max(1, BLOCK_CELLS // max(len(asked), 1))
+    for at in range(start, stop, step):
+        held = np.arange(at, min(at + step, stop))
+        cosines = queries @ np.asarray(search.matrix(held), dtype=np.float32).T
+        part = _best(cosines, np.broadcast_to(held, cosines.shape), asked, m)  # itself out
+        best = _merge([best, part], m)
+        if len(adding):
+            mine, bar = cosines[adding], threshold[held - start]
+            # few rows take anything in: compare only the columns whose best beats the bar
+            columns = np.flatnonzero(mine.max(axis=0) > bar)
+            which, at_column = np.nonzero(mine[:, columns] > bar[columns])
+            chunk = columns[at_column]
+            hits.append((held[chunk], asked[adding][which], mine[which, chunk]))
+        search.release_pages()
+    if not hits:
+        empty = np.zeros(0, np.int64)
+        return *best, (empty, empty, np.zeros(0, np.float32))
+    return *best, tuple(np.concatenate(column) for column in zip(*hits, strict=True))  # type: ignore[return-value]
