@@ -199,3 +199,28 @@ def test_a_write_given_the_update_calls_writes_the_same_graphs(tmp_path):
 def _graph_folder(path):
     with Index.open(path) as idx:
         return idx.manifest.path(path, "graph")
+
+
+def test_a_write_whose_previous_graph_has_no_lists_searches_them_afresh(tmp_path):
+    """Lists of another width (settings changed by hand, or an older build): the plan's call
+    says so and the write searches afresh, as one process's does."""
+    here, there = tmp_path / "here", tmp_path / "there"
+    written_in_four_steps(here)
+    build_graphs(here, GraphSettings(), show_progress=False)
+    lists = Neighbours.load(_graph_folder(here) / NEIGHBOURS_FILE)
+    Neighbours(lists.rows[:, :3], lists.scores[:, :3]).save(_graph_folder(here) / NEIGHBOURS_FILE)
+    shutil.copytree(here, there)
+    docs = [Document("new", "New page", "A new page about shared words.")]
+    ran = []
+
+    def run(function, calls):
+        ran.append(function.__name__)
+        return in_process(function, calls)
+
+    for path, given in ((here, None), (there, GraphTasks(update=updated_by(run, lambda n: 2)))):
+        add_documents(path, docs, show_progress=False, tasks=given)
+    assert ran == ["plan_update"]  # it said the lists are too narrow: nothing searched there
+    a, b = (Neighbours.load(_graph_folder(p) / NEIGHBOURS_FILE) for p in (here, there))
+    assert a.rows.shape == (len(lists.rows) + 1, WIDTH)  # searched afresh, as wide as wanted
+    np.testing.assert_array_equal(a.rows, b.rows)
+    assert not (_graph_folder(there) / "neighbour-search").exists()
