@@ -34,6 +34,7 @@ class Forked(Generic[T]):
     def __init__(self, what: str, work: Callable[[], T], in_child: bool = True) -> None:
         self.what = what
         self._child = None
+        self._error: Exception | None = None
         if not in_child or "fork" not in get_all_start_methods():
             self._value = work()
             return
@@ -53,22 +54,24 @@ class Forked(Generic[T]):
             self._child.join()
 
     def result(self) -> T:
-        """Wait for the work; return its value or raise its error."""
-        if self._child is None:
-            return self._value
-        try:
-            kind, payload = self._reply.recv()
-        except EOFError:
-            kind, payload = "failed", f"its process died (exit code {self._child.exitcode})"
-        finally:
-            self._reply.close()
-        self._child.join()
-        if kind == "ok":
-            return payload
-        if kind == "hopgraph":
-            error_type, message, hint = payload
-            raise error_type(message, hint)
-        raise IndexStateError(f"{self.what} failed: {payload}")
+        """Wait for the work; return its value or raise its error (the same on a second call)."""
+        if self._child is not None:
+            try:
+                kind, payload = self._reply.recv()
+            except EOFError:
+                kind, payload = "failed", f"its process died (exit code {self._child.exitcode})"
+            finally:
+                self._reply.close()
+            self._child.join()
+            self._child, self._value, self._error = None, payload if kind == "ok" else None, None
+            if kind == "hopgraph":
+                error_type, message, hint = payload
+                self._error = error_type(message, hint)
+            elif kind != "ok":
+                self._error = IndexStateError(f"{self.what} failed: {payload}")
+        if self._error is not None:
+            raise self._error
+        return self._value
 
 
 def _run(sender: Connection, work: Callable[[], Any], parent: int) -> None:

@@ -17,14 +17,12 @@ list nor the triples. The graphs equal one process's
 from __future__ import annotations
 
 import shutil
-from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
-from hopgraph.graph_store.documents.schema import Chunk
 from hopgraph.graph_store.graphs.edge_parts import (
     RowsIn,
     edge_counts,
@@ -66,29 +64,22 @@ def graphs_on(ray: ModuleType, peaks: Peaks | None = None) -> PartsBuild:
     run = ray_map(ray, peaks)
 
     def build(
-        directory: Path,
-        manifest: Manifest,
-        target: Path,
-        settings: PassageGraphSettings,
-        chunks: Sequence[Chunk] | None,
+        directory: Path, manifest: Manifest, target: Path, settings: PassageGraphSettings
     ) -> tuple[dict[str, Any], int, int]:
         source = (str(directory), manifest.model_dump_json())
-        return build_graphs_in_parts(chunks or source, target, settings, run)
+        return build_graphs_in_parts(source, target, settings, run)
 
     return build
 
 
 def build_graphs_in_parts(
-    rows: Source | Sequence[Chunk],
-    target: Path,
-    settings: PassageGraphSettings,
-    run: Map = in_process,
+    rows: Source, target: Path, settings: PassageGraphSettings, run: Map = in_process
 ) -> tuple[dict[str, Any], int, int]:
     """Write both graphs' files into ``target`` (``nodes.json`` aside) from its parts.
 
-    ``rows``: the chunk table the tasks read their rows' documents, places and titles from,
-    or the chunks themselves (a write's, whose table is being written), sent to them.
-    Returns the passage graph's counts and the knowledge graph's entities and triples.
+    ``rows``: the chunk table the tasks read their rows' documents, places and titles from
+    (a write's once written: the driver holds none of them). Returns the passage graph's
+    counts and the knowledge graph's entities and triples.
     """
     parts = extraction_parts(target)
     scratch = target / SCRATCH
@@ -100,7 +91,7 @@ def build_graphs_in_parts(
 
 
 def build_edges(
-    rows: Source | Sequence[Chunk],
+    rows: Source,
     target: Path,
     parts: list[Part],
     settings: PassageGraphSettings,
@@ -110,13 +101,8 @@ def build_edges(
     n = parts[-1][2] if parts else 0
     bounds = np.array([start for _, start, _ in parts] + [n], dtype=np.int64)
     scratch, names = target / SCRATCH, [f"p{i}" for i in range(len(parts))]
-    if isinstance(rows, tuple):  # (folder, manifest): the tasks read the committed table
-        given: list[Source | Columns] = [rows] * len(parts)
-    else:
-        given = [_columns(rows[a:b]) for _, a, b in parts]
-    run(emit_rows, [(of, str(target), part, name, bounds, settings)
-                    for of, part, name in zip(given, parts, names, strict=True)])  # fmt: skip
-    del given  # the rows' documents and titles: not held through the next steps
+    run(emit_rows, [(rows, str(target), part, name, bounds, settings)
+                    for part, name in zip(parts, names, strict=True)])  # fmt: skip
     run(group_bucket, [(b, names, bounds, str(scratch), settings) for b in range(len(parts))])
     sources = (names, len(parts))  # a bucket a part
     found = run(part_rows, [((p, start, stop), n, sources, str(scratch), settings)
@@ -137,25 +123,12 @@ def build_knowledge(target: Path, parts: list[Part], run: Map) -> tuple[int, int
     return entities, triples
 
 
-class Columns(NamedTuple):
-    """Chunks' documents, places and titles (what the edges read of them)."""
-
-    documents: list[str]
-    positions: np.ndarray
-    titles: list[str]
-
-
-def _columns(chunks: Sequence[Chunk]) -> Columns:
-    positions = np.fromiter((c.position for c in chunks), dtype=np.int64, count=len(chunks))
-    return Columns([c.doc_id for c in chunks], positions, [c.title for c in chunks])
-
-
 def _part(target: Path, file: str) -> ExtractionTable:
     return ExtractionTable.load(target / EXTRACTION_PARTS / file)
 
 
 def emit_rows(
-    rows: Source | Columns,
+    rows: Source,
     target: str,
     part: Part,
     name: str,
@@ -164,13 +137,13 @@ def emit_rows(
 ) -> None:
     """Write one part's items into the buckets (a task); see edge_parts.emit.
 
-    ``rows``: the chunk table to read the part's rows from (folder, manifest), or their
-    columns.
+    ``rows``: the chunk table to read the part's rows from (folder, manifest).
     """
     file, start, stop = part
-    if not isinstance(rows, Columns):  # a table: (folder, manifest)
-        rows = _columns(chunk_rows(rows, start, stop, texts=False))
-    documents, positions, titles = rows
+    chunks = chunk_rows(rows, start, stop, texts=False)
+    positions = np.fromiter((c.position for c in chunks), dtype=np.int64, count=len(chunks))
+    documents, titles = [c.doc_id for c in chunks], [c.title for c in chunks]
+    del chunks
     lists = Neighbours.load(Path(target) / NEIGHBOURS_FILE)
     part_lists = Neighbours(lists.rows[start:stop].copy(), lists.scores[start:stop].copy())
     del lists  # the slices copied: the whole lists go

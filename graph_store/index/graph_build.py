@@ -102,15 +102,12 @@ cluster/reading_update.py): (index folder, the previous generation's manifest, i
 row order, the new graph folder) → whether it did: the state saved there, the extractions in
 parts of rows (:data:`EXTRACTION_PARTS`); ``False`` when the previous state is not saved in
 parts (one process's), which this process updates."""
-PartsBuild = Callable[
-    [Path, Manifest, Path, PassageGraphSettings, Sequence[Chunk] | None],
-    tuple[dict[str, Any], int, int],
-]
+PartsBuild = Callable[[Path, Manifest, Path, PassageGraphSettings], tuple[dict[str, Any], int, int]]
 """Who makes both graphs elsewhere from the parts a reading left in the new graph folder
 (:data:`EXTRACTION_PARTS`) and its neighbour lists (cluster/graph_parts.py): (index folder,
-committed manifest, the new graph folder, knobs, a write's chunks or ``None``: the committed
-table's) → (:func:`passage_counts`, the knowledge graph's entities, its triples); it writes
-both graphs' files but ``nodes.json``."""
+the manifest whose chunk table the tasks read, written whole, the new graph folder, knobs) →
+(:func:`passage_counts`, the knowledge graph's entities, its triples); it writes both graphs'
+files but ``nodes.json``."""
 
 
 @dataclass(frozen=True)
@@ -192,6 +189,7 @@ def write_graphs(
     fresh: bool,
     replaced: frozenset[str] = frozenset(),
     tasks: GraphTasks | None = None,
+    written: Callable[[], object] | None = None,
 ) -> None:
     """Write both graphs of ``chunks`` (``manifest``'s) into ``gen``'s folder; sync the triples.
 
@@ -199,8 +197,9 @@ def write_graphs(
     or they were built with other settings. ``replaced``: ids in both lists whose text
     changed (read again, searched again). ``tasks``: who finds fresh neighbour lists and makes a
     fresh offline reading (default: this process), in the ``previous`` generation, whose
-    vectors and chunks are the same. Sets
-    ``manifest.graph``, its graph file and the triples to purge.
+    vectors and chunks are the same. ``written``: waits until a write's chunk table is written
+    (a forked child writes it meanwhile), which the parts' tasks read. Sets ``manifest.graph``,
+    its graph file and the triples to purge.
     """
     started = time.perf_counter()
     old_dir = None
@@ -232,7 +231,7 @@ def write_graphs(
         if extractions is None and by_parts:
             assert tasks is not None and tasks.parts is not None
             knowledge, passage_counts, kg_sizes = _graphs_by_tasks(
-                (directory, previous), chunks, lists(), settings, target, (tasks.parts, fresh)
+                (directory, manifest), chunks, lists(), settings, target, (tasks.parts, written)
             )
         else:  # left in parts by the readings' calls (no parts build): joined here
             extractions = joined_parts(target) if extractions is None else extractions
@@ -428,21 +427,22 @@ def _graphs_by_tasks(
     semantic: Forked[Neighbours | None],
     settings: GraphSettings,
     target: Path,
-    parts: tuple[PartsBuild, bool],
+    parts: tuple[PartsBuild, Callable[[], object] | None],
 ) -> tuple[KnowledgeGraph | None, dict[str, Any], tuple[int, int]]:
     """Make both graphs by ``parts``' tasks from the parts a reading's tasks left.
 
-    This process holds neither the extractions nor an edge list. The extractions stay in
-    their parts (:data:`EXTRACTION_PARTS`, read joined: table.load_extractions). A fresh
-    build's tasks read their rows from the ``committed`` table; a write's are sent them (its
-    table is being written meanwhile). Returns the knowledge graph (loaded when its triples
-    are to be embedded), the passage graph's counts and the knowledge graph's size (entities,
-    triples).
+    This process holds neither the extractions nor an edge list nor its chunks' columns. The
+    extractions stay in their parts (:data:`EXTRACTION_PARTS`, read joined:
+    table.load_extractions). The tasks read their rows from the ``committed`` manifest's chunk
+    table: a write's once the second of ``parts`` says it is written. Returns the knowledge
+    graph (loaded when its triples are to be embedded), the passage graph's counts and the
+    knowledge graph's size (entities, triples).
     """
-    build, fresh = parts
+    build, written = parts
     semantic.result()  # saved in the graph folder, where the tasks read it
-    given = None if fresh else chunks
-    counts, entities, triples = build(*committed, target, settings.passage_settings(), given)
+    if written is not None:
+        written()
+    counts, entities, triples = build(*committed, target, settings.passage_settings())
     save_nodes(chunks.ids() if isinstance(chunks, ChunkScan) else (c.id for c in chunks), target)
     knowledge = KnowledgeGraph.load(target) if settings.embed_triples else None
     return knowledge, counts, (entities, triples)

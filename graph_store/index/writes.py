@@ -161,6 +161,7 @@ def commit_change(
                     False,
                     frozenset(replaced),
                     tasks,
+                    tables.result,
                 )
             manifest.segments, manifest.vectors, manifest.ann = tables.result()
         gen.commit(manifest)

@@ -27,3 +27,16 @@ def test_a_forked_child_gets_a_pool_of_its_own():
             os._exit(code)  # never back into pytest
     _, status = os.waitpid(child, 0)
     assert os.waitstatus_to_exitcode(status) == 0
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork here")
+def test_a_forked_childs_result_or_error_is_the_same_when_asked_again():
+    from hopgraph.core.errors import IndexStateError
+    from hopgraph.core.forked import Forked
+
+    done = Forked("adding", lambda: os.getpid())
+    assert done.result() == done.result() != os.getpid()  # a write's graphs wait on it first
+    failed = Forked("dividing", lambda: 1 // 0)
+    for _ in range(2):
+        with pytest.raises(IndexStateError, match="dividing failed"):
+            failed.result()

@@ -38,10 +38,14 @@ def written(tmp_path_factory):
     return written_in_four_steps(tmp_path_factory.mktemp("edges") / "index")
 
 
-def graphs_here(directory, manifest, target, settings, chunks):
-    """What the graphs' calls do, run here: a parts build as build_graphs takes it."""
+def graphs_here(directory, manifest, target, settings):
+    """What the graphs' calls do, run here: a parts build as build_graphs takes it.
+
+    The table they read is written whole by now (a write's: its child has written it).
+    """
+    assert manifest.path(directory, "chunks").is_file()
     source = (str(directory), manifest.model_dump_json())
-    return build_graphs_in_parts(chunks or source, target, settings)
+    return build_graphs_in_parts(source, target, settings)
 
 
 KG_FILES = (
