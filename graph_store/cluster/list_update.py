@@ -22,7 +22,7 @@ answers only.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from itertools import pairwise
 from pathlib import Path
 from types import ModuleType
@@ -32,7 +32,7 @@ import numpy as np
 from hopgraph.graph_store.documents.schema import Chunk
 from hopgraph.graph_store.graphs.semantic import Neighbours, kept_lists, take_in
 from hopgraph.graph_store.index.graph_build import NeighbourUpdate, previous_lists
-from hopgraph.graph_store.stores.chunk_table import ChunkIds
+from hopgraph.graph_store.stores.chunk_table import ChunkIds, save_ids
 from hopgraph.graph_store.stores.manifest import Manifest
 
 from .neighbours import BLOCK_CELLS, Source, _best, _merge, _open, _scratch
@@ -91,15 +91,6 @@ def updated_by(run: Map, parts_of: Callable[[int], int]) -> NeighbourUpdate:
                     name.unlink(missing_ok=True)
 
     return update
-
-
-def save_ids(ids: Iterable[str], path: Path) -> None:
-    """Write chunk ids as a JSON list, an id at a time (what :func:`_opened` reads)."""
-    with path.open("w", encoding="utf-8", buffering=1 << 20) as out:
-        out.write("[")
-        for at, chunk_id in enumerate(ids):
-            out.write(f", {json.dumps(chunk_id)}" if at else json.dumps(chunk_id))
-        out.write("]")
 
 
 def plan_update(

@@ -28,9 +28,10 @@ the document frequencies and the corpus's size.
 
 from __future__ import annotations
 
+import itertools
 import json
 import shutil
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from itertools import pairwise
 from pathlib import Path
 from types import ModuleType
@@ -52,10 +53,11 @@ from hopgraph.graph_store.graphs.extraction.title_table import (
     string_hashes,
 )
 from hopgraph.graph_store.index.graph_build import ReadingUpdate
-from hopgraph.graph_store.stores.chunk_table import chunks_in, open_chunks
+from hopgraph.graph_store.stores.chunk_table import chunks_in, open_chunks, save_ids
 from hopgraph.graph_store.stores.manifest import Manifest, graphs_hint
 
 from .readings import (
+    DIGEST_BLOCK,
     FREQUENCIES,
     Source,
     extracted,
@@ -114,7 +116,7 @@ def reading_updated_by(run: Map = in_process) -> ReadingUpdate:
         for name in names:
             remove_table(target / unpicked(name))
         shutil.rmtree(target / FREQUENCIES)
-        in_rows(target, names, [c.id for c in chunks], directory, run)
+        in_rows(target, names, ((c.id for c in chunks), len(chunks)), directory, run)
         return True
 
     return update
@@ -178,15 +180,21 @@ def _given(added: Sequence[Chunk], parts: int) -> list[list[Chunk]]:
     return given
 
 
-def digest(ids: Sequence[str]) -> int:
-    """Return a digest of a set of ids, whatever their order (a sum of their hashes)."""
-    return int(string_hashes(ids).sum(dtype=np.uint64))  # wraps: a sum modulo 2**64
+def digest(ids: Iterable[str]) -> int:
+    """Return a digest of a set of ids, whatever their order (a sum of their hashes).
+
+    Read a block at a time: the ids may come from a table as it is read.
+    """
+    total, stream = 0, iter(ids)
+    while block := list(itertools.islice(stream, DIGEST_BLOCK)):
+        total += int(string_hashes(block).sum(dtype=np.uint64))
+    return total % (1 << 64)
 
 
 def _check_parts(directory: Path, before: Sequence[Chunk], held: list[tuple[int, int]]) -> None:
     """Refuse parts that did not hold the previous generation's chunks (damage, or a stray)."""
     rows = sum(n for n, _ in held)
-    same = sum(d for _, d in held) % (1 << 64) == digest([c.id for c in before])
+    same = sum(d for _, d in held) % (1 << 64) == digest(c.id for c in before)
     if rows == len(before) and same:
         return
     raise IndexStateError(
@@ -196,23 +204,35 @@ def _check_parts(directory: Path, before: Sequence[Chunk], held: list[tuple[int,
     )
 
 
-def in_rows(target: Path, names: Sequence[str], ids: Sequence[str], directory: Path,
+def in_rows(target: Path, names: Sequence[str], ids: tuple[Iterable[str], int], directory: Path,
             run: Map) -> None:  # fmt: skip
     """Cut the parts' extractions (parts of ids, by hash) into parts of rows, in row order.
 
     What a fresh reading leaves (``EXTRACTION_PARTS``), so that tasks make the graphs
     (cluster/graph_parts.py). Each part is split by the parts of rows its chunks fall in, each
-    part of rows joined from its pieces; the driver holds each id's 64-bit hash and row.
+    part of rows joined from its pieces. ``ids``: the write's chunk ids in row order and their
+    count, streamed into a file from which a task makes each id's 64-bit hash and row
+    (:class:`SharedRows`): the driver holds a part of rows' ids at a time, for its digest.
     """
-    parts = len(names)
-    bounds = np.linspace(0, len(ids), parts + 1).astype(np.int64)
-    hashes = string_hashes(ids)
-    order = np.argsort(hashes, kind="stable")
-    rows = SharedRows(hashes[order], order.astype(np.int64))
-    held = run(split_part, [(str(target), name, rows, bounds) for name in names])
-    if sum(held) != len(ids):
+    stream, n = ids
+    parts, ids_file = len(names), target / EXTRACTION_PARTS / WRITE_IDS
+    bounds = np.linspace(0, n, parts + 1).astype(np.int64)
+    ranges, expected = list(pairwise(bounds.tolist())), []
+
+    def digested(stream: Iterator[str]) -> Iterator[str]:
+        for a, b in ranges:
+            mine = list(itertools.islice(stream, b - a))
+            expected.append(ordered_digest(mine))
+            yield from mine
+
+    save_ids(digested(iter(stream)), ids_file)
+    rows_file = str(target / EXTRACTION_PARTS / ROWS_FILE)
+    if run(rows_of, [(str(ids_file), rows_file)]) != [n]:
+        raise IndexStateError(f"{ids_file} holds other than the write's {n} chunk ids")
+    held = run(split_part, [(str(target), name, rows_file, bounds) for name in names])
+    if sum(held) != n:
         raise IndexStateError(
-            f"the readings' tasks gave {sum(held)} chunks' extractions, not the {len(ids)} of "
+            f"the readings' tasks gave {sum(held)} chunks' extractions, not the {n} of "
             "the write", graphs_hint(directory),
         )  # fmt: skip
     digests = run(join_pieces, [(str(target), list(names), r) for r in range(parts)])
@@ -222,8 +242,9 @@ def in_rows(target: Path, names: Sequence[str], ids: Sequence[str], directory: P
         for r in range(parts):
             remove_table(folder / piece(name, r))
             (folder / piece(name, r)).with_suffix(".rows.npy").unlink()
-    ranges = list(pairwise(bounds.tolist()))
-    if any(ordered_digest(ids[a:b]) != d for (a, b), d in zip(ranges, digests, strict=True)):
+    for name in (ids_file, Path(rows_file)):
+        name.unlink()
+    if digests != expected:
         raise IndexStateError(
             "the readings' tasks gave other chunks' extractions than the write's",
             graphs_hint(directory),
@@ -232,13 +253,35 @@ def in_rows(target: Path, names: Sequence[str], ids: Sequence[str], directory: P
     (target / EXTRACTION_PARTS / "parts.json").write_text(json.dumps(listed), encoding="utf-8")
 
 
-class SharedRows:
-    """Each chunk id's 64-bit hash (sorted) and its row, sent once for every task."""
+WRITE_IDS, ROWS_FILE = "write-ids.json", "write-rows.npz"
+"""The write's chunk ids (a JSON list, streamed out) and :class:`SharedRows` made of them."""
 
-    shared = True
+
+def rows_of(ids: str, to: str) -> int:
+    """Save each id's hash and row (:class:`SharedRows`) of the ids file ``ids`` (a task).
+
+    Returns how many ids it holds.
+    """
+    listed = json.loads(Path(ids).read_bytes())
+    hashes = string_hashes(listed)
+    del listed
+    order = np.argsort(hashes, kind="stable")
+    with open(to, "wb") as file:  # np.savez would add ".npz" to a name without it
+        np.savez(file, hashes=hashes[order], rows=order.astype(np.int64))
+    return len(hashes)
+
+
+class SharedRows:
+    """Each chunk id's 64-bit hash (sorted) and its row (saved by :func:`rows_of`)."""
 
     def __init__(self, hashes: np.ndarray, rows: np.ndarray) -> None:
         self.hashes, self.rows = hashes, rows
+
+    @classmethod
+    def load(cls, path: Path) -> SharedRows:
+        """Read what :func:`rows_of` saved."""
+        with np.load(path) as saved:
+            return cls(saved["hashes"], saved["rows"])
 
     def of(self, ids: Sequence[str]) -> np.ndarray:
         """Return the rows of ``ids`` (-1 for an id the write does not hold)."""
@@ -253,15 +296,16 @@ def row_part(number: int) -> str:
     return f"rows-{number:03d}-extractions.npz"
 
 
-def split_part(target: str, name: str, rows: SharedRows, bounds: np.ndarray) -> int:
+def split_part(target: str, name: str, rows: str, bounds: np.ndarray) -> int:
     """Split one part's extractions by the parts of rows of its chunks (a task).
 
-    Each piece is saved in row order with its rows. Returns how many rows it held (-1 rows:
-    chunks the write does not hold, which the driver's check refuses).
+    ``rows``: the file of :class:`SharedRows`. Each piece is saved in row order with its rows.
+    Returns how many rows it held (-1 rows: chunks the write does not hold, which the
+    driver's check refuses).
     """
     folder = Path(target) / EXTRACTION_PARTS
     table = ExtractionTable.load(folder / extracted(name))
-    found = rows.of(table.ids)
+    found = SharedRows.load(Path(rows)).of(table.ids)
     if (found < 0).any():
         return -len(table.ids)  # summed, never the write's count
     order = np.argsort(found, kind="stable")  # by row: each part of rows' piece in row order

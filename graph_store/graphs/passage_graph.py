@@ -32,6 +32,7 @@ import numpy as np
 
 from hopgraph.core.csr import Csr, CsrLike, rows_edges
 from hopgraph.core.errors import IndexStateError
+from hopgraph.graph_store.stores.chunk_table import save_ids
 from hopgraph.graph_store.stores.manifest import MANIFEST, graphs_hint
 
 if TYPE_CHECKING:  # networkx (0.2 s of imports) only for to_networkx: no retriever walks it;
@@ -214,11 +215,7 @@ def save_nodes(ids: Iterable[str], directory: Path) -> None:
     Written an id at a time: the ids may be read from a table as they come (a cluster's driver
     holds none).
     """
-    with (directory / "nodes.json").open("w", encoding="utf-8", buffering=1 << 20) as out:
-        out.write("[")
-        for at, chunk_id in enumerate(ids):
-            out.write(f", {json.dumps(chunk_id)}" if at else json.dumps(chunk_id))
-        out.write("]")
+    save_ids(ids, directory / "nodes.json")
 
 
 def mapped_csr(path: Path) -> Csr:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import json
 from array import array
 from collections.abc import (
     Callable,
@@ -319,6 +320,19 @@ def _lines(path: Path) -> Iterator[bytes]:
 def scan_ids(path: Path) -> Iterator[str]:
     """Yield the chunk ids of a table file in row order, each sliced from its line."""
     return (_line_id(line) for line in _lines(path))
+
+
+def save_ids(ids: Iterable[str], path: Path) -> None:
+    """Write chunk ids as a JSON list (what ``json.dumps`` writes), an id at a time.
+
+    A graph's node order and a write's ids for its tasks: the ids may come from a table as it
+    is read, none held.
+    """
+    with path.open("w", encoding="utf-8", buffering=1 << 20) as out:
+        out.write("[")
+        for at, chunk_id in enumerate(ids):
+            out.write(f", {json.dumps(chunk_id)}" if at else json.dumps(chunk_id))
+        out.write("]")
 
 
 def chunks_in(

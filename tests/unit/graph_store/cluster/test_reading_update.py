@@ -190,7 +190,8 @@ def test_extractions_are_cut_into_parts_of_rows_and_other_chunks_are_refused(tmp
         return [f"part{n}.npz" for n in range(len(groups))]
 
     rows = ["a", "b", "c", "d", "e"]
-    in_rows(tmp_path, parts_of(["e", "b"], ["c", "a", "d"]), rows, tmp_path, in_process)
+    given = (iter(rows), len(rows))  # streamed: the driver holds none of them
+    in_rows(tmp_path, parts_of(["e", "b"], ["c", "a", "d"]), given, tmp_path, in_process)
     got = load_extractions(tmp_path)
     assert got.ids == rows
     assert [e.entities for e in got.to_extractions()] == [(f"e{i}",) for i in rows]
@@ -199,9 +200,9 @@ def test_extractions_are_cut_into_parts_of_rows_and_other_chunks_are_refused(tmp
         *sorted(f"rows-00{r}-extractions{x}" for r in (0, 1) for x in (".json", ".npz")),
     ]
     with pytest.raises(IndexStateError, match="not the 5 of the write"):
-        in_rows(tmp_path, parts_of(["e", "b"], ["c", "a", "x"]), rows, tmp_path, in_process)
+        in_rows(tmp_path, parts_of(["e", "b"], ["c", "a", "x"]), (rows, 5), tmp_path, in_process)
     with pytest.raises(IndexStateError, match="not the 5 of the write"):
-        in_rows(tmp_path, parts_of(["e", "b"], ["c", "a"]), rows, tmp_path, in_process)
+        in_rows(tmp_path, parts_of(["e", "b"], ["c", "a"]), (rows, 5), tmp_path, in_process)
 
 
 def _counts(path):
