@@ -14,6 +14,7 @@ from hopgraph.graph_store.stores.chunk_table import (
     ChunkScan,
     ChunkTable,
     chunks_in,
+    save_ids,
     scan_ids,
     write_chunks,
 )
@@ -100,3 +101,11 @@ def test_a_scan_reads_every_pass_from_the_file_and_names_a_wrong_count(tmp_path:
     path.unlink()
     with pytest.raises(IndexStateError, match="missing or damaged"):
         list(scan)
+
+
+def test_ids_streamed_out_are_what_json_writes(tmp_path: Path) -> None:
+    ids = [c.id for c in CHUNKS]
+    save_ids(iter(ids), tmp_path / "ids.json")
+    assert (tmp_path / "ids.json").read_text(encoding="utf-8") == json.dumps(ids)
+    save_ids([], tmp_path / "none.json")
+    assert json.loads((tmp_path / "none.json").read_text(encoding="utf-8")) == []
