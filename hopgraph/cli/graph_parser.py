@@ -10,6 +10,7 @@ from .options import (
     device_options,
     index_option,
     lazy,
+    output_file,
     positive,
     quiet_option,
 )
@@ -112,7 +113,9 @@ def add_graph_parser(sub: argparse._SubParsersAction) -> None:
         default="passages",
         help="which graph (default passages)",
     )
-    e.add_argument("--out", required=True, metavar="FILE", help="where to write it")
+    e.add_argument(
+        "--out", required=True, type=output_file, metavar="FILE", help="where to write it"
+    )
     e.set_defaults(func=lazy("cli.commands.graphs:export"))
     c = actions.add_parser(
         "coverage",

@@ -48,6 +48,36 @@ def positive(text: str) -> int:
         raise argparse.ArgumentTypeError(str(err)) from None
 
 
+def output_file(text: str) -> Path:
+    """Parse an ``--out FILE`` (argparse ``type``): a new file, or a regular file to replace.
+
+    A folder, a device, a pipe or a symbolic link at the path is refused, before any work:
+    writing there would replace what is there (/dev/full, another file through a link).
+    """
+    path = Path(text)
+    if path.is_symlink():
+        what = f"a symbolic link (to {path.readlink()})"
+    elif path.is_dir():
+        what = "a folder"
+    elif path.exists() and not path.is_file():
+        what = "not a regular file (a device, a pipe or a socket)"
+    else:
+        return path
+    raise argparse.ArgumentTypeError(
+        f"{text} is {what}: give the path of a new file or of a regular file to replace"
+    )
+
+
+def write_output(path: Path, text: str) -> None:
+    """Write an output file whole: into a temporary file beside it, then renamed over it."""
+    partial = path.with_name(f".{path.name}.partial")
+    try:
+        partial.write_text(text, encoding="utf-8")
+        partial.replace(path)  # a reader never sees half a file; a failure leaves the old one
+    finally:
+        partial.unlink(missing_ok=True)
+
+
 def wait_option(parser: argparse.ArgumentParser) -> None:
     """Add ``--wait SECONDS``: how long a reader waits for another process's write."""
     parser.add_argument(

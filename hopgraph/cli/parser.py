@@ -18,6 +18,7 @@ from .options import (
     expand_option,
     index_option,
     lazy,
+    output_file,
     positive,
     preset_option,
     quiet_option,
@@ -305,7 +306,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-k", type=positive, default=8, help="passages to draw (default 8)")
     p.add_argument("--gold", metavar="IDS", help="comma-separated gold document ids to mark")
     preset_option(p)
-    p.add_argument("--out", required=True, metavar="FILE.html", help="where to write the page")
+    p.add_argument(
+        "--out",
+        required=True,
+        type=output_file,
+        metavar="FILE.html",
+        help="where to write the page",
+    )
     p.set_defaults(func=lazy("cli.commands.queries:explain"))
 
     p = sub.add_parser(

@@ -173,9 +173,12 @@ def export(args: argparse.Namespace) -> None:
         else:
             graph = index.knowledge_graph.to_networkx()
     out.parent.mkdir(parents=True, exist_ok=True)
-    temporary = out.with_name(out.name + ".partial")
-    nx.write_graphml(graph, temporary)
-    temporary.replace(out)  # a reader never sees half a file
+    temporary = out.with_name(f".{out.name}.partial")
+    try:
+        nx.write_graphml(graph, temporary)
+        temporary.replace(out)  # a reader never sees half a file; a failure leaves the old one
+    finally:
+        temporary.unlink(missing_ok=True)
     print(f"wrote {out}: {graph.number_of_nodes()} nodes, {graph.number_of_edges()} edges")
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from hopgraph.cli.formatting import format_hits
-from hopgraph.cli.options import index_dir
+from hopgraph.cli.options import index_dir, write_output
 from hopgraph.core.errors import InputError
 from hopgraph.graph_store import Index
 from hopgraph.graph_store.documents.filters import WhereValue, parse_cli
@@ -89,7 +89,7 @@ def explain(args: argparse.Namespace) -> None:
     gold = {g.strip() for g in (args.gold or "").split(",") if g.strip()}
     with Index.open(index_dir(args)) as idx:
         graph = find_evidence(idx, args.question, args.method, args.k, gold, args.preset)
-    out.write_text(render_page(graph), encoding="utf-8")
+    write_output(out, render_page(graph))
     print(
         f"wrote {out}: {len(graph.passages)} passages, {len(graph.entities)} entities, "
         f"{len(graph.edges)} edges"

@@ -6,7 +6,7 @@ import argparse
 from datetime import datetime
 from pathlib import Path
 
-from hopgraph.cli.options import positive
+from hopgraph.cli.options import output_file, positive, write_output
 
 # The trace store's module imports LangChain's callbacks: each command imports it as it runs.
 
@@ -40,7 +40,7 @@ def trace_export(args: argparse.Namespace) -> None:
 
     root = load_trace(args.store or default_store(), args.trace_id)
     out = args.out or Path(f"trace-{root.span_id}.html")
-    out.write_text(render_html(root), encoding="utf-8")
+    write_output(out, render_html(root))
     print(f"wrote {out}")
 
 
@@ -65,5 +65,5 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     export = actions.add_parser("export", help="one trace as a self-contained HTML page")
     export.add_argument("trace_id", metavar="ID")
     export.add_argument("--html", action="store_true", required=True, help="HTML (the format)")
-    export.add_argument("--out", type=Path, metavar="FILE", help="default trace-ID.html")
+    export.add_argument("--out", type=output_file, metavar="FILE", help="default trace-ID.html")
     export.set_defaults(func=trace_export)

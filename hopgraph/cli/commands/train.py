@@ -9,7 +9,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from hopgraph.cli.options import build_options, index_option, positive
+from hopgraph.cli.options import build_options, index_option, output_file, positive
 from hopgraph.core.errors import InputError
 
 TOP_O = {"gnn_ret": 25, "rgnn_ret": 10}  # the paper's competitive-set sizes (spec §3.4, §4.2)
@@ -295,7 +295,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--data", required=True, action="append", metavar="DIR", help="dataset folder")
     p.add_argument("--split", default="train", help="question file (default train)")
     p.add_argument("--limit", type=positive, metavar="N", help="first N questions only")
-    p.add_argument("--out", type=Path, metavar="FILE", help="where to write the weights")
+    p.add_argument("--out", type=output_file, metavar="FILE", help="where to write the weights")
     values = p.add_argument_group("gnn_ret and rgnn_ret")
     values.add_argument("--top-o", type=positive, help="competitive set size O (25; rgnn_ret 10)")
     values.add_argument("--max-iterations", type=positive, default=100, help="step cap (100)")

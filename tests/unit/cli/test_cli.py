@@ -256,3 +256,32 @@ def test_index_json_is_one_object_on_stdout_and_the_rest_on_stderr(tmp_path, cap
     assert report["directory"] == str(tmp_path / "idx")
     assert report["driver_peak_rss_mb"] is None  # one process: no driver and tasks apart
     assert "read 1 file(s)" in err and "next: `hopgraph graph build" in err
+
+
+OUT_FILES = [
+    ["graph", "export", "--out"],
+    ["explain", "a question", "--out"],
+    ["trace", "export", "some-trace", "--html", "--out"],
+    ["train", "gnn_ret", "--data", "somewhere", "--out"],
+]
+
+
+@pytest.mark.parametrize("argv", OUT_FILES, ids=lambda argv: " ".join(argv[:2]))
+def test_every_out_file_refuses_what_is_not_a_regular_file(argv, tmp_path, capsys):
+    """--out never replaces a folder, a device or a symbolic link (issue 73): refused before
+    any work, with what is there; a new path or a regular file is taken."""
+    target = tmp_path / "kept.txt"
+    target.write_text("mine", encoding="utf-8")
+    (tmp_path / "link").symlink_to(target)
+    for there, said in [
+        (tmp_path, "is a folder"),
+        ("/dev/null", "not a regular file"),
+        (tmp_path / "link", "a symbolic link"),
+    ]:
+        with pytest.raises(SystemExit) as exit_info:
+            build_parser().parse_args([*argv, str(there)])
+        assert exit_info.value.code == 2
+        assert said in capsys.readouterr().err
+    assert target.read_text(encoding="utf-8") == "mine"
+    for fine in (target, tmp_path / "new.html"):
+        assert build_parser().parse_args([*argv, str(fine)]).out == fine
