@@ -22,17 +22,16 @@ answers only.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from itertools import pairwise
 from pathlib import Path
 from types import ModuleType
 
 import numpy as np
 
-from hopgraph.graph_store.documents.schema import Chunk
-from hopgraph.graph_store.graphs.semantic import Neighbours, kept_lists, take_in
-from hopgraph.graph_store.index.graph_build import NeighbourUpdate, previous_lists
-from hopgraph.graph_store.stores.chunk_table import ChunkIds, save_ids
+from hopgraph.graph_store.graphs.semantic import Neighbours, kept_lists, previous_lists, take_in
+from hopgraph.graph_store.index.graph_build import Chunks, NeighbourUpdate
+from hopgraph.graph_store.stores.chunk_table import ChunkIds, ids_of, save_ids
 from hopgraph.graph_store.stores.manifest import Manifest
 
 from .neighbours import BLOCK_CELLS, Source, _best, _merge, _open, _scratch
@@ -67,7 +66,7 @@ def updated_by(run: Map, parts_of: Callable[[int], int]) -> NeighbourUpdate:
     def update(
         directory: Path,
         manifest: Manifest,
-        chunks: Sequence[Chunk],
+        chunks: Chunks,
         previous: tuple[Path, frozenset[str]],
         widths: tuple[int, int],
         scratch: Path,
@@ -76,7 +75,7 @@ def updated_by(run: Map, parts_of: Callable[[int], int]) -> NeighbourUpdate:
         n, (old_dir, replaced) = len(chunks), previous
         with _scratch(scratch) as folder:
             ids, plan = folder / IDS_FILE, folder / PLAN_FILE
-            save_ids((c.id for c in chunks), ids)
+            save_ids(ids_of(chunks), ids)
             source = (str(directory), manifest.model_dump_json(), str(ids))
             try:
                 call = (str(old_dir), str(ids), sorted(replaced), n, widths, str(plan))

@@ -52,8 +52,8 @@ from hopgraph.graph_store.graphs.extraction.title_table import (
     read_titles,
     string_hashes,
 )
-from hopgraph.graph_store.index.graph_build import ReadingUpdate
-from hopgraph.graph_store.stores.chunk_table import chunks_in, open_chunks, save_ids
+from hopgraph.graph_store.index.graph_build import Chunks, ReadingUpdate
+from hopgraph.graph_store.stores.chunk_table import chunks_in, ids_of, open_chunks, save_ids
 from hopgraph.graph_store.stores.manifest import Manifest, graphs_hint
 
 from .readings import (
@@ -91,8 +91,8 @@ def reading_updated_by(run: Map = in_process) -> ReadingUpdate:
         directory: Path,
         previous: Manifest,
         old_dir: Path,
-        change: tuple[Sequence[Chunk], Sequence[Chunk], Sequence[Chunk]],
-        chunks: Sequence[Chunk],
+        change: tuple[Chunks, Sequence[Chunk], Sequence[Chunk]],
+        chunks: Chunks,
         target: Path,
     ) -> bool:
         before, removed, added = change
@@ -116,7 +116,7 @@ def reading_updated_by(run: Map = in_process) -> ReadingUpdate:
         for name in names:
             remove_table(target / unpicked(name))
         shutil.rmtree(target / FREQUENCIES)
-        in_rows(target, names, ((c.id for c in chunks), len(chunks)), directory, run)
+        in_rows(target, names, (ids_of(chunks), len(chunks)), directory, run)
         return True
 
     return update
@@ -191,10 +191,10 @@ def digest(ids: Iterable[str]) -> int:
     return total % (1 << 64)
 
 
-def _check_parts(directory: Path, before: Sequence[Chunk], held: list[tuple[int, int]]) -> None:
+def _check_parts(directory: Path, before: Chunks, held: list[tuple[int, int]]) -> None:
     """Refuse parts that did not hold the previous generation's chunks (damage, or a stray)."""
     rows = sum(n for n, _ in held)
-    same = sum(d for _, d in held) % (1 << 64) == digest(c.id for c in before)
+    same = sum(d for _, d in held) % (1 << 64) == digest(ids_of(before))
     if rows == len(before) and same:
         return
     raise IndexStateError(

@@ -22,7 +22,7 @@ from typing import Any
 from hopgraph.core.errors import IndexStateError, InputError
 from hopgraph.core.settings import CONFIG_FILE, IndexSettings
 from hopgraph.graph_store.documents.loaders import check_unique_ids
-from hopgraph.graph_store.documents.schema import Chunk, Document
+from hopgraph.graph_store.documents.schema import Document
 from hopgraph.graph_store.embedding.embedders import embedder_for
 from hopgraph.graph_store.stores.chunk_table import read_chunks, scan_chunks
 from hopgraph.graph_store.stores.doc_table import DocumentTable, records_of
@@ -76,7 +76,7 @@ def build_index(
         location = new_location(settings, directory)
         with Generation(directory, old) as gen:
             embedder_info = {"name": embedder.name, "dimension": embedder.dimension}
-            manifest = new_manifest(settings, embedder_info, location, counts_of(chunks))
+            manifest = new_manifest(settings, embedder_info, location, writes.counts_of(chunks))
             records = records_of(docs, chunks, manifest.updated_at)
             vectors = gen.create_collection(location)
             try:
@@ -171,11 +171,6 @@ def drop_elsewhere(replaced: ChromaLocation | None) -> None:
     if replaced is not None:
         drop_collection(replaced)
         drop_collection(replaced.triples())
-
-
-def counts_of(chunks: Sequence[Chunk]) -> dict[str, int]:
-    """Return the manifest's counts: documents and chunks."""
-    return {"documents": len({c.doc_id for c in chunks}), "chunks": len(chunks)}
 
 
 @paused_gc()

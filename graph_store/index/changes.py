@@ -10,6 +10,7 @@ An error or a kill at any moment leaves the previous generation as it was.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -22,14 +23,22 @@ from hopgraph.core.settings import IndexSettings
 from hopgraph.graph_store.documents.loaders import check_unique_ids, quote_ids
 from hopgraph.graph_store.documents.schema import Chunk, Document
 from hopgraph.graph_store.embedding.embedders import Embedder, embedder_for
-from hopgraph.graph_store.stores.chunk_table import open_chunks, read_chunks
+from hopgraph.graph_store.stores.chunk_table import (
+    ChunkScan,
+    ids_of,
+    open_chunks,
+    read_chunks,
+    scan_chunks,
+)
 from hopgraph.graph_store.stores.doc_table import DocumentChange, DocumentTable, records_of
 from hopgraph.graph_store.stores.manifest import Manifest, now, read_manifest
 
 from . import writes
-from .graph_build import GraphTasks
+from .graph_build import Chunks, GraphTasks
 from .lock import paused_gc, write_lock
 from .stored_vectors import read_vectors
+
+log = logging.getLogger(__name__)
 
 
 @paused_gc()
@@ -52,34 +61,46 @@ def add_documents(
     started = time.perf_counter()
     with write_lock(directory):
         old = read_manifest(directory)
-        existing = read_chunks(directory, old, texts=False)  # only new chunks need theirs
-        present = sorted({c.doc_id for c in existing} & {d.id for d in docs})
+        existing = _existing(directory, old, tasks)
+        documents = DocumentTable.changed(directory, old, existing)
+        present = [r.id for r in documents.records(d.id for d in docs)]
         if present:
             raise InputError(
                 f"{len(present)} document id(s) are already in the index: {quote_ids(present)}",
                 "`hopgraph sync SOURCE` replaces changed documents and adds new ones; "
                 "or give new ids",
             )
-        documents = DocumentTable.changed(directory, old, existing)
         new_chunks, embeddings, embed_seconds = _embed_new(
             directory, old, existing, docs, show_progress, embed
         )
         embedded = (new_chunks, embeddings)
         chunks = _add(directory, old, existing, documents, docs, embedded, show_progress, tasks)
     return writes.write_report(
-        directory,
-        chunks,
-        added=len(new_chunks),
-        removed=0,
-        started=started,
+        directory, chunks, added=len(new_chunks), removed=0, started=started,
         embed_seconds=embed_seconds,
-    )
+    )  # fmt: skip
+
+
+def _existing(directory: Path, old: Manifest, tasks: GraphTasks | None) -> Chunks:
+    """Return the chunks a write keeps, without their texts (only new chunks need theirs).
+
+    A cluster's write (``tasks``) on an index whose tables it can merge a write into (a
+    document table, a vector table, chunks in id order) reads them from the table on each pass
+    (:class:`ChunkScan`): its driver then holds the write's chunks only, whatever the corpus.
+    Else they are read into memory (300 MB a million chunks).
+    """
+    if tasks is not None and old.vectors and "documents" in old.files:
+        scan = scan_chunks(directory, old)
+        if scan.in_id_order():
+            return scan
+        log.info("%s's chunk table is not in id order: this write reads it whole", directory)
+    return read_chunks(directory, old, texts=False)
 
 
 def _embed_new(
     directory: Path,
     old: Manifest,
-    existing: Sequence[Chunk],
+    existing: Chunks,
     docs: Sequence[Document],
     show_progress: bool,
     embed: Embed | None = None,
@@ -96,8 +117,8 @@ def _embed_new(
         new_chunks, embeddings = embed(docs, old.settings)
     else:
         new_chunks = writes.chunk_documents(docs, old.settings, embedder)
-    taken = {c.id for c in existing}
-    if any(c.id in taken for c in new_chunks):
+    fresh = {c.id for c in new_chunks}
+    if any(chunk_id in fresh for chunk_id in ids_of(existing)):
         raise InputError("a new chunk id collides with an existing one", "rename the documents")
     if embed is None:
         t0 = time.perf_counter()
@@ -105,9 +126,7 @@ def _embed_new(
     return new_chunks, embeddings, time.perf_counter() - t0
 
 
-def _check_same_model(
-    directory: Path, old: Manifest, existing: Sequence[Chunk], embedder: Embedder
-) -> None:
+def _check_same_model(directory: Path, old: Manifest, existing: Chunks, embedder: Embedder) -> None:
     """Refuse vectors of another model than the index's (nothing is written yet)."""
     held = old.embedder["dimension"]
     if embedder.dimension != held:
@@ -119,7 +138,7 @@ def _check_same_model(
     fresh = getattr(embedder, "embed_fresh", None)  # an endpoint: its model may have changed
     if fresh is None or not existing:
         return
-    probe = open_chunks(directory, old)[existing[0].id]  # with its text
+    probe = open_chunks(directory, old)[next(iter(ids_of(existing)))]  # with its text
     similarity = float(read_vectors(directory, old, [probe])[0] @ fresh([probe.embed_text])[0])
     if similarity < 0.99:
         raise IndexStateError(
@@ -133,19 +152,23 @@ def _check_same_model(
 def _add(
     directory: Path,
     old: Manifest,
-    existing: list[Chunk],
+    existing: Chunks,
     documents: DocumentTable | DocumentChange,
     docs: Sequence[Document],
     embedded: tuple[list[Chunk], np.ndarray],
     show_progress: bool,
     tasks: GraphTasks | None,
-) -> list[Chunk]:
+) -> Chunks:
     """Commit ``docs`` (``embedded``: their chunks and vectors) as the next generation.
 
     Returns all chunks.
     """
     new_chunks, embeddings = embedded
-    chunks = sorted(existing + new_chunks, key=lambda c: c.id)
+    if isinstance(existing, ChunkScan):  # merged as it is read, in id order
+        documents_after = old.counts["documents"] + len(docs)
+        chunks: Chunks = existing.changed(new_chunks, (), documents_after)
+    else:
+        chunks = sorted([*existing, *new_chunks], key=lambda c: c.id)
     documents = documents.with_records(records_of(docs, new_chunks, now()))
     writes.commit_change(
         directory, old, existing, chunks, documents, show_progress, new_chunks, embeddings,

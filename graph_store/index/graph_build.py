@@ -53,7 +53,7 @@ from hopgraph.graph_store.graphs.semantic import (
     previous_lists,
     update_nearest,
 )
-from hopgraph.graph_store.stores.chunk_table import ChunkScan, WriteTexts, changed_chunks
+from hopgraph.graph_store.stores.chunk_table import ChunkScan, WriteTexts, changed_chunks, ids_of
 from hopgraph.graph_store.stores.manifest import Manifest, now
 from hopgraph.graph_store.stores.vdb_chroma import ChromaLocation
 
@@ -80,7 +80,7 @@ Chunks = Sequence[Chunk] | ChunkScan
 
 
 NeighbourUpdate = Callable[
-    [Path, Manifest, Sequence[Chunk], tuple[Path, frozenset[str]], tuple[int, int], Path, Path],
+    [Path, Manifest, Chunks, tuple[Path, frozenset[str]], tuple[int, int], Path, Path],
     bool,
 ]
 """Who brings a write's neighbour lists up to date elsewhere (a cluster's tasks:
@@ -92,8 +92,7 @@ write the lists to) → whether it did: ``False`` when the previous graph has no
 
 
 ReadingUpdate = Callable[
-    [Path, Manifest, Path, tuple[Sequence[Chunk], Sequence[Chunk], Sequence[Chunk]],
-     Sequence[Chunk], Path],
+    [Path, Manifest, Path, tuple[Chunks, Sequence[Chunk], Sequence[Chunk]], Chunks, Path],
     bool,
 ]  # fmt: skip
 """Who brings a write's offline readings up to date elsewhere (a cluster's tasks:
@@ -359,7 +358,7 @@ def _semantic(
                 return _saved(saved, scratch, keep)
         previous = None
         if old_dir is not None and update is None:
-            previous = previous_lists(old_dir, (c.id for c in chunks), wanted, replaced)
+            previous = previous_lists(old_dir, ids_of(chunks), wanted, replaced)
         if previous is None and finder is not None:  # by tasks, which write the file
             mode = settings.semantic_search
             finder(directory, committed, len(chunks), wanted, mode, scratch, saved)
@@ -443,7 +442,7 @@ def _graphs_by_tasks(
     if written is not None:
         written()
     counts, entities, triples = build(*committed, target, settings.passage_settings())
-    save_nodes(chunks.ids() if isinstance(chunks, ChunkScan) else (c.id for c in chunks), target)
+    save_nodes(ids_of(chunks), target)
     knowledge = KnowledgeGraph.load(target) if settings.embed_triples else None
     return knowledge, counts, (entities, triples)
 

@@ -23,7 +23,7 @@ from hopgraph.graph_store.documents.chunking import chunk_document
 from hopgraph.graph_store.documents.schema import Chunk, Document, row_id
 from hopgraph.graph_store.embedding.embedders import Embedder, embed_with_progress
 from hopgraph.graph_store.stores.chroma_parts import open_store
-from hopgraph.graph_store.stores.chunk_table import open_chunks, write_chunks
+from hopgraph.graph_store.stores.chunk_table import ChunkScan, ids_of, open_chunks, write_chunks
 from hopgraph.graph_store.stores.doc_table import (
     DOCUMENTS_FILE,
     DocumentChange,
@@ -41,7 +41,7 @@ from hopgraph.graph_store.stores.manifest import (
 from hopgraph.graph_store.stores.vector_table import VectorTable
 
 from .generations import Generation, folder_name, passages_location
-from .graph_build import GraphSettings, GraphTasks, write_graphs
+from .graph_build import Chunks, GraphSettings, GraphTasks, write_graphs
 from .stored_vectors import read_vectors
 
 
@@ -64,17 +64,18 @@ class WriteReport:
 
 def write_report(
     directory: Path,
-    chunks: Sequence[Chunk],
+    chunks: Chunks,
     added: int,
     removed: int,
     started: float,
     embed_seconds: float,
 ) -> WriteReport:
     """Return what a write did, timed from ``started``."""
+    counts = counts_of(chunks)
     return WriteReport(
         directory=directory,
-        documents=len({c.doc_id for c in chunks}),
-        chunks=len(chunks),
+        documents=counts["documents"],
+        chunks=counts["chunks"],
         added_chunks=added,
         removed_chunks=removed,
         seconds=time.perf_counter() - started,
@@ -111,8 +112,8 @@ def embed_chunks(chunks: Sequence[Chunk], embedder: Embedder, show_progress: boo
 def commit_change(
     directory: Path,
     old: Manifest,
-    before: list[Chunk],
-    after: list[Chunk],
+    before: Chunks,
+    after: Chunks,
     documents: DocumentTable | DocumentChange,
     show_progress: bool,
     added: Sequence[Chunk] = (),
@@ -174,7 +175,14 @@ def document_fields(records: Sequence[DocumentRecord], chunks: Sequence[Chunk]) 
     return {r.id: r.fields() for r in records if r.id in wanted}
 
 
-def successor_manifest(old: Manifest, chunks: Sequence[Chunk] | None) -> Manifest:
+def counts_of(chunks: Chunks) -> dict[str, int]:
+    """Return the manifest's counts of chunks: documents and chunks (a scan's, as it says)."""
+    if isinstance(chunks, ChunkScan) and chunks.documents is not None:
+        return {"documents": chunks.documents, "chunks": len(chunks)}
+    return {"documents": len({c.doc_id for c in chunks}), "chunks": len(chunks)}
+
+
+def successor_manifest(old: Manifest, chunks: Chunks | None) -> Manifest:
     """Return the next generation's manifest: the old one with new counts, nothing purged.
 
     ``chunks``: the next generation's; ``None``: the same as the old one's (a graph build).
@@ -186,7 +194,7 @@ def successor_manifest(old: Manifest, chunks: Sequence[Chunk] | None) -> Manifes
         if part in old.files:
             manifest.files[part] = old.files[part]
     if chunks is not None:
-        manifest.counts = {"documents": len({c.doc_id for c in chunks}), "chunks": len(chunks)}
+        manifest.counts = counts_of(chunks)
     manifest.versions = package_versions()
     manifest.updated_at = now()
     manifest.purge = {}
@@ -204,11 +212,11 @@ class Tables(NamedTuple):
 def write_tables(
     gen: Generation,
     manifest: Manifest,
-    chunks: Sequence[Chunk],
+    chunks: Chunks,
     documents: DocumentTable | DocumentChange,
     added: Sequence[Chunk],
     embeddings: np.ndarray | None,
-    previous: tuple[Manifest, Sequence[Chunk]] | None = None,
+    previous: tuple[Manifest, Chunks] | None = None,
 ) -> Forked[Tables]:
     """Write the chunk and document tables, the vectors and BM25 into the generation's folder.
 
@@ -241,7 +249,7 @@ def write_tables(
         else:
             store = BM25Store.build(chunks, root, segment)
         store.save(gen.folder / "bm25")
-        merged = vectors.compacted([c.id for c in chunks], root, f"{name}/vectors-merged")
+        merged = vectors.compacted(list(ids_of(chunks)), root, f"{name}/vectors-merged")
         return Tables(list(store.paths), merged.paths, merged.ann_files(root, known))
 
     tables = Forked("writing the chunk and document tables and BM25", work, previous is not None)
@@ -258,14 +266,14 @@ def write_tables(
 def appended_vectors(
     root: Path,
     path: str,
-    chunks: Sequence[Chunk],
+    chunks: Chunks,
     added: Sequence[Chunk],
     embeddings: np.ndarray | None,
-    previous: tuple[Manifest, Sequence[Chunk]] | None,
+    previous: tuple[Manifest, Chunks] | None,
     dtype: str,
 ) -> VectorTable:
     """Save the added chunks' vectors as a segment of the vector table; return the table."""
-    ids, new = [c.id for c in chunks], [c.id for c in added]
+    new = [c.id for c in added]
     vectors = embeddings if embeddings is not None else np.zeros((0, 0), dtype=np.float32)
     if previous is None:
         return VectorTable.build(new, vectors, root, path, dtype)
@@ -273,4 +281,7 @@ def appended_vectors(
     if old.vectors:
         return VectorTable.load(root, old.vectors).appended(new, vectors, root, path)
     # Written before the vector table: its vectors (the added ones upserted) come from Chroma once.
-    return VectorTable.build(ids, read_vectors(root, old, chunks), root, path, dtype)
+    listed = list(chunks)
+    return VectorTable.build(
+        [c.id for c in listed], read_vectors(root, old, listed), root, path, dtype
+    )

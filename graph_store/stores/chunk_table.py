@@ -11,6 +11,7 @@ makes the next generation's), so a lookup reads the bytes the manifest committed
 from __future__ import annotations
 
 import hashlib
+import heapq
 import itertools
 import json
 from array import array
@@ -279,20 +280,55 @@ class ChunkScan(Sized, Iterable[Chunk]):
 
     For a process whose memory must not grow with the corpus (a cluster's driver, whose tasks
     read the rows): its length is the manifest's count, a pass that finds another count fails.
+    :meth:`changed` gives a write's next chunks the same way: the table's, less the ``removed``
+    ids, merged in id order with the ``added`` chunks (held, with their texts), as a write's
+    ``sorted`` of them would be when the table is in id order (:meth:`in_id_order`).
     """
 
-    def __init__(self, path: Path, count: int) -> None:
-        self.path, self.count = path, count
+    def __init__(
+        self,
+        path: Path,
+        count: int,
+        added: Sequence[Chunk] = (),
+        removed: Collection[str] = frozenset(),
+        documents: int | None = None,
+    ) -> None:
+        self.path, self.count, self.documents = path, count, documents
+        self.added = sorted(added, key=lambda c: c.id)
+        self.removed = frozenset(removed)
+
+    def changed(
+        self, added: Sequence[Chunk], removed: Collection[str], documents: int
+    ) -> ChunkScan:
+        """Return the chunks after a write that adds ``added`` and removes ``removed`` ids.
+
+        ``documents``: how many documents they belong to (the manifest's count).
+        """
+        count = self.count + len(added) - len(removed)
+        return ChunkScan(self.path, count, added, removed, documents)
+
+    def in_id_order(self) -> bool:
+        """Tell whether the table's ids ascend (a pass): what :meth:`changed` merges with."""
+        last = None
+        for chunk_id in scan_ids(self.path):
+            if last is not None and chunk_id <= last:
+                return False
+            last = chunk_id
+        return True
 
     def __len__(self) -> int:
         return self.count
 
     def __iter__(self) -> Iterator[Chunk]:
-        return self._counted(Chunk(**(orjson.loads(line) | NO_TEXT)) for line in _lines(self.path))
+        table = (Chunk(**(orjson.loads(line) | NO_TEXT)) for line in _lines(self.path))
+        kept = (c for c in table if c.id not in self.removed) if self.removed else table
+        return self._counted(heapq.merge(kept, self.added, key=lambda c: c.id))
 
     def ids(self) -> Iterator[str]:
-        """Yield each chunk's id in row order (the rest of its line not parsed)."""
-        return self._counted(scan_ids(self.path))
+        """Yield each chunk's id in row order (the table's lines not parsed)."""
+        table = scan_ids(self.path)
+        kept = (i for i in table if i not in self.removed) if self.removed else table
+        return self._counted(heapq.merge(kept, [c.id for c in self.added]))
 
     def _counted(self, rows: Iterator[Item]) -> Iterator[Item]:
         found, hint = 0, tables_hint(self.path.parent)
@@ -320,6 +356,11 @@ def _lines(path: Path) -> Iterator[bytes]:
 def scan_ids(path: Path) -> Iterator[str]:
     """Yield the chunk ids of a table file in row order, each sliced from its line."""
     return (_line_id(line) for line in _lines(path))
+
+
+def ids_of(chunks: Iterable[Chunk]) -> Iterator[str]:
+    """Yield the chunks' ids in order (a :class:`ChunkScan`'s without parsing its lines)."""
+    return chunks.ids() if isinstance(chunks, ChunkScan) else (c.id for c in chunks)
 
 
 def save_ids(ids: Iterable[str], path: Path) -> None:
@@ -408,7 +449,7 @@ class WriteTexts:
 
         A replaced chunk's id is a new chunk's too: its old text is the table's.
         """
-        if self.held:
+        if self.held or not chunks:  # none: the table is not opened (its ids take memory)
             return list(chunks)
         table = self.table()
         return [table[c.id] for c in chunks]
@@ -421,9 +462,15 @@ class WriteTexts:
 
 
 def changed_chunks(
-    before: Sequence[Chunk], chunks: Sequence[Chunk], replaced: frozenset[str]
+    before: Iterable[Chunk], chunks: Iterable[Chunk], replaced: frozenset[str]
 ) -> tuple[list[Chunk], list[Chunk]]:
-    """Return the chunks a write removed and added (a ``replaced`` id: in both)."""
+    """Return the chunks a write removed and added (a ``replaced`` id: in both).
+
+    A :class:`ChunkScan` of the write's chunks says which: the table is not read for them.
+    """
+    if isinstance(chunks, ChunkScan) and not replaced:
+        gone = chunks.removed
+        return [c for c in before if c.id in gone] if gone else [], list(chunks.added)
     kept = {c.id for c in chunks} - replaced
     known = {c.id for c in before} - replaced
     return [c for c in before if c.id not in kept], [c for c in chunks if c.id not in known]

@@ -91,8 +91,8 @@ class Manifest(BaseModel):
         return self.rows.get(chunk_id, chunk_id)
 
     def path(self, directory: Path, part: str) -> Path:
-        """Return where ``part`` (chunks, bm25, graph) of this generation lives."""
-        return directory / self.files.get(part, LEGACY_FILES[part])
+        """Return where ``part`` (chunks, bm25, graph, documents) of this generation lives."""
+        return directory / (self.files[part] if part in self.files else LEGACY_FILES[part])
 
     def write(self, directory: Path) -> None:
         """Replace ``manifest.json`` atomically and durably: this is the commit of a write."""

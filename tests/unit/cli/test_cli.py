@@ -95,7 +95,6 @@ def test_default_index_dir_from_environment(tmp_path, corpus_file, capsys, monke
         (["ask", "  ", "--index", "{idx}", "--llm", "endpoint"], "the question is empty"),
         (["ask", "q", "--index", "{tmp}/nowhere", "--llm", "endpoint"], "no index at"),
         (["explain", "q", "--index", "{idx}", "--out", "{tmp}/no/x.html"], "does not exist"),
-        (["explain", "q", "--index", "{idx}", "--out", "{tmp}"], "is a folder"),
         (["retrieve", "x", "--index", "{idx}", "--where", "colour=red"], "'colour'"),
         (["mcp", "--index", "{tmp}/nowhere"], "no index at"),
         (["mcp", "--index", "{tmp}"], "not a hopgraph index"),

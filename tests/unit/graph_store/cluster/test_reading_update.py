@@ -239,3 +239,35 @@ def test_a_replaced_documents_old_words_leave_the_counts(in_parts, tmp_path):
     expected = _counts(fresh)
     assert _counts(here) == expected
     assert _counts(there) == expected
+
+
+def test_an_add_by_calls_holds_no_list_of_chunks_and_writes_one_process_s_index(
+    in_parts, tmp_path, monkeypatch
+):
+    """A cluster's add reads the chunks it keeps from the table as it needs them (ChunkScan):
+    the same tables, counts, report and graphs as one process's add, which reads them all."""
+    from hopgraph.graph_store.index import changes
+
+    here, there = _copies(in_parts, tmp_path)
+    by_calls = GraphTasks(reread=reading_updated_by(in_process), parts=graphs_here)
+    new = [  # ids sorting first, last and among the table's
+        Document("0-first", "First Page", "A page whose id sorts first."),
+        Document("zz-last", "Last Page", "A page whose id sorts last; it names First Page."),
+    ]
+    mine = add_documents(here, new, show_progress=False)
+
+    def not_read(*args, **kwargs):
+        raise AssertionError("a cluster's add read the whole chunk table")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(changes, "read_chunks", not_read)
+        theirs = add_documents(there, new, show_progress=False, tasks=by_calls)
+    assert (mine.documents, mine.chunks, mine.added_chunks) == (
+        theirs.documents, theirs.chunks, theirs.added_chunks
+    )  # fmt: skip
+    with Index.open(here) as one, Index.open(there) as other:
+        assert one.manifest.counts == other.manifest.counts
+        for table in ("chunks", "documents"):
+            paths = (i.manifest.path(i.directory, table) for i in (one, other))
+            assert len({p.read_bytes() for p in paths}) == 1, table
+    _same_graphs(here, there)

@@ -109,3 +109,24 @@ def test_ids_streamed_out_are_what_json_writes(tmp_path: Path) -> None:
     assert (tmp_path / "ids.json").read_text(encoding="utf-8") == json.dumps(ids)
     save_ids([], tmp_path / "none.json")
     assert json.loads((tmp_path / "none.json").read_text(encoding="utf-8")) == []
+
+
+def test_a_scan_changed_by_a_write_merges_in_id_order_as_sorted_would(tmp_path: Path) -> None:
+    path = tmp_path / "chunks.jsonl"
+    table = sorted(CHUNKS, key=lambda c: c.id)
+    write_chunks(path, table)
+    scan = ChunkScan(path, len(table))
+    assert scan.in_id_order()
+    added = [
+        Chunk("zz", "zz", "Z", "last"),
+        Chunk("0", "0", "Zero", "first"),
+        Chunk("b", "b", "B", ""),
+    ]
+    after = scan.changed(added, {table[1].id}, documents=6)
+    kept = [replace(c, text="") for c in table if c.id != table[1].id]
+    assert list(after) == sorted([*kept, *added], key=lambda c: c.id)  # the added keep texts
+    assert list(after.ids()) == [c.id for c in after] and len(after) == 6 == after.documents
+    with pytest.raises(IndexStateError, match="holds 7 chunks, the manifest says 6"):
+        list(scan.changed(added, {"not there"}, documents=6))  # a removed id the table lacks
+    write_chunks(path, table[::-1])
+    assert not ChunkScan(path, len(table)).in_id_order()
