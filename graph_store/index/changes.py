@@ -165,7 +165,7 @@ def _add(
     """
     new_chunks, embeddings = embedded
     if isinstance(existing, ChunkScan):  # merged as it is read, in id order
-        documents_after = old.counts["documents"] + len(docs)
+        documents_after = old.counts["documents"] + len({c.doc_id for c in new_chunks})
         chunks: Chunks = existing.changed(new_chunks, (), documents_after)
     else:
         chunks = sorted([*existing, *new_chunks], key=lambda c: c.id)
@@ -193,14 +193,14 @@ def delete_documents(
     started = time.perf_counter()
     with write_lock(directory):
         old = read_manifest(directory)
-        existing = read_chunks(directory, old, texts=False)  # only new chunks need theirs
-        missing = sorted(wanted - {c.doc_id for c in existing})
+        existing = _existing(directory, old, tasks)
+        documents = DocumentTable.changed(directory, old, existing)
+        missing = sorted(wanted - {r.id for r in documents.records(wanted)})
         if missing:
             raise InputError(
                 f"{len(missing)} document id(s) are not in the index: {quote_ids(missing)}",
                 "`hopgraph docs --index DIR` lists the documents; ids are case-sensitive",
             )
-        documents = DocumentTable.changed(directory, old, existing)
         chunks, removed = _delete(directory, old, existing, documents, wanted, tasks)
     return writes.write_report(
         directory, chunks, added=0, removed=len(removed), started=started, embed_seconds=0.0
@@ -210,14 +210,20 @@ def delete_documents(
 def _delete(
     directory: Path,
     old: Manifest,
-    existing: list[Chunk],
+    existing: Chunks,
     documents: DocumentTable | DocumentChange,
     wanted: set[str],
     tasks: GraphTasks | None,
-) -> tuple[list[Chunk], list[str]]:
+) -> tuple[Chunks, list[str]]:
     """Commit the removal of the documents ``wanted``; return the chunks kept and removed ids."""
-    removed = [c.id for c in existing if c.doc_id in wanted]
-    chunks = [c for c in existing if c.doc_id not in wanted]
+    leaving = [c for c in existing if c.doc_id in wanted]
+    removed = [c.id for c in leaving]
+    chunks: Chunks
+    if isinstance(existing, ChunkScan):  # read as it is needed, less the removed ids
+        documents_after = old.counts["documents"] - len({c.doc_id for c in leaving})
+        chunks = existing.changed((), removed, documents_after)
+    else:
+        chunks = [c for c in existing if c.doc_id not in wanted]
     if not chunks:
         raise InputError(
             "deleting these documents would leave the index empty",

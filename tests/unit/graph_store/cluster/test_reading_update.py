@@ -10,6 +10,7 @@ import logging
 import re
 import shutil
 from collections import Counter
+from dataclasses import replace
 
 import pytest
 
@@ -241,11 +242,12 @@ def test_a_replaced_documents_old_words_leave_the_counts(in_parts, tmp_path):
     assert _counts(there) == expected
 
 
-def test_an_add_by_calls_holds_no_list_of_chunks_and_writes_one_process_s_index(
+def test_an_add_and_a_delete_by_calls_hold_no_list_of_chunks_and_write_one_process_s_index(
     in_parts, tmp_path, monkeypatch
 ):
-    """A cluster's add reads the chunks it keeps from the table as it needs them (ChunkScan):
-    the same tables, counts, report and graphs as one process's add, which reads them all."""
+    """A cluster's add and delete read the chunks they keep from the table as they need them
+    (ChunkScan): the same tables, counts, report and graphs as one process's, which reads them
+    all."""
     from hopgraph.graph_store.index import changes
 
     here, there = _copies(in_parts, tmp_path)
@@ -265,9 +267,30 @@ def test_an_add_by_calls_holds_no_list_of_chunks_and_writes_one_process_s_index(
     assert (mine.documents, mine.chunks, mine.added_chunks) == (
         theirs.documents, theirs.chunks, theirs.added_chunks
     )  # fmt: skip
+    _same_tables(here, there)
+    _same_graphs(here, there)
+
+    gone = ["0-first", _a_document(here)]  # a page added above, and one of the sample's
+    mine = delete_documents(here, gone)
+    with monkeypatch.context() as patched:
+        patched.setattr(changes, "read_chunks", not_read)
+        theirs = delete_documents(there, gone, by_calls)
+    assert (mine.documents, mine.chunks, mine.removed_chunks) == (
+        theirs.documents, theirs.chunks, theirs.removed_chunks
+    )  # fmt: skip
+    _same_tables(here, there)
+    _same_graphs(here, there)
+
+
+def _same_tables(here, there):
     with Index.open(here) as one, Index.open(there) as other:
         assert one.manifest.counts == other.manifest.counts
-        for table in ("chunks", "documents"):
-            paths = (i.manifest.path(i.directory, table) for i in (one, other))
-            assert len({p.read_bytes() for p in paths}) == 1, table
-    _same_graphs(here, there)
+        chunks = (i.manifest.path(i.directory, "chunks").read_bytes() for i in (one, other))
+        assert len(set(chunks)) == 1
+        records = ([replace(r, indexed_at="") for r in i.documents] for i in (one, other))
+        assert next(records) == next(records)  # but the time each was written
+
+
+def _a_document(path):
+    with Index.open(path) as idx:
+        return sorted({c.doc_id for c in idx.chunks.values()})[7]
