@@ -164,11 +164,7 @@ def _add(
     Returns all chunks.
     """
     new_chunks, embeddings = embedded
-    if isinstance(existing, ChunkScan):  # merged as it is read, in id order
-        documents_after = old.counts["documents"] + len({c.doc_id for c in new_chunks})
-        chunks: Chunks = existing.changed(new_chunks, (), documents_after)
-    else:
-        chunks = sorted([*existing, *new_chunks], key=lambda c: c.id)
+    chunks = _with(existing, new_chunks)  # a scan: merged as it is read, in id order
     documents = documents.with_records(records_of(docs, new_chunks, now()))
     writes.commit_change(
         directory, old, existing, chunks, documents, show_progress, new_chunks, embeddings,
@@ -218,12 +214,7 @@ def _delete(
     """Commit the removal of the documents ``wanted``; return the chunks kept and removed ids."""
     leaving = [c for c in existing if c.doc_id in wanted]
     removed = [c.id for c in leaving]
-    chunks: Chunks
-    if isinstance(existing, ChunkScan):  # read as it is needed, less the removed ids
-        documents_after = old.counts["documents"] - len({c.doc_id for c in leaving})
-        chunks = existing.changed((), removed, documents_after)
-    else:
-        chunks = [c for c in existing if c.doc_id not in wanted]
+    chunks = _less(existing, leaving)  # a scan: read as it is needed, less the removed ids
     if not chunks:
         raise InputError(
             "deleting these documents would leave the index empty",
@@ -284,7 +275,7 @@ def sync_documents(
     started = time.perf_counter()
     with write_lock(directory):
         old = read_manifest(directory)
-        existing = read_chunks(directory, old, texts=False)  # only new chunks need theirs
+        existing = _existing(directory, old, tasks)
         documents = DocumentTable.changed(directory, old, existing)
         wanted = {d.id for d in docs}
         records = {r.id: r for r in documents.records(wanted)}  # theirs only: looked up
@@ -297,7 +288,8 @@ def sync_documents(
         ]  # fmt: skip
         gone = missing if prune else []
         drop = {*(d.id for d in changed), *gone}
-        kept = [c for c in existing if c.doc_id not in drop]
+        leaving = [c for c in existing if c.doc_id in drop] if drop else []
+        kept = _less(existing, leaving)
         added = [*new, *changed]
         # Embed first: a failure there (the model, a bad document) leaves the index untouched.
         new_chunks, embeddings, embed_seconds = [], np.zeros((0, 0), np.float32), 0.0
@@ -307,8 +299,9 @@ def sync_documents(
             )
         chunks = existing
         if drop or added:
-            chunks = sorted(kept + new_chunks, key=lambda c: c.id)
-            change = (drop, added, new_chunks, embeddings)
+            chunks = _with(kept, new_chunks)
+            dropped = [c.id for c in leaving]
+            change = (drop, dropped, added, new_chunks, embeddings)
             _replace(directory, old, existing, chunks, documents, change, show_progress, tasks)
     return SyncReport(
         directory,
@@ -317,36 +310,55 @@ def sync_documents(
         removed=gone,
         missing=[] if prune else missing,
         unchanged=len(docs) - len(new) - len(changed),
-        documents=len({c.doc_id for c in chunks}),
+        documents=writes.counts_of(chunks)["documents"],
         chunks=len(chunks),
         seconds=time.perf_counter() - started,
         embed_seconds=embed_seconds,
     )
 
 
+def _less(existing: Chunks, leaving: list[Chunk]) -> Chunks:
+    """Return ``existing`` without the chunks ``leaving`` (a scan: read without them)."""
+    if not isinstance(existing, ChunkScan):
+        gone = {c.id for c in leaving}
+        return [c for c in existing if c.id not in gone]
+    assert existing.documents is not None  # a write's scan: the manifest's count
+    documents = existing.documents - len({c.doc_id for c in leaving})
+    return existing.changed((), [c.id for c in leaving], documents)
+
+
+def _with(kept: Chunks, new_chunks: list[Chunk]) -> Chunks:
+    """Return ``kept`` with ``new_chunks``, in id order (a scan: merged as it is read)."""
+    if not isinstance(kept, ChunkScan):
+        return sorted([*kept, *new_chunks], key=lambda c: c.id)
+    assert kept.documents is not None  # a write's scan: the manifest's count, moved
+    documents = kept.documents + len({c.doc_id for c in new_chunks})
+    return kept.changed(new_chunks, (), documents)
+
+
 def _replace(
     directory: Path,
     old: Manifest,
-    existing: list[Chunk],
-    chunks: list[Chunk],
+    existing: Chunks,
+    chunks: Chunks,
     documents: DocumentTable | DocumentChange,
-    change: tuple[set[str], Sequence[Document], list[Chunk], np.ndarray],
+    change: tuple[set[str], list[str], Sequence[Document], list[Chunk], np.ndarray],
     show_progress: bool,
     tasks: GraphTasks | None,
 ) -> None:
     """Commit a sync as one generation.
 
-    ``change``: the documents to drop, the documents to add, their chunks and their vectors.
-    A changed document's chunk that keeps its id gets a new row (writes.commit_change's
-    ``replaced``); the rest of the dropped chunks are purged after the commit.
+    ``change``: the documents to drop and their chunks' ids, the documents to add, their
+    chunks and their vectors. A changed document's chunk that keeps its id gets a new row
+    (writes.commit_change's ``replaced``); the rest of the dropped chunks are purged after the
+    commit.
     """
-    drop, added, new_chunks, embeddings = change
+    drop, dropped, added, new_chunks, embeddings = change
     if not chunks:
         raise InputError(
             "this sync would leave the index empty", "remove the index directory instead"
         )
     new_ids = {c.id for c in new_chunks}
-    dropped = [c.id for c in existing if c.doc_id in drop]
     records = records_of(added, new_chunks, now())
     writes.commit_change(
         directory,

@@ -55,7 +55,7 @@ def scan_chunks(directory: Path, manifest: Manifest) -> ChunkScan:
     path, count = manifest.path(directory, "chunks"), manifest.counts.get("chunks")
     if count is None:  # an older manifest: counted by a pass
         count = len(_checked(directory, manifest, lambda found: list(scan_ids(found))))
-    return ChunkScan(path, count)
+    return ChunkScan(path, count, documents=manifest.counts.get("documents"))
 
 
 def open_chunks(directory: Path, manifest: Manifest) -> ChunkTable:
@@ -302,10 +302,12 @@ class ChunkScan(Sized, Iterable[Chunk]):
     ) -> ChunkScan:
         """Return the chunks after a write that adds ``added`` and removes ``removed`` ids.
 
-        ``documents``: how many documents they belong to (the manifest's count).
+        An added chunk may take a removed one's id (a sync's replaced chunk). ``documents``:
+        how many documents they belong to (the manifest's count).
         """
-        count = self.count + len(added) - len(removed)
-        return ChunkScan(self.path, count, added, removed, documents)
+        gone = frozenset(removed)
+        count = self.count + len(added) - len(gone)
+        return ChunkScan(self.path, count, [*self.added, *added], self.removed | gone, documents)
 
     def in_id_order(self) -> bool:
         """Tell whether the table's ids ascend (a pass): what :meth:`changed` merges with."""
@@ -468,7 +470,7 @@ def changed_chunks(
 
     A :class:`ChunkScan` of the write's chunks says which: the table is not read for them.
     """
-    if isinstance(chunks, ChunkScan) and not replaced:
+    if isinstance(chunks, ChunkScan):  # a replaced id: removed and added again
         gone = chunks.removed
         return [c for c in before if c.id in gone] if gone else [], list(chunks.added)
     kept = {c.id for c in chunks} - replaced

@@ -242,12 +242,12 @@ def test_a_replaced_documents_old_words_leave_the_counts(in_parts, tmp_path):
     assert _counts(there) == expected
 
 
-def test_an_add_and_a_delete_by_calls_hold_no_list_of_chunks_and_write_one_process_s_index(
+def test_writes_by_calls_hold_no_list_of_chunks_and_write_one_process_s_index(
     in_parts, tmp_path, monkeypatch
 ):
-    """A cluster's add and delete read the chunks they keep from the table as they need them
-    (ChunkScan): the same tables, counts, report and graphs as one process's, which reads them
-    all."""
+    """A cluster's add, delete and sync read the chunks they keep from the table as they need
+    them (ChunkScan): the same tables, counts, report and graphs as one process's, which reads
+    them all."""
     from hopgraph.graph_store.index import changes
 
     here, there = _copies(in_parts, tmp_path)
@@ -278,6 +278,21 @@ def test_an_add_and_a_delete_by_calls_hold_no_list_of_chunks_and_write_one_proce
     assert (mine.documents, mine.chunks, mine.removed_chunks) == (
         theirs.documents, theirs.chunks, theirs.removed_chunks
     )  # fmt: skip
+    _same_tables(here, there)
+    _same_graphs(here, there)
+
+    with Index.open(here) as idx:  # one changed (its chunk ids kept: replaced), one new
+        first = idx.chunks[sorted(idx.chunks)[3]]
+    synced = [
+        Document(first.doc_id, first.title, f"{first.text} It names Last Page now."),
+        Document("mid-new", "Middle Page", "A page synced in."),
+    ]
+    mine = sync_documents(here, synced, show_progress=False)
+    with monkeypatch.context() as patched:
+        patched.setattr(changes, "read_chunks", not_read)
+        theirs = sync_documents(there, synced, show_progress=False, tasks=by_calls)
+    assert mine.changed == theirs.changed == [first.doc_id]
+    assert (mine.documents, mine.chunks) == (theirs.documents, theirs.chunks)
     _same_tables(here, there)
     _same_graphs(here, there)
 
