@@ -53,7 +53,7 @@ from hopgraph.graph_store.graphs.extraction.title_table import (
     string_hashes,
 )
 from hopgraph.graph_store.index.graph_build import Chunks, ReadingUpdate
-from hopgraph.graph_store.stores.chunk_table import chunks_in, ids_of, open_chunks, save_ids
+from hopgraph.graph_store.stores.chunk_table import ids_of, open_chunks, save_ids, scan_chunks
 from hopgraph.graph_store.stores.manifest import Manifest, graphs_hint
 
 from .readings import (
@@ -132,8 +132,8 @@ def shift_state(
     saved in parts (one process's), which the driver then updates.
     """
     directory, manifest_json = source
-    path = Manifest.model_validate_json(manifest_json).path(Path(directory), "chunks")
-    found = CorpusReadings.load_counts(Path(old_dir), chunks_in(path, texts=False))
+    corpus = scan_chunks(Path(directory), Manifest.model_validate_json(manifest_json))
+    found = CorpusReadings.load_counts(Path(old_dir), corpus)  # its titles counted as read
     if found is None:
         return None
     state, names = found

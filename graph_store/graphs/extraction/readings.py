@@ -65,7 +65,7 @@ class CorpusReadings:
 
     def __init__(
         self,
-        corpus: Sequence[Chunk] = (),
+        corpus: Iterable[Chunk] = (),
         table: ReadingTable | None = None,
         lower: Counter[str] | None = None,
         alias_keys: Mapping[str, Sequence[str]] | None = None,
@@ -182,7 +182,7 @@ class CorpusReadings:
 
     @classmethod
     def _resumed(
-        cls, corpus: Sequence[Chunk], table: ReadingTable | None, extra: dict
+        cls, corpus: Iterable[Chunk], table: ReadingTable | None, extra: dict
     ) -> CorpusReadings:
         """Return the state of ``corpus`` from its saved readings (if held) and ``extra``."""
         lower, keys = Counter(extra["lower"]), extra.get("alias_keys")
@@ -190,7 +190,7 @@ class CorpusReadings:
 
     @classmethod
     def load_counts(
-        cls, directory: Path, corpus: Sequence[Chunk]
+        cls, directory: Path, corpus: Iterable[Chunk]
     ) -> tuple[CorpusReadings, list[str]] | None:
         """Resume the counts and keys of a state saved in parts, not its readings.
 
