@@ -230,10 +230,9 @@ def write_tables(
     """
     name = folder_name(gen.number)
     root = gen.folder.parent
-    vectors = appended_vectors(
+    manifest.vectors = appended_vectors(
         root, f"{name}/vectors", chunks, added, embeddings, previous, manifest.settings.vector_dtype
     )
-    manifest.vectors = vectors.paths
     known = previous[0].ann if previous is not None else {}
 
     def work() -> Tables:
@@ -249,6 +248,7 @@ def write_tables(
         else:
             store = BM25Store.build(chunks, root, segment)
         store.save(gen.folder / "bm25")
+        vectors = VectorTable.load(root, manifest.vectors)
         merged = vectors.compacted(list(ids_of(chunks)), root, f"{name}/vectors-merged")
         return Tables(list(store.paths), merged.paths, merged.ann_files(root, known))
 
@@ -271,17 +271,20 @@ def appended_vectors(
     embeddings: np.ndarray | None,
     previous: tuple[Manifest, Chunks] | None,
     dtype: str,
-) -> VectorTable:
-    """Save the added chunks' vectors as a segment of the vector table; return the table."""
+) -> list[str]:
+    """Save the added chunks' vectors as a segment of the vector table; return its segments.
+
+    A write opens none of the previous segments (the tables' child does, to merge them).
+    """
     new = [c.id for c in added]
     vectors = embeddings if embeddings is not None else np.zeros((0, 0), dtype=np.float32)
     if previous is None:
-        return VectorTable.build(new, vectors, root, path, dtype)
+        return VectorTable.build(new, vectors, root, path, dtype).paths
     old = previous[0]
     if old.vectors:
-        return VectorTable.load(root, old.vectors).appended(new, vectors, root, path)
+        return VectorTable.appended_to(root, old.vectors, new, vectors, path)
     # Written before the vector table: its vectors (the added ones upserted) come from Chroma once.
     listed = list(chunks)
     return VectorTable.build(
         [c.id for c in listed], read_vectors(root, old, listed), root, path, dtype
-    )
+    ).paths
