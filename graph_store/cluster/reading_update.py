@@ -57,11 +57,11 @@ from hopgraph.graph_store.stores.chunk_table import ids_of, open_chunks, save_id
 from hopgraph.graph_store.stores.manifest import Manifest, graphs_hint
 
 from .readings import (
-    DIGEST_BLOCK,
     FREQUENCIES,
     Source,
     extracted,
     frequencies_of,
+    hashed_blocks,
     ordered_digest,
     pick_rows,
     remove_table,
@@ -181,13 +181,8 @@ def _given(added: Sequence[Chunk], parts: int) -> list[list[Chunk]]:
 
 
 def digest(ids: Iterable[str]) -> int:
-    """Return a digest of a set of ids, whatever their order (a sum of their hashes).
-
-    Read a block at a time: the ids may come from a table as it is read.
-    """
-    total, stream = 0, iter(ids)
-    while block := list(itertools.islice(stream, DIGEST_BLOCK)):
-        total += int(string_hashes(block).sum(dtype=np.uint64))
+    """Return a digest of a set of ids, whatever their order (a sum of their hashes)."""
+    total = sum(int(hashes.sum(dtype=np.uint64)) for _, hashes in hashed_blocks(ids))
     return total % (1 << 64)
 
 

@@ -34,7 +34,7 @@ import itertools
 import json
 import shutil
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from itertools import pairwise
 from pathlib import Path
 from types import ModuleType
@@ -284,12 +284,22 @@ def pick_rows(target: str, name: str, frequencies: str, n: int) -> int:
 
 def ordered_digest(ids: Iterable[str]) -> int:
     """Return a digest of ids that tells their order too (read a block at a time)."""
-    total, at, stream = 0, 1, iter(ids)
-    while block := list(itertools.islice(stream, DIGEST_BLOCK)):
-        weights = np.arange(at, at + len(block), dtype=np.uint64)
-        total += int((string_hashes(block) * weights).sum(dtype=np.uint64))  # wraps
-        at += len(block)
+    total = 0
+    for at, hashes in hashed_blocks(ids):
+        weights = np.arange(at + 1, at + 1 + len(hashes), dtype=np.uint64)
+        total += int((hashes * weights).sum(dtype=np.uint64))  # wraps
     return total % (1 << 64)
+
+
+def hashed_blocks(ids: Iterable[str]) -> Iterator[tuple[int, np.ndarray]]:
+    """Yield ids' 64-bit hashes a block at a time, with each block's first place.
+
+    The ids may come from a table as it is read: a block of them is held at once.
+    """
+    stream, at = iter(ids), 0
+    while block := list(itertools.islice(stream, DIGEST_BLOCK)):
+        yield at, string_hashes(block)
+        at += len(block)
 
 
 DIGEST_BLOCK = 1 << 16

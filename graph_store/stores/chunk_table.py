@@ -385,19 +385,17 @@ def chunks_in(
 
     ``start`` / ``stop``: only those rows (a cluster's task reads a range).
     """
-    with path.open("rb") as lines:  # no second copy of the whole table
-        rows = itertools.islice((line for line in lines if line != b"\n"), start, stop)
-        if texts:
-            return [Chunk(**orjson.loads(line)) for line in rows]
-        return [Chunk(**(orjson.loads(line) | NO_TEXT)) for line in rows]
+    rows = itertools.islice(_lines(path), start, stop)  # no second copy of the whole table
+    if texts:
+        return [Chunk(**orjson.loads(line)) for line in rows]
+    return [Chunk(**(orjson.loads(line) | NO_TEXT)) for line in rows]
 
 
 def chunk_ids(directory: Path, manifest: Manifest) -> list[str]:
     """Read only the chunk ids of the committed generation's table, in its order."""
     path = manifest.path(directory, "chunks")
     try:
-        with path.open("rb") as lines:
-            return [orjson.loads(line)["id"] for line in lines if line != b"\n"]
+        return list(scan_ids(path))
     except (OSError, ValueError, TypeError, KeyError) as err:
         raise IndexStateError(
             f"{path} is missing or damaged: {err}", tables_hint(directory)

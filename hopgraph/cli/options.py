@@ -68,11 +68,18 @@ def output_file(text: str) -> Path:
     )
 
 
-def write_output(path: Path, text: str) -> None:
-    """Write an output file whole: into a temporary file beside it, then renamed over it."""
+def write_output(path: Path, content: str | Callable[[Path], object]) -> None:
+    """Write an output file whole: into a temporary file beside it, then renamed over it.
+
+    ``content``: the text, or what writes the file at the path it is given (a library's
+    writer, as networkx's GraphML).
+    """
     partial = path.with_name(f".{path.name}.partial")
     try:
-        partial.write_text(text, encoding="utf-8")
+        if isinstance(content, str):
+            partial.write_text(content, encoding="utf-8")
+        else:
+            content(partial)
         partial.replace(path)  # a reader never sees half a file; a failure leaves the old one
     finally:
         partial.unlink(missing_ok=True)

@@ -13,7 +13,7 @@ import networkx as nx
 import numpy as np
 from pydantic import ValidationError
 
-from hopgraph.cli.options import index_dir
+from hopgraph.cli.options import index_dir, write_output
 from hopgraph.core.errors import InputError
 from hopgraph.graph_store import Index
 from hopgraph.graph_store.graphs.passage_graph import EDGE_TYPES, sparse_reason
@@ -173,12 +173,7 @@ def export(args: argparse.Namespace) -> None:
         else:
             graph = index.knowledge_graph.to_networkx()
     out.parent.mkdir(parents=True, exist_ok=True)
-    temporary = out.with_name(f".{out.name}.partial")
-    try:
-        nx.write_graphml(graph, temporary)
-        temporary.replace(out)  # a reader never sees half a file; a failure leaves the old one
-    finally:
-        temporary.unlink(missing_ok=True)
+    write_output(out, lambda partial: nx.write_graphml(graph, partial))
     print(f"wrote {out}: {graph.number_of_nodes()} nodes, {graph.number_of_edges()} edges")
 
 
