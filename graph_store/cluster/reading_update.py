@@ -6,16 +6,19 @@ driver's largest step (evals/results/scale/cluster-writes-1m-before.json). A gra
 cluster saves the readings in parts (cluster/readings.py); here tasks bring each part up to
 date and the driver holds none of them:
 
-1. a task loads the state's counts and keys (``CorpusReadings.load_counts``), counts the
-   change's words and titles (``CorpusReadings.shift``), saves the state and the title index
-   new readings are made against in the new graph folder, and sends back the keys whose links
-   may have changed: the driver holds none of it;
+1. the driver counts the change's words and titles into the state's shards (small as the
+   change: extraction.state_shards); a task a shard counts its part into the saved shard,
+   saves it in the new graph folder with its part of the title index new readings are made
+   against, and sends back the keys whose links may have changed; a task joins the parts of
+   the index. No task holds more of the state than a shard (a state an older hopgraph saved
+   whole is cut into shards first, by one task);
 2. a task per part drops its rows of removed or replaced chunks, finds its rows that may contain
    a changed key (readings.may_contain, the texts read from the previous generation's chunk
    table), reads those again with the added chunks given to the part (by a hash of their ids),
    saves the part unpicked with its document frequencies by string hash, and sends back its
    rows' count and digest before the change;
-3. the driver checks that the parts held the previous corpus; a task sums the frequencies;
+3. the driver checks that the parts held the previous corpus; a task a shard sums the
+   frequencies (extraction.frequency_shards);
 4. tasks pick their parts' keywords (cluster/readings.pick_rows, as a build's);
 5. tasks cut the extractions into parts of rows (:func:`in_rows`): what a fresh reading
    leaves, from which tasks make both graphs (cluster/graph_parts.py), the driver joining none
@@ -40,16 +43,32 @@ import numpy as np
 
 from hopgraph.core.errors import IndexStateError
 from hopgraph.graph_store.documents.schema import Chunk
-from hopgraph.graph_store.graphs.extraction.reading_table import ReadingTable, read_part
+from hopgraph.graph_store.graphs.extraction.offline import title_keys
+from hopgraph.graph_store.graphs.extraction.reading_table import (
+    ReadingTable,
+    read_part,
+    saved_parts,
+)
 from hopgraph.graph_store.graphs.extraction.readings import (
     CorpusReadings,
     may_contain,
     read_table,
 )
+from hopgraph.graph_store.graphs.extraction.state_shards import (
+    SHARDS_KEY,
+    STATE_SHARDS,
+    KeyTitles,
+    StateShard,
+    change_shards,
+    remove_tables,
+    save_shard,
+    shard_path,
+    split_counts,
+)
 from hopgraph.graph_store.graphs.extraction.table import EXTRACTION_PARTS, ExtractionTable
 from hopgraph.graph_store.graphs.extraction.title_table import (
+    SavedTitles,
     key_hash,
-    read_titles,
     string_hashes,
 )
 from hopgraph.graph_store.index.graph_build import Chunks, ReadingUpdate
@@ -62,6 +81,7 @@ from .readings import (
     extracted,
     frequencies_of,
     hashed_blocks,
+    join_titles,
     ordered_digest,
     pick_rows,
     remove_table,
@@ -97,22 +117,23 @@ def reading_updated_by(run: Map = in_process) -> ReadingUpdate:
     ) -> bool:
         before, removed, added = change
         source = (str(directory), previous.model_dump_json())
-        call = (source, str(old_dir), list(removed), list(added), str(target))
-        shifted = run(shift_state, [call])[0]
-        if shifted is None:
-            return False
-        keys, names = shifted
+        state = run(state_parts, [(str(old_dir),)])[0]
+        if state is None:
+            return False  # one process's state: the driver updates it
+        names = state[0]
+        keys = _shifted(source, old_dir, (removed, added), state, target, run)
         gone = frozenset(c.id for c in removed) | frozenset(c.id for c in added)
         given = _given(added, len(names))
         calls = [
-            (source, str(old_dir), name, (gone, keys), part, str(target))
+            (source, str(old_dir), name, (gone, keys), part, str(target), len(names))
             for name, part in zip(names, given, strict=True)
         ]
         (target / FREQUENCIES).mkdir()
         _check_parts(directory, before, run(update_part, calls))
         frequencies = sum_frequencies_of(names, target, run)
         (target / EXTRACTION_PARTS).mkdir()
-        run(pick_rows, [(str(target), name, frequencies, len(chunks)) for name in names])
+        shards = len(names)  # of the frequencies, as update_part saved them
+        run(pick_rows, [(str(target), name, frequencies, len(chunks), shards) for name in names])
         for name in names:
             remove_table(target / unpicked(name))
         shutil.rmtree(target / FREQUENCIES)
@@ -122,24 +143,78 @@ def reading_updated_by(run: Map = in_process) -> ReadingUpdate:
     return update
 
 
-def shift_state(
-    source: Source, old_dir: str, removed: list[Chunk], added: list[Chunk], target: str
-) -> tuple[list[str], list[str]] | None:
-    """Count a change into the saved state and save it, with its title index (a task).
+def _shifted(
+    source: Source,
+    old_dir: Path,
+    change: tuple[Sequence[Chunk], Sequence[Chunk]],
+    state: tuple[list[str], int | None],
+    target: Path,
+    run: Map,
+) -> list[str]:
+    """Count a change into the state's shards, a task a shard; return the keys it may relink.
 
-    ``source``: the previous generation's chunk table (its titles are counted). Returns the
-    keys whose links may have changed and the parts' names; ``None`` when the state is not
-    saved in parts (one process's), which the driver then updates.
+    The new state and its title index are saved in ``target``. ``state``: the parts' names and
+    the shards' count (``None``: a state an older hopgraph saved whole, cut into shards first).
+    """
+    names, shards = state
+    (target / STATE_SHARDS).mkdir()
+    state_dir = old_dir
+    if shards is None:
+        shards, state_dir = len(names), target / CONVERTED
+        (state_dir / STATE_SHARDS).mkdir(parents=True)
+        run(shard_state, [(source, str(old_dir), str(state_dir), shards)])
+    deltas = change_shards(*change, shards)
+    shifted = run(shift_state, [(str(state_dir), s, d, str(target)) for s, d in enumerate(deltas)])
+    run(join_titles, [(str(target), names, max(longest for _, longest in shifted))])
+    remove_tables(target, shards)
+    shutil.rmtree(target / CONVERTED, ignore_errors=True)
+    return sorted({key for keys, _ in shifted for key in keys})
+
+
+def state_parts(old_dir: str) -> tuple[list[str], int | None] | None:
+    """Return the parts' names and shards' count of the state saved in ``old_dir`` (a task).
+
+    ``None`` for a state not saved in parts (one process's: read whole, it is the corpus's
+    size); a count of ``None`` for parts an older hopgraph saved with the state whole.
+    """
+    found = saved_parts(Path(old_dir))
+    return None if found is None else (found[0], found[1].get(SHARDS_KEY))
+
+
+CONVERTED = "state-converted"
+"""Where a write leaves, for its shift tasks, a whole saved state cut into shards."""
+
+
+def shard_state(source: Source, old_dir: str, to: str, shards: int) -> None:
+    """Cut a state saved whole (by an older hopgraph) into ``shards`` shards in ``to`` (a task).
+
+    It holds the whole state once, as that hopgraph's writes did. ``source``: the previous
+    generation's chunk table (its titles are counted).
     """
     directory, manifest_json = source
     corpus = scan_chunks(Path(directory), Manifest.model_validate_json(manifest_json))
-    found = CorpusReadings.load_counts(Path(old_dir), corpus)  # its titles counted as read
+    found = CorpusReadings.load_counts(Path(old_dir), corpus)
     if found is None:
-        return None
-    state, names = found
-    keys = sorted(state.shift(removed, added))
-    state.save(Path(target), names)
-    return keys, names
+        raise IndexStateError(
+            f"{old_dir} holds no readings saved in parts", graphs_hint(Path(directory))
+        )
+    state = found[0]
+    keys = {title: title_keys(title) for title in state.titles}
+    for s, shard in enumerate(split_counts(state.lower, state.titles, keys, shards)):
+        shard.save(shard_path(Path(to), s))
+
+
+def shift_state(
+    state_dir: str, shard: int, change: tuple[dict[str, int], KeyTitles], target: str
+) -> tuple[list[str], int]:
+    """Count a change into one shard of the state and save it in ``target`` (a task).
+
+    ``change``: the shard's part of it (state_shards.change_shards). Returns the keys whose
+    links may have changed and the shard's longest key's words.
+    """
+    state = StateShard.load(shard_path(Path(state_dir), shard))
+    keys = state.shift(*change)
+    return sorted(keys), save_shard(state, Path(target), shard)
 
 
 def update_part(
@@ -149,11 +224,13 @@ def update_part(
     change: Change,
     added: list[Chunk],
     target: str,
+    shards: int,
 ) -> tuple[int, int]:
     """Bring one part of the saved readings up to date (a task; see the module doc).
 
     Saves it unpicked as ``name`` in ``target``, its document frequencies by string hash beside
-    it (readings.save_frequencies); returns its rows' count and digest before the change.
+    it in ``shards`` files (readings.save_frequencies); returns its rows' count and digest
+    before the change.
     """
     gone, keys = change
     table = read_part(Path(old_dir), name)
@@ -164,11 +241,11 @@ def update_part(
     del texts
     dropped = gone | {c.id for c in stale}
     kept = np.array([i for i, cid in enumerate(table.ids) if cid not in dropped], np.int64)
-    titles = read_titles(Path(target))  # shift_state saved it
+    titles = SavedTitles(Path(target))  # shift_state saved it
     fresh = read_table([*stale, *added], titles, table.vocab, fork=False)
     table = ReadingTable.concat([table.take(kept), fresh])
     table.save(Path(target), {}, unpicked(name))
-    save_frequencies(frequencies_of(table), Path(target), name)
+    save_frequencies(frequencies_of(table), Path(target), name, shards)
     return held
 
 

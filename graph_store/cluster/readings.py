@@ -8,19 +8,23 @@ the readings (every chunk's word counts: gigabytes at millions of chunks) nor th
 whatever the corpus, it holds names of files.
 
 1. tasks count their rows' lower-case words, titles and the titles' keys
-   (extraction.readings.corpus_counts), each into a file in the new graph folder (which the
-   nodes share too);
-2. one task sums them, gives each key to its title (``CorpusReadings.counted``) and saves the
-   extractor's state (its counts and keys, the parts' names) and the title index every reading
-   is made against (extraction.title_table): the driver holds none of it;
-3. tasks read the title index, then their rows against it, each into a table of its own
-   vocabulary saved in the new graph folder, beside its document frequencies by string hash;
-4. one task sums the frequencies, arrays only (a corpus's keywords are scored with its own),
-   into one file;
-5. tasks pick their rows' keywords with them (extraction.keywords: a row's picks depend on the
-   corpus only through them and its size), save their table as a part of the extractor's
-   state (reading_table.save_in_parts) and their rows' extractions, only the strings those use,
-   in parts (``EXTRACTION_PARTS``, where the graphs' tasks read them: cluster/graph_parts.py).
+   (extraction.readings.corpus_counts), each into a file a shard of the extractor's state (by
+   the hash of the strings: extraction.state_shards) in the new graph folder (which the nodes
+   share too);
+2. a task a shard sums its files, gives each of its keys to its title and saves the shard and
+   its part of the title index every reading is made against (extraction.title_table); a task
+   joins the parts, a part at a time. No task holds more of the state than a shard, the
+   driver none of it;
+3. tasks read their rows against the title index, each batch of rows asking it only for the
+   keys it holds (title_table.SavedTitles), each into a table of its own vocabulary saved in
+   the new graph folder, beside its document frequencies by string hash, in shards;
+4. a task a shard sums the frequencies, arrays only (a corpus's keywords are scored with its
+   own: extraction.frequency_shards);
+5. tasks pick their rows' keywords with them, read a shard at a time (extraction.keywords: a
+   row's picks depend on the corpus only through them and its size), save their table as a
+   part of the extractor's state (reading_table.save_in_parts) and their rows' extractions,
+   only the strings those use, in parts (``EXTRACTION_PARTS``, where the graphs' tasks read
+   them: cluster/graph_parts.py).
 
 The readings equal one process's (tests/unit/graph_store/cluster/test_cluster_readings.py): a
 chunk's reading depends on the corpus only through the title index, its keywords only through the
@@ -33,31 +37,52 @@ from __future__ import annotations
 import itertools
 import json
 import shutil
-from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import pairwise
 from pathlib import Path
 from types import ModuleType
 
 import numpy as np
-import orjson
 
 from hopgraph.core.errors import IndexStateError
 from hopgraph.graph_store.documents.schema import Chunk
+from hopgraph.graph_store.graphs.extraction.frequency_shards import (
+    Frequencies,
+    frequencies_in_shards,
+    save_shards,
+    shard_file,
+    sum_shard,
+)
 from hopgraph.graph_store.graphs.extraction.keywords import document_frequencies, pick_keywords
-from hopgraph.graph_store.graphs.extraction.reading_table import ReadingTable, part_name, read_part
-from hopgraph.graph_store.graphs.extraction.readings import (
-    CorpusCounts,
-    CorpusReadings,
-    corpus_counts,
-    read_table,
+from hopgraph.graph_store.graphs.extraction.reading_table import (
+    ReadingTable,
+    part_name,
+    read_part,
+    save_in_parts,
+)
+from hopgraph.graph_store.graphs.extraction.readings import corpus_counts, read_table
+from hopgraph.graph_store.graphs.extraction.state_shards import (
+    SHARDS_KEY,
+    STATE_SHARDS,
+    StateShard,
+    merged,
+    remove_tables,
+    save_shard,
+    split_counts,
+    table_stems,
 )
 from hopgraph.graph_store.graphs.extraction.table import (
     EXTRACTION_PARTS,
     ExtractionTable,
     Vocabulary,
 )
-from hopgraph.graph_store.graphs.extraction.title_table import read_titles, string_hashes
+from hopgraph.graph_store.graphs.extraction.title_table import (
+    TITLES,
+    SavedTitles,
+    join_tables,
+    save_longest,
+    string_hashes,
+)
 from hopgraph.graph_store.index.graph_build import CorpusReader
 from hopgraph.graph_store.stores.chunk_table import chunks_in, scan_ids
 from hopgraph.graph_store.stores.manifest import Manifest, rebuild_hint, tables_hint
@@ -66,13 +91,9 @@ from .tasks import Map, Peaks, in_process, ray_map, task_count
 
 Source = tuple[str, str]
 """The chunk table a call reads: (index folder, the committed manifest as JSON)."""
-Frequencies = tuple[np.ndarray, np.ndarray, np.ndarray]
-"""Strings by their 64-bit hashes (title_table.key_hash) and, for each, the rows holding it as
-an entity and as a word: a task sums arrays, never the strings (a million entities' strings
-and their vocabulary were 200 MB of a write's driver)."""
 FREQUENCIES = "frequencies"
 """The folder in the new graph folder where the reading tasks leave their frequencies, and one
-task their sum (:data:`SUMMED`)."""
+task a shard their sum (:data:`SUMMED`)."""
 SUMMED = "summed.npz"
 
 
@@ -110,16 +131,20 @@ def read_corpus(
     rows = np.linspace(0, n, parts + 1).astype(int).tolist()
     ranges = [(source, a, b) for a, b in pairwise(rows)]
     names = [part_name(i) for i in range(len(ranges))]
+    shards = len(names)  # of the state and of the frequencies: one a part
+    calls = [(*call, str(target), name, shards) for call, name in zip(ranges, names, strict=True)]
     (target / COUNTS).mkdir()
-    run(count_rows, [(*call, str(target), name) for call, name in zip(ranges, names, strict=True)])
-    run(claim_titles, [(str(target), names)])
+    (target / STATE_SHARDS).mkdir()
+    run(count_rows, calls)
+    longest = run(claim_titles, [(str(target), names, s) for s in range(shards)])
+    run(join_titles, [(str(target), names, max(longest, default=0))])
     shutil.rmtree(target / COUNTS)  # read: gone (not by the task, which may run again)
-    calls = [(*call, str(target), name) for call, name in zip(ranges, names, strict=True)]
+    remove_tables(target, shards)
     (target / FREQUENCIES).mkdir()
     run(read_rows, calls)
     frequencies = sum_frequencies_of(names, target, run)
     (target / EXTRACTION_PARTS).mkdir()
-    digests = run(pick_rows, [(str(target), name, frequencies, n) for name in names])
+    digests = run(pick_rows, [(str(target), name, frequencies, n, shards) for name in names])
     for name in names:
         remove_table(target / unpicked(name))
     shutil.rmtree(target / FREQUENCIES)
@@ -134,37 +159,6 @@ def remove_table(path: Path) -> None:
     path.with_suffix(".json").unlink()
 
 
-class SharedFrequencies:
-    """The corpus's document frequencies by string hash, summed and saved by a task.
-
-    Two strings of one hash would have their frequencies summed: with 64-bit hashes, less than
-    one chance in a million at five million strings.
-    """
-
-    def __init__(self, hashes: np.ndarray, entity: np.ndarray, word: np.ndarray) -> None:
-        self.hashes, self.entity, self.word = hashes, entity, word  # hashes sorted
-
-    def save(self, path: Path) -> None:
-        """Write the three arrays into one .npz at ``path``."""
-        with path.open("wb") as file:  # np.savez would add ".npz" to a name without it
-            np.savez(file, hashes=self.hashes, entity=self.entity, word=self.word)
-
-    @classmethod
-    def load(cls, path: Path) -> SharedFrequencies:
-        """Read what :meth:`save` wrote."""
-        with np.load(path) as saved:
-            return cls(saved["hashes"], saved["entity"], saved["word"])
-
-    def of(self, vocab: Vocabulary) -> tuple[np.ndarray, np.ndarray]:
-        """Return the frequencies of each id of ``vocab`` (0 for a string no row holds)."""
-        wanted = string_hashes(vocab.strings)
-        at = np.minimum(np.searchsorted(self.hashes, wanted), max(len(self.hashes) - 1, 0))
-        held = self.hashes[at] == wanted if len(self.hashes) else np.zeros(len(wanted), bool)
-        entity, word = np.zeros(len(wanted), np.int64), np.zeros(len(wanted), np.int64)
-        entity[held], word[held] = self.entity[at[held]], self.word[at[held]]
-        return entity, word
-
-
 def frequencies_of(table: ReadingTable) -> Frequencies:
     """Return a table's document frequencies by string hash, for the strings its rows hold."""
     entity, word = document_frequencies(table)
@@ -173,42 +167,31 @@ def frequencies_of(table: ReadingTable) -> Frequencies:
     return string_hashes([strings[i] for i in held.tolist()]), entity[held], word[held]
 
 
-def save_frequencies(frequencies: Frequencies, target: Path, name: str) -> None:
-    """Save one part's frequencies as ``name``'s in ``target``'s :data:`FREQUENCIES`."""
-    SharedFrequencies(*frequencies).save(_frequencies_file(target, name))
+def save_frequencies(frequencies: Frequencies, target: Path, name: str, shards: int) -> None:
+    """Save one part's frequencies as ``name``'s in ``target``'s :data:`FREQUENCIES`.
 
-
-def _frequencies_file(target: Path, name: str) -> Path:
-    return target / FREQUENCIES / name
+    In ``shards`` files (extraction.frequency_shards), one a task of :func:`sum_frequencies_of`.
+    """
+    save_shards(frequencies, target / FREQUENCIES, name, shards)
 
 
 def sum_frequencies_of(names: Sequence[str], target: Path, run: Map) -> str:
-    """Have one task sum the parts' saved frequencies; return the file of the sum."""
-    files = [str(_frequencies_file(target, name)) for name in names]
-    summed_file = str(_frequencies_file(target, SUMMED))
-    run(sum_frequencies, [(files, summed_file)])
-    return summed_file
+    """Have a task a shard sum the parts' saved frequencies; return where the sums are.
+
+    As many shards as parts: pass the result and that count to :func:`pick_rows`.
+    """
+    folder = target / FREQUENCIES
+    calls = [
+        ([str(shard_file(folder, name, s)) for name in names], str(shard_file(folder, SUMMED, s)))
+        for s in range(len(names))
+    ]
+    run(sum_frequencies, calls)
+    return str(folder)
 
 
 def sum_frequencies(files: list[str], to: str) -> None:
-    """Sum the frequencies saved in ``files`` and save them to ``to`` (a task)."""
-    summed([_loaded(name) for name in files]).save(Path(to))
-
-
-def _loaded(name: str) -> Frequencies:
-    found = SharedFrequencies.load(Path(name))
-    return found.hashes, found.entity, found.word
-
-
-def summed(parts: Sequence[Frequencies]) -> SharedFrequencies:
-    """Sum the parts' frequencies by string hash."""
-    if not parts:
-        empty = np.zeros(0, np.int64)
-        return SharedFrequencies(np.zeros(0, np.uint64), empty, empty)
-    hashes, at = np.unique(np.concatenate([h for h, _, _ in parts]), return_inverse=True)
-    entity = np.bincount(at, np.concatenate([e for _, e, _ in parts]), len(hashes))
-    word = np.bincount(at, np.concatenate([w for _, _, w in parts]), len(hashes))
-    return SharedFrequencies(hashes, entity.astype(np.int64), word.astype(np.int64))
+    """Sum one shard of the frequencies saved in ``files`` and save it to ``to`` (a task)."""
+    sum_shard([Path(f) for f in files], Path(to))
 
 
 def unpicked(name: str) -> str:
@@ -225,55 +208,68 @@ COUNTS = "title-counts"
 """The folder in the new graph folder where the counting tasks leave their counts."""
 
 
-def count_rows(source: Source, start: int, stop: int, target: str, name: str) -> None:
+def count_rows(source: Source, start: int, stop: int, target: str, name: str, shards: int) -> None:
     """Count what a first reading needs of chunk rows ``start``–``stop`` (a task).
 
-    Saved as ``name``'s counts in ``target``'s :data:`COUNTS`, for :func:`claim_titles`.
+    Saved as ``name``'s counts in ``target``'s :data:`COUNTS`, a file a shard of the state
+    (extraction.state_shards), for :func:`claim_titles`.
     """
-    lower, titles, keys = corpus_counts(chunk_rows(source, start, stop))
-    path = Path(target) / COUNTS / name.replace(".npz", ".json")
-    path.write_bytes(orjson.dumps([dict(lower), dict(titles), keys]))
+    counts = corpus_counts(chunk_rows(source, start, stop))
+    for s, shard in enumerate(split_counts(*counts, shards)):
+        shard.save(_counts_file(target, name, s))
 
 
-def claim_titles(target: str, names: list[str]) -> None:
-    """Sum the parts' counts, give each key to its title and save the state (a task).
+def _counts_file(target: str, name: str, shard: int) -> Path:
+    return Path(target) / COUNTS / name.replace(".npz", f".{shard:03d}.json")
 
-    The state's counts and keys, as a state saved in parts ``names``, and the title index the
-    readings are made against (extraction.title_table), both in ``target``.
+
+def claim_titles(target: str, names: list[str], shard: int) -> int:
+    """Sum one shard of the parts' counts and give its keys to their titles (a task).
+
+    Saves the shard of the state and its part of the title index the readings are made
+    against (extraction.title_table) in ``target``; returns its longest key's words.
     """
-    folder = Path(target) / COUNTS
-    files = [folder / name.replace(".npz", ".json") for name in names]
-    state = CorpusReadings.counted(_counts(path) for path in files)
-    state.save(Path(target), names)
+    counted = (StateShard.load(_counts_file(target, name, shard)) for name in names)
+    return save_shard(merged(counted), Path(target), shard)
 
 
-def _counts(path: Path) -> CorpusCounts:
-    lower, titles, keys = orjson.loads(path.read_bytes())
-    return Counter(lower), Counter(titles), keys
+def join_titles(target: str, names: list[str], longest: int) -> None:
+    """Join the shards' parts of the title index and save the state's parts ``names`` (a task).
+
+    ``longest``: the most words of a key, over the shards.
+    """
+    directory = Path(target)
+    stems = [table_stems(directory, s) for s in range(len(names))]
+    join_tables([aliases for aliases, _ in stems], directory / f"{TITLES}-aliases")
+    join_tables([common for _, common in stems], directory / f"{TITLES}-common")
+    save_longest(directory, longest)
+    save_in_parts(directory, names, {SHARDS_KEY: len(names)})
 
 
-def read_rows(source: Source, start: int, stop: int, target: str, name: str) -> None:
+def read_rows(source: Source, start: int, stop: int, target: str, name: str, shards: int) -> None:
     """Read chunk rows ``start``–``stop`` against the title index (a task), none picked.
 
-    The index is the one :func:`claim_titles` saved in ``target``. The rows' table is saved as
-    ``name`` (unpicked) in ``target``, its frequencies in :data:`FREQUENCIES`.
+    The index is the one :func:`claim_titles` saved in ``target``, asked for the keys each
+    batch of rows holds (title_table.SavedTitles). The rows' table is saved as ``name``
+    (unpicked) in ``target``, its frequencies in ``shards`` files in :data:`FREQUENCIES`.
     """
     chunks = chunk_rows(source, start, stop)
-    table = read_table(chunks, read_titles(Path(target)), Vocabulary(), fork=False)
+    table = read_table(chunks, SavedTitles(Path(target)), Vocabulary(), fork=False)
     table.save(Path(target), {}, unpicked(name))
-    save_frequencies(frequencies_of(table), Path(target), name)
+    save_frequencies(frequencies_of(table), Path(target), name, shards)
 
 
-def pick_rows(target: str, name: str, frequencies: str, n: int) -> int:
+def pick_rows(target: str, name: str, frequencies: str, n: int, shards: int) -> int:
     """Pick the keywords of one part's rows (a task); save the part and its extractions.
 
-    ``frequencies``: the file of the corpus's (:func:`sum_frequencies`). Returns the
-    :func:`ordered_digest` of its rows' ids.
+    ``frequencies``: the folder of the corpus's, summed in ``shards`` shards
+    (:func:`sum_frequencies_of`), read a shard at a time. Returns the :func:`ordered_digest` of
+    its rows' ids.
     """
     table = read_part(Path(target), unpicked(name))
-    summed = SharedFrequencies.load(Path(frequencies))
-    table = pick_keywords(table, max(n, 1), summed.of(table.vocab))
-    del summed
+    found = frequencies_in_shards(Path(frequencies), SUMMED, shards, table.vocab)
+    table = pick_keywords(table, max(n, 1), found)
+    del found
     table.save(Path(target), {}, name)
     extractions = ExtractionTable(
         table.ids, table.vocab, table.entities, table.keywords(), table.triples, table.page

@@ -8,7 +8,7 @@ readers map its arrays in place: passage_graph.mapped_csr) holding one part in m
 from __future__ import annotations
 
 import zipfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -61,22 +61,55 @@ def stitch_csr(
 
 def _member(archive: zipfile.ZipFile, name: str, parts: Sequence[Path], prefix: str,
             dtype: type, length: int) -> None:  # fmt: skip
-    """Write one array of ``length`` as the parts' arrays one after the other."""
+    """Write one array of ``length`` as the parts' arrays one after the other, a block at a time.
+
+    Each part's array is read through its archive a block at a time (:func:`_blocks`): a
+    part's whole array was 50 MB a million chunks on the driver that stitched.
+    """
     header = {"descr": np.lib.format.dtype_to_descr(np.dtype(dtype)), "fortran_order": False,
               "shape": (length,)}  # fmt: skip
     with archive.open(f"{name}.npy", "w", force_zip64=True) as handle:
         np.lib.format.write_array_header_2_0(handle, header)
         offset, written = 0, 0
         for p, part in enumerate(parts):
-            with np.load(part) as arrays:
-                values = arrays[f"{prefix}_{name}"]
-            if name == "indptr":  # each part counts from 0: shifted by the rows before it
-                values = values[1:] + offset if p else values
-                offset = int(values[-1]) if len(values) else offset
-            handle.write(np.ascontiguousarray(values, dtype=dtype).tobytes())
-            written += len(values)
+            shift, first = offset, True
+            for values in _blocks(part, f"{prefix}_{name}"):
+                if name == "indptr":  # each part counts from 0: shifted by the rows before it
+                    if p and first:
+                        values = values[1:]  # the part's leading 0: the row before's end
+                    values = values + shift
+                    offset = int(values[-1]) if len(values) else offset
+                first = False
+                handle.write(np.ascontiguousarray(values, dtype=dtype).tobytes())
+                written += len(values)
         if written != length:  # the header said otherwise: a part changed under us
             raise ValueError(f"{prefix} {name}: the parts held {written} values, not {length}")
+
+
+BLOCK = 1 << 20
+"""Values of a part's array read at a time."""
+
+
+def _blocks(path: Path, key: str) -> Iterator[np.ndarray]:
+    """Yield the one-dimensional array ``key`` of the .npz ``path``, :data:`BLOCK` values a time."""
+    with zipfile.ZipFile(path) as archive, archive.open(f"{key}.npy") as handle:
+        major, _ = np.lib.format.read_magic(handle)
+        read_header = (
+            np.lib.format.read_array_header_1_0
+            if major == 1
+            else np.lib.format.read_array_header_2_0
+        )
+        shape, _, dtype = read_header(handle)  # a one-dimensional array: no order to mind
+        if len(shape) != 1 or dtype.hasobject:
+            raise ValueError(f"{path} {key}: not a one-dimensional array of numbers")
+        left = shape[0]
+        while left:
+            count = min(left, BLOCK)
+            raw = handle.read(count * dtype.itemsize)
+            if len(raw) != count * dtype.itemsize:
+                raise ValueError(f"{path} {key}: the array ends before its header says")
+            yield np.frombuffer(raw, dtype=dtype)
+            left -= count
 
 
 def _whole(archive: zipfile.ZipFile, name: str, value: np.ndarray) -> None:

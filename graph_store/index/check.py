@@ -205,6 +205,7 @@ def _all_there(ids: list[str], held: set[str], what: str) -> None:
 def _check_graphs(directory: Path, manifest: Manifest, ids: list[str], found: Findings) -> None:
     """Check that the graph's nodes are the chunks and the graph files load."""
     from hopgraph.graph_store.graphs.extraction.reading_table import READINGS_FILE, read_each
+    from hopgraph.graph_store.graphs.extraction.state_shards import STATE_SHARDS, read_shards
     from hopgraph.graph_store.graphs.extraction.table import (
         EXTRACTION_PARTS,
         EXTRACTIONS_FILE,
@@ -234,6 +235,8 @@ def _check_graphs(directory: Path, manifest: Manifest, ids: list[str], found: Fi
     found.attempt(str(named), fix, lambda: load_extractions(folder))
     if manifest.graph["settings"].get("extractor") == "offline":
         found.attempt(str(folder / READINGS_FILE), fix, lambda: read_each(folder))
+    if (folder / STATE_SHARDS).is_dir():  # a cluster's extractor state
+        found.attempt(str(folder / STATE_SHARDS), fix, lambda: read_shards(folder))
 
 
 def _stub(chunk_id: str) -> Chunk:

@@ -161,6 +161,32 @@ def corpus_titles(chunks: Iterable[Chunk]) -> TitleIndex:
     return TitleIndex(titles, frozenset(lower_case))
 
 
+def queried_keys(text: str, longest: int) -> set[str]:
+    """Return every key :func:`read_chunk` may look up in a title index for ``text``.
+
+    A superset: :func:`find_mentions` asks only at a capitalised token, for the keys of the
+    words from it (at most ``longest``, the index's longest key) and of the capitalised span
+    it opens; each is also the word a one-word key is checked against the common words with.
+    So a reading task asks the saved index for these keys only (title_table.TitleTables) and
+    reads against what they found, as against the whole index.
+    """
+    keys: set[str] = set()
+    for sentence in extraction_sentences(text):
+        found = list(_TOKEN.finditer(sentence))
+        raw = [m.group() for m in found]
+        joined = [_joins(sentence[a.end() : b.start()], a.group()) for a, b in pairwise(found)]
+        words = [w.replace("’", "'").lower() for w in raw]
+        for i, token in enumerate(raw):
+            if not token[0].isupper():
+                continue
+            keys.update(
+                " ".join(words[i:end]) for end in range(i + 1, min(len(words), i + longest) + 1)
+            )
+            keys.add(_span_key(words, i, _span_end(raw, joined, i)))
+    keys.discard("")
+    return keys
+
+
 def find_mentions(sentence: str, titles: TitleIndex) -> tuple[list[str], list[Mention]]:
     """Return the sentence's lower-cased tokens and its mentions, in order."""
     found = list(_TOKEN.finditer(sentence))

@@ -38,8 +38,9 @@ from .offline import (
     token_key,
 )
 from .reading_table import ReadingTable, empty_table, save_in_parts, saved_parts
+from .state_shards import SHARDS_KEY, apply_counts, load_whole
 from .table import ExtractionTable, Ragged, Vocabulary, distinct
-from .title_table import save_titles
+from .title_table import SavedTitles, save_titles
 
 CorpusCounts = tuple[Counter[str], Counter[str], dict[str, Sequence[str]]]
 """What a first reading counts of chunks: lower-case words, titles, and the titles' keys."""
@@ -49,7 +50,8 @@ def corpus_counts(chunks: Iterable[Chunk]) -> CorpusCounts:
     """Count what a first reading of ``chunks`` needs of the corpus before reading any.
 
     Their lower-case words (offline.lower_case_words), their titles, and each title's keys
-    (offline.title_keys); :meth:`CorpusReadings.counted` sums them over the parts of a corpus.
+    (offline.title_keys); a cluster sums them over the parts of a corpus by shard
+    (extraction.state_shards).
     """
     lower: Counter[str] = Counter()
     titles: Counter[str] = Counter()
@@ -131,24 +133,6 @@ class CorpusReadings:
         changed = self._shift_lower(removed, added)
         return changed | self._shift_titles(removed, added)
 
-    @classmethod
-    def counted(cls, counts: Iterable[CorpusCounts]) -> CorpusReadings:
-        """Return the state of a first reading, nothing read yet, from its chunks' counts.
-
-        ``counts``: :func:`corpus_counts` of parts of the corpus (a cluster's tasks count
-        their rows); summed, they are what :meth:`update` counts of the whole.
-        """
-        lower: Counter[str] = Counter()
-        titles: Counter[str] = Counter()
-        keys: dict[str, Sequence[str]] = {}
-        for part_lower, part_titles, part_keys in counts:
-            lower.update(part_lower)
-            titles.update(part_titles)
-            keys.update(part_keys)
-        state = cls(lower=lower, alias_keys=keys)  # each key claimed by its first title
-        state.titles = titles
-        return state
-
     def title_index(self) -> TitleIndex:
         """Return the index of the titles' claimed keys every reading is made against."""
         longest = max((n for n, count in self.key_words.items() if count), default=0)
@@ -178,13 +162,22 @@ class CorpusReadings:
         found = ReadingTable.load(directory)
         if found is None or set(found[0].ids) != {c.id for c in corpus}:
             return None  # none, written by an older hopgraph, or not this corpus's: start afresh
-        return cls._resumed(corpus, *found)
+        return cls._resumed(corpus, *found, directory)
 
     @classmethod
     def _resumed(
-        cls, corpus: Iterable[Chunk], table: ReadingTable | None, extra: dict
+        cls, corpus: Iterable[Chunk], table: ReadingTable | None, extra: dict, directory: Path
     ) -> CorpusReadings:
-        """Return the state of ``corpus`` from its saved readings (if held) and ``extra``."""
+        """Return the state of ``corpus`` from its saved readings (if held) and ``extra``.
+
+        A cluster's state lies in shards (extraction.state_shards): joined here, its titles'
+        keys worked out again.
+        """
+        if SHARDS_KEY in extra:
+            lower, claims = load_whole(directory, extra[SHARDS_KEY])
+            state = cls(corpus, table, lower, {}, claims)
+            state.alias_keys = {title: title_keys(title) for title in state.titles}
+            return state
         lower, keys = Counter(extra["lower"]), extra.get("alias_keys")
         return cls(corpus, table, lower, keys, extra.get("claims") if keys is not None else None)
 
@@ -201,7 +194,7 @@ class CorpusReadings:
         if found is None:
             return None
         names, extra = found
-        state = cls._resumed(corpus, None, extra)
+        state = cls._resumed(corpus, None, extra, directory)
         state.rows_elsewhere = True
         return state, names
 
@@ -361,18 +354,20 @@ def _holds_any(chunk: Chunk, keys: Sequence[str]) -> bool:
 PARALLEL_FROM = 4000
 """Chunks to read from which the reading is spread over worker processes (one per core)."""
 BATCH = 1000
-_WORK: tuple[Sequence[Chunk], TitleIndex] | None = None
+_WORK: tuple[Sequence[Chunk], TitleIndex | SavedTitles] | None = None
 """What :func:`read_table`'s forked workers read (set only while it runs)."""
 
 
 def read_table(
     chunks: Sequence[Chunk],
-    titles: TitleIndex,
+    titles: TitleIndex | SavedTitles,
     vocab: Vocabulary,
     show_progress: bool = False,
     fork: bool = True,
 ) -> ReadingTable:
     """Read every chunk against ``titles`` into a table in ids of ``vocab``.
+
+    ``titles``: the index, or a saved one each batch asks for the keys it looks up.
 
     Reading is pure Python (a quarter of a millisecond per chunk), so from
     :data:`PARALLEL_FROM` chunks on it runs in forked worker processes, one per core: they
@@ -412,7 +407,8 @@ def _read_batch(start: int, vocab: Vocabulary | None = None) -> ReadingTable:
     assert _WORK is not None
     chunks, titles = _WORK
     batch = chunks[start : start + BATCH]
-    readings = [read_chunk(c, titles) for c in batch]
+    index = titles.restricted(batch) if isinstance(titles, SavedTitles) else titles
+    readings = [read_chunk(c, index) for c in batch]
     return ReadingTable.encode(batch, readings, Vocabulary() if vocab is None else vocab)
 
 
@@ -424,17 +420,7 @@ def _shift(counter: Counter[str], gone: Iterable[str], new: Iterable[str]) -> se
     """
     change = Counter(new)
     change.subtract(Counter(gone))
-    flipped = set()
-    for x, delta in change.items():
-        was = counter.get(x, 0)
-        now = was + delta
-        if (now > 0) != (was > 0):
-            flipped.add(x)
-        if now > 0:
-            counter[x] = now
-        elif was:
-            del counter[x]
-    return flipped
+    return apply_counts(counter, change)
 
 
 class OfflineExtractor:

@@ -17,15 +17,16 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from itertools import pairwise
+import shutil
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
 
 from hopgraph.core.file_reads import FileReads
+from hopgraph.graph_store.documents.schema import Chunk
 
-from .offline import TitleIndex
+from .offline import TitleIndex, queried_keys
 
 TITLES = "titles"
 """The tables' file stem in a graph folder: ``titles-aliases.*``, ``titles-common.*`` and
@@ -73,6 +74,26 @@ class StringTable(Mapping[str, str]):
     def __iter__(self) -> Iterator[str]:
         return (self._entry(i)[0].decode("utf-8") for i in range(len(self.hashes)))
 
+    def found(self, keys: Collection[str]) -> dict[str, str]:
+        """Return the entries of those of ``keys`` the table holds (hashes searched at once)."""
+        asked = list(keys)
+        if not asked or not len(self.hashes):
+            return {}
+        wanted = string_hashes(asked)
+        at = np.searchsorted(self.hashes, wanted)
+        hit = np.flatnonzero(at < len(self.hashes))
+        hit = hit[self.hashes[at[hit]] == wanted[hit]]
+        out: dict[str, str] = {}
+        for k in hit.tolist():
+            key, i, encoded = asked[k], int(at[k]), asked[k].encode("utf-8")
+            while i < len(self.hashes) and self.hashes[i] == wanted[k]:  # a collision: the next
+                entry, value = self._entry(i)
+                if entry == encoded:
+                    out[key] = value.decode("utf-8")
+                    break
+                i += 1
+        return out
+
     def __len__(self) -> int:
         return len(self.hashes)
 
@@ -97,33 +118,75 @@ def write_table(stem: Path, keys: Iterable[str], value: Callable[[str], str]) ->
     np.save(f"{stem}.starts.npy", starts)
 
 
+def join_tables(stems: Sequence[Path], stem: Path) -> None:
+    """Write the tables ``stems`` as one table ``stem``, a table at a time.
+
+    Each table holds a range of the hash, in order (frequency_shards.shard_of): their entries
+    one after the other are in hash order. The arrays are written into mapped files, the
+    blobs copied: no table is held whole.
+    """
+    sizes = [len(np.load(f"{part}.hashes.npy", mmap_mode="r")) for part in stems]
+    total = sum(sizes)
+    hashes = np.lib.format.open_memmap(f"{stem}.hashes.npy", "w+", np.uint64, (total,))
+    starts = np.lib.format.open_memmap(f"{stem}.starts.npy", "w+", np.int64, (total + 1,))
+    starts[0], at, offset = 0, 0, 0
+    with open(f"{stem}.bin", "wb") as blob:
+        for part, size in zip(stems, sizes, strict=True):
+            hashes[at : at + size] = np.load(f"{part}.hashes.npy", mmap_mode="r")
+            starts[at + 1 : at + size + 1] = np.load(f"{part}.starts.npy", mmap_mode="r")[1:]
+            starts[at + 1 : at + size + 1] += offset
+            with open(f"{part}.bin", "rb") as piece:
+                shutil.copyfileobj(piece, blob, 1 << 20)
+                offset += piece.tell()
+            at += size
+    hashes.flush()
+    starts.flush()
+
+
+def remove_table(stem: Path) -> None:
+    """Remove the files of the table ``stem`` (those there)."""
+    for suffix in (".hashes.npy", ".starts.npy", ".bin"):
+        Path(f"{stem}{suffix}").unlink(missing_ok=True)
+
+
+def save_longest(directory: Path, longest: int) -> None:
+    """Write the most words of a key in the index saved in ``directory``."""
+    (directory / f"{TITLES}.json").write_text(json.dumps({"longest": longest}))
+
+
 def save_titles(directory: Path, index: TitleIndex) -> None:
     """Write ``index`` (its claims and common words) into the graph folder ``directory``."""
     aliases = index.aliases
     write_table(directory / f"{TITLES}-aliases", aliases, aliases.__getitem__)
     write_table(directory / f"{TITLES}-common", index.common_words, lambda _: "")
-    (directory / f"{TITLES}.json").write_text(json.dumps({"longest": index.longest}))
+    save_longest(directory, index.longest)
 
 
-def read_titles(directory: Path) -> TitleIndex:
-    """Read the title index saved in ``directory`` into memory (a reading task's lookups).
+class SavedTitles:
+    """A saved title index a reading task asks for the keys of its chunks, a batch at a time.
 
-    :func:`load_titles` maps it for a server's few lookups a question; a reading makes
-    hundreds a chunk, each a dictionary's.
+    The whole index read into a dictionary was 800 MB a million titles in every reading task;
+    a batch of chunks asks for the keys its readings may look up (offline.queried_keys), and
+    reads against the part of the index they found exactly as against the whole.
     """
-    longest = int(json.loads((directory / f"{TITLES}.json").read_text(encoding="utf-8"))["longest"])
-    aliases = dict(_entries(directory / f"{TITLES}-aliases"))
-    common = frozenset(key for key, _ in _entries(directory / f"{TITLES}-common"))
-    return TitleIndex.claimed(aliases, common, longest)
+
+    def __init__(self, directory: Path) -> None:
+        self.longest = _longest(directory)
+        self.aliases = StringTable(directory / f"{TITLES}-aliases")
+        self.common = StringTable(directory / f"{TITLES}-common")
+
+    def restricted(self, chunks: Iterable[Chunk]) -> TitleIndex:
+        """Return the part of the index ``chunks``' readings look up."""
+        keys: set[str] = set()
+        for chunk in chunks:
+            keys |= queried_keys(chunk.text, self.longest)
+        common = frozenset(self.common.found({k for k in keys if " " not in k}))
+        return TitleIndex.claimed(self.aliases.found(keys), common, self.longest)
 
 
-def _entries(stem: Path) -> Iterator[tuple[str, str]]:
-    """Yield a table's (key, value) pairs, its blob read whole."""
-    starts = np.load(f"{stem}.starts.npy").tolist()
-    blob = Path(f"{stem}.bin").read_bytes()
-    for at, end in pairwise(starts):
-        key, _, value = blob[at:end].partition(b"\0")
-        yield key.decode("utf-8"), value.decode("utf-8")
+def _longest(directory: Path) -> int:
+    """Return the most words of a key in the index saved in ``directory``."""
+    return int(json.loads((directory / f"{TITLES}.json").read_text(encoding="utf-8"))["longest"])
 
 
 def load_titles(directory: Path) -> TitleIndex | None:
@@ -131,7 +194,7 @@ def load_titles(directory: Path) -> TitleIndex | None:
     facts = directory / f"{TITLES}.json"
     if not facts.is_file():
         return None  # graphs built before the table, or by the LLM extractor
-    longest = int(json.loads(facts.read_text(encoding="utf-8"))["longest"])
+    longest = _longest(directory)
     aliases = StringTable(directory / f"{TITLES}-aliases")
     common = StringTable(directory / f"{TITLES}-common")
     return TitleIndex.claimed(aliases, common.keys(), longest)

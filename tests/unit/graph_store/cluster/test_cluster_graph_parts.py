@@ -17,6 +17,7 @@ from hopgraph.graph_store.cluster.graph_parts import SCRATCH, build_graphs_in_pa
 from hopgraph.graph_store.documents.schema import Chunk
 from hopgraph.graph_store.graphs.edge_parts import LINK_IN, RowsIn, emit, group, stitch, sum_rows
 from hopgraph.graph_store.graphs.extraction.base import Extraction
+from hopgraph.graph_store.graphs.extraction.state_shards import STATE_SHARDS
 from hopgraph.graph_store.graphs.extraction.table import EXTRACTION_PARTS, ExtractionTable
 from hopgraph.graph_store.graphs.passage_edges import build_passage_graph
 from hopgraph.graph_store.graphs.passage_graph import (
@@ -96,9 +97,11 @@ def test_edges_made_by_the_calls_are_one_process_s(written, tmp_path, monkeypatc
     for name in KG_FILES[3:]:  # the same matrices, read as the index maps them
         mine, other = (mapped_csr(f / name).to_scipy() for f in (theirs, folder))
         assert mine.shape == other.shape and (mine != other).nnz == 0, name
-    # the extractions stay in their parts, the scratch is gone; the rest as one process's
+    # the extractions stay in their parts, the extractor's state in shards, the scratch is
+    # gone; the rest as one process's
     assert (folder / EXTRACTION_PARTS).is_dir() and not (folder / SCRATCH).exists()
-    assert _graph_files(folder) == sorted([*_graph_files(theirs), EXTRACTION_PARTS])
+    mine = sorted([*_graph_files(theirs), EXTRACTION_PARTS, STATE_SHARDS])
+    assert _graph_files(folder) == mine
     assert check_index(calls) == []
 
 

@@ -130,7 +130,7 @@ def test_rows_past_the_end_of_the_table_are_a_clear_error(written):
 def test_frequencies_are_summed_by_string_hash_and_read_back_by_string():
     import numpy as np
 
-    from hopgraph.graph_store.cluster.readings import summed
+    from hopgraph.graph_store.graphs.extraction.frequency_shards import summed
     from hopgraph.graph_store.graphs.extraction.table import Vocabulary
     from hopgraph.graph_store.graphs.extraction.title_table import string_hashes
 
@@ -145,6 +145,35 @@ def test_frequencies_are_summed_by_string_hash_and_read_back_by_string():
     assert entity.tolist() == [0, 5, 0, 2] and word.tolist() == [1, 4, 0, 0]
     nothing = summed([]).of(Vocabulary(["rome"]))
     assert [a.tolist() for a in nothing] == [[0], [0]]
+
+
+def test_frequencies_summed_a_shard_at_a_time_are_the_whole_sum(tmp_path):
+    import numpy as np
+
+    from hopgraph.graph_store.graphs.extraction import frequency_shards as shards
+    from hopgraph.graph_store.graphs.extraction.table import Vocabulary
+    from hopgraph.graph_store.graphs.extraction.title_table import string_hashes
+
+    words = [f"w{i}" for i in range(300)]
+    rng = np.random.default_rng(0)
+    parts = [
+        (string_hashes(words[a:b]), rng.integers(0, 5, b - a), rng.integers(0, 5, b - a))
+        for a, b in [(0, 200), (100, 300), (50, 60)]
+    ]
+    for count in (1, 3, 7):
+        for n, part in enumerate(parts):
+            shards.save_shards(part, tmp_path, f"p{n}.npz", count)
+        for s in range(count):
+            held = shards.SharedFrequencies.load(shards.shard_file(tmp_path, "p0.npz", s))
+            assert (shards.shard_of(held.hashes, count) == s).all()
+            files = [shards.shard_file(tmp_path, f"p{n}.npz", s) for n in range(len(parts))]
+            shards.sum_shard(files, shards.shard_file(tmp_path, "sum.npz", s))
+        vocab = Vocabulary([*words[::7], "missing"])
+        found = shards.frequencies_in_shards(tmp_path, "sum.npz", count, vocab)
+        whole = shards.summed(parts).of(vocab)
+        assert [a.tolist() for a in found] == [a.tolist() for a in whole], count
+    bounds = shards.shard_of(np.array([0, 2**63, 2**64 - 1], dtype=np.uint64), 5)
+    assert bounds.tolist() == [0, 2, 4]  # ranges in hash order
 
 
 def test_a_digest_read_a_block_at_a_time_is_the_whole_lists(monkeypatch):

@@ -149,9 +149,9 @@ def test_parts_that_hold_other_chunks_than_the_table_are_refused(in_parts, tmp_p
     with pytest.raises(IndexStateError, match=r"saved readings .* hold other chunks") as err:
         update(in_parts, manifest, old_dir, (chunks[1:], [], []), chunks[1:], tmp_path)
     assert "graph build" in err.value.hint
-    # the state and its title index (saved first) and the first round's tables and
+    # the state's shards and its title index (saved first) and the first round's tables and
     # frequencies only: the write's folder, removed with it when it fails
-    saved = ("-unpicked.", "offline-readings.", "titles", "frequencies")
+    saved = ("-unpicked.", "offline-readings.", "titles", "frequencies", "state-shards")
     assert all(any(s in p.name for s in saved) for p in tmp_path.iterdir())
     assert not (tmp_path / EXTRACTION_PARTS).exists()
 
@@ -309,3 +309,31 @@ def _same_tables(here, there):
 def _a_document(path):
     with Index.open(path) as idx:
         return sorted({c.doc_id for c in idx.chunks.values()})[7]
+
+
+def test_a_state_an_older_hopgraph_saved_whole_is_cut_into_shards_by_the_write(in_parts, tmp_path):
+    from hopgraph.graph_store.graphs.extraction.reading_table import save_in_parts
+    from hopgraph.graph_store.graphs.extraction.readings import CorpusReadings
+    from hopgraph.graph_store.graphs.extraction.state_shards import SHARDS_KEY, STATE_SHARDS
+
+    here, there = _copies(in_parts, tmp_path)
+    folder = _graph_folder(there)
+    names, extra = saved_parts(folder)
+    assert extra == {SHARDS_KEY: 3}
+    with Index.open(there) as idx:
+        whole = CorpusReadings.load(folder, read_chunks(there, idx.manifest))
+    older = {"lower": whole.lower, "alias_keys": whole.alias_keys, "claims": whole.claims}
+    save_in_parts(folder, names, older)  # as the parts' state was saved before the shards
+    shutil.rmtree(folder / STATE_SHARDS)
+    title = _new_title(here)
+    new = [Document("page-new", title, f"{title} is a page added later.")]
+    add_documents(here, new, show_progress=False)
+    by_calls = GraphTasks(reread=reading_updated_by(in_process))
+    add_documents(there, new, show_progress=False, tasks=by_calls)
+    _same_graphs(here, there)
+    after = _graph_folder(there)
+    assert saved_parts(after)[1] == {SHARDS_KEY: 3}
+    assert sorted(p.name for p in (after / STATE_SHARDS).iterdir()) == [
+        f"shard-{s:03d}.json" for s in range(3)
+    ]  # the shards' parts of the title index joined and gone, nothing converted left
+    assert not (after / reading_update.CONVERTED).exists()

@@ -82,3 +82,24 @@ def test_an_index_links_questions_against_its_graph_builds_title_index(docs_inde
     assert len(saved.titles.aliases) == len(made.titles.aliases) > 0
     for chunk in docs_index.chunks.values():
         assert saved.link(chunk.text) == made.link(chunk.text)
+
+
+def test_a_batch_reads_against_the_keys_it_asks_for_as_against_the_whole_index(
+    tmp_path, docs_index, monkeypatch
+):
+    from hopgraph.graph_store.graphs.extraction import title_table
+    from hopgraph.graph_store.graphs.extraction.offline import corpus_titles
+
+    chunks = [*CORPUS, *docs_index.chunks.values()]
+    titles = corpus_titles(chunks)
+    title_table.save_titles(tmp_path, titles)
+    saved = title_table.SavedTitles(tmp_path)
+    assert len(saved.restricted(CORPUS[:1]).aliases) < len(titles.aliases)  # only what it asks
+    for each in chunks:
+        assert read_chunk(each, saved.restricted([each])) == read_chunk(each, titles), each.id
+    # every key's hash the same: the keys' bytes tell them apart
+    monkeypatch.setattr(title_table, "key_hash", lambda key: 7)
+    title_table.save_titles(tmp_path, titles)
+    collided = title_table.SavedTitles(tmp_path)
+    for each in CORPUS:
+        assert read_chunk(each, collided.restricted([each])) == read_chunk(each, titles), each.id
