@@ -18,6 +18,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import Counter
 from collections.abc import Collection, Container, Iterable, Mapping, Sequence
@@ -124,7 +125,7 @@ class TitleIndex:
         found = self.aliases.get(key)
         return found if found is not None and self.indexes(key, self.common_words) else None
 
-    def match(self, words: list[str], start: int) -> tuple[str, int] | None:
+    def match(self, words: Sequence[str], start: int) -> tuple[str, int] | None:
         """Return (entity, end) of the longest alias starting at ``words[start]``."""
         for end in range(min(len(words), start + self.longest), start, -1):
             entity = self.entity(" ".join(words[start:end]))
@@ -161,6 +162,26 @@ def corpus_titles(chunks: Iterable[Chunk]) -> TitleIndex:
     return TitleIndex(titles, frozenset(lower_case))
 
 
+Tokens = tuple[tuple[re.Match[str], ...], tuple[str, ...], tuple[bool, ...], tuple[str, ...]]
+"""A sentence's tokens (matches, as written), whether each joins the next into a name, and
+the tokens lower-cased."""
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def tokenised(sentence: str) -> Tokens:
+    """Return a sentence's :data:`Tokens`.
+
+    Kept for the last sentences asked: a reading task asks for a batch's sentences twice,
+    once for the keys it looks up (:func:`queried_keys`), once to read them.
+    """
+    found = tuple(_TOKEN.finditer(sentence))
+    raw = tuple(m.group() for m in found)
+    # A span never crosses punctuation: "Ronald Howard, Mary Germaine" is two names.
+    joined = tuple(_joins(sentence[a.end() : b.start()], a.group()) for a, b in pairwise(found))
+    words = tuple(w.replace("’", "'").lower() for w in raw)
+    return found, raw, joined, words
+
+
 def queried_keys(text: str, longest: int) -> set[str]:
     """Return every key :func:`read_chunk` may look up in a title index for ``text``.
 
@@ -172,10 +193,7 @@ def queried_keys(text: str, longest: int) -> set[str]:
     """
     keys: set[str] = set()
     for sentence in extraction_sentences(text):
-        found = list(_TOKEN.finditer(sentence))
-        raw = [m.group() for m in found]
-        joined = [_joins(sentence[a.end() : b.start()], a.group()) for a, b in pairwise(found)]
-        words = [w.replace("’", "'").lower() for w in raw]
+        _, raw, joined, words = tokenised(sentence)
         for i, token in enumerate(raw):
             if not token[0].isupper():
                 continue
@@ -187,13 +205,9 @@ def queried_keys(text: str, longest: int) -> set[str]:
     return keys
 
 
-def find_mentions(sentence: str, titles: TitleIndex) -> tuple[list[str], list[Mention]]:
+def find_mentions(sentence: str, titles: TitleIndex) -> tuple[Sequence[str], list[Mention]]:
     """Return the sentence's lower-cased tokens and its mentions, in order."""
-    found = list(_TOKEN.finditer(sentence))
-    raw = [m.group() for m in found]
-    # A span never crosses punctuation: "Ronald Howard, Mary Germaine" is two names.
-    joined = [_joins(sentence[a.end() : b.start()], a.group()) for a, b in pairwise(found)]
-    words = [w.replace("’", "'").lower() for w in raw]
+    found, raw, joined, words = tokenised(sentence)
     code = _code_spans(sentence, found)
     mentions: list[Mention] = []
     i = 0
@@ -264,7 +278,7 @@ def is_identifier(token: str) -> bool:
     return len(parts) >= 2
 
 
-def _span_key(words: list[str], start: int, end: int) -> str:
+def _span_key(words: Sequence[str], start: int, end: int) -> str:
     """Return the key of a capitalised span without edge stop words ("When Guy's" → "guy")."""
     span = list(words[start:end])
     while span and span[0] in STOPWORDS:
@@ -285,7 +299,7 @@ def _joins(gap: str, before: str) -> bool:
     return initial and gap.strip() == "."
 
 
-def _span_end(raw: list[str], joined: list[bool], start: int) -> int:
+def _span_end(raw: Sequence[str], joined: Sequence[bool], start: int) -> int:
     """Extend a capitalised span over capitalised words and inner connectors ("of", "van")."""
     end = start + 1
     while end < len(raw) and joined[end - 1]:
@@ -303,7 +317,7 @@ def _span_end(raw: list[str], joined: list[bool], start: int) -> int:
     return end
 
 
-def read_triples(words: list[str], mentions: list[Mention], page: str) -> list[Triple]:
+def read_triples(words: Sequence[str], mentions: list[Mention], page: str) -> list[Triple]:
     """Read (subject, predicate, object) triples from one sentence's mentions."""
     if words and words[0] in PRONOUNS:
         subject, subject_end = page, 1
