@@ -21,7 +21,6 @@ answers only.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from itertools import pairwise
 from pathlib import Path
@@ -29,9 +28,10 @@ from types import ModuleType
 
 import numpy as np
 
+from hopgraph.core.id_lists import ChunkIds, load_ids, save_ids
 from hopgraph.graph_store.graphs.semantic import Neighbours, kept_lists, previous_lists, take_in
 from hopgraph.graph_store.index.graph_build import Chunks, NeighbourUpdate
-from hopgraph.graph_store.stores.chunk_table import ChunkIds, ids_of, save_ids
+from hopgraph.graph_store.stores.chunk_table import ids_of
 from hopgraph.graph_store.stores.manifest import Manifest
 
 from .neighbours import BLOCK_CELLS, Source, _best, _merge, _open, _scratch
@@ -103,7 +103,7 @@ def plan_update(
     searches afresh).
     """
     k, wanted = widths
-    new = ChunkIds(json.loads(Path(ids).read_text(encoding="utf-8")))
+    new = ChunkIds(load_ids(Path(ids)))
     if len(new) != n:
         raise ValueError(f"{ids} holds {len(new)} chunk ids, the write {n}")
     previous = previous_lists(Path(old_dir), new, wanted, frozenset(replaced))

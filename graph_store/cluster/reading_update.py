@@ -42,6 +42,7 @@ from types import ModuleType
 import numpy as np
 
 from hopgraph.core.errors import IndexStateError
+from hopgraph.core.id_lists import save_ids
 from hopgraph.graph_store.documents.schema import Chunk
 from hopgraph.graph_store.graphs.extraction.offline import title_keys
 from hopgraph.graph_store.graphs.extraction.reading_table import (
@@ -72,7 +73,7 @@ from hopgraph.graph_store.graphs.extraction.title_table import (
     string_hashes,
 )
 from hopgraph.graph_store.index.graph_build import Chunks, ReadingUpdate
-from hopgraph.graph_store.stores.chunk_table import ids_of, open_chunks, save_ids, scan_chunks
+from hopgraph.graph_store.stores.chunk_table import ids_of, open_chunks, scan_chunks
 from hopgraph.graph_store.stores.manifest import Manifest, graphs_hint
 
 from .readings import (

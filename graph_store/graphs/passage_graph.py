@@ -32,7 +32,7 @@ import numpy as np
 
 from hopgraph.core.csr import Csr, CsrLike, rows_edges
 from hopgraph.core.errors import IndexStateError
-from hopgraph.graph_store.stores.chunk_table import save_ids
+from hopgraph.core.id_lists import save_ids
 from hopgraph.graph_store.stores.manifest import MANIFEST, graphs_hint
 
 if TYPE_CHECKING:  # networkx (0.2 s of imports) only for to_networkx: no retriever walks it;

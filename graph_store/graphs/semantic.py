@@ -8,7 +8,6 @@ keeps them current (:func:`update_nearest`) instead of searching again.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,7 +16,7 @@ from typing import NamedTuple
 import numpy as np
 import scipy.sparse as sp
 
-from hopgraph.graph_store.stores.chunk_table import ChunkIds
+from hopgraph.core.id_lists import ChunkIds, load_ids
 
 from .ann import ann_top_k
 from .extraction.table import distinct
@@ -68,12 +67,13 @@ def previous_lists(
     if not (old_dir / NEIGHBOURS_FILE).is_file():
         return None
     old = Neighbours.load(old_dir / NEIGHBOURS_FILE)
-    old_ids = json.loads((old_dir / "nodes.json").read_text(encoding="utf-8"))
-    if old.rows.shape != (len(old_ids), wanted):
+    if old.rows.shape[1] != wanted:
         return None
     new = ids if isinstance(ids, ChunkIds) else ChunkIds(ids)
+    old_ids = load_ids(old_dir / "nodes.json")  # streamed: ten million ids are 800 MB as a list
     rows = (-1 if i in replaced else new.row(i) for i in old_ids)
-    return old, np.fromiter((-1 if r is None else r for r in rows), np.int64, len(old_ids))
+    mapped = np.fromiter((-1 if r is None else r for r in rows), np.int64)
+    return (old, mapped) if len(mapped) == len(old.rows) else None
 
 
 def semantic_edges(

@@ -10,10 +10,8 @@ makes the next generation's), so a lookup reads the bytes the manifest committed
 
 from __future__ import annotations
 
-import hashlib
 import heapq
 import itertools
-import json
 from array import array
 from collections.abc import (
     Callable,
@@ -27,13 +25,14 @@ from collections.abc import (
 )
 from dataclasses import replace
 from pathlib import Path
-from typing import TypeVar, overload
+from typing import TypeVar
 
 import numpy as np
 import orjson
 
 from hopgraph.core.errors import IndexStateError
 from hopgraph.core.file_reads import FileReads
+from hopgraph.core.id_lists import ChunkIds, ChunkRows
 from hopgraph.graph_store.documents.schema import Chunk
 
 from .manifest import Manifest, tables_hint
@@ -84,99 +83,6 @@ def _checked(directory: Path, manifest: Manifest, read: Callable[[Path], Table])
 
 ID_PREFIX = b'{"id":"'
 """How every line :func:`write_chunks` writes starts (orjson keeps the dataclass's order)."""
-
-
-def id_hash(chunk_id: str) -> int:
-    """Return an id's hash for :class:`ChunkIds`' lookup (Python's: one process's table)."""
-    return hash(chunk_id)
-
-
-class ChunkIds(Sequence[str]):
-    """Chunk ids in row order, held as one UTF-8 blob: ``ids[row]`` and :meth:`row` of an id.
-
-    About 8 bytes a chunk beside the ids' own bytes, and 16 for the lookup by id (a sorted
-    array of the ids' hashes and their rows), where a list and a dict of Python strings took
-    about 170. Two tables' ids compare equal by a digest taken as they were read.
-    """
-
-    def __init__(self, ids: Iterable[str]) -> None:
-        # built as it is read: no list of every id as Python strings, even for a moment
-        blob, ends, hashes = bytearray(), array("q"), array("q")
-        for chunk_id in ids:
-            blob += chunk_id.encode("utf-8")
-            ends.append(len(blob))
-            hashes.append(id_hash(chunk_id))
-        self._blob = bytes(blob)
-        self._ends = np.frombuffer(ends, dtype=np.int64).copy()
-        found = np.frombuffer(hashes, dtype=np.int64)
-        self._order = np.argsort(found, kind="stable").astype(np.int64)
-        self._hashes = found[self._order]
-        self.digest = hashlib.blake2b(self._blob + self._ends.tobytes(), digest_size=16).digest()
-
-    def __len__(self) -> int:
-        return len(self._ends)
-
-    @overload
-    def __getitem__(self, row: int) -> str: ...
-
-    @overload
-    def __getitem__(self, row: slice) -> list[str]: ...
-
-    def __getitem__(self, row: int | slice) -> str | list[str]:
-        if isinstance(row, slice):
-            return [self[r] for r in range(*row.indices(len(self)))]
-        row = int(row)
-        if row < 0:
-            row += len(self)
-        if not 0 <= row < len(self):
-            raise IndexError(row)
-        start = int(self._ends[row - 1]) if row else 0
-        return self._blob[start : int(self._ends[row])].decode("utf-8")
-
-    def __iter__(self) -> Iterator[str]:
-        return (self[row] for row in range(len(self)))
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, ChunkIds):
-            return other.digest == self.digest
-        if isinstance(other, Sequence) and not isinstance(other, str | bytes):
-            return len(other) == len(self) and all(a == b for a, b in zip(self, other, strict=True))
-        return NotImplemented
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def row(self, chunk_id: str) -> int | None:
-        """Return the row of ``chunk_id``, or None when it is not a chunk of this table."""
-        h = id_hash(chunk_id)
-        at = int(np.searchsorted(self._hashes, h))
-        while at < len(self._hashes) and self._hashes[at] == h:
-            row = int(self._order[at])
-            if self[row] == chunk_id:
-                return row
-            at += 1
-        return None
-
-
-class ChunkRows(Mapping[str, int]):
-    """Each chunk id's row, looked up in a :class:`ChunkIds` (no dict of every id)."""
-
-    def __init__(self, ids: ChunkIds) -> None:
-        self.ids = ids
-
-    def __getitem__(self, chunk_id: str) -> int:
-        row = self.ids.row(chunk_id) if isinstance(chunk_id, str) else None
-        if row is None:
-            raise KeyError(chunk_id)
-        return row
-
-    def __contains__(self, chunk_id: object) -> bool:
-        return isinstance(chunk_id, str) and self.ids.row(chunk_id) is not None
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.ids)
-
-    def __len__(self) -> int:
-        return len(self.ids)
 
 
 class ChunkTable(Mapping[str, Chunk]):
@@ -363,19 +269,6 @@ def scan_ids(path: Path) -> Iterator[str]:
 def ids_of(chunks: Iterable[Chunk]) -> Iterator[str]:
     """Yield the chunks' ids in order (a :class:`ChunkScan`'s without parsing its lines)."""
     return chunks.ids() if isinstance(chunks, ChunkScan) else (c.id for c in chunks)
-
-
-def save_ids(ids: Iterable[str], path: Path) -> None:
-    """Write chunk ids as a JSON list (what ``json.dumps`` writes), an id at a time.
-
-    A graph's node order and a write's ids for its tasks: the ids may come from a table as it
-    is read, none held.
-    """
-    with path.open("w", encoding="utf-8", buffering=1 << 20) as out:
-        out.write("[")
-        for at, chunk_id in enumerate(ids):
-            out.write(f", {json.dumps(chunk_id)}" if at else json.dumps(chunk_id))
-        out.write("]")
 
 
 def chunks_in(

@@ -28,6 +28,7 @@ import numpy as np
 
 from hopgraph.core.arrays import sparse_at
 from hopgraph.core.errors import IndexStateError
+from hopgraph.core.id_lists import ChunkIds
 
 from .ivf import IVF
 from .manifest import Manifest, ann_hint, crc32
@@ -138,20 +139,23 @@ class VectorSearch:
         """
         if mode not in SEARCH_MODES:
             raise ValueError(f"search mode must be one of {SEARCH_MODES}, got {mode!r}")
-        position = {chunk_id: row for row, chunk_id in enumerate(ids)}
+        rows = ids if isinstance(ids, ChunkIds) else ChunkIds(ids)  # no dict of every id
         table = VectorTable.load(directory, manifest.vectors)
-        holder = table.holders()  # a later segment wins a repeated id (a replaced chunk)
+        held = np.zeros(
+            len(rows), dtype=bool
+        )  # a later segment wins a repeated id (a replaced chunk)
         segments = []
-        for s, segment in enumerate(table.segments):
+        for s in reversed(range(len(table.segments))):
+            segment = table.segments[s]
+            chunk_rows = rows.rows_of(segment.ids)
+            mine = chunk_rows >= 0
+            chunk_rows[mine & held[np.maximum(chunk_rows, 0)]] = -1
+            held[chunk_rows[chunk_rows >= 0]] = True
             if keep is not None and s not in keep:
                 continue
-            chunk_rows = np.array(
-                [position.get(i, -1) if holder[i][0] == s else -1 for i in segment.ids],
-                dtype=np.int64,
-            )
             ivf = None if mode == "exact" else _ivf(directory, manifest, segment, mode)
             segments.append(SearchSegment(segment.vectors, chunk_rows, ivf))
-        return cls(segments, len(ids), complete=keep is None)
+        return cls(segments[::-1], len(rows), complete=keep is None)
 
     @classmethod
     def of_matrix(cls, matrix: np.ndarray, mode: SearchMode = "auto") -> VectorSearch:

@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 
 from hopgraph.core.errors import IndexStateError
+from hopgraph.core.id_lists import save_ids
 from hopgraph.graph_store.documents.schema import Chunk
 from hopgraph.graph_store.stores.chunk_table import (
     ChunkScan,
     ChunkTable,
     chunks_in,
-    save_ids,
     scan_ids,
     write_chunks,
 )
@@ -71,15 +71,17 @@ def test_a_damaged_line_is_named_by_its_row_with_the_repair(tmp_path: Path) -> N
 
 @pytest.mark.parametrize("collide", [False, True])
 def test_chunk_ids_index_compare_and_find_rows_as_a_list_would(collide, monkeypatch) -> None:
-    from hopgraph.graph_store.stores import chunk_table
-    from hopgraph.graph_store.stores.chunk_table import ChunkIds, ChunkRows
+    from hopgraph.core import id_lists
+    from hopgraph.core.id_lists import ChunkIds, ChunkRows
 
     if collide:  # every hash alike: found by comparing the ids, never a wrong row
-        monkeypatch.setattr(chunk_table, "id_hash", lambda chunk_id: 7)
+        monkeypatch.setattr(id_lists, "id_hash", lambda chunk_id: 7)
     listed = [c.id for c in CHUNKS] + [f"doc-{i}" for i in range(200)]
     ids = ChunkIds(listed)
     assert len(ids) == len(listed) and list(ids) == listed and ids[-1] == listed[-1]
     assert ids[1:4] == listed[1:4] and ids[3] == "é ü#ß"
+    asked = [listed[5], "missing", listed[0], listed[-1], listed[5]]
+    assert ids.rows_of(asked).tolist() == [5, -1, 0, len(listed) - 1, 5]
     assert ids == listed and ids == ChunkIds(listed) and ids != ChunkIds(listed[:-1])
     assert ids != listed[::-1]
     with pytest.raises(IndexError):
@@ -109,6 +111,25 @@ def test_ids_streamed_out_are_what_json_writes(tmp_path: Path) -> None:
     assert (tmp_path / "ids.json").read_text(encoding="utf-8") == json.dumps(ids)
     save_ids([], tmp_path / "none.json")
     assert json.loads((tmp_path / "none.json").read_text(encoding="utf-8")) == []
+
+
+@pytest.mark.parametrize("block", [1, 3, 1 << 20])
+def test_ids_streamed_in_a_block_at_a_time_are_what_json_reads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, block: int
+) -> None:
+    from hopgraph.core import id_lists
+
+    monkeypatch.setattr(id_lists, "IDS_BLOCK", block)
+    path = tmp_path / "ids.json"
+    for ids in [[], ["a"], ['x,"y', "é]", " ", *(f"id-{i}" for i in range(50))]]:
+        save_ids(ids, path)
+        assert list(id_lists.load_ids(path)) == ids
+        path.write_text(json.dumps(ids, indent=1), encoding="utf-8")  # spaces anywhere
+        assert list(id_lists.load_ids(path)) == ids
+    for bad in ['["a",]', '["a"', '{"a": 1}', "[1]", '["a" "b"]', ""]:
+        path.write_text(bad, encoding="utf-8")
+        with pytest.raises(ValueError, match=r"list of ids|not a chunk id"):
+            list(id_lists.load_ids(path))
 
 
 def test_a_scan_changed_by_a_write_merges_in_id_order_as_sorted_would(tmp_path: Path) -> None:

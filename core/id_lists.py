@@ -1,0 +1,180 @@
+"""Ids in row order, held compactly, and lists of them written and read an id at a time.
+
+A table's chunk ids, a graph's node order, a write's ids for its tasks: at ten million rows a
+list of Python strings is 800 MB, and a dict from id to row as much again. :class:`ChunkIds`
+holds them as one UTF-8 blob with a sorted array of their hashes; :func:`save_ids` and
+:func:`load_ids` write and read the JSON list an id at a time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from array import array
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import overload
+
+import numpy as np
+
+
+def id_hash(chunk_id: str) -> int:
+    """Return an id's hash for :class:`ChunkIds`' lookup (Python's: one process's table)."""
+    return hash(chunk_id)
+
+
+class ChunkIds(Sequence[str]):
+    """Chunk ids in row order, held as one UTF-8 blob: ``ids[row]`` and :meth:`row` of an id.
+
+    About 8 bytes a chunk beside the ids' own bytes, and 16 for the lookup by id (a sorted
+    array of the ids' hashes and their rows), where a list and a dict of Python strings took
+    about 170. Two tables' ids compare equal by a digest taken as they were read.
+    """
+
+    def __init__(self, ids: Iterable[str]) -> None:
+        # built as it is read: no list of every id as Python strings, even for a moment
+        blob, ends, hashes = bytearray(), array("q"), array("q")
+        for chunk_id in ids:
+            blob += chunk_id.encode("utf-8")
+            ends.append(len(blob))
+            hashes.append(id_hash(chunk_id))
+        self._blob = bytes(blob)
+        self._ends = np.frombuffer(ends, dtype=np.int64).copy()
+        found = np.frombuffer(hashes, dtype=np.int64)
+        self._order = np.argsort(found, kind="stable").astype(np.int64)
+        self._hashes = found[self._order]
+        self.digest = hashlib.blake2b(self._blob + self._ends.tobytes(), digest_size=16).digest()
+
+    def __len__(self) -> int:
+        return len(self._ends)
+
+    @overload
+    def __getitem__(self, row: int) -> str: ...
+
+    @overload
+    def __getitem__(self, row: slice) -> list[str]: ...
+
+    def __getitem__(self, row: int | slice) -> str | list[str]:
+        if isinstance(row, slice):
+            return [self[r] for r in range(*row.indices(len(self)))]
+        row = int(row)
+        if row < 0:
+            row += len(self)
+        if not 0 <= row < len(self):
+            raise IndexError(row)
+        start = int(self._ends[row - 1]) if row else 0
+        return self._blob[start : int(self._ends[row])].decode("utf-8")
+
+    def __iter__(self) -> Iterator[str]:
+        return (self[row] for row in range(len(self)))
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, ChunkIds):
+            return other.digest == self.digest
+        if isinstance(other, Sequence) and not isinstance(other, str | bytes):
+            return len(other) == len(self) and all(a == b for a, b in zip(self, other, strict=True))
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def row(self, chunk_id: str) -> int | None:
+        """Return the row of ``chunk_id``, or None when it is not a chunk of this table."""
+        h = id_hash(chunk_id)
+        at = int(np.searchsorted(self._hashes, h))
+        while at < len(self._hashes) and self._hashes[at] == h:
+            row = int(self._order[at])
+            if self[row] == chunk_id:
+                return row
+            at += 1
+        return None
+
+    def rows_of(self, ids: Sequence[str]) -> np.ndarray:
+        """Return the row of each of ``ids`` (-1: not a chunk of this table), searched at once."""
+        wanted = np.fromiter((id_hash(i) for i in ids), np.int64, len(ids))
+        at = np.searchsorted(self._hashes, wanted)
+        out = np.full(len(ids), -1, dtype=np.int64)
+        hit = np.flatnonzero(at < len(self._hashes))
+        hit = hit[self._hashes[at[hit]] == wanted[hit]]
+        for k in hit.tolist():  # the first of a hash is nearly always the id: else look on
+            row: int | None = int(self._order[at[k]])
+            if self[row] != ids[k]:
+                row = self.row(ids[k])
+            out[k] = -1 if row is None else row
+        return out
+
+
+class ChunkRows(Mapping[str, int]):
+    """Each chunk id's row, looked up in a :class:`ChunkIds` (no dict of every id)."""
+
+    def __init__(self, ids: ChunkIds) -> None:
+        self.ids = ids
+
+    def __getitem__(self, chunk_id: str) -> int:
+        row = self.ids.row(chunk_id) if isinstance(chunk_id, str) else None
+        if row is None:
+            raise KeyError(chunk_id)
+        return row
+
+    def __contains__(self, chunk_id: object) -> bool:
+        return isinstance(chunk_id, str) and self.ids.row(chunk_id) is not None
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.ids)
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+
+def save_ids(ids: Iterable[str], path: Path) -> None:
+    """Write chunk ids as a JSON list (what ``json.dumps`` writes), an id at a time.
+
+    A graph's node order and a write's ids for its tasks: the ids may come from a table as it
+    is read, none held.
+    """
+    with path.open("w", encoding="utf-8", buffering=1 << 20) as out:
+        out.write("[")
+        for at, chunk_id in enumerate(ids):
+            out.write(f", {json.dumps(chunk_id)}" if at else json.dumps(chunk_id))
+        out.write("]")
+
+
+IDS_BLOCK = 1 << 20
+"""Characters of a list of ids read at a time."""
+
+
+def load_ids(path: Path) -> Iterator[str]:
+    """Yield the ids of a JSON list (:func:`save_ids`'s) one at a time, a block read at a time.
+
+    A task that maps ten million ids holds them compactly (:class:`ChunkIds`), never as the
+    list of Python strings ``json.loads`` makes of the whole file first.
+    """
+    decode = json.JSONDecoder().raw_decode
+    with path.open(encoding="utf-8") as file:
+        text, at, state = "", 0, "["
+        while True:
+            block = file.read(IDS_BLOCK)
+            text, at = text[at:] + block, 0
+            while True:
+                while at < len(text) and text[at].isspace():
+                    at += 1
+                if at == len(text):
+                    break
+                if state == "[" or (state == "," and text[at] != "]"):
+                    if text[at] != state:
+                        raise ValueError(f"{path} is not a JSON list of ids (at {text[at]!r})")
+                    at, state = at + 1, "id" if state == "," else "first"
+                elif text[at] == "]" and state in ("first", ","):
+                    return
+                else:
+                    try:
+                        value, end = decode(text, at)
+                    except json.JSONDecodeError:
+                        if block:
+                            break  # an id cut by the block's end: read on
+                        raise ValueError(f"{path} is not a JSON list of ids") from None
+                    if not isinstance(value, str):
+                        raise ValueError(f"{path} holds {value!r}, not a chunk id")
+                    yield value
+                    at, state = end, ","
+            if not block:
+                raise ValueError(f"{path} ends before its list of ids does")
