@@ -172,6 +172,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--timeline", type=Path, help="a folder: where each driver held its memory, step by step"
     )
+    parser.add_argument(
+        "--series",
+        default="",
+        help="runs of one commit at several sizes (the cost model projects each process from them)",
+    )
     args = parser.parse_args(argv)
     if args.timeline is not None:
         args.timeline.mkdir(parents=True, exist_ok=True)
@@ -192,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
         with Index.open(args.index) as idx:
             chunks = len(idx.chunks)
         save_json(args.out, {"kind": "graphs", "index": str(args.index), "chunks": chunks,
-                             "rows": rows})  # fmt: skip
+                             "series": args.series, "rows": rows})  # fmt: skip
     return 0
 
 

@@ -152,6 +152,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--out", type=Path, help="where to save the rows (JSON)")
     parser.add_argument("--label", default="", help="what the run measured (the table's column)")
+    parser.add_argument(
+        "--series",
+        default="",
+        help="runs of one commit at several sizes (the cost model projects each process from them)",
+    )
     args = parser.parse_args(argv)
     from hopgraph.graph_store.cluster.connect import connected, require_ray
     from hopgraph.graph_store.cluster.partitions import peak_rss_mb, rss_mb
@@ -190,8 +195,11 @@ def main(argv: list[str] | None = None) -> int:
                 router.close()
         print(json.dumps(rows[-1]), flush=True)
     if args.out:
+        with Index.open(args.index) as idx:
+            chunks = len(idx.chunks)
         save_json(args.out, {"kind": "serving", "index": str(args.index), "label": args.label,
-                             "queries": len(queries), "rows": rows})  # fmt: skip
+                             "chunks": chunks, "series": args.series, "queries": len(queries),
+                             "rows": rows})  # fmt: skip
     return 0
 
 

@@ -150,6 +150,11 @@ def main(argv: list[str] | None = None) -> int:
         metavar="DIR",
         help="write each write's driver RSS by the function it is in (0.25 s samples) there",
     )
+    parser.add_argument(
+        "--series",
+        default="",
+        help="runs of one commit at several sizes (the cost model projects each process from them)",
+    )
     args = parser.parse_args(argv)
     if args.timeline is not None:
         args.timeline.mkdir(parents=True, exist_ok=True)
@@ -175,7 +180,8 @@ def main(argv: list[str] | None = None) -> int:
         with Index.open(args.index) as idx:
             chunks = len(idx.chunks)
         save_json(args.out, {"kind": "writes", "index": str(args.index), "chunks": chunks,
-                             "docs": str(args.docs), "rows": rows})  # fmt: skip
+                             "docs": str(args.docs), "series": args.series,
+                             "rows": rows})  # fmt: skip
     return 0
 
 

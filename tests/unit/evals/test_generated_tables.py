@@ -73,6 +73,31 @@ def test_a_workers_peak_is_projected_from_a_line_through_the_partition_runs():
     assert "| 4M | 8 | 500,000 | 2.1 GB |" in table
 
 
+def test_each_cluster_process_is_projected_on_the_line_through_its_series():
+    from hopgraph.evals.rendering.cost_model import render_processes
+
+    def graphs(n, driver, task, series="b"):
+        row = {"driver_peak_rss_mb": driver, "task_peaks_mb": {"read_rows": task}}
+        return {"kind": "graphs", "chunks": n, "series": series, "rows": [row]}
+
+    def serving(n, router):
+        rows = [{"shards": 0, "router_rss_mb": 1}, {"shards": 4, "router_rss_mb": router}]
+        return {"kind": "serving", "chunks": n, "series": "b", "rows": rows}
+
+    reports = [graphs(300_000, 230, 300), graphs(1_000_000, 300, 1000),
+               graphs(1_000_000, 9_000, 9_000, series="a"), serving(1_000_000, 400)]  # fmt: skip
+    table = render_processes(reports)
+    assert table.startswith("Series b:")  # the latest series only
+    # driver: 200 MB + 0.1 KB a passage; task: 1 KB a passage, past 4 GB by 10M
+    assert "| graph build driver | 230 MB | 300 MB | 100 MB | 500 MB | 1.2 GB |" in table
+    assert (
+        "| graph build task `read_rows` | 300 MB | 1,000 MB | 1,000 MB | 2.9 GB | **9.8 GB** |"
+        in table
+    )
+    assert "router" not in table  # one size only: no line
+    assert render_processes([graphs(1_000_000, 300, 1000)]) == ""
+
+
 def test_a_document_without_its_markers_is_named_and_nothing_is_written(tmp_path):
     for document in {d for _, d in doc_tables.TABLES.values()}:
         (tmp_path / document).parent.mkdir(parents=True, exist_ok=True)
