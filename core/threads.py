@@ -7,6 +7,9 @@ chunks, BM25's top takes 1.1 ms, p95 2.7, beside a dense search of 2.5, and GNN-
 9.2 to 7.9 ms, timed against reading them one after the other in one process, alternating per
 query). The pool is made on first use and again in a forked child (a child inherits the pool's
 object but none of its threads).
+
+A write hands its heavy calls to a cluster's tasks through a :data:`Map` (graph_store/cluster/
+tasks.py makes one of Ray); :func:`in_process` runs the same calls here, one after the other.
 """
 
 from __future__ import annotations
@@ -15,9 +18,18 @@ import os
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import TypeVar
+from typing import Any, TypeVar
 
 T = TypeVar("T")
+
+Map = Callable[[Callable[..., Any], list[tuple]], list[Any]]
+"""Runs calls of one function and returns their results in order: here, or as tasks."""
+
+
+def in_process(function: Callable[..., Any], calls: list[tuple]) -> list[Any]:
+    """Run the calls here, one after the other."""
+    return [function(*call) for call in calls]
+
 
 WORKERS = 4
 """Threads in the pool: a few queries' side work at once (servers answer several queries)."""

@@ -65,11 +65,13 @@ def child(
         from hopgraph.graph_store.cluster.graph_parts import graphs_on
         from hopgraph.graph_store.cluster.list_update import updated_on
         from hopgraph.graph_store.cluster.reading_update import reading_updated_on
+        from hopgraph.graph_store.cluster.tasks import ray_map
         from hopgraph.graph_store.index.graph_build import GraphTasks
 
         with connected("local") as ray:
             update, reread = updated_on(ray, partitions, peaks), reading_updated_on(ray, peaks)
-            run(GraphTasks(update=update, reread=reread, parts=graphs_on(ray, peaks)))
+            parts, stores = graphs_on(ray, peaks), ray_map(ray, peaks)
+            run(GraphTasks(update=update, reread=reread, parts=parts, stores=stores))
     else:
         run(None)
     row: dict[str, Any] = {"write": write, "documents": len(documents)}

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from hopgraph.core.threads import Map, in_process
 from hopgraph.graph_store.graphs.edge_parts import (
     RowsIn,
     edge_counts,
@@ -48,7 +49,7 @@ from hopgraph.graph_store.index.graph_build import PartsBuild
 from hopgraph.graph_store.stores.manifest import Manifest
 
 from .readings import Source, chunk_rows
-from .tasks import Map, Peaks, in_process, ray_map
+from .tasks import Peaks, ray_map
 
 SCRATCH = "graph-parts"
 """The folder in the new graph folder where the steps pass their files (removed after)."""

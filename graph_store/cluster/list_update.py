@@ -29,13 +29,14 @@ from types import ModuleType
 import numpy as np
 
 from hopgraph.core.id_lists import ChunkIds, load_ids, save_ids
+from hopgraph.core.threads import Map, in_process
 from hopgraph.graph_store.graphs.semantic import Neighbours, kept_lists, previous_lists, take_in
 from hopgraph.graph_store.index.graph_build import Chunks, NeighbourUpdate
 from hopgraph.graph_store.stores.chunk_table import ids_of
 from hopgraph.graph_store.stores.manifest import Manifest
 
 from .neighbours import BLOCK_CELLS, Source, _best, _merge, _open, _scratch
-from .tasks import Map, Peaks, in_process, ray_map, task_count
+from .tasks import Peaks, ray_map, task_count
 
 Hits = tuple[np.ndarray, np.ndarray, np.ndarray]
 """Added chunks that enter lists: (chunk row, added chunk's row, cosine)."""

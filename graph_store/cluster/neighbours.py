@@ -43,13 +43,14 @@ from types import ModuleType
 
 import numpy as np
 
+from hopgraph.core.threads import Map, in_process
 from hopgraph.graph_store.graphs.semantic import ANN_FROM, Neighbours
 from hopgraph.graph_store.index.graph_build import NeighbourSearch
 from hopgraph.graph_store.stores.chunk_table import chunk_ids
 from hopgraph.graph_store.stores.manifest import Manifest
 from hopgraph.graph_store.stores.vector_search import SearchSegment, VectorSearch
 
-from .tasks import Map, Peaks, in_process, ray_map, task_count
+from .tasks import Peaks, ray_map, task_count
 
 LIST_ROWS = 256
 """Rows per IVF list of the join (as a segment's IVF for dense search, stores/ivf.py)."""

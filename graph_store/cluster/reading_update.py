@@ -43,6 +43,7 @@ import numpy as np
 
 from hopgraph.core.errors import IndexStateError
 from hopgraph.core.id_lists import save_ids
+from hopgraph.core.threads import Map, in_process
 from hopgraph.graph_store.documents.schema import Chunk
 from hopgraph.graph_store.graphs.extraction.offline import title_keys
 from hopgraph.graph_store.graphs.extraction.reading_table import (
@@ -90,7 +91,7 @@ from .readings import (
     sum_frequencies_of,
     unpicked,
 )
-from .tasks import Map, Peaks, in_process, ray_map
+from .tasks import Peaks, ray_map
 
 Change = tuple[frozenset[str], list[str]]
 """What every part's task is told of a write: the ids whose rows go (removed or read again as

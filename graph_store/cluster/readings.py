@@ -45,6 +45,7 @@ from types import ModuleType
 import numpy as np
 
 from hopgraph.core.errors import IndexStateError
+from hopgraph.core.threads import Map, in_process
 from hopgraph.graph_store.documents.schema import Chunk
 from hopgraph.graph_store.graphs.extraction.frequency_shards import (
     Frequencies,
@@ -87,7 +88,7 @@ from hopgraph.graph_store.index.graph_build import CorpusReader
 from hopgraph.graph_store.stores.chunk_table import chunks_in, scan_ids
 from hopgraph.graph_store.stores.manifest import Manifest, rebuild_hint, tables_hint
 
-from .tasks import Map, Peaks, in_process, ray_map, task_count
+from .tasks import Peaks, ray_map, task_count
 
 Source = tuple[str, str]
 """The chunk table a call reads: (index folder, the committed manifest as JSON)."""

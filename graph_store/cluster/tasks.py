@@ -1,7 +1,8 @@
 """Calls of one function run as tasks on a cluster, or here: what a graph build hands out.
 
 A graph build's tasks (cluster/neighbours.py, cluster/readings.py) are written against
-:data:`Map`, so a test runs the same calls in this process (:func:`in_process`) and compares.
+:data:`Map` (core/threads.py), so a test runs the same calls in this process
+(:func:`in_process`) and compares.
 """
 
 from __future__ import annotations
@@ -12,21 +13,16 @@ from typing import Any
 
 import numpy as np
 
+from hopgraph.core.threads import Map
+
 from .connect import RETRIES, failed
 from .partitions import peak_rss_mb, reset_peak_rss
 
-Map = Callable[[Callable[..., Any], list[tuple]], list[Any]]
-"""Runs calls of one function and returns their results in order: here, or as tasks."""
 Peaks = dict[str, float]
 """The largest peak RSS (MB) of a task, by the name of the function it ran."""
 SHARED_FROM = 1 << 20
 """An argument this large (bytes of an array) that several calls read goes to the object store
 once, not once a call."""
-
-
-def in_process(function: Callable[..., Any], calls: list[tuple]) -> list[Any]:
-    """Run the calls here, one after the other."""
-    return [function(*call) for call in calls]
 
 
 def ray_map(ray: ModuleType, peaks: Peaks | None = None) -> Map:

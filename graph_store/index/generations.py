@@ -20,6 +20,7 @@ from pathlib import Path
 from types import TracebackType
 
 from hopgraph.core.errors import IndexStateError
+from hopgraph.core.threads import Map, in_process
 from hopgraph.graph_store.stores import chroma_seal
 from hopgraph.graph_store.stores.chroma_parts import PassageStore, open_store
 from hopgraph.graph_store.stores.manifest import MANIFEST, Manifest, fsync_directory, record_files
@@ -64,7 +65,13 @@ def passages_location(directory: Path, manifest: Manifest) -> ChromaLocation:
 class Generation:
     """The write in progress: number, folder, collections it created; commit or roll back."""
 
-    def __init__(self, directory: Path, committed: Manifest | None) -> None:
+    def __init__(self, directory: Path, committed: Manifest | None, run: Map = in_process) -> None:
+        """Begin a write after ``committed``.
+
+        ``run``: who makes the Chroma calls of the purge after the commit (a cluster's tasks,
+        GraphTasks.stores), here by default.
+        """
+        self.run = run
         self.directory = directory
         self.committed = committed
         self.number = (committed.generation if committed else 0) + 1
@@ -106,7 +113,7 @@ class Generation:
         manifest.write(self.directory)
         self.committed_now = True
         (self.directory / JOURNAL).unlink(missing_ok=True)
-        purge(self.directory, manifest)
+        purge(self.directory, manifest, self.run)
         purged, manifest.purge = any(manifest.purge.values()), {}  # later readers skip none
         chroma_seal.seal(self.directory, manifest)
         if purged or manifest.chroma_files:
@@ -172,16 +179,25 @@ def recover(directory: Path, committed: Manifest | None) -> None:
         purge(directory, committed)
 
 
-def purge(directory: Path, manifest: Manifest) -> None:
-    """Remove what the committed ``manifest`` says its write removed (idempotent)."""
+def purge(directory: Path, manifest: Manifest, run: Map = in_process) -> None:
+    """Remove what the committed ``manifest`` says its write removed (idempotent).
+
+    ``run``: makes the deletes, a call a collection (each partition's of a partitioned one).
+    """
     for location, ids in _stores(directory, manifest):
-        if ids and (store := _open(location)) is not None:
-            try:
-                store.delete(ids)
-            finally:
-                store.close()
+        if ids:
+            run(delete_rows, [(each, ids) for each in location.each()])
     for collection in manifest.purge.get("collections", []):
         drop_collection(_sibling(passages_location(directory, manifest), collection))
+
+
+def delete_rows(location: ChromaLocation, ids: list[str]) -> None:
+    """Delete rows by id from one collection, if it is there (an id it lacks is no error)."""
+    if (store := _open(location)) is not None:
+        try:
+            store.delete(ids)
+        finally:
+            store.close()
 
 
 def drop_collection(location: ChromaLocation) -> None:

@@ -25,6 +25,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from hopgraph.core.forked import Forked
+from hopgraph.core.threads import Map
 from hopgraph.graph_store.documents.schema import Chunk
 from hopgraph.graph_store.graphs.extraction import Extractor
 from hopgraph.graph_store.graphs.extraction.readings import CorpusReadings, OfflineExtractor
@@ -118,6 +119,8 @@ class GraphTasks:
     update: NeighbourUpdate | None = None
     reread: ReadingUpdate | None = None
     parts: PartsBuild | None = None
+    stores: Map | None = None
+    """Makes a write's Chroma calls, a call a collection: this process then opens none."""
 
 
 class GraphSettings(BaseModel):

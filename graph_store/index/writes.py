@@ -19,10 +19,11 @@ import numpy as np
 from hopgraph.core.errors import InputError
 from hopgraph.core.forked import Forked
 from hopgraph.core.settings import IndexSettings
+from hopgraph.core.threads import in_process
 from hopgraph.graph_store.documents.chunking import chunk_document
 from hopgraph.graph_store.documents.schema import Chunk, Document, row_id
 from hopgraph.graph_store.embedding.embedders import Embedder, embed_with_progress
-from hopgraph.graph_store.stores.chroma_parts import open_store
+from hopgraph.graph_store.stores.chroma_parts import upsert_rows
 from hopgraph.graph_store.stores.chunk_table import ChunkScan, ids_of, open_chunks, write_chunks
 from hopgraph.graph_store.stores.doc_table import (
     DOCUMENTS_FILE,
@@ -130,7 +131,8 @@ def commit_change(
     generation's readers, and a rollback, keep the old rows, purged after the commit. The
     graphs, when the index has them, are brought up to date from the previous generation's.
     """
-    with Generation(directory, old) as gen:
+    run = tasks.stores if tasks is not None and tasks.stores is not None else in_process
+    with Generation(directory, old, run) as gen:
         manifest = successor_manifest(old, after)
         tables = write_tables(gen, manifest, after, documents, added, embeddings, (old, before))
         gone = {*removed, *replaced}
@@ -142,12 +144,9 @@ def commit_change(
             # rows, and the child writes meanwhile
             if added:
                 assert embeddings is not None
-                store = open_store(passages_location(directory, old))
-                try:
-                    fields = document_fields(documents.records(c.doc_id for c in added), added)
-                    store.upsert(added, embeddings, gen.number, fields, manifest.rows)
-                finally:
-                    store.close()
+                fields = document_fields(documents.records(c.doc_id for c in added), added)
+                location = passages_location(directory, old)
+                run(upsert_rows, [(location, added, embeddings, gen.number, fields, manifest.rows)])
             if old.graph:
                 settings = GraphSettings.model_validate(old.graph["settings"])
                 write_graphs(

@@ -118,6 +118,28 @@ class PartitionedStore:
 
 
 PassageStore = ChromaVectorStore | PartitionedStore
+
+
+def upsert_rows(
+    location: ChromaLocation,
+    chunks: Sequence[Chunk],
+    embeddings: np.ndarray,
+    generation: int,
+    fields: Mapping[str, Mapping[str, Scalar]],
+    rows: Mapping[str, str],
+) -> None:
+    """Open the passage rows at ``location``, upsert ``chunks`` and close them (a task's call).
+
+    A cluster's write runs it as a task: the writing process then never opens Chroma (at a
+    million rows a partition's HNSW and Chroma's import were 170 MB of its peak).
+    """
+    store = open_store(location)
+    try:
+        store.upsert(chunks, embeddings, generation, fields, rows)
+    finally:
+        store.close()
+
+
 """Where an index's passage rows are: one collection, or one per partition."""
 
 

@@ -179,6 +179,7 @@ def write_tasks(args: argparse.Namespace) -> Iterator[tuple[Embed | None, GraphT
     from hopgraph.graph_store.cluster.graph_parts import graphs_on
     from hopgraph.graph_store.cluster.list_update import updated_on
     from hopgraph.graph_store.cluster.reading_update import reading_updated_on
+    from hopgraph.graph_store.cluster.tasks import ray_map
     from hopgraph.graph_store.index.graph_build import GraphTasks
 
     with connected(args.cluster, {"HOPGRAPH_DEVICE": settings().device}) as ray:
@@ -186,6 +187,7 @@ def write_tasks(args: argparse.Namespace) -> Iterator[tuple[Embed | None, GraphT
             update=updated_on(ray, args.partitions),
             reread=reading_updated_on(ray),
             parts=graphs_on(ray),
+            stores=ray_map(ray),
         )
         yield embedded_on(ray, args.partitions), tasks
 

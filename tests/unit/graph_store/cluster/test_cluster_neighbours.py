@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from hopgraph.core.threads import in_process
 from hopgraph.graph_store import (
     Index,
     add_documents,
@@ -23,7 +24,6 @@ from hopgraph.graph_store import (
 from hopgraph.graph_store.cluster import list_update, neighbours
 from hopgraph.graph_store.cluster.list_update import update_lists, updated_by
 from hopgraph.graph_store.cluster.neighbours import approximate, search_lists
-from hopgraph.graph_store.cluster.tasks import in_process
 from hopgraph.graph_store.documents.schema import Document
 from hopgraph.graph_store.graphs.semantic import (
     ANN_FROM,

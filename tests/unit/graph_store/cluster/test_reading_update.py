@@ -15,6 +15,7 @@ from dataclasses import replace
 import pytest
 
 from hopgraph.core.errors import IndexStateError
+from hopgraph.core.threads import in_process
 from hopgraph.graph_store import (
     Index,
     add_documents,
@@ -24,7 +25,6 @@ from hopgraph.graph_store import (
 )
 from hopgraph.graph_store.cluster import reading_update
 from hopgraph.graph_store.cluster.reading_update import reading_updated_by
-from hopgraph.graph_store.cluster.tasks import in_process
 from hopgraph.graph_store.documents.schema import Document
 from hopgraph.graph_store.graphs.extraction.reading_table import saved_parts
 from hopgraph.graph_store.graphs.extraction.readings import may_contain

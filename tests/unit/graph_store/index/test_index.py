@@ -333,10 +333,10 @@ def test_a_failure_after_the_commit_keeps_the_committed_write(tmp_path, monkeypa
     built = read_manifest(tmp_path / "idx").generation
     original = generations.purge
 
-    def fails_once_committed(directory, manifest):
+    def fails_once_committed(directory, manifest, *run):
         if manifest.generation > built:  # the delete's own purge, after its commit
             raise OSError("store gone")
-        original(directory, manifest)
+        original(directory, manifest, *run)
 
     monkeypatch.setattr(generations, "purge", fails_once_committed)
     with pytest.raises(OSError):

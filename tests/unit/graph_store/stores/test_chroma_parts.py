@@ -136,6 +136,42 @@ def test_a_write_adds_to_the_last_partition_and_deletes_from_every_one(parted, t
         assert left == set(idx.chunks)
 
 
+def test_a_write_given_store_calls_opens_no_chroma_itself(parted, tmp_path, monkeypatch):
+    from hopgraph.core.threads import in_process
+    from hopgraph.graph_store.index import generations
+    from hopgraph.graph_store.index.graph_build import GraphTasks
+    from hopgraph.graph_store.stores import chroma_parts
+
+    index = copy(parted, tmp_path)
+    calls, inside = [], [False]
+
+    def tasks_here(function, arguments):  # as a cluster's tasks: elsewhere, recorded
+        calls.append((function.__name__, len(arguments)))
+        inside[0] = True
+        try:
+            return in_process(function, arguments)
+        finally:
+            inside[0] = False
+
+    def only_in_a_task(opened):
+        def opening(*args, **kwargs):
+            assert inside[0], "the writing process opened Chroma itself"
+            return opened(*args, **kwargs)
+
+        return opening
+
+    monkeypatch.setattr(chroma_parts, "open_store", only_in_a_task(chroma_parts.open_store))
+    monkeypatch.setattr(generations, "open_store", only_in_a_task(generations.open_store))
+    tasks = GraphTasks(stores=tasks_here)
+    new = Document("d9", "Lake Sakakawea", "Lake Sakakawea is a reservoir in North Dakota.")
+    add_documents(index, [new], show_progress=False, tasks=tasks)
+    assert calls == [("upsert_rows", 1)]
+    assert "d9" in rows_by_part(index)[-1]
+    delete_documents(index, ["d9"], tasks)
+    assert calls[1:] == [("delete_rows", PARTS)]  # a call a partition
+    assert "d9" not in set().union(*rows_by_part(index))
+
+
 def test_a_killed_write_leaves_no_row_in_any_partition(parted, tmp_path):
     index = copy(parted, tmp_path)
     committed = read_manifest(index)
