@@ -167,7 +167,7 @@ def _shifted(
         run(shard_state, [(source, str(old_dir), str(state_dir), shards)])
     deltas = change_shards(*change, shards)
     shifted = run(shift_state, [(str(state_dir), s, d, str(target)) for s, d in enumerate(deltas)])
-    run(join_titles, [(str(target), names, max(longest for _, longest in shifted))])
+    run(join_titles, [(str(target), names, shards, max(longest for _, longest in shifted))])
     remove_tables(target, shards)
     shutil.rmtree(target / CONVERTED, ignore_errors=True)
     return sorted({key for keys, _ in shifted for key in keys})

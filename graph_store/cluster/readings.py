@@ -138,7 +138,7 @@ def read_corpus(
     (target / STATE_SHARDS).mkdir()
     run(count_rows, calls)
     longest = run(claim_titles, [(str(target), names, s) for s in range(shards)])
-    run(join_titles, [(str(target), names, max(longest, default=0))])
+    run(join_titles, [(str(target), names, shards, max(longest, default=0))])
     shutil.rmtree(target / COUNTS)  # read: gone (not by the task, which may run again)
     remove_tables(target, shards)
     (target / FREQUENCIES).mkdir()
@@ -234,17 +234,17 @@ def claim_titles(target: str, names: list[str], shard: int) -> int:
     return save_shard(merged(counted), Path(target), shard)
 
 
-def join_titles(target: str, names: list[str], longest: int) -> None:
+def join_titles(target: str, names: list[str], shards: int, longest: int) -> None:
     """Join the shards' parts of the title index and save the state's parts ``names`` (a task).
 
-    ``longest``: the most words of a key, over the shards.
+    ``longest``: the most words of a key, over the ``shards`` shards.
     """
     directory = Path(target)
-    stems = [table_stems(directory, s) for s in range(len(names))]
+    stems = [table_stems(directory, s) for s in range(shards)]
     join_tables([aliases for aliases, _ in stems], directory / f"{TITLES}-aliases")
     join_tables([common for _, common in stems], directory / f"{TITLES}-common")
     save_longest(directory, longest)
-    save_in_parts(directory, names, {SHARDS_KEY: len(names)})
+    save_in_parts(directory, names, {SHARDS_KEY: shards})
 
 
 def read_rows(source: Source, start: int, stop: int, target: str, name: str, shards: int) -> None:
