@@ -172,7 +172,8 @@ def tokenised(sentence: str) -> Tokens:
     """Return a sentence's :data:`Tokens`.
 
     Kept for the last sentences asked: a reading task asks for a batch's sentences twice,
-    once for the keys it looks up (:func:`queried_keys`), once to read them.
+    once for the keys it looks up (:func:`queried_keys`), once to read them (and then clears
+    the cache: extraction.readings.read_table).
     """
     found = tuple(_TOKEN.finditer(sentence))
     raw = tuple(m.group() for m in found)

@@ -35,6 +35,7 @@ from .offline import (
     lower_case_words,
     read_chunk,
     title_keys,
+    tokenised,
     token_key,
 )
 from .reading_table import ReadingTable, empty_table, save_in_parts, saved_parts
@@ -409,6 +410,7 @@ def _read_batch(start: int, vocab: Vocabulary | None = None) -> ReadingTable:
     batch = chunks[start : start + BATCH]
     index = titles.restricted(batch) if isinstance(titles, SavedTitles) else titles
     readings = [read_chunk(c, index) for c in batch]
+    tokenised.cache_clear()  # the batch's sentences, tokenised for both passes: let go
     return ReadingTable.encode(batch, readings, Vocabulary() if vocab is None else vocab)
 
 
