@@ -35,8 +35,8 @@ from .offline import (
     lower_case_words,
     read_chunk,
     title_keys,
-    tokenised,
     token_key,
+    tokenised,
 )
 from .reading_table import ReadingTable, empty_table, save_in_parts, saved_parts
 from .state_shards import SHARDS_KEY, apply_counts, load_whole
