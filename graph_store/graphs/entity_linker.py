@@ -50,4 +50,4 @@ class EntityLinker:
         """Return the text's tokens and the entities it mentions."""
         words, mentions = find_mentions(text, self.titles)
         keys = dict.fromkeys(m.key for m in mentions if not m.is_date)
-        return Linked(list(words), list(keys))
+        return Linked(words, list(keys))

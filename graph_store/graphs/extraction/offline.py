@@ -18,7 +18,6 @@
 
 from __future__ import annotations
 
-import functools
 import re
 from collections import Counter
 from collections.abc import Collection, Container, Iterable, Mapping, Sequence
@@ -162,53 +161,13 @@ def corpus_titles(chunks: Iterable[Chunk]) -> TitleIndex:
     return TitleIndex(titles, frozenset(lower_case))
 
 
-Tokens = tuple[tuple[re.Match[str], ...], tuple[str, ...], tuple[bool, ...], tuple[str, ...]]
-"""A sentence's tokens (matches, as written), whether each joins the next into a name, and
-the tokens lower-cased."""
-
-
-@functools.lru_cache(maxsize=1 << 14)
-def tokenised(sentence: str) -> Tokens:
-    """Return a sentence's :data:`Tokens`.
-
-    Kept for the last sentences asked: a reading task asks for a batch's sentences twice,
-    once for the keys it looks up (:func:`queried_keys`), once to read them (and then clears
-    the cache: extraction.readings.read_table).
-    """
-    found = tuple(_TOKEN.finditer(sentence))
-    raw = tuple(m.group() for m in found)
-    # A span never crosses punctuation: "Ronald Howard, Mary Germaine" is two names.
-    joined = tuple(_joins(sentence[a.end() : b.start()], a.group()) for a, b in pairwise(found))
-    words = tuple(w.replace("’", "'").lower() for w in raw)
-    return found, raw, joined, words
-
-
-def queried_keys(text: str, longest: int) -> set[str]:
-    """Return every key :func:`read_chunk` may look up in a title index for ``text``.
-
-    A superset: :func:`find_mentions` asks only at a capitalised token, for the keys of the
-    words from it (at most ``longest``, the index's longest key) and of the capitalised span
-    it opens; each is also the word a one-word key is checked against the common words with.
-    So a reading task asks the saved index for these keys only (title_table.TitleTables) and
-    reads against what they found, as against the whole index.
-    """
-    keys: set[str] = set()
-    for sentence in extraction_sentences(text):
-        _, raw, joined, words = tokenised(sentence)
-        for i, token in enumerate(raw):
-            if not token[0].isupper():
-                continue
-            keys.update(
-                " ".join(words[i:end]) for end in range(i + 1, min(len(words), i + longest) + 1)
-            )
-            keys.add(_span_key(words, i, _span_end(raw, joined, i)))
-    keys.discard("")
-    return keys
-
-
 def find_mentions(sentence: str, titles: TitleIndex) -> tuple[Sequence[str], list[Mention]]:
     """Return the sentence's lower-cased tokens and its mentions, in order."""
-    found, raw, joined, words = tokenised(sentence)
+    found = list(_TOKEN.finditer(sentence))
+    raw = [m.group() for m in found]
+    # A span never crosses punctuation: "Ronald Howard, Mary Germaine" is two names.
+    joined = [_joins(sentence[a.end() : b.start()], a.group()) for a, b in pairwise(found)]
+    words = [w.replace("’", "'").lower() for w in raw]
     code = _code_spans(sentence, found)
     mentions: list[Mention] = []
     i = 0

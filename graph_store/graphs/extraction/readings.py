@@ -36,7 +36,6 @@ from .offline import (
     read_chunk,
     title_keys,
     token_key,
-    tokenised,
 )
 from .reading_table import ReadingTable, empty_table, save_in_parts, saved_parts
 from .state_shards import SHARDS_KEY, apply_counts, load_whole
@@ -368,7 +367,7 @@ def read_table(
 ) -> ReadingTable:
     """Read every chunk against ``titles`` into a table in ids of ``vocab``.
 
-    ``titles``: the index, or a saved one each batch asks for the keys it looks up.
+    ``titles``: the index, or a saved one each batch looks its keys up in.
 
     Reading is pure Python (a quarter of a millisecond per chunk), so from
     :data:`PARALLEL_FROM` chunks on it runs in forked worker processes, one per core: they
@@ -408,9 +407,8 @@ def _read_batch(start: int, vocab: Vocabulary | None = None) -> ReadingTable:
     assert _WORK is not None
     chunks, titles = _WORK
     batch = chunks[start : start + BATCH]
-    index = titles.restricted(batch) if isinstance(titles, SavedTitles) else titles
+    index = titles.batch() if isinstance(titles, SavedTitles) else titles
     readings = [read_chunk(c, index) for c in batch]
-    tokenised.cache_clear()  # the batch's sentences, tokenised for both passes: let go
     return ReadingTable.encode(batch, readings, Vocabulary() if vocab is None else vocab)
 
 

@@ -18,15 +18,14 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
 
 from hopgraph.core.file_reads import FileReads
-from hopgraph.graph_store.documents.schema import Chunk
 
-from .offline import TitleIndex, queried_keys
+from .offline import TitleIndex
 
 TITLES = "titles"
 """The tables' file stem in a graph folder: ``titles-aliases.*``, ``titles-common.*`` and
@@ -47,7 +46,9 @@ class StringTable(Mapping[str, str]):
     """A table of ``key → value`` strings written by :func:`write_table`, memory-mapped."""
 
     def __init__(self, stem: Path) -> None:
-        self.hashes = np.load(f"{stem}.hashes.npy", mmap_mode="r")
+        # a plain array over the mapped file: numpy's memmap wraps every scalar it gives
+        self.hashes = np.load(f"{stem}.hashes.npy", mmap_mode="r").view(np.ndarray)
+        self.count = len(self.hashes)
         self.starts = np.load(f"{stem}.starts.npy", mmap_mode="r")
         self.blob = FileReads(Path(f"{stem}.bin"))
         size = self.blob.size
@@ -61,10 +62,11 @@ class StringTable(Mapping[str, str]):
         return key, value
 
     def __getitem__(self, key: str) -> str:
-        h = np.uint64(key_hash(key))
-        wanted = key.encode("utf-8")
-        i = int(np.searchsorted(self.hashes, h))
-        while i < len(self.hashes) and self.hashes[i] == h:
+        h = key_hash(key)
+        i = int(self.hashes.searchsorted(np.uint64(h)))
+        wanted = None
+        while i < self.count and int(self.hashes[i]) == h:  # most keys asked are not held
+            wanted = wanted or key.encode("utf-8")
             found, value = self._entry(i)
             if found == wanted:
                 return value.decode("utf-8")
@@ -74,28 +76,44 @@ class StringTable(Mapping[str, str]):
     def __iter__(self) -> Iterator[str]:
         return (self._entry(i)[0].decode("utf-8") for i in range(len(self.hashes)))
 
-    def found(self, keys: Collection[str]) -> dict[str, str]:
-        """Return the entries of those of ``keys`` the table holds (hashes searched at once)."""
-        asked = list(keys)
-        if not asked or not len(self.hashes):
-            return {}
-        wanted = string_hashes(asked)
-        at = np.searchsorted(self.hashes, wanted)
-        hit = np.flatnonzero(at < len(self.hashes))
-        hit = hit[self.hashes[at[hit]] == wanted[hit]]
-        out: dict[str, str] = {}
-        for k in hit.tolist():
-            key, i, encoded = asked[k], int(at[k]), asked[k].encode("utf-8")
-            while i < len(self.hashes) and self.hashes[i] == wanted[k]:  # a collision: the next
-                entry, value = self._entry(i)
-                if entry == encoded:
-                    out[key] = value.decode("utf-8")
-                    break
-                i += 1
-        return out
-
     def __len__(self) -> int:
         return len(self.hashes)
+
+
+class LookedUp(Mapping[str, str]):
+    """A saved table as a reading asks it: each key looked up once, then kept (found or not).
+
+    A reading asks hundreds of keys a chunk, most of them again and again (the same names); a
+    batch's lookups are a few tens of thousands, where the whole table as a dictionary is
+    about 800 MB a million titles.
+    """
+
+    def __init__(self, table: StringTable) -> None:
+        self.table = table
+        self.asked: dict[str, str | None] = {}
+
+    def get(self, key: str, default: str | None = None) -> str | None:  # type: ignore[override]
+        """Return ``key``'s value, looked up in the table the first time it is asked."""
+        try:
+            value = self.asked[key]
+        except KeyError:
+            value = self.asked[key] = self.table.get(key)
+        return default if value is None else value
+
+    def __getitem__(self, key: str) -> str:
+        value = self.get(key)
+        if value is None:
+            raise KeyError(key)
+        return value
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and self.get(key) is not None
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.table)
+
+    def __len__(self) -> int:
+        return len(self.table)
 
 
 def write_table(stem: Path, keys: Iterable[str], value: Callable[[str], str]) -> None:
@@ -163,25 +181,33 @@ def save_titles(directory: Path, index: TitleIndex) -> None:
 
 
 class SavedTitles:
-    """A saved title index a reading task asks for the keys of its chunks, a batch at a time.
+    """A saved title index a reading task looks keys up in, a batch of chunks at a time.
 
     The whole index read into a dictionary was 800 MB a million titles in every reading task;
-    a batch of chunks asks for the keys its readings may look up (offline.queried_keys), and
-    reads against the part of the index they found exactly as against the whole.
+    a reading reads against the keys it looks up, each looked up in the saved tables once
+    (:class:`LookedUp`), and so exactly as against the whole. What was looked up is kept for
+    the next batches (names recur) up to :data:`KEPT` keys, then let go.
     """
 
     def __init__(self, directory: Path) -> None:
         self.longest = _longest(directory)
         self.aliases = StringTable(directory / f"{TITLES}-aliases")
         self.common = StringTable(directory / f"{TITLES}-common")
+        self.index = self._fresh()
 
-    def restricted(self, chunks: Iterable[Chunk]) -> TitleIndex:
-        """Return the part of the index ``chunks``' readings look up."""
-        keys: set[str] = set()
-        for chunk in chunks:
-            keys |= queried_keys(chunk.text, self.longest)
-        common = frozenset(self.common.found({k for k in keys if " " not in k}))
-        return TitleIndex.claimed(self.aliases.found(keys), common, self.longest)
+    def _fresh(self) -> TitleIndex:
+        return TitleIndex.claimed(LookedUp(self.aliases), LookedUp(self.common), self.longest)
+
+    def batch(self) -> TitleIndex:
+        """Return the index a batch of chunks reads against: what was looked up, kept."""
+        asked = self.index.aliases, self.index.common_words
+        if sum(len(a.asked) for a in asked if isinstance(a, LookedUp)) > KEPT:
+            self.index = self._fresh()
+        return self.index
+
+
+KEPT = 1 << 20
+"""Keys a reading task keeps looked up (about 100 MB of strings) before it lets them go."""
 
 
 def _longest(directory: Path) -> int:

@@ -84,7 +84,7 @@ def test_an_index_links_questions_against_its_graph_builds_title_index(docs_inde
         assert saved.link(chunk.text) == made.link(chunk.text)
 
 
-def test_a_batch_reads_against_the_keys_it_asks_for_as_against_the_whole_index(
+def test_a_batch_reads_against_the_keys_it_looks_up_as_against_the_whole_index(
     tmp_path, docs_index, monkeypatch
 ):
     from hopgraph.graph_store.graphs.extraction import title_table
@@ -94,12 +94,15 @@ def test_a_batch_reads_against_the_keys_it_asks_for_as_against_the_whole_index(
     titles = corpus_titles(chunks)
     title_table.save_titles(tmp_path, titles)
     saved = title_table.SavedTitles(tmp_path)
-    assert len(saved.restricted(CORPUS[:1]).aliases) < len(titles.aliases)  # only what it asks
+    batch = saved.batch()
+    assert read_chunk(CORPUS[0], batch) == read_chunk(CORPUS[0], titles)
+    held = [key for key, value in batch.aliases.asked.items() if value is not None]
+    assert 0 < len(held) < len(titles.aliases)  # only what it looked up, kept
     for each in chunks:
-        assert read_chunk(each, saved.restricted([each])) == read_chunk(each, titles), each.id
+        assert read_chunk(each, saved.batch()) == read_chunk(each, titles), each.id
     # every key's hash the same: the keys' bytes tell them apart
     monkeypatch.setattr(title_table, "key_hash", lambda key: 7)
     title_table.save_titles(tmp_path, titles)
     collided = title_table.SavedTitles(tmp_path)
     for each in CORPUS:
-        assert read_chunk(each, collided.restricted([each])) == read_chunk(each, titles), each.id
+        assert read_chunk(each, collided.batch()) == read_chunk(each, titles), each.id
