@@ -207,7 +207,8 @@ class SavedTitles:
     The whole index read into a dictionary was 800 MB a million titles in every reading task;
     a reading reads against the keys it looks up, each looked up in the saved tables once
     (:class:`LookedUp`), and so exactly as against the whole. What was looked up is kept for
-    the next batches (names recur) up to :data:`KEPT` keys, then let go.
+    the next batches (names recur) up to :data:`KEPT` keys, then let go: a task holds a
+    bounded part of the index whatever the corpus.
     """
 
     def __init__(self, directory: Path) -> None:
@@ -227,8 +228,8 @@ class SavedTitles:
         return self.index
 
 
-KEPT = 1 << 20
-"""Keys a reading task keeps looked up (about 100 MB of strings) before it lets them go."""
+KEPT = 1 << 18
+"""Keys a reading task keeps looked up (about 40 MB of strings) before it lets them go."""
 
 
 def _longest(directory: Path) -> int:
