@@ -215,16 +215,14 @@ class SavedTitles:
         self.longest = _longest(directory)
         self.aliases = StringTable(directory / f"{TITLES}-aliases")
         self.common = StringTable(directory / f"{TITLES}-common")
-        self.index = self._fresh()
-
-    def _fresh(self) -> TitleIndex:
-        return TitleIndex.claimed(LookedUp(self.aliases), LookedUp(self.common), self.longest)
+        self.looked_up = LookedUp(self.aliases), LookedUp(self.common)
+        self.index = TitleIndex.claimed(*self.looked_up, self.longest)
 
     def batch(self) -> TitleIndex:
         """Return the index a batch of chunks reads against: what was looked up, kept."""
-        asked = self.index.aliases, self.index.common_words
-        if sum(len(a.asked) for a in asked if isinstance(a, LookedUp)) > KEPT:
-            self.index = self._fresh()
+        if sum(len(table.asked) for table in self.looked_up) > KEPT:
+            for table in self.looked_up:
+                table.asked.clear()  # the filters stay: they are the tables'
         return self.index
 
 
