@@ -53,11 +53,19 @@ class Forked(Generic[T]):
         if self._child is not None and self._child.is_alive():
             self._child.join()
 
-    def result(self) -> T:
-        """Wait for the work; return its value or raise its error (the same on a second call)."""
+    def result(self, limit: float | None = None) -> T:
+        """Wait for the work; return its value or raise its error (the same on a second call).
+
+        ``limit``: seconds to wait at most; a child still at work then is killed and the
+        error says so (a native library that spins on a damaged file never returns).
+        """
         if self._child is not None:
             try:
-                kind, payload = self._reply.recv()
+                if limit is not None and not self._reply.poll(limit):
+                    self._child.kill()
+                    kind, payload = "failed", f"it took over {limit:.0f} s and was stopped"
+                else:
+                    kind, payload = self._reply.recv()
             except EOFError:
                 kind, payload = "failed", f"its process died (exit code {self._child.exitcode})"
             finally:

@@ -89,17 +89,21 @@ def check_index(
     if manifest is None:
         chroma.stop()
         return found.problems
-    _check_files(directory, manifest, found)
+    sound = _check_files(directory, manifest, found)
     where = str(manifest.path(directory, "chunks"))
     # without texts (gigabytes at millions of chunks): the checksums above vouch for them
     tables = tables_hint(directory)
-    chunks = found.attempt(where, tables, lambda: read_chunks(directory, manifest, False))
+    chunks = None
+    if sound(manifest.files["chunks"]):
+        chunks = found.attempt(where, tables, lambda: read_chunks(directory, manifest, False))
     if chunks is not None:  # read_chunks also checks the count against the manifest
-        _check_tables(directory, manifest, chunks, found)
+        _check_tables(directory, manifest, chunks, found, sound)
         ids = [c.id for c in chunks]
         del chunks  # the rest needs only the ids: 230 of the 294 bytes a chunk holds go
-        _check_stores(directory, manifest, ids, found)
-        if manifest.graph:
+        if sound(manifest.files["bm25"], *manifest.segments):
+            _check_stores(directory, manifest, ids, found)
+        graph_parts = (manifest.files.get(part, "") for part in ("graph", TRIPLE_VECTORS))
+        if manifest.graph and sound(*graph_parts):
             _check_graphs(directory, manifest, ids, found)
     _check_chroma(directory, manifest, chroma, found)
     return found.problems
@@ -119,21 +123,46 @@ def _check_chroma(
         found.problems.append(Problem(where, what, fix))
 
 
-def _check_files(directory: Path, manifest: Manifest, found: Findings) -> None:
-    """Check every file's recorded size, then the CRC-32 of those whose size is right."""
+def _check_files(directory: Path, manifest: Manifest, found: Findings) -> Sound:
+    """Check every file's recorded size, then the CRC-32 of those whose size is right.
+
+    Returns which parts are sound: a part with a damaged file is not read further (its
+    problem is named; a link to /dev/zero read as a table would fill the memory).
+    """
     damaged = damaged_files(directory, manifest)
     for path, what in damaged:
         found.problems.append(Problem(path, what, repair_hint(directory, manifest, path)))
     seen = {path for path, _ in damaged}
     for name, expected in manifest.checksums.items():
         path = directory / name
-        if str(path) not in seen and crc32(path) != expected:
+        if str(path) in seen:
+            continue
+        try:
+            same = crc32(path, manifest.sizes.get(name)) == expected
+        except OSError as err:  # gone or changed since its size was checked
+            same, seen = False, seen | {str(path)}
+            found.problems.append(Problem(str(path), f"cannot be read: {err}",
+                                          repair_hint(directory, manifest, path)))  # fmt: skip
+            continue
+        if not same:
+            seen.add(str(path))
             what = "is damaged: its CRC-32 is not the one recorded when it was written"
             found.problems.append(Problem(str(path), what, repair_hint(directory, manifest, path)))
+    bad = [Path(p) for p in seen]
+
+    def sound(*parts: str) -> bool:
+        roots = [directory / part for part in parts if part]
+        return not any(p == root or root in p.parents for p in bad for root in roots)
+
+    return sound
+
+
+Sound = Callable[..., bool]
+"""Whether the parts named (paths relative to the index) have no damaged file."""
 
 
 def _check_tables(
-    directory: Path, manifest: Manifest, chunks: list[Chunk], found: Findings
+    directory: Path, manifest: Manifest, chunks: list[Chunk], found: Findings, sound: Sound
 ) -> None:
     """Check that the documents are the chunks' and the vector table holds every chunk."""
     rebuild = tables_hint(directory)
@@ -143,10 +172,10 @@ def _check_tables(
         if {r.id for r in records} != {c.doc_id for c in chunks}:
             raise ValueError("its documents are not the chunks'")
 
-    found.attempt(
-        str(directory / manifest.files.get("documents", "(documents)")), rebuild, documents
-    )
-    if manifest.vectors:
+    if sound(manifest.files.get("documents", "")):
+        where = str(directory / manifest.files.get("documents", "(documents)"))
+        found.attempt(where, rebuild, documents)
+    if manifest.vectors and sound(*manifest.vectors):
         where = ", ".join(str(directory / p) for p in manifest.vectors)
         vectors = VectorTable.load  # read every row: a chunk without one is an error
         found.attempt(

@@ -37,15 +37,24 @@ class ChromaCheck:
         return self._module.findings(self.directory)
 
     def collect(self) -> list[str]:
-        """Return what is wrong with Chroma; a child that crashed is a finding too."""
+        """Return what is wrong with Chroma; a child that crashed or ran out of time is a finding.
+
+        The limit (:data:`LIMIT`) stops a native library that never returns on a damaged file.
+        """
         try:
-            return self._work.result()
+            return self._work.result(LIMIT)
         except HopgraphError as err:
             return [err.message]
 
     def stop(self) -> None:
         """Wait for the child without its findings (the index has no readable manifest)."""
         self.collect()
+
+
+LIMIT = 600.0
+"""Seconds the Chroma check may take before its child is stopped and named. A sealed store is
+checked by its files' CRC-32s (seconds at a million chunks); every row is read only in a store
+with no seal (one written before seals, or a Chroma server)."""
 
 
 def start(directory: Path) -> ChromaCheck:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .manifest import Manifest, crc32
+from .manifest import Manifest, crc32, file_problem
 
 
 def store_folder(directory: Path, manifest: Manifest) -> Path | None:
@@ -43,13 +43,9 @@ def broken(directory: Path, manifest: Manifest) -> list[str]:
     out = []
     for name, (size, checksum) in manifest.chroma_files.items():
         path = directory / name
-        try:
-            actual = path.stat().st_size
-        except OSError:
-            out.append(f"{path} is missing")
-            continue
-        if actual != size:
-            out.append(f"{path} is damaged: {actual} bytes, {size} when written")
-        elif crc32(path) != checksum:
+        problem = file_problem(path, directory, size)
+        if problem is not None:
+            out.append(f"{path} {problem}")
+        elif crc32(path, size) != checksum:
             out.append(f"{path} is damaged: its CRC-32 is not the one recorded when it was written")
     return out

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import stat
 import zlib
 from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError, version
@@ -26,6 +27,8 @@ from hopgraph.core.index_settings import IndexSettings
 from .ivf import IVF_FILE
 
 MANIFEST = "manifest.json"
+MANIFEST_LIMIT = 64 << 20
+"""The most bytes a manifest is read to: one of a ten-million-passage index is a few hundred kB."""
 FORMAT_VERSION = 2
 READABLE_FORMATS = (1, 2)
 """Format 1 (one folder per index, rewritten whole on every write) is read as generation 0;
@@ -124,13 +127,83 @@ def part_files(directory: Path, manifest: Manifest) -> list[Path]:
     return sorted(p for p in found if p.name != IVF_FILE or p in named)
 
 
-def crc32(path: Path) -> str:
-    """Return a file's CRC-32 as hex, read in 1 MB blocks (zlib: gigabytes a second)."""
-    value = 0
-    with open(path, "rb") as handle:
-        while block := handle.read(1 << 20):
+def crc32(path: Path, size: int | None = None) -> str:
+    """Return a file's CRC-32 as hex, read in 1 MB blocks (zlib: gigabytes a second).
+
+    ``size``: read no further (the size the manifest records: a file grown since, or a device
+    put in its place, is not read on and on). A symbolic link is not followed.
+    """
+    value, left = 0, -1 if size is None else size
+    with os.fdopen(os.open(path, os.O_RDONLY | os.O_NOFOLLOW), "rb") as handle:
+        while left and (block := handle.read(1 << 20 if left < 0 else min(1 << 20, left))):
             value = zlib.crc32(block, value)
+            left = left - len(block) if left > 0 else left
     return f"{value:08x}"
+
+
+def file_problem(path: Path, directory: Path, size: int | None = None) -> str | None:
+    """Return what keeps ``path`` from being read as a file of the index, or ``None``.
+
+    A file an index wrote is a regular file inside it, readable, of the size recorded: a
+    symbolic link (to /dev/zero, to a folder), a device, a folder, or a file that lies
+    outside the index through a linked folder is named, never opened: reading one could
+    take every byte of memory or never end.
+    """
+    try:
+        found = os.lstat(path)
+    except FileNotFoundError:
+        return "is missing"
+    except OSError as err:
+        return f"cannot be looked at: {err.strerror or err}"
+    if stat.S_ISLNK(found.st_mode):
+        return f"is a symbolic link (to {os.readlink(path)}), not a file the index wrote"
+    if not stat.S_ISREG(found.st_mode):
+        return f"is {_kind(found.st_mode)}, not a regular file"
+    real = os.path.realpath(path)
+    if not real.startswith(os.path.realpath(directory) + os.sep):
+        return f"lies outside the index, at {real} (a folder on its way is a link)"
+    if not os.access(path, os.R_OK):
+        return f"is unreadable (permission denied): give {_user()} read access to it"
+    if size is not None and found.st_size != size:
+        return f"is damaged: {found.st_size} bytes, {size} when written"
+    return None
+
+
+def _kind(mode: int) -> str:
+    kinds = {
+        stat.S_ISDIR: "a folder",
+        stat.S_ISCHR: "a character device",
+        stat.S_ISBLK: "a block device",
+        stat.S_ISFIFO: "a pipe",
+        stat.S_ISSOCK: "a socket",
+    }
+    return next((name for test, name in kinds.items() if test(mode)), "not a file")
+
+
+def _user() -> str:
+    """Name the user this process runs as (whom a file must be readable by)."""
+    try:
+        import pwd
+
+        return f"the user {pwd.getpwuid(os.getuid()).pw_name!r}"
+    except (ImportError, KeyError):
+        return "the user running hopgraph"
+
+
+def read_bounded(path: Path, directory: Path, limit: int) -> bytes:
+    """Return the bytes of a small file of the index (a manifest, a table's facts).
+
+    Refused, with what is wrong, when it is not a regular file inside the index
+    (:func:`file_problem`) or holds more than ``limit`` bytes: no more than that is read.
+    """
+    problem = file_problem(path, directory)
+    if problem is not None:
+        raise OSError(f"{path} {problem}")
+    with os.fdopen(os.open(path, os.O_RDONLY | os.O_NOFOLLOW), "rb") as handle:
+        data = handle.read(limit + 1)
+    if len(data) > limit:
+        raise OSError(f"{path} is damaged: over {limit} bytes, more than any such file holds")
+    return data
 
 
 def record_files(directory: Path, manifest: Manifest, previous: Manifest | None) -> None:
@@ -145,14 +218,16 @@ def record_files(directory: Path, manifest: Manifest, previous: Manifest | None)
         name = path.relative_to(directory).as_posix()
         sizes[name] = path.stat().st_size
         same = previous is not None and previous.sizes.get(name) == sizes[name]
-        checksums[name] = known[name] if same and name in known else crc32(path)
+        checksums[name] = known[name] if same and name in known else crc32(path, sizes[name])
     manifest.sizes, manifest.checksums = sizes, checksums
 
 
 def damaged_files(
     directory: Path, manifest: Manifest, derived: bool = True
 ) -> list[tuple[str, str]]:
-    """Return (file, what is wrong) for each file whose size is not the one recorded.
+    """Return (file, what is wrong) for each file not as written: missing, resized, not a file.
+
+    (:func:`file_problem`: a link or a device in a file's place is named, not followed.)
 
     ``derived=False`` leaves out the IVF files, which readers do without (Manifest.ann).
     """
@@ -162,13 +237,9 @@ def damaged_files(
         if name in skip:
             continue
         path = directory / name
-        try:
-            actual = path.stat().st_size
-        except OSError:
-            out.append((str(path), "is missing"))
-            continue
-        if actual != size:
-            out.append((str(path), f"is damaged: {actual} bytes, {size} when written"))
+        problem = file_problem(path, directory, size)
+        if problem is not None:
+            out.append((str(path), problem))
     return out
 
 
@@ -199,7 +270,7 @@ def index_source(directory: Path) -> tuple[str | None, str | None]:
     manifest is lost; only each record's ``source`` and ``root`` are looked at.
     """
     try:
-        raw = json.loads((directory / MANIFEST).read_text(encoding="utf-8"))
+        raw = json.loads(read_bounded(directory / MANIFEST, directory, MANIFEST_LIMIT))
         model = raw["settings"]["model"]
         tables = [directory / raw["files"]["documents"]]
     except (OSError, ValueError, KeyError, TypeError):
@@ -212,10 +283,17 @@ def index_source(directory: Path) -> tuple[str | None, str | None]:
 
 
 def _sources(table: Path) -> set[str] | None:
-    """Return the sources a documents table names (the folder indexed, else the file)."""
+    """Return the sources a documents table names (the folder indexed, else the file).
+
+    Read a line at a time, and only a regular file of the index: a hint is worked out on
+    damage, when the table may be anything.
+    """
+    if file_problem(table, table.parent.parent) is not None:
+        return None
     try:
-        records = [json.loads(line) for line in table.read_text(encoding="utf-8").splitlines()]
-        found = {r.get("root") or r.get("source") or "" for r in records}
+        with os.fdopen(os.open(table, os.O_RDONLY | os.O_NOFOLLOW), "rb") as lines:
+            records = (json.loads(line) for line in lines if line.strip())
+            found = {r.get("root") or r.get("source") or "" for r in records}
     except (OSError, ValueError, AttributeError):
         return None
     return None if "" in found or not found else found
@@ -287,19 +365,23 @@ def read_manifest(directory: Path) -> Manifest:
             f"no index at {directory}",
             f"build one with `hopgraph index SOURCE --index {directory}`",
         )
-    if not path.is_file() and any(directory.glob("g0*/chunks.jsonl")):
+    if not path.exists() and any(directory.glob("g0*/chunks.jsonl")):
         raise IndexStateError(  # its generations are there: the commit record is what is lost
             f"{path} is missing: {directory} holds an index whose record of its parts is lost",
             rebuild_hint(directory),
         )
-    if not path.is_file():
+    if not path.exists() and not path.is_symlink():
         raise IndexStateError(
             f"{directory} is not a hopgraph index (no {MANIFEST})",
             "point --index at a directory made by `hopgraph index`",
         )
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as err:  # JSONDecodeError, UnicodeDecodeError
+        data = read_bounded(path, directory, MANIFEST_LIMIT)
+    except OSError as err:  # a link, a device, a folder, too large, no permission
+        raise IndexStateError(str(err), rebuild_hint(directory)) from err
+    try:
+        raw = json.loads(data)
+    except ValueError as err:  # JSONDecodeError, UnicodeDecodeError
         raise IndexStateError(f"{path} is unreadable: {err}", rebuild_hint(directory)) from err
     found = raw.get("format_version") if isinstance(raw, dict) else None
     if found not in READABLE_FORMATS:

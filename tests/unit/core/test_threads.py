@@ -40,3 +40,21 @@ def test_a_forked_childs_result_or_error_is_the_same_when_asked_again():
     for _ in range(2):
         with pytest.raises(IndexStateError, match="dividing failed"):
             failed.result()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork here")
+def test_a_forked_child_past_its_limit_is_stopped_and_named():
+    import time
+
+    from hopgraph.core.errors import IndexStateError
+    from hopgraph.core.forked import Forked
+
+    spinning = Forked("reading Chroma", lambda: time.sleep(600))
+    child = spinning._child
+    started = time.monotonic()
+    with pytest.raises(IndexStateError, match="reading Chroma failed: it took over 0 s"):
+        spinning.result(0.2)
+    assert time.monotonic() - started < 30  # not the child's ten minutes
+    assert not child.is_alive()
+    quick = Forked("adding", lambda: 2 + 3)
+    assert quick.result(60) == 5
