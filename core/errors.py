@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import errno
 import logging
 import re
+import shutil
 from pathlib import Path
 
 
@@ -30,6 +32,71 @@ class InputError(HopgraphError):
 
 class IndexStateError(HopgraphError):
     """An index directory is missing, damaged, or was built by another version or model."""
+
+
+class DiskFullError(HopgraphError):
+    """A write ran out of space (or of quota) on its device; the index is as it was."""
+
+
+_FULL = re.compile(
+    r"No space left on device|Disk quota exceeded|database or disk is full"
+    r"|\d+ requested and \d+ written"  # numpy's short write, which carries no errno
+)
+"""How a full device reads once a library (SQLite, Chroma, numpy, a child's error) made it text."""
+
+
+def disk_full(err: BaseException | str) -> bool:
+    """Tell whether ``err``, or an error it was raised from, is a full device (ENOSPC, EDQUOT).
+
+    A string: an error's text (a finding, a child's error).
+    """
+    if isinstance(err, str):
+        return _FULL.search(err) is not None
+    seen: set[int] = set()
+    at: BaseException | None = err
+    while at is not None and id(at) not in seen:
+        seen.add(id(at))
+        if isinstance(at, OSError) and at.errno in (errno.ENOSPC, errno.EDQUOT):
+            return True
+        if _FULL.search(str(at)):
+            return True
+        at = at.__cause__ or at.__context__
+    return False
+
+
+def disk_full_error(
+    directory: Path, written: int = 0, committed: bool | None = False
+) -> DiskFullError:
+    """Return the error of a command on ``directory`` that found its device full.
+
+    ``written``: the bytes the write had written when it failed (it needs more than that);
+    the free space is measured now, after the unfinished write was undone. ``committed``: it
+    failed after its commit, tidying up (the index holds the write; the next write finishes);
+    ``None``: not in a write (the command stopped there).
+    """
+    try:
+        usage = shutil.disk_usage(directory)
+        free = f"{_size(usage.free)} of {_size(usage.total)} free"
+    except OSError:
+        free = "its free space unknown"
+    need = f"; the write needs more than the {_size(written)} it had written" if written else ""
+    done = {
+        True: "the write was committed; what it left to remove goes at the next write",
+        False: "the write was not committed: the index is as it was before it, no repair needed",
+        None: "the command stopped there",
+    }[committed]
+    return DiskFullError(
+        f"no space left on the device that holds {directory} ({free}{need}); {done}",
+        "free space on that device (or raise the quota), then run the command again",
+    )
+
+
+def _size(n: int) -> str:
+    for unit in ("bytes", "kB", "MB", "GB"):
+        if n < 1000 or unit == "GB":
+            return f"{n} {unit}" if unit == "bytes" else f"{n:.1f} {unit}"
+        n /= 1000  # type: ignore[assignment]
+    return f"{n:.1f} TB"
 
 
 class TooLargeError(InputError):

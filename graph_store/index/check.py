@@ -16,7 +16,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from hopgraph.core.errors import HopgraphError, IndexStateError
+from hopgraph.core.errors import HopgraphError, IndexStateError, disk_full
 from hopgraph.graph_store.documents.schema import Chunk
 from hopgraph.graph_store.graphs import triple_table
 from hopgraph.graph_store.stores import chroma_child
@@ -69,8 +69,12 @@ class Findings:
             return step()
         except Exception as err:  # a damaged file fails in its own library's way
             what = err.message if isinstance(err, HopgraphError) else f"{type(err).__name__}: {err}"
+            fix = FULL_FIX if disk_full(err) else fix
             self.problems.append(Problem(where, what, fix if isinstance(fix, str) else fix()))
             return None
+
+
+FULL_FIX = "free space on the device that holds the index, then check it again (not damage)"
 
 
 def check_index(
@@ -120,7 +124,8 @@ def _check_chroma(
         "(nothing is embedded again)"
     )
     for what in chroma_problems:
-        found.problems.append(Problem(where, what, fix))
+        # opening an embedded store writes its journal: on a full device that is the finding
+        found.problems.append(Problem(where, what, FULL_FIX if disk_full(what) else fix))
 
 
 def _check_files(directory: Path, manifest: Manifest, found: Findings) -> Sound:

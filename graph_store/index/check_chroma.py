@@ -366,5 +366,7 @@ def findings(directory: Path) -> list[str]:
     try:
         return chroma_problems(directory)
     except Exception as err:  # a damaged store fails in Chroma's own way: that is the finding
-        message = getattr(err, "message", None) or f"{type(err).__name__}: {err}"
+        message = getattr(err, "message", None)  # Chroma's errors have it as a method
+        message = message() if callable(message) else message
+        message = message or f"{type(err).__name__}: {err}"
         return [f"reading it failed: {message}"]

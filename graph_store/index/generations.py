@@ -19,7 +19,7 @@ import shutil
 from pathlib import Path
 from types import TracebackType
 
-from hopgraph.core.errors import IndexStateError
+from hopgraph.core.errors import disk_full, disk_full_error
 from hopgraph.core.threads import Map, in_process
 from hopgraph.graph_store.stores import chroma_seal
 from hopgraph.graph_store.stores.chroma_parts import PassageStore, open_store
@@ -91,8 +91,14 @@ class Generation:
     ) -> None:
         # Once the manifest names this generation, a failure after it (a purge) is not undone:
         # the next write's recovery finishes the purge.
-        if err is not None and not self.committed_now:
+        if err is None:
+            return
+        full = disk_full(err)
+        written = _size_of(self.folder) if full else 0
+        if not self.committed_now:
             self.rollback()
+        if full:  # named as such, not as damage: the index needs no repair
+            raise disk_full_error(self.directory, written, self.committed_now) from err
 
     def create_collection(self, location: ChromaLocation) -> ChromaVectorStore:
         """Create a collection for this write, journalled first so a crash cannot orphan it."""
@@ -126,9 +132,15 @@ class Generation:
         """Undo an uncommitted write (best effort: the next write's recovery finishes it)."""
         try:
             recover(self.directory, self.committed)  # removes the folder too
-        except IndexStateError as err:  # e.g. the server went away: the next write recovers
-            # the folder stays: it tells the next write that rows may need removing
+        except Exception as err:  # the server went away, the device is full: the next write
+            # recovers (the folder stays: it tells the next write that rows may need removing);
+            # the write's own error is what the caller sees
             log.warning("could not undo the failed write yet (%s); the next write will", err)
+
+
+def _size_of(folder: Path) -> int:
+    """Return the bytes of the files under ``folder`` (what a write had written)."""
+    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file() and not p.is_symlink())
 
 
 def write_under_way(directory: Path, committed: Manifest) -> bool:

@@ -69,7 +69,15 @@ def connect(location: ChromaLocation) -> chromadb.ClientAPI:
     settings = Settings(anonymized_telemetry=False)  # never phone home
     if location.url is None:
         assert location.path is not None
-        return chromadb.PersistentClient(path=str(location.path), settings=settings)
+        try:
+            return chromadb.PersistentClient(path=str(location.path), settings=settings)
+        except Exception:
+            # Chroma keeps the system it failed to start (a full device, a damaged file) and
+            # hands it to every later client of the folder, which then fails in its own way
+            from chromadb.api.shared_system_client import SharedSystemClient
+
+            SharedSystemClient.clear_system_cache()
+            raise
     parsed = urlparse(location.url)
     try:
         client = chromadb.HttpClient(

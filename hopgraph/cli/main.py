@@ -6,9 +6,10 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from hopgraph.core.config import configure
-from hopgraph.core.errors import HopgraphError
+from hopgraph.core.errors import DiskFullError, HopgraphError, disk_full, disk_full_error
 
 from .parser import build_parser
 
@@ -32,6 +33,24 @@ def _diagnose(args: argparse.Namespace | None) -> str | None:
     if not problems:
         return None
     return f"{directory} is damaged:\n" + "\n".join(str(p) for p in problems)
+
+
+def _as_disk_full(err: Exception, args: argparse.Namespace | None) -> DiskFullError | None:
+    """Return a full device's error when ``err`` is one, else ``None``.
+
+    A write undone on a full device says so itself (Generation); a failure outside one (a
+    lock file, an --out file) is named here.
+    """
+    if not disk_full(err):
+        return None
+    from .options import index_dir
+
+    named = getattr(err, "filename", None)  # an --out file: its device, not the index's
+    if named:
+        where = Path(named).parent
+    else:
+        where = index_dir(args) if args is not None and hasattr(args, "index") else Path.cwd()
+    return disk_full_error(where, committed=None)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -61,6 +80,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as err:
         # A damaged index fails in its file's own library (zip, JSON, Chroma): say which file
         # and how to repair it. Anything else is a bug, and its traceback is shown.
+        full = _as_disk_full(err, args)
+        if full is not None:  # not damage: a check would only find the device full too
+            print(f"error: {full}", file=sys.stderr)
+            return 2
         diagnosis = _diagnose(args)
         if diagnosis is None:
             raise

@@ -24,14 +24,16 @@ def check(args: argparse.Namespace) -> None:
     # The Chroma check runs in a child process that imports Chroma: started before this one
     # imports the rest, the two take about as long as either.
     chroma = chroma_child.start(directory)
-    from hopgraph.graph_store.index.check import check_index
+    from hopgraph.graph_store.index.check import FULL_FIX, check_index
 
     problems = check_index(directory, chroma)
     if args.json:
         print(json.dumps([p.__dict__ for p in problems], indent=2))
     if problems:
         listed = "\n".join(str(p) for p in problems)
-        raise IndexStateError(f"{directory} is damaged ({len(problems)} problem(s)):\n{listed}")
+        full = all(p.fix == FULL_FIX for p in problems)  # a full device is not damage
+        state = "could not be read whole" if full else "is damaged"
+        raise IndexStateError(f"{directory} {state} ({len(problems)} problem(s)):\n{listed}")
     if not args.json:
         from hopgraph.graph_store.stores.manifest import read_manifest
 
