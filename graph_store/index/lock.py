@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from hopgraph.core.errors import IndexStateError
+from hopgraph.graph_store.stores.manifest import MANIFEST
 
 LOCK_FILE = ".lock"
 
@@ -38,7 +39,8 @@ def write_lock(directory: Path, create: bool = False, wait: float = 0.0) -> Iter
     """Hold an exclusive lock on ``directory`` for the duration of a write (filelock).
 
     The lock file is ``.lock`` inside the index folder, which only a build (``create``) makes;
-    any other write to a folder that is not there is refused before anything is written. The
+    any other write to a folder that is not there, or is not an index, is refused before
+    anything is written (the lock file included). The
     holder writes its PID into the lock file, so a second writer can say who holds it. With
     ``wait`` (seconds) a second writer waits that long for the first, saying so on stderr once;
     without, it is refused at once (LockedError).
@@ -51,6 +53,11 @@ def write_lock(directory: Path, create: bool = False, wait: float = 0.0) -> Iter
         raise IndexStateError(
             f"no index at {directory}",
             f"build one with `hopgraph index SOURCE --index {directory}`",
+        )
+    elif not (directory / MANIFEST).exists() and not any(directory.glob("g0*")):
+        raise IndexStateError(  # refused before the lock file is made: none is left there
+            f"{directory} is not a hopgraph index (no {MANIFEST})",
+            "point --index at a directory made by `hopgraph index`",
         )
     path = directory / LOCK_FILE
     lock = _file_lock(directory)
