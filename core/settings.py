@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import re
 import threading
 import tomllib
 from pathlib import Path
@@ -21,6 +22,7 @@ from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
+    SettingsError,
     TomlConfigSettingsSource,
 )
 
@@ -151,6 +153,24 @@ def settings(**flags: Any) -> Settings:
         return _read(_given(flags))
 
 
+def _unparsed(err: SettingsError) -> InputError:
+    """Name the variable pydantic-settings could not parse, its value and the form it takes."""
+    found = re.search(r'field "(\w+)"', str(err))
+    if found is None:
+        return InputError(f"invalid setting: {err}", "fix the value where it is set")
+    name = f"{ENV_PREFIX}{found[1].upper()}"
+    value = os.environ.get(name)
+    shown = f" (it is {value!r})" if value is not None else ""
+    example = _LIST_EXAMPLES.get(found[1], '["..."]')
+    return InputError(
+        f"invalid setting: {name} is not a JSON list{shown}",
+        f"write it as a JSON list, e.g. {name}='{example}' (or unset it)",
+    )
+
+
+_LIST_EXAMPLES = {"allow_hosts": '["docs.example.org"]', "serve_indexes": '["/srv/idx/docs"]'}
+
+
 def _given(flags: dict[str, Any]) -> dict[str, Any]:
     """Return this process's flags under the call's own (None: not given)."""
     return {**_active["flags"], **{k: v for k, v in flags.items() if v is not None}}
@@ -167,6 +187,8 @@ def _read(given: dict[str, Any]) -> Settings:
             for err_ in err.errors()
         )
         raise InputError(f"invalid setting: {problems}", "fix the value where it is set") from None
+    except SettingsError as err:  # a variable pydantic-settings cannot parse (a list's JSON)
+        raise _unparsed(err) from None
     except Exception as err:  # an unreadable settings file: say which
         if _active["file"] is None:
             raise

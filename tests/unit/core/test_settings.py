@@ -62,3 +62,14 @@ def test_a_bad_setting_or_file_is_a_clear_error(tmp_path, monkeypatch, capsys):
     assert main(["--config", str(broken), "config", "show"]) == 2
     assert str(broken) in capsys.readouterr().err
     assert main(["--config", str(tmp_path / "missing.toml"), "config", "show"]) == 2
+
+
+@pytest.mark.parametrize("name", ["HOPGRAPH_ALLOW_HOSTS", "HOPGRAPH_SERVE_INDEXES"])
+def test_a_list_setting_that_is_not_json_is_named_with_its_form(monkeypatch, capsys, name):
+    monkeypatch.setenv(name, "[bad")
+    assert main(["config", "show"]) == 2
+    err = capsys.readouterr().err
+    assert f"invalid setting: {name} is not a JSON list (it is '[bad')" in err
+    assert f"write it as a JSON list, e.g. {name}='[" in err and "Traceback" not in err
+    monkeypatch.setenv(name, '["a"]')
+    assert main(["config", "show"]) == 0
