@@ -19,12 +19,20 @@ import os
 import secrets
 import socket
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from types import ModuleType
 
-from hopgraph.core.errors import HopgraphError, IndexStateError, InputError
+from hopgraph.core.errors import (
+    HopgraphError,
+    IndexStateError,
+    InputError,
+    disk_full,
+    disk_full_error,
+)
 
 from .messages import ray_messages_to_file
 
@@ -190,12 +198,15 @@ def connected(address: str, env: dict[str, str] | None = None) -> Iterator[Modul
     ):
         ray = ray_module()
         if address == LOCAL:
-            ray.init(
-                address="local",  # a new one, even where another runs (RAY_ADDRESS)
-                include_dashboard=False,
-                object_store_memory=OBJECT_STORE_BYTES,
-                **options,
-            )
+            try:
+                ray.init(
+                    address="local",  # a new one, even where another runs (RAY_ADDRESS)
+                    include_dashboard=False,
+                    object_store_memory=OBJECT_STORE_BYTES,
+                    **options,
+                )
+            except Exception as err:  # a node that will not start fails in Ray's own way
+                raise local_start_failed(err) from err
         else:  # its token, if it has one: RAY_AUTH_TOKEN, or the file `ray` keeps it in
             if not on_host:  # this host's own node, not whichever raylet `ps` shows first
                 options["_node_ip_address"] = own_address(host, port)
@@ -218,6 +229,20 @@ def connected(address: str, env: dict[str, str] | None = None) -> Iterator[Modul
             yield ray
         finally:
             ray.shutdown()
+
+
+def local_start_failed(err: Exception) -> HopgraphError:
+    """Return the error of a local Ray cluster that did not start (``err``: Ray's)."""
+    if disk_full(err):
+        return disk_full_error(Path(tempfile.gettempdir()), committed=None)
+    return InputError(
+        f"a Ray cluster could not start on this machine for --cluster local "
+        f"({type(err).__name__}: {err})",
+        f"Ray's own logs are under {tempfile.gettempdir()}/ray/session_latest/logs; it needs "
+        f"{OBJECT_STORE_BYTES >> 20} MB of /dev/shm for its object store and room in "
+        f"{tempfile.gettempdir()}; without --cluster the command runs in this process. "
+        "Nothing was written",
+    )
 
 
 def check_token_mode() -> None:

@@ -145,3 +145,30 @@ def test_a_driver_joins_its_own_hosts_node_or_says_there_is_none(monkeypatch):
         err.value
     )
     assert "ray start --address 192.0.2.1:6379 --node-ip-address 192.0.2.7" in err.value.hint
+
+
+def test_a_local_cluster_that_will_not_start_is_a_clear_error(monkeypatch):
+    """Ray's node failing to start (here: its raylet's error, as Ray raises it) is named, with
+    where Ray's logs are and what the node needs, and nothing runs on."""
+    import errno
+    import types
+
+    from hopgraph.core.errors import DiskFullError, InputError
+    from hopgraph.graph_store.cluster import connect
+
+    failure = [RuntimeError("Failed to start the raylet: it exited with code 1")]
+
+    def init(**kwargs):
+        raise failure[0]
+
+    fake = types.SimpleNamespace(init=init)
+    monkeypatch.setattr(connect, "require_ray", lambda: None)
+    monkeypatch.setattr(connect, "ray_module", lambda: fake)
+    with pytest.raises(InputError) as err, connect.connected("local"):
+        pytest.fail("the write ran without a cluster")
+    assert "a Ray cluster could not start on this machine for --cluster local" in err.value.message
+    assert "RuntimeError: Failed to start the raylet" in err.value.message
+    assert "ray/session_latest/logs" in err.value.hint and "Nothing was written" in err.value.hint
+    failure[0] = OSError(errno.ENOSPC, "No space left on device")
+    with pytest.raises(DiskFullError), connect.connected("local"):
+        pytest.fail("the write ran without a cluster")
