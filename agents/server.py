@@ -24,8 +24,8 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 
 from hopgraph.agents.evidence import Evidence, answer_alone
-from hopgraph.agents.registry import DEFAULT_METHOD, SERVED, agent_for
-from hopgraph.core.errors import InputError, public_text
+from hopgraph.agents.registry import DEFAULT_METHOD, SERVED, agent_for, agent_methods
+from hopgraph.core.errors import InputError, UnknownMethodError, public_text
 from hopgraph.core.llm import choose_chat, required_chat
 from hopgraph.core.network import checked_k, checked_question
 from hopgraph.core.settings import default_index_dir, settings
@@ -118,13 +118,25 @@ def _chat() -> Any:
 
 
 def checked_context(state: dict, ctx: ServerContext) -> None:
-    """Check what a client sent as the CLI and the page check it: ``k``, the question's length.
+    """Check what a client sent as the CLI and the page check it: k, index, method, question.
+
+    The question as text of a bounded length (core.network.checked_question).
 
     A JSON context is not validated by the server: ``"k": "²"`` would fail deep in a retriever.
     """
     ctx.k = checked_k(ctx.k, "context.k")
+    if not isinstance(ctx.index, str) or not ctx.index.strip():
+        raise InputError(
+            f"context.index must name a served index folder, got {ctx.index!r}",
+            "leave it out for the server's own index, or give one of its serve_indexes",
+        )
+    if ctx.method not in agent_methods():
+        raise UnknownMethodError(
+            f"unknown method {ctx.method!r}", f"choose one of: {', '.join(agent_methods())}"
+        )
     for message in state.get("messages", [])[-1:]:
-        checked_question(str(message.content))
+        content = message.content  # content blocks (a list) are read as their text
+        checked_question(content if isinstance(content, str) else str(content))
 
 
 def _evidence_turn(state: dict, index: Index, ctx: ServerContext) -> dict:

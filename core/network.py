@@ -35,11 +35,34 @@ def checked_k(value: str | int, name: str = "k") -> int:
     return k
 
 
+def checked_text(text: object, what: str = "the query") -> str:
+    """Return a query's text stripped, as every surface checks it; InputError if it is not text.
+
+    Not a string, empty, holding a NUL or a lone surrogate (half of a UTF-16 pair, which no
+    UTF-8 text holds: a client's broken encoding) is refused by name.
+    """
+    if not isinstance(text, str):
+        raise InputError(f"{what} must be text, got {type(text).__name__}", "send a string")
+    stripped = text.strip()
+    if not stripped:
+        raise InputError(f"{what} is empty", "ask a question or give some keywords")
+    if "\0" in stripped:
+        at = stripped.index("\0")
+        raise InputError(f"{what} holds a NUL character (at {at})", "send text without NUL")
+    try:
+        stripped.encode("utf-8")
+    except UnicodeEncodeError as err:
+        raise InputError(
+            f"{what} holds a lone surrogate (U+{ord(stripped[err.start]):04X} at {err.start}): "
+            "not text",
+            "send the text as UTF-8 (a surrogate pair stands for one character, never half)",
+        ) from None
+    return stripped
+
+
 def checked_question(text: str) -> str:
-    """Return the question stripped; InputError if it is empty, TooLargeError if too long."""
-    question = text.strip()
-    if not question:
-        raise InputError("the question is empty", "type a question, e.g. 'Who founded X?'")
+    """Return the question stripped; InputError if it is not text, TooLargeError if too long."""
+    question = checked_text(text, "the question")
     if len(question) > MAX_QUESTION:
         raise TooLargeError(
             f"the question is {len(question):,} characters; a server takes {MAX_QUESTION:,}",

@@ -85,7 +85,8 @@ def build_server(
         # 1 MB one is served beside other clients (tests/integration/test_mcp.py)
         query: Annotated[str, Field(min_length=1, description="question or keywords")],
         method: str = "gnn_ret",  # typed below: the methods this index runs
-        k: Annotated[int, Field(ge=1, le=MAX_K, description="passages to return")] = 5,
+        # strict: JSON's true is not the number 1 (pydantic's lax mode would read it so)
+        k: Annotated[int, Field(ge=1, le=MAX_K, strict=True, description="passages to return")] = 5,
         preset: Annotated[Preset, Field(description=PRESET_HELP)] = DEFAULT_PRESET,
         where: Annotated[dict[str, WhereValue] | None, Field(description=JSON_HELP)] = None,
         expand: Annotated[str | None, Field(description=EXPAND_HELP)] = None,

@@ -11,14 +11,20 @@ from langchain_core.callbacks import (
 from langchain_core.documents import Document as LangChainDocument
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.tools import BaseTool, StructuredTool
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from hopgraph.core.network import checked_k
 from hopgraph.graph_store import Index
 from hopgraph.graph_store.documents.filters import JSON_HELP, Where, WhereValue
 from hopgraph.tools.shared.base import Retriever
 from hopgraph.tools.shared.expand import EXPAND_HELP, Expansion, expand_hits
 from hopgraph.tools.shared.hits import Hit, order_note
-from hopgraph.tools.shared.registry import DEFAULT_PRESET, RETRIEVERS, make_retriever
+from hopgraph.tools.shared.registry import (
+    DEFAULT_PRESET,
+    RETRIEVERS,
+    checked_method,
+    make_retriever,
+)
 
 
 class RetrieveInput(BaseModel):
@@ -93,6 +99,18 @@ class HopgraphRetriever(BaseRetriever):
     where: dict[str, WhereValue] | None = None
     expand: str | None = None
     preset: str = DEFAULT_PRESET
+
+    # Checked as the CLI checks them, before pydantic's lax coercion (which reads True as 1):
+    # the same error and message on every surface (core.network.checked_k).
+    @field_validator("k", mode="before")
+    @classmethod
+    def _k(cls, value: object) -> int:
+        return checked_k(value)  # type: ignore[arg-type]
+
+    @field_validator("method", mode="before")
+    @classmethod
+    def _method(cls, value: object) -> str:
+        return checked_method(value)
 
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun

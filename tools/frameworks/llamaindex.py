@@ -7,12 +7,17 @@ from __future__ import annotations
 
 import asyncio
 
-from hopgraph.core.errors import UnknownMethodError
+from hopgraph.core.network import checked_k
 from hopgraph.graph_store import Index
 from hopgraph.graph_store.documents.filters import Where
 from hopgraph.tools.shared.expand import Expansion, expand_hits
 from hopgraph.tools.shared.hits import Hit
-from hopgraph.tools.shared.registry import DEFAULT_PRESET, RETRIEVERS, check_preset, make_retriever
+from hopgraph.tools.shared.registry import (
+    DEFAULT_PRESET,
+    check_preset,
+    checked_method,
+    make_retriever,
+)
 
 INSTALL_HINT = 'pip install "hopgraph[llamaindex]"'
 
@@ -68,13 +73,8 @@ class HopgraphLlamaIndexRetriever(BaseRetriever):
         preset: str = DEFAULT_PRESET,
         callback_manager: CallbackManager | None = None,
     ) -> None:
-        if not 1 <= k <= 50:
-            raise ValueError(f"k must be between 1 and 50 (got {k})")
-        if method not in RETRIEVERS:
-            raise UnknownMethodError(
-                f"unknown method {method!r}", f"choose one of: {', '.join(RETRIEVERS)}"
-            )
-        self.index, self.method, self.k, self.where = index, method, k, where
+        k = checked_k(k)  # as the CLI's -k and the servers' k: "²", True, 0 and 51 refused
+        self.index, self.method, self.k, self.where = index, checked_method(method), k, where
         self.preset = check_preset(preset)
         self.expand = expand
         self._expansion = Expansion.parse(expand) if expand else None  # a typo is named now

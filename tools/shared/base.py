@@ -7,6 +7,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
 from hopgraph.core.errors import InputError
+from hopgraph.core.network import checked_text
 from hopgraph.graph_store import Index
 from hopgraph.graph_store.documents.filters import Where
 from hopgraph.graph_store.stores.base import Scored
@@ -99,9 +100,12 @@ each retriever that builds on another (``needs_base``), so no retriever imports 
 
 
 def checked_request(query: object, k: object) -> str:
-    """Return the query stripped, or raise InputError for an empty query or a bad ``k``."""
-    if not isinstance(query, str) or not query.strip():
-        raise InputError("the query is empty", "ask a question or give some keywords")
+    """Return the query stripped, or raise InputError for a query that is not text or a bad ``k``.
+
+    The query as every surface checks it (core.network.checked_text: empty, NUL, a lone
+    surrogate); ``k`` any positive whole number (a surface caps it: checked_k).
+    """
+    query = checked_text(query)
     if isinstance(k, bool) or not isinstance(k, int) or k <= 0:
         raise InputError(f"k must be a positive whole number, got {k!r}")
-    return query.strip()
+    return query

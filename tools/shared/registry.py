@@ -70,6 +70,15 @@ def check_preset(preset: str) -> Preset:
     return preset  # type: ignore[return-value]
 
 
+def checked_method(name: object) -> str:
+    """Return ``name`` if a retriever is registered under it; else UnknownMethodError."""
+    if not isinstance(name, str) or name not in RETRIEVERS:
+        raise UnknownMethodError(
+            f"unknown method {name!r}", f"choose one of: {', '.join(RETRIEVERS)}"
+        )
+    return name
+
+
 def make_retriever(
     name: str,
     index: Index,
@@ -82,12 +91,7 @@ def make_retriever(
     ``preset`` picks the method's settings (its class's ``presets``); ``options`` override them.
     ``where``: a filter every result must pass (Retriever.retrieve), the base's too.
     """
-    try:
-        cls = RETRIEVERS[name]
-    except KeyError:
-        raise UnknownMethodError(
-            f"unknown method {name!r}", f"choose one of: {', '.join(RETRIEVERS)}"
-        ) from None
+    cls = RETRIEVERS[checked_method(name)]
     chosen = {**cls.presets.get(check_preset(preset), {}), **options}
     if cls.needs_triple_vectors:
         ensure_triple_vectors(index)

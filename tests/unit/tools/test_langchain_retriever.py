@@ -95,8 +95,13 @@ def test_the_retriever_in_an_lcel_chain_with_a_chat_model(docs_dir):
 
 
 def test_a_bad_k_is_refused_when_the_retriever_is_made(docs_dir):
-    with Index.open(docs_dir) as idx, pytest.raises(ValueError, match="k"):
-        HopgraphRetriever(index=idx, k=0)
+    from hopgraph.core.errors import InputError
+
+    # the CLI's words (core.network.checked_k), not pydantic's, and True is not 1
+    with Index.open(docs_dir) as idx:
+        for k in (0, True, 51):
+            with pytest.raises(InputError, match="k must be a whole number from 1 to 50"):
+                HopgraphRetriever(index=idx, k=k)
 
 
 @pytest.mark.parametrize("count", [0, 1, 2, 7, 50, 3000])

@@ -99,8 +99,8 @@ def test_a_query_engine_answers_from_the_hits_offline(docs_dir, no_network):
 
 def test_bad_arguments_are_refused_when_the_retriever_is_made(docs_dir):
     with Index.open(docs_dir) as idx:
-        for k in (0, 51):
-            with pytest.raises(ValueError, match="k must be between 1 and 50"):
+        for k in (0, 51, True, "²"):  # the CLI's words (core.network.checked_k)
+            with pytest.raises(InputError, match="k must be a whole number from 1 to 50"):
                 HopgraphLlamaIndexRetriever(index=idx, k=k)
         with pytest.raises(UnknownMethodError, match="unknown method 'bm52'"):
             HopgraphLlamaIndexRetriever(index=idx, method="bm52")
