@@ -175,7 +175,8 @@ class HostGuard:
     visitor's browser; the request still says ``Host: evil.example``. So a ``Host`` that is not
     a loopback address, ``localhost``, the address the server is bound to or one of ``allowed``
     (``--allow-host``) gets 421 (Misdirected Request), and an ``Origin`` that is none of those and
-    not the request's own host gets 403. ``token_required``: a server bound to every interface
+    not the request's own host gets 403; a request with more than one ``Host`` gets 400.
+    ``token_required``: a server bound to every interface
     (0.0.0.0, ::) with its token required and no ``allowed`` names lets every ``Host`` in (the
     token, not the name, keeps strangers out; it cannot know its own names); ``Origin`` is still
     checked.
@@ -200,9 +201,17 @@ class HostGuard:
         kind = scope.get("type")
         if kind not in ("http", "websocket"):
             return await self.app(scope, receive, send)
-        headers = {k.lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
+        raw = scope.get("headers", [])
+        headers = {k.lower(): v.decode("latin-1") for k, v in raw}
         host, origin = headers.get(b"host", ""), headers.get(b"origin")
-        refused = refusal(host, origin, self.knows, self.any_host)
+        hosts = sum(1 for k, _ in raw if k.lower() == b"host")
+        # two Host headers: each layer may read another one (the first passes the check, the
+        # last reaches the application), so the request names no one host and is refused
+        refused = (
+            (400, f"the request has {hosts} Host headers", "send exactly one Host header")
+            if hosts > 1
+            else refusal(host, origin, self.knows, self.any_host)
+        )
         if refused is None:
             return await self.app(scope, receive, send)
         if kind == "websocket":  # closed before the handshake completes: the client sees 403

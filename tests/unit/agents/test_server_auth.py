@@ -124,3 +124,30 @@ def test_a_websocket_from_a_forged_host_or_a_cross_site_page_is_closed_unopened(
         ):
             pass
         assert closed.value.code == 1008
+
+
+def test_a_request_with_two_host_headers_is_refused_whatever_their_order():
+    """Starlette reads the last Host header, a dict of them the last too, a proxy the first:
+    a request that names two hosts is refused before any of them reads it (issue 73)."""
+    from hopgraph.core.network import HostGuard
+
+    reached = []
+
+    async def app(scope, receive, send):
+        reached.append(scope)
+
+    guard = HostGuard(app, "127.0.0.1")
+    for hosts in ([b"evil.example", b"127.0.0.1"], [b"127.0.0.1", b"evil.example"]):
+        sent = []
+
+        async def send(message, sent=sent):
+            sent.append(message)
+
+        scope = {"type": "http", "method": "GET", "path": "/",
+                 "headers": [(b"host", h) for h in hosts]}  # fmt: skip
+        asyncio.run(guard(scope, None, send))
+        assert sent[0]["status"] == 400 and b"2 Host headers" in sent[1]["body"]
+    assert not reached
+    one = {"type": "http", "method": "GET", "path": "/", "headers": [(b"host", b"127.0.0.1")]}
+    asyncio.run(guard(one, None, None))
+    assert reached
