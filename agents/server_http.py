@@ -6,7 +6,9 @@ handler, agents/server_auth.py, sees only the API's routes and can answer 401 or
 - DNS rebinding: a request must name a loopback host or one of the ``allow_hosts`` setting
   (``HOPGRAPH_ALLOW_HOSTS``), else 421; a browser's cross-site request gets 403
   (core.network.HostGuard, the page's and the MCP server's rule);
-- with the ``token`` setting, the API's description (``/docs``, ``/openapi.json``) is behind it.
+- with the ``token`` setting, every route but the bare liveness check (``/ok``) is behind it:
+  the API's description (``/docs``, ``/openapi.json``), ``/info`` and ``/metrics`` too, which
+  LangGraph's auth handler never sees (a CORS preflight, which carries no credentials, passes).
 """
 
 from __future__ import annotations
@@ -21,10 +23,12 @@ from hopgraph.core.settings import settings
 
 DESCRIBED = ("/docs", "/openapi.json")
 """The routes that describe the API: served only with the token when one is set."""
+LIVENESS = ("/ok",)
+"""The one route served without the token when one is set: it says the server is up, no more."""
 
 
 class ServerGuard:
-    """ASGI middleware: the host and origin check, then the token on the API's description."""
+    """ASGI middleware: the host and origin check, then the token on every route but ``/ok``."""
 
     def __init__(self, app: Any) -> None:
         """Wrap ``app`` with the settings of the server's start."""
@@ -34,7 +38,8 @@ class ServerGuard:
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
         """Refuse what HostGuard refuses, and the description without the token."""
-        if scope.get("type") == "http" and self.token and scope.get("path") in DESCRIBED:
+        guarded = scope.get("path") not in LIVENESS and scope.get("method") != "OPTIONS"
+        if scope.get("type") == "http" and self.token and guarded:
             headers = dict(scope.get("headers", []))
             if not bearer_matches(headers.get(b"authorization"), self.token):
                 detail = "unauthorized: send Authorization: Bearer <HOPGRAPH_TOKEN>"

@@ -77,18 +77,19 @@ def test_a_forged_host_gets_421_a_cross_site_origin_403_and_docs_need_the_token(
     from starlette.routing import Route
     from starlette.testclient import TestClient
 
-    from hopgraph.agents.server_http import DESCRIBED, ServerGuard
+    from hopgraph.agents.server_http import DESCRIBED, LIVENESS, ServerGuard
 
     if token:
         monkeypatch.setenv("HOPGRAPH_TOKEN", token)
     else:
         monkeypatch.delenv("HOPGRAPH_TOKEN", raising=False)
     monkeypatch.setenv("HOPGRAPH_ALLOW_HOSTS", '["box.lan"]')
-    routes = [Route(p, lambda r: PlainTextResponse("ok")) for p in ("/ok", *DESCRIBED)]
+    paths = ("/ok", "/info", "/metrics", *DESCRIBED)
+    routes = [Route(p, lambda r: PlainTextResponse("ok")) for p in paths]
     app = Starlette(routes=routes, middleware=[Middleware(ServerGuard)])
     client = TestClient(app, base_url="http://127.0.0.1:2024")
     auth = {"authorization": f"Bearer {token}"} if token else {}
-    for route in ("/ok", *DESCRIBED):
+    for route in paths:
         forged = client.get(route, headers={"host": "evil.example", **auth})
         assert forged.status_code == 421 and "HOPGRAPH_ALLOW_HOSTS" in forged.json()["hint"]
         cross = client.get(route, headers={"origin": "https://evil.example", **auth})
@@ -96,7 +97,7 @@ def test_a_forged_host_gets_421_a_cross_site_origin_403_and_docs_need_the_token(
         for host in ("127.0.0.1:2024", "localhost", "[::1]:2024", "box.lan:2024"):
             assert client.get(route, headers={"host": host, **auth}).status_code == 200
         bare = client.get(route).status_code
-        assert bare == (401 if token and route in DESCRIBED else 200)
+        assert bare == (401 if token and route not in LIVENESS else 200)
 
 
 def test_a_websocket_from_a_forged_host_or_a_cross_site_page_is_closed_unopened():
