@@ -211,6 +211,7 @@ class HostGuard:
             (400, f"the request has {hosts} Host headers", "send exactly one Host header")
             if hosts > 1
             else refusal(host, origin, self.knows, self.any_host)
+            or forged_by_a_page(scope, headers)
         )
         if refused is None:
             return await self.app(scope, receive, send)
@@ -218,6 +219,34 @@ class HostGuard:
             await receive()  # websocket.connect
             return await send({"type": "websocket.close", "code": 1008})
         return await _refuse(send, *refused)
+
+
+PAGES = ("/", "/login")
+"""The paths a browser may open from a link on another site (a navigation): the page itself."""
+SIMPLE_BODIES = ("text/plain", "application/x-www-form-urlencoded", "multipart/form-data")
+"""The bodies a page on another site may POST without asking first (CORS's simple requests)."""
+
+
+def forged_by_a_page(scope: dict, headers: dict[bytes, str]) -> tuple[int, str, str] | None:
+    """Return a refusal for a request another site's page made the browser send, else None.
+
+    Browsers say where a request comes from (``Sec-Fetch-Site``) even where they send no
+    ``Origin`` (a GET, an ``<img>``, an ``EventSource``): only ``same-origin`` and ``none``
+    (typed, a bookmark) pass, but for a navigation to the page itself (a link to it).
+    ``same-site`` is refused too: another port of localhost is the same site. A POST of a
+    simple body (text/plain, a form) is refused whatever sent it: the servers take JSON, and
+    such a POST is the one a page on another site sends without a preflight.
+    """
+    site = headers.get(b"sec-fetch-site")
+    navigation = headers.get(b"sec-fetch-mode") == "navigate" and scope.get("method") == "GET"
+    if site not in (None, "same-origin", "none") and not (navigation and scope["path"] in PAGES):
+        return 403, f"a request another site's page sent ({site}) is refused", (
+            "open the page from this server's own address")  # fmt: skip
+    body = headers.get(b"content-type", "").split(";")[0].strip().lower()
+    if scope.get("method") == "POST" and body in SIMPLE_BODIES:
+        return 415, f"a POST of {body} is refused: this server takes JSON", (
+            "send Content-Type: application/json")  # fmt: skip
+    return None
 
 
 async def _refuse(send: Any, status: int, error: str, hint: str) -> None:

@@ -374,3 +374,52 @@ def test_each_api_request_is_one_line_at_info_naming_no_question_text(client, ca
     assert lines[0].startswith("/api/search q=12 chars method=bm25 k=2: 200 in ")
     assert lines[1].startswith("/api/search q=1 chars method=nope: 400 in ")
     assert not any("secret" in line or "\n" in line for line in lines)
+
+
+def test_a_request_another_sites_page_sent_is_refused_though_it_has_no_origin(index_dir):
+    """A page on another site can make a browser GET /api/ask (an <img>, an EventSource) with
+    no Origin, and spend LLM calls; the browser still says where the request comes from
+    (Sec-Fetch-Site). Only a link to the page itself passes (issue 73, Deliver 5)."""
+    with LiveIndex(index_dir) as live:
+        client = TestClient(UIApp(live).app(), base_url=LOCAL)
+        for site in ("cross-site", "same-site"):  # same-site: another port of localhost
+            for route in ROUTES[2:]:
+                sent = client.get(route, headers={"sec-fetch-site": site, "sec-fetch-mode": "cors"})
+                assert sent.status_code == 403, route
+                assert "another site's page" in sent.json()["error"]
+            link = {"sec-fetch-site": site, "sec-fetch-mode": "navigate"}
+            assert client.get("/", headers=link).status_code == 200
+            assert client.get("/api/ask?q=x", headers=link).status_code == 403
+        own = {"sec-fetch-site": "same-origin", "sec-fetch-mode": "cors"}
+        assert client.get("/api/methods", headers=own).status_code == 200
+        assert client.get("/api/methods", headers={"sec-fetch-site": "none"}).status_code == 200
+        assert client.get("/api/methods").status_code == 200  # no browser: curl, a script
+        simple = client.post("/api/ask", content="q=x", headers={"content-type": "text/plain"})
+        assert simple.status_code == 415 and "takes JSON" in simple.json()["error"]
+
+
+@pytest.mark.parametrize("server", ["mcp", "langgraph"])
+def test_the_other_servers_refuse_a_cross_site_or_simple_post_alike(server, monkeypatch):
+    from starlette.applications import Starlette
+    from starlette.responses import PlainTextResponse
+    from starlette.routing import Route
+
+    from hopgraph.core.network import HostGuard
+
+    inner = Starlette(routes=[Route("/mcp", lambda r: PlainTextResponse("ok"), methods=["POST"])])
+    if server == "langgraph":
+        from hopgraph.agents.server_http import ServerGuard
+
+        monkeypatch.delenv("HOPGRAPH_TOKEN", raising=False)
+        app = ServerGuard(inner)
+    else:
+        app = HostGuard(inner, "127.0.0.1")
+    client = TestClient(app, base_url="http://127.0.0.1:8000")
+    json_body = {"content-type": "application/json"}
+    assert client.post("/mcp", content="{}", headers=json_body).status_code == 200
+    crossed = client.post(
+        "/mcp", content="{}", headers={**json_body, "sec-fetch-site": "cross-site"}
+    )
+    assert crossed.status_code == 403
+    plain = client.post("/mcp", content="{}", headers={"content-type": "text/plain"})
+    assert plain.status_code == 415
