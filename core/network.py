@@ -231,15 +231,16 @@ def forged_by_a_page(scope: dict, headers: dict[bytes, str]) -> tuple[int, str, 
     """Return a refusal for a request another site's page made the browser send, else None.
 
     Browsers say where a request comes from (``Sec-Fetch-Site``) even where they send no
-    ``Origin`` (a GET, an ``<img>``, an ``EventSource``): only ``same-origin`` and ``none``
-    (typed, a bookmark) pass, but for a navigation to the page itself (a link to it).
-    ``same-site`` is refused too: another port of localhost is the same site. A POST of a
-    simple body (text/plain, a form) is refused whatever sent it: the servers take JSON, and
-    such a POST is the one a page on another site sends without a preflight.
+    ``Origin`` (a GET, an ``<img>``, an ``EventSource``): ``cross-site`` is refused but for a
+    navigation to the page itself (a link to it). ``same-site`` passes, as the ``Origin`` rule
+    passes a loopback origin: the same site as a loopback server is this machine (another
+    port, a tool such as the MCP Inspector). A POST of a simple body (text/plain, a form) is
+    refused whatever sent it: the servers take JSON, and such a POST is the one a page on
+    another site sends without a preflight.
     """
     site = headers.get(b"sec-fetch-site")
     navigation = headers.get(b"sec-fetch-mode") == "navigate" and scope.get("method") == "GET"
-    if site not in (None, "same-origin", "none") and not (navigation and scope["path"] in PAGES):
+    if site == "cross-site" and not (navigation and scope["path"] in PAGES):
         return 403, f"a request another site's page sent ({site}) is refused", (
             "open the page from this server's own address")  # fmt: skip
     body = headers.get(b"content-type", "").split(";")[0].strip().lower()
