@@ -127,6 +127,10 @@ def part_files(directory: Path, manifest: Manifest) -> list[Path]:
     return sorted(p for p in found if p.name != IVF_FILE or p in named)
 
 
+NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+"""Open a file, not what a link in its place points to (POSIX; file_problem names links first)."""
+
+
 def crc32(path: Path, size: int | None = None) -> str:
     """Return a file's CRC-32 as hex, read in 1 MB blocks (zlib: gigabytes a second).
 
@@ -134,7 +138,7 @@ def crc32(path: Path, size: int | None = None) -> str:
     put in its place, is not read on and on). A symbolic link is not followed.
     """
     value, left = 0, -1 if size is None else size
-    with os.fdopen(os.open(path, os.O_RDONLY | os.O_NOFOLLOW), "rb") as handle:
+    with os.fdopen(os.open(path, os.O_RDONLY | NOFOLLOW), "rb") as handle:
         while left and (block := handle.read(1 << 20 if left < 0 else min(1 << 20, left))):
             value = zlib.crc32(block, value)
             left = left - len(block) if left > 0 else left
@@ -199,7 +203,7 @@ def read_bounded(path: Path, directory: Path, limit: int) -> bytes:
     problem = file_problem(path, directory)
     if problem is not None:
         raise OSError(f"{path} {problem}")
-    with os.fdopen(os.open(path, os.O_RDONLY | os.O_NOFOLLOW), "rb") as handle:
+    with os.fdopen(os.open(path, os.O_RDONLY | NOFOLLOW), "rb") as handle:
         data = handle.read(limit + 1)
     if len(data) > limit:
         raise OSError(f"{path} is damaged: over {limit} bytes, more than any such file holds")
@@ -291,7 +295,7 @@ def _sources(table: Path) -> set[str] | None:
     if file_problem(table, table.parent.parent) is not None:
         return None
     try:
-        with os.fdopen(os.open(table, os.O_RDONLY | os.O_NOFOLLOW), "rb") as lines:
+        with os.fdopen(os.open(table, os.O_RDONLY | NOFOLLOW), "rb") as lines:
             records = (json.loads(line) for line in lines if line.strip())
             found = {r.get("root") or r.get("source") or "" for r in records}
     except (OSError, ValueError, AttributeError):
