@@ -18,7 +18,6 @@ from hopgraph.cli import main
 from hopgraph.core.errors import IndexStateError
 from hopgraph.graph_store.stores import manifest as manifest_module
 from hopgraph.graph_store.stores.manifest import read_manifest
-from tests.unit.graph_store.index.test_index import ALL, build
 
 PARTS = {
     "chunks": lambda m: m.files["chunks"],
@@ -28,17 +27,6 @@ PARTS = {
     "chroma": lambda m: next(n for n in m.chroma_files if n.endswith("link_lists.bin")),
     "manifest": lambda m: "manifest.json",
 }
-
-
-@pytest.fixture(scope="module")
-def pristine(tmp_path_factory):
-    from hopgraph.graph_store import build_graphs
-    from hopgraph.graph_store.index.graph_build import GraphSettings
-
-    index = tmp_path_factory.mktemp("pristine") / "idx"
-    build(index, ALL)
-    build_graphs(index, GraphSettings(), show_progress=False)
-    return index
 
 
 def damaged_copy(pristine, tmp_path, part):

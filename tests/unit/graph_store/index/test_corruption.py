@@ -13,18 +13,6 @@ import pytest
 
 from hopgraph.cli import main
 from hopgraph.graph_store.stores.manifest import part_files, read_manifest
-from tests.unit.graph_store.index.test_index import ALL, build
-
-
-@pytest.fixture(scope="module")
-def pristine(tmp_path_factory):
-    from hopgraph.graph_store import build_graphs
-    from hopgraph.graph_store.index.graph_build import GraphSettings
-
-    index = tmp_path_factory.mktemp("pristine") / "idx"
-    build(index, ALL)
-    build_graphs(index, GraphSettings(), show_progress=False)
-    return index
 
 
 def index_files(index):
