@@ -145,7 +145,7 @@ def _check_files(directory: Path, manifest: Manifest, found: Findings) -> Sound:
         try:
             same = crc32(path, manifest.sizes.get(name)) == expected
         except OSError as err:  # gone or changed since its size was checked
-            same, seen = False, seen | {str(path)}
+            seen.add(str(path))
             found.problems.append(Problem(str(path), f"cannot be read: {err}",
                                           repair_hint(directory, manifest, path)))  # fmt: skip
             continue
