@@ -118,3 +118,23 @@ def train_twice(tmp_path: Path, method: str, questions: list[dict]) -> tuple[Pat
         record, state = torch.load(out, weights_only=True).values()
         states.append(state)
     return data, record, states
+
+
+# The files that take longest, started first (with --no-loadscope-reorder xdist's loadfile hands
+# out files in collection order, two to each worker at the start): the last files the two
+# workers run are then short ones, and neither waits long on the other at the end. By their
+# time in a CI run (seconds, -n 2): cluster 608, eval floor 332, hosts 430, local LLM 324,
+# faults 322, doc examples 320. The first worker takes the first and third: the cluster and
+# hosts files, each a Ray cluster of its own under timed load, run one after the other.
+SLOW_FIRST = [
+    f"tests/integration/{name}.py"
+    for name in (
+        "test_cluster", "test_eval_floor", "test_hosts", "test_local_llm", "test_faults",
+        "test_doc_examples", "test_real_model", "test_benches", "test_chroma_server",
+    )
+]  # fmt: skip
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    rank = {path: at for at, path in enumerate(SLOW_FIRST)}
+    items.sort(key=lambda item: rank.get(item.nodeid.partition("::")[0], len(rank)))
