@@ -7,13 +7,26 @@ the cached pages around each fault in as well (fault-around), so 200 GNN-Ret que
 lines they read, growing with the corpus and the queries. ``os.pread`` copies out the bytes
 asked for: the page cache keeps the file, shared and reclaimable, and the process only what
 it parsed.
+
+Each read is also verified (issue 73): an index's manifest records a CRC-32 for every 1 MiB
+block of its files, and a reader checks a block the first time this process uses its bytes
+(:class:`BlockSums`), so damage that keeps a file's size is the error `hopgraph check` gives,
+never an answer.
 """
 
 from __future__ import annotations
 
+import mmap
 import os
+import threading
 import weakref
+import zlib
+from collections.abc import Callable
 from pathlib import Path
+
+import numpy as np
+
+from .errors import IndexStateError
 
 WINDOW = 4096
 """Bytes read at a time while looking for a line's ends."""
@@ -29,7 +42,8 @@ class FileReads:
         self.size = os.fstat(self._fd).st_size
 
     def read(self, start: int, stop: int) -> bytes:
-        """Return bytes ``start`` to ``stop`` (fewer at the file's end)."""
+        """Return bytes ``start`` to ``stop`` (fewer at the file's end), verified."""
+        verify_range(self.path, start, stop)
         parts, at = [], start
         while at < stop:
             part = os.pread(self._fd, stop - at, at)
@@ -65,3 +79,152 @@ class FileReads:
     def close(self) -> None:
         """Close the file now."""
         self._closed()
+
+
+BLOCK = 1 << 20
+"""The bytes one recorded CRC-32 covers (Manifest.blocks)."""
+
+
+def block_sums(path: Path, size: int, flags: int = 0) -> tuple[str, str]:
+    """Return a file's CRC-32 and its blocks' (8 hex digits each), reading it once.
+
+    Read no further than ``size`` (the size the manifest records); ``flags`` are added to the
+    open's (O_NOFOLLOW: a link in the file's place is not followed).
+    """
+    whole, blocks, left = 0, [], size
+    with os.fdopen(os.open(path, os.O_RDONLY | flags), "rb") as handle:
+        while left and (block := handle.read(min(BLOCK, left))):
+            whole = zlib.crc32(block, whole)
+            blocks.append(f"{zlib.crc32(block):08x}")
+            left -= len(block)
+    return f"{whole:08x}", "".join(blocks)
+
+
+class BlockSums:
+    """What one file's blocks must hash to, and which of them this process has verified.
+
+    ``sums``: 8 hex digits a block of :data:`BLOCK` bytes; or, for a file an index recorded
+    before blocks were (one CRC-32 of the whole file), 8 digits the whole file, verified whole
+    on its first read. ``hint``: how to mend the file, worked out when damage is found.
+    """
+
+    def __init__(self, path: str, size: int, sums: str, hint: Callable[[], str]) -> None:
+        self.path, self.size, self.sums, self.hint = path, size, sums, hint
+        count = len(sums) // 8
+        self.block = BLOCK if count > 1 or size <= BLOCK else max(size, 1)
+        self.verified = np.zeros(max(count, 1), dtype=bool)
+        self.whole = False
+        self._lock = threading.Lock()
+
+    def verify(self, start: int = 0, stop: int | None = None) -> None:
+        """Verify the blocks that bytes ``start`` to ``stop`` lie in (not yet verified here)."""
+        if self.whole:
+            return
+        stop = self.size if stop is None else min(stop, self.size)
+        if stop <= start:
+            return
+        first, last = start // self.block, (stop - 1) // self.block
+        if self.verified[first : last + 1].all():
+            return
+        self.verify_blocks(np.arange(first, last + 1))
+
+    def verify_blocks(self, blocks: np.ndarray) -> None:
+        """Verify the blocks numbered ``blocks`` (ascending) that are not verified yet."""
+        todo = blocks[~self.verified[blocks]]
+        if not len(todo):
+            return
+        with self._lock, open(self.path, "rb", buffering=0) as handle:
+            for number in todo.tolist():
+                at = number * self.block
+                data = os.pread(handle.fileno(), min(self.block, self.size - at), at)
+                if f"{zlib.crc32(data):08x}" != self.sums[number * 8 : number * 8 + 8]:
+                    raise IndexStateError(
+                        f"{self.path} is damaged: its CRC-32 is not the one recorded when it was "
+                        f"written (bytes {at:,} to {at + len(data):,})",
+                        self.hint(),
+                    )
+                self.verified[number] = True
+            self.whole = bool(self.verified.all())
+
+
+_SUMS: dict[str, BlockSums] = {}
+_SUMS_LOCK = threading.Lock()
+
+
+def expect(sums: list[BlockSums], under: Path | None = None) -> None:
+    """Record what the files of an opened generation must hash to (this process's readers).
+
+    A file's verified blocks stay verified while its recorded sums are the same (its files are
+    never changed once written): another open of the same generation verifies nothing again.
+    ``under``: the index folder; what is recorded of its files that are gone (an older
+    generation's, purged) is let go, so a server that follows writes holds no more of it.
+    """
+    with _SUMS_LOCK:
+        if under is not None:
+            prefix = os.path.join(os.path.abspath(under), "")
+            gone = [k for k in _SUMS if k.startswith(prefix) and not os.path.exists(k)]
+            for key in gone:
+                del _SUMS[key]
+        for found in sums:
+            key = os.path.abspath(found.path)
+            known = _SUMS.get(key)
+            if known is None or (known.sums, known.size) != (found.sums, found.size):
+                _SUMS[key] = found
+
+
+def expected(path: str | Path) -> BlockSums | None:
+    """Return what ``path``'s blocks must hash to; None for a file no opened index records."""
+    return _SUMS.get(os.path.abspath(path))
+
+
+def verify_range(path: str | Path, start: int = 0, stop: int | None = None) -> None:
+    """Verify bytes ``start`` to ``stop`` of an index's file before they are used."""
+    sums = expected(path)
+    if sums is not None:
+        sums.verify(start, stop)
+
+
+def verify_file(path: str | Path) -> Path:
+    """Verify a whole file an index recorded (a reader loads it whole); return its path."""
+    verify_range(path)
+    return Path(path)
+
+
+def verify_rows(array: np.ndarray, rows: np.ndarray | None = None) -> None:
+    """Verify the bytes of ``array[rows]`` (every row: None) where it maps an index's file.
+
+    ``array``: a memory-mapped table (np.load with mmap_mode, or a view of one); an array in
+    memory was verified when its file was read.
+    """
+    filename = getattr(array, "filename", None)
+    sums = expected(filename) if filename else None
+    if sums is None or sums.whole or not len(array):
+        return
+    first = file_offset(array)
+    if first is None:
+        sums.verify()
+        return
+    width = array.strides[0] if array.ndim else array.itemsize
+    if rows is None:
+        sums.verify(first, first + width * len(array))
+        return
+    rows = np.asarray(rows, dtype=np.int64)
+    starts = first + rows * width
+    blocks = np.concatenate([starts // sums.block, (starts + width - 1) // sums.block])
+    sums.verify_blocks(np.unique(blocks))
+
+
+def file_offset(array: np.ndarray) -> int | None:
+    """Return where ``array``'s first byte lies in the file it maps (None: not known).
+
+    The map starts at the memmap's ``offset`` rounded down to the allocation granularity, and a
+    view of a slice keeps its parent's map and ``offset``.
+    """
+    base: object = array
+    while base is not None and not isinstance(base, mmap.mmap):
+        base = getattr(base, "base", None)
+    offset = getattr(array, "offset", None)
+    if base is None or offset is None:
+        return None
+    mapped_from = offset - offset % mmap.ALLOCATIONGRANULARITY
+    return int(array.ctypes.data - np.frombuffer(base, np.uint8).ctypes.data + mapped_from)

@@ -18,6 +18,7 @@ import numpy as np
 import orjson
 
 from hopgraph.core.csr import Csr, CsrLike
+from hopgraph.core.file_reads import verify_file
 
 from .extraction import Triple
 from .extraction.table import ExtractionTable, distinct
@@ -144,11 +145,11 @@ class KnowledgeGraph:
     @classmethod
     def load(cls, directory: Path) -> KnowledgeGraph:
         """Read a graph written by :meth:`save`."""
-        lines = (directory / "triples.jsonl").read_bytes().split(b"\n")
+        lines = verify_file(directory / "triples.jsonl").read_bytes().split(b"\n")
         return cls(
-            orjson.loads((directory / "entities.json").read_bytes()),
+            orjson.loads(verify_file(directory / "entities.json").read_bytes()),
             [StoredTriple(*orjson.loads(line)) for line in lines if line],
-            orjson.loads((directory / "kg-chunks.json").read_bytes()),
+            orjson.loads(verify_file(directory / "kg-chunks.json").read_bytes()),
             mapped_csr(directory / "kg-triple-entity.npz"),
             mapped_csr(directory / "kg-chunk-entity.npz"),
         )

@@ -32,6 +32,7 @@ import numpy as np
 
 from hopgraph.core.csr import Csr, CsrLike, rows_edges
 from hopgraph.core.errors import IndexStateError
+from hopgraph.core.file_reads import verify_file
 from hopgraph.core.id_lists import save_ids
 from hopgraph.graph_store.stores.manifest import MANIFEST, graphs_hint
 
@@ -182,7 +183,7 @@ class PassageGraph:
     @classmethod
     def load(cls, directory: Path) -> PassageGraph:
         """Read a graph written by :meth:`save`."""
-        ids = json.loads((directory / "nodes.json").read_text(encoding="utf-8"))
+        ids = json.loads(verify_file(directory / "nodes.json").read_text(encoding="utf-8"))
         missing = [k for k in EDGE_TYPES if not (directory / f"passages-{k}.npz").is_file()]
         if missing:
             raise IndexStateError(  # the reader adds the hint: it knows the index's folder
@@ -224,6 +225,7 @@ def mapped_csr(path: Path) -> Csr:
     Its arrays are views of the file (read-only), so every process serving the index shares
     their pages through the page cache. A compressed file is read into memory as before.
     """
+    verify_file(path)  # its arrays' pages are read where each query's rows lie: all of them
     try:
         with zipfile.ZipFile(path) as archive:
             members = {i.filename.removesuffix(".npy"): i for i in archive.infolist()}

@@ -16,6 +16,7 @@ from typing import NamedTuple
 import numpy as np
 import scipy.sparse as sp
 
+from hopgraph.core.file_reads import verify_file
 from hopgraph.core.id_lists import ChunkIds, load_ids
 
 from .ann import ann_top_k
@@ -51,7 +52,7 @@ class Neighbours:
     @classmethod
     def load(cls, path: Path) -> Neighbours:
         """Read what :meth:`save` wrote."""
-        with np.load(path) as data:
+        with np.load(verify_file(path)) as data:
             return cls(data["rows"], data["scores"])
 
 

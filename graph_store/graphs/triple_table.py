@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from hopgraph.core.errors import IndexStateError
+from hopgraph.core.file_reads import verify_rows
 from hopgraph.graph_store.stores.manifest import TRIPLE_VECTORS as PART
 from hopgraph.graph_store.stores.manifest import Manifest, graphs_hint
 from hopgraph.graph_store.stores.vector_table import VectorSegment
@@ -60,6 +61,7 @@ def load(directory: Path, manifest: Manifest, ids: Sequence[str]) -> np.ndarray 
             f"the triple vectors in {directory / path} are out of step with the knowledge graph",
             graphs_hint(directory),
         )
+    verify_rows(segment.vectors)
     return np.asarray(segment.vectors, dtype=np.float32)
 
 

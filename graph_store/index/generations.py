@@ -20,10 +20,17 @@ from pathlib import Path
 from types import TracebackType
 
 from hopgraph.core.errors import disk_full, disk_full_error
+from hopgraph.core.file_reads import expect
 from hopgraph.core.threads import Map, in_process
 from hopgraph.graph_store.stores import chroma_seal
 from hopgraph.graph_store.stores.chroma_parts import PassageStore, open_store
-from hopgraph.graph_store.stores.manifest import MANIFEST, Manifest, fsync_directory, record_files
+from hopgraph.graph_store.stores.manifest import (
+    MANIFEST,
+    Manifest,
+    expected_sums,
+    fsync_directory,
+    record_files,
+)
 from hopgraph.graph_store.stores.vdb_chroma import (
     ChromaLocation,
     ChromaVectorStore,
@@ -82,6 +89,9 @@ class Generation:
     def __enter__(self) -> Generation:
         self.directory.mkdir(parents=True, exist_ok=True)
         recover(self.directory, self.committed)
+        if self.committed is not None:  # what it reads of the last one is verified as read:
+            # damage copied into this generation would be recorded as sound
+            expect(expected_sums(self.directory, self.committed), self.directory)
         self.folder.mkdir()
         fsync_directory(self.directory)  # the folder marks the write before any row is tagged
         return self

@@ -37,10 +37,9 @@ from hopgraph.graph_store.stores.doc_table import (
 from hopgraph.graph_store.stores.manifest import (
     TRIPLE_VECTORS,
     Manifest,
-    damaged_files,
     graphs_hint,
+    open_files,
     read_manifest,
-    repair_hint,
     tables_hint,
 )
 from hopgraph.graph_store.stores.vdb_chroma import ChromaLocation
@@ -126,11 +125,7 @@ class Index:
                 f"{directory} was built with embedding model {built_with!r}, not {model!r}",
                 "drop --model to use the index's own model, or rebuild the index with the new one",
             )
-        damaged = damaged_files(directory, manifest, derived=False)
-        if damaged:
-            path, what = damaged[0]
-            more = f" ({len(damaged) - 1} more: `hopgraph check` lists them)" if damaged[1:] else ""
-            raise IndexStateError(f"{path} {what}{more}", repair_hint(directory, manifest, path))
+        open_files(directory, manifest)
         return manifest, open_chunks(directory, manifest)
 
     @property

@@ -31,7 +31,7 @@ import numpy as np
 import orjson
 
 from hopgraph.core.errors import IndexStateError
-from hopgraph.core.file_reads import FileReads
+from hopgraph.core.file_reads import FileReads, verify_file
 from hopgraph.core.id_lists import ChunkIds, ChunkRows
 from hopgraph.graph_store.documents.schema import Chunk
 
@@ -104,6 +104,7 @@ class ChunkTable(Mapping[str, Chunk]):
     def open(cls, path: Path) -> ChunkTable:
         """Read each line's id and start from the file at ``path`` (one pass, no text kept)."""
         starts = array("q")
+        verify_file(path)  # every line's id is read: every byte is used
 
         def ids() -> Iterator[str]:  # each id as its line is read, into ChunkIds
             at = 0
@@ -257,7 +258,7 @@ Item = TypeVar("Item")
 
 def _lines(path: Path) -> Iterator[bytes]:
     """Yield a table file's chunk lines (blank lines skipped), read through a buffer."""
-    with path.open("rb") as lines:
+    with verify_file(path).open("rb") as lines:  # every line is read: every byte is used
         yield from (line for line in lines if line != b"\n")
 
 

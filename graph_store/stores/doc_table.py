@@ -18,7 +18,7 @@ from pathlib import Path, PurePath
 import orjson
 
 from hopgraph.core.errors import IndexStateError, InputError
-from hopgraph.core.file_reads import FileReads
+from hopgraph.core.file_reads import FileReads, verify_file
 from hopgraph.graph_store.documents.filters import Where, conditions
 from hopgraph.graph_store.documents.schema import Chunk, Document, Scalar
 
@@ -128,7 +128,7 @@ class DocumentTable:
     def read_file(cls, path: Path, hint: str = "") -> DocumentTable:
         """Read a table file (``hint``: how to mend it, if it is damaged)."""
         try:
-            lines = [line for line in path.read_bytes().split(b"\n") if line]
+            lines = [line for line in verify_file(path).read_bytes().split(b"\n") if line]
             ids = [orjson.loads(line)["id"] for line in lines]
         except (OSError, ValueError, TypeError, KeyError) as err:
             raise IndexStateError(f"{path} is missing or damaged: {err}", hint) from err
@@ -271,7 +271,7 @@ class DocumentChange:
     def _stored_lines(self) -> Iterator[tuple[str, bytes]]:
         """Yield the last table's lines with their ids."""
         try:
-            with self.path.open("rb") as lines:
+            with verify_file(self.path).open("rb") as lines:
                 for raw in lines:
                     line = raw.rstrip(b"\n")
                     if line:

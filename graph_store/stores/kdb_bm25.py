@@ -32,6 +32,7 @@ import Stemmer
 
 from hopgraph.core.arrays import unique_rows
 from hopgraph.core.errors import IndexStateError
+from hopgraph.core.file_reads import verify_file
 from hopgraph.graph_store.documents.schema import Chunk
 
 from .base import Scored
@@ -89,7 +90,7 @@ class Postings:
     @classmethod
     def load(cls, path: Path) -> Postings:
         """Read what ``scipy.sparse.save_npz`` wrote (another format than CSC: through scipy)."""
-        with np.load(path, allow_pickle=False) as saved:
+        with np.load(verify_file(path), allow_pickle=False) as saved:
             kind = saved["format"].item()
             if (kind.decode() if isinstance(kind, bytes) else kind) == "csc":
                 shape = tuple(int(n) for n in saved["shape"])
@@ -169,10 +170,10 @@ class Segment:
     @classmethod
     def load(cls, folder: Path) -> Segment:
         """Read a segment written by :meth:`save`."""
-        terms = json.loads((folder / "terms.json").read_text(encoding="utf-8"))
+        terms = json.loads(verify_file(folder / "terms.json").read_text(encoding="utf-8"))
         vocab = {term: i for i, term in enumerate(terms["vocab"])}
         tf = Postings.load(folder / "tf.npz")
-        return cls(terms["ids"], vocab, tf, np.load(folder / "lengths.npy"))
+        return cls(terms["ids"], vocab, tf, np.load(verify_file(folder / "lengths.npy")))
 
     @cached_property
     def impact_ceilings(self) -> tuple[np.ndarray, float]:
@@ -332,8 +333,8 @@ class BM25Store:
         if (folder / "params.index.json").is_file() and not (folder / SEGMENTS_FILE).exists():
             return cls.build(list(chunks.values()) if isinstance(chunks, Mapping) else chunks)
         try:
-            paths = json.loads((folder / SEGMENTS_FILE).read_text(encoding="utf-8"))
-            stats = json.loads((folder / STATS_FILE).read_text(encoding="utf-8"))
+            paths = json.loads(verify_file(folder / SEGMENTS_FILE).read_text(encoding="utf-8"))
+            stats = json.loads(verify_file(folder / STATS_FILE).read_text(encoding="utf-8"))
             segments = [Segment.load(root / p) for p in paths]
         except (OSError, ValueError) as err:
             raise IndexStateError(

@@ -13,6 +13,7 @@ import os
 import shlex
 import stat
 import zlib
+from collections.abc import Callable
 from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -22,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from hopgraph.core.config import DEFAULT_MODEL
 from hopgraph.core.errors import IndexStateError
+from hopgraph.core.file_reads import BLOCK, BlockSums, block_sums, expect
 from hopgraph.core.index_settings import IndexSettings
 
 from .ivf import IVF_FILE
@@ -76,6 +78,10 @@ class Manifest(BaseModel):
     the index: readers check them when they open it (a truncated, emptied or missing file)."""
     checksums: dict[str, str] = {}
     """Their CRC-32s (hex), which `hopgraph check` verifies: damage that keeps a file's size."""
+    blocks: dict[str, str] = {}
+    """The CRC-32 of each 1 MiB block (core.file_reads.BLOCK; 8 hex digits a block) of every
+    file over one block: readers verify a block before they first use its bytes (a file of one
+    block: its checksum). Absent for a file recorded before them: it is verified whole."""
     chroma_files: dict[str, tuple[int, str]] = {}
     """Size and CRC-32 of every file of the embedded Chroma store as its write left it, by path
     relative to the index (graph_store/stores/chroma_seal.py). No reader opens Chroma, so they hold
@@ -214,16 +220,56 @@ def record_files(directory: Path, manifest: Manifest, previous: Manifest | None)
     """Record the size and CRC-32 of every file of ``manifest``'s generation.
 
     Files are never changed once written, so a file the previous manifest recorded with the
-    same size keeps its checksum: a write hashes only the files it wrote.
+    same size keeps its checksum and block checksums: a write hashes only the files it wrote.
+    A file recorded before block checksums (Manifest.blocks) is hashed once more, by the next
+    write, for its blocks; one that no longer matches its checksum keeps the recorded one (so
+    `check` still names it) and gets no blocks.
     """
-    sizes, checksums = {}, {}
+    sizes, checksums, blocks = {}, {}, {}
     known = previous.checksums if previous else {}
+    known_blocks = previous.blocks if previous else {}
     for path in part_files(directory, manifest):
         name = path.relative_to(directory).as_posix()
         sizes[name] = path.stat().st_size
         same = previous is not None and previous.sizes.get(name) == sizes[name]
-        checksums[name] = known[name] if same and name in known else crc32(path, sizes[name])
-    manifest.sizes, manifest.checksums = sizes, checksums
+        if same and name in known and (sizes[name] <= BLOCK or name in known_blocks):
+            checksums[name] = known[name]
+            if name in known_blocks:
+                blocks[name] = known_blocks[name]
+            continue
+        checksums[name], sums = block_sums(path, sizes[name], NOFOLLOW)
+        if same and name in known and checksums[name] != known[name]:
+            checksums[name] = known[name]  # damaged since: `check` must still see it
+        elif sizes[name] > BLOCK:
+            blocks[name] = sums
+    manifest.sizes, manifest.checksums, manifest.blocks = sizes, checksums, blocks
+
+
+def open_files(directory: Path, manifest: Manifest) -> None:
+    """Refuse a generation with a file missing or resized; record what each must hash to.
+
+    Its IVF files aside (readers do without). Reads verify the hashes (core.file_reads).
+    """
+    damaged = damaged_files(directory, manifest, derived=False)
+    if damaged:
+        path, what = damaged[0]
+        more = f" ({len(damaged) - 1} more: `hopgraph check` lists them)" if damaged[1:] else ""
+        raise IndexStateError(f"{path} {what}{more}", repair_hint(directory, manifest, path))
+    expect(expected_sums(directory, manifest), directory)
+
+
+def expected_sums(directory: Path, manifest: Manifest) -> list[BlockSums]:
+    """Return what each file of the generation must hash to, a block at a time (readers')."""
+
+    def hint(name: str) -> Callable[[], str]:
+        return lambda: repair_hint(directory, manifest, directory / name)
+
+    return [
+        BlockSums(str(directory / name), manifest.sizes[name], sums, hint(name))
+        for name, checksum in manifest.checksums.items()
+        if name in manifest.sizes
+        for sums in [manifest.blocks.get(name, checksum)]
+    ]
 
 
 def damaged_files(

@@ -28,6 +28,7 @@ import numpy as np
 
 from hopgraph.core.arrays import sparse_at
 from hopgraph.core.errors import IndexStateError
+from hopgraph.core.file_reads import verify_rows
 from hopgraph.core.id_lists import ChunkIds
 
 from .ivf import IVF
@@ -59,6 +60,7 @@ class SearchSegment:
     def top(self, query: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
         """Return this segment's ``n`` best live (chunk rows, cosines), ties included, unordered."""
         if self.ivf is None:
+            verify_rows(self.vectors)
             scores = _dot(self.vectors, query)
             rows = np.arange(len(scores))
         else:  # the IVF proposes, the table scores: every cosine returned is exact
@@ -81,6 +83,7 @@ class SearchSegment:
             sparse_at(last[1], last[2], rows) if last is not None and last[0] == key
             else (np.zeros(len(rows), dtype=bool), np.zeros(len(rows), dtype=np.float32))
         )  # fmt: skip
+        verify_rows(self.vectors, rows[~known])
         scores[~known] = _dot(self.vectors[rows[~known]], query)
         self._last[:] = [(key, rows, scores)]
         return scores
@@ -234,6 +237,7 @@ class VectorSearch:
         for s, segment in enumerate(self.segments):
             mine = np.flatnonzero(where == s)
             if len(mine):
+                verify_rows(segment.vectors, self.row_in[rows[mine]])
                 out[mine] = fetch(segment.vectors, self.row_in[rows[mine]])
         return out
 
@@ -242,6 +246,7 @@ class VectorSearch:
         query = np.asarray(query, dtype=np.float32)
         out = np.zeros(self.chunks, dtype=np.float32)
         for segment in self.segments:
+            verify_rows(segment.vectors)
             scores = _dot(segment.vectors, query)
             live = segment.chunk_rows >= 0
             out[segment.chunk_rows[live]] = scores[live]

@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from hopgraph.core.errors import IndexStateError
+from hopgraph.core.file_reads import verify_file, verify_range
 
 from .ivf import IVF, IVF_FILE, MIN_ROWS
 from .segments import to_merge
@@ -56,8 +57,10 @@ class VectorSegment:
         """Read a segment (its vectors memory-mapped)."""
         folder = root / path
         try:
+            # the header block (shape, type) now; the rows' blocks as searches read them
+            verify_range(folder / VECTORS_FILE, 0, 1)
             vectors = np.load(folder / VECTORS_FILE, mmap_mode="r")
-            ids = json.loads((folder / IDS_FILE).read_text(encoding="utf-8"))
+            ids = json.loads(verify_file(folder / IDS_FILE).read_text(encoding="utf-8"))
         except (OSError, ValueError) as err:
             raise IndexStateError(
                 f"the vector segment {folder} is missing or damaged: {err}",

@@ -17,6 +17,7 @@ import numpy as np
 import orjson
 
 from hopgraph.core.arrays import unique_rows
+from hopgraph.core.file_reads import verify_file
 
 from .base import Extraction, Triple
 
@@ -351,8 +352,8 @@ def load_ragged(
 
     Returns the named ragged and plain arrays, the ids, the vocabulary and the rest of the .json.
     """
-    meta = orjson.loads(path.with_suffix(".json").read_bytes())
-    with np.load(path) as data:
+    meta = orjson.loads(verify_file(path.with_suffix(".json")).read_bytes())
+    with np.load(verify_file(path)) as data:
         # a part or array the file lacks (written by an older hopgraph) is left out
         parts = {
             n: Ragged(data[f"{n}_ptr"], data[f"{n}_values"].astype(VALUES, copy=False))
@@ -374,7 +375,7 @@ def extractions_saved(folder: Path) -> bool:
 
 def extraction_parts(folder: Path) -> list[tuple[str, int, int]]:
     """Return a graph folder's extraction parts: (file, first row, row after the last)."""
-    listed = orjson.loads((folder / EXTRACTION_PARTS / "parts.json").read_bytes())
+    listed = orjson.loads(verify_file(folder / EXTRACTION_PARTS / "parts.json").read_bytes())
     return [(str(name), int(start), int(stop)) for name, start, stop in listed]
 
 

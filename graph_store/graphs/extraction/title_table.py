@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from hopgraph.core.file_reads import FileReads
+from hopgraph.core.file_reads import FileReads, verify_file
 
 from .offline import TitleIndex
 
@@ -47,9 +47,9 @@ class StringTable(Mapping[str, str]):
 
     def __init__(self, stem: Path) -> None:
         # a plain array over the mapped file: numpy's memmap wraps every scalar it gives
-        self.hashes = np.load(f"{stem}.hashes.npy", mmap_mode="r").view(np.ndarray)
+        self.hashes = np.load(verify_file(f"{stem}.hashes.npy"), mmap_mode="r").view(np.ndarray)
         self.count = len(self.hashes)
-        self.starts = np.load(f"{stem}.starts.npy", mmap_mode="r")
+        self.starts = np.load(verify_file(f"{stem}.starts.npy"), mmap_mode="r")
         self.blob = FileReads(Path(f"{stem}.bin"))
         size = self.blob.size
         if len(self.starts) != len(self.hashes) + 1 or int(self.starts[-1]) != size:
@@ -232,7 +232,8 @@ KEPT = 1 << 18
 
 def _longest(directory: Path) -> int:
     """Return the most words of a key in the index saved in ``directory``."""
-    return int(json.loads((directory / f"{TITLES}.json").read_text(encoding="utf-8"))["longest"])
+    table = verify_file(directory / f"{TITLES}.json")
+    return int(json.loads(table.read_text(encoding="utf-8"))["longest"])
 
 
 def load_titles(directory: Path) -> TitleIndex | None:

@@ -35,6 +35,7 @@ from hopgraph.graph_store.graphs.semantic import (
 )
 from hopgraph.graph_store.index.graph_build import GraphSettings, GraphTasks
 from hopgraph.graph_store.index.stored_vectors import read_vectors
+from hopgraph.graph_store.stores.manifest import read_manifest, record_files
 from hopgraph.graph_store.stores.vector_search import VectorSearch
 from tests.sample_index import written_in_four_steps
 from tests.unit.graph_store.graphs.test_incremental_graphs import vector_writes
@@ -209,6 +210,9 @@ def test_a_write_whose_previous_graph_has_no_lists_searches_them_afresh(tmp_path
     build_graphs(here, GraphSettings(), show_progress=False)
     lists = Neighbours.load(_graph_folder(here) / NEIGHBOURS_FILE)
     Neighbours(lists.rows[:, :3], lists.scores[:, :3]).save(_graph_folder(here) / NEIGHBOURS_FILE)
+    manifest = read_manifest(here)  # as the build that wrote them recorded them
+    record_files(here, manifest, None)
+    manifest.write(here)
     shutil.copytree(here, there)
     docs = [Document("new", "New page", "A new page about shared words.")]
     ran = []
