@@ -103,15 +103,23 @@ def block_sums(path: Path, size: int, flags: int = 0) -> tuple[str, str]:
 class BlockSums:
     """What one file's blocks must hash to, and which of them this process has verified.
 
-    ``sums``: 8 hex digits a block of :data:`BLOCK` bytes; or, for a file an index recorded
-    before blocks were (one CRC-32 of the whole file), 8 digits the whole file, verified whole
-    on its first read. ``hint``: how to mend the file, worked out when damage is found.
+    ``sums``: 8 hex digits a block of ``block`` bytes; ``block`` 0: one CRC-32 of the whole
+    file (a file of one block, or one an index recorded before blocks were), verified whole on
+    its first read. ``hint``: how to mend the file, worked out when damage is found.
     """
 
-    def __init__(self, path: str, size: int, sums: str, hint: Callable[[], str]) -> None:
+    def __init__(
+        self, path: str, size: int, sums: str, hint: Callable[[], str], block: int = 0
+    ) -> None:
         self.path, self.size, self.sums, self.hint = path, size, sums, hint
-        count = len(sums) // 8
-        self.block = BLOCK if count > 1 or size <= BLOCK else max(size, 1)
+        self.block = block or max(size, 1)
+        count = -(-size // self.block)
+        if len(sums) != 8 * max(count, 1):
+            raise IndexStateError(
+                f"{path}: the manifest records {len(sums) // 8} block checksums for "
+                f"{count} blocks of {self.block:,} bytes",
+                hint(),
+            )
         self.verified = np.zeros(max(count, 1), dtype=bool)
         self.whole = False
         self._lock = threading.Lock()

@@ -79,9 +79,11 @@ class Manifest(BaseModel):
     checksums: dict[str, str] = {}
     """Their CRC-32s (hex), which `hopgraph check` verifies: damage that keeps a file's size."""
     blocks: dict[str, str] = {}
-    """The CRC-32 of each 1 MiB block (core.file_reads.BLOCK; 8 hex digits a block) of every
-    file over one block: readers verify a block before they first use its bytes (a file of one
+    """The CRC-32 of each block of ``block_size`` bytes (8 hex digits a block) of every file
+    over one block: readers verify a block before they first use its bytes (a file of one
     block: its checksum). Absent for a file recorded before them: it is verified whole."""
+    block_size: int = 0
+    """The bytes a block of ``blocks`` holds (core.file_reads.BLOCK when they were recorded)."""
     chroma_files: dict[str, tuple[int, str]] = {}
     """Size and CRC-32 of every file of the embedded Chroma store as its write left it, by path
     relative to the index (graph_store/stores/chroma_seal.py). No reader opens Chroma, so they hold
@@ -232,6 +234,8 @@ def record_files(directory: Path, manifest: Manifest, previous: Manifest | None)
         name = path.relative_to(directory).as_posix()
         sizes[name] = path.stat().st_size
         same = previous is not None and previous.sizes.get(name) == sizes[name]
+        if previous is not None and previous.block_size != BLOCK:
+            known_blocks = {}  # another size of block (another version): hashed again
         if same and name in known and (sizes[name] <= BLOCK or name in known_blocks):
             checksums[name] = known[name]
             if name in known_blocks:
@@ -243,6 +247,7 @@ def record_files(directory: Path, manifest: Manifest, previous: Manifest | None)
         elif sizes[name] > BLOCK:
             blocks[name] = sums
     manifest.sizes, manifest.checksums, manifest.blocks = sizes, checksums, blocks
+    manifest.block_size = BLOCK
 
 
 def open_files(directory: Path, manifest: Manifest) -> None:
@@ -264,11 +269,14 @@ def expected_sums(directory: Path, manifest: Manifest) -> list[BlockSums]:
     def hint(name: str) -> Callable[[], str]:
         return lambda: repair_hint(directory, manifest, directory / name)
 
+    blocks = manifest.blocks if manifest.block_size else {}
     return [
-        BlockSums(str(directory / name), manifest.sizes[name], sums, hint(name))
+        BlockSums(str(directory / name), manifest.sizes[name], sums, hint(name), block)
         for name, checksum in manifest.checksums.items()
         if name in manifest.sizes
-        for sums in [manifest.blocks.get(name, checksum)]
+        for sums, block in [
+            (blocks[name], manifest.block_size) if name in blocks else (checksum, 0)
+        ]
     ]
 
 

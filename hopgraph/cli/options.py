@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from hopgraph.core.config import DEVICES, LLM_CHOICES, positive_number
+from hopgraph.core.errors import InputError
+from hopgraph.core.network import checked_k
 
 DEMO_INDEX = Path(".hopgraph") / "demo-index"
 """Where `hopgraph demo` builds its index unless --index says otherwise."""
@@ -46,6 +48,14 @@ def positive(text: str) -> int:
         return positive_number(text)
     except ValueError as err:
         raise argparse.ArgumentTypeError(str(err)) from None
+
+
+def passages(text: str) -> int:
+    """Parse ``-k`` as every surface parses k (core.network.checked_k: 1 to 50; argparse type)."""
+    try:
+        return checked_k(text)
+    except InputError as err:
+        raise argparse.ArgumentTypeError(err.message) from None
 
 
 def output_file(text: str) -> Path:

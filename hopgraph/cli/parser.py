@@ -19,6 +19,7 @@ from .options import (
     index_option,
     lazy,
     output_file,
+    passages,
     positive,
     preset_option,
     quiet_option,
@@ -171,7 +172,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="METHOD",
         help="retrieval method (default gnn_ret; try hybrid to compare)",
     )
-    p.add_argument("-k", type=positive, default=4, help="passages per question (default 4)")
+    p.add_argument("-k", type=passages, default=4, help="passages per question (default 4)")
     quiet_option(p)
     p.set_defaults(func=lazy("cli.commands.evaluation:demo"))
 
@@ -273,7 +274,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--method", default="hybrid", help="retrieval method (default hybrid; see `hopgraph info`)"
     )
-    p.add_argument("-k", type=positive, default=5, help="how many passages (default 5)")
+    p.add_argument("-k", type=passages, default=5, help="how many passages (default 5)")
     preset_option(p)
     where_option(p)
     expand_option(p)
@@ -303,7 +304,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="METHOD",
         help=f"a retriever or an agent: {', '.join(agent_methods())} (default gnn_ret)",
     )
-    p.add_argument("-k", type=positive, default=8, help="passages to draw (default 8)")
+    p.add_argument("-k", type=passages, default=8, help="passages to draw (default 8)")
     p.add_argument("--gold", metavar="IDS", help="comma-separated gold document ids to mark")
     preset_option(p)
     p.add_argument(

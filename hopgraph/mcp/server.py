@@ -21,19 +21,21 @@ from mcp.server.fastmcp.exceptions import ToolError
 from pydantic import Field, ValidationError
 
 from hopgraph.agents.registry import DEFAULT_METHOD, agent_methods
-from hopgraph.core.errors import public_text
+from hopgraph.core.errors import HopgraphError, public_text
 from hopgraph.core.network import (
     MAX_K,
     MAX_QUESTION,
     HostGuard,
     bearer_matches,
     check_exposure,
+    checked_k,
+    checked_text,
     parse_host_port,
     request_logger,
     send_json,
 )
 from hopgraph.graph_store import LiveIndex
-from hopgraph.graph_store.documents.filters import JSON_HELP, WhereValue
+from hopgraph.graph_store.documents.filters import JSON_HELP
 from hopgraph.tools.shared.expand import EXPAND_HELP
 from hopgraph.tools.shared.registry import DEFAULT_PRESET, RETRIEVERS, Preset
 
@@ -88,7 +90,9 @@ def build_server(
         # strict: JSON's true is not the number 1 (pydantic's lax mode would read it so)
         k: Annotated[int, Field(ge=1, le=MAX_K, strict=True, description="passages to return")] = 5,
         preset: Annotated[Preset, Field(description=PRESET_HELP)] = DEFAULT_PRESET,
-        where: Annotated[dict[str, WhereValue] | None, Field(description=JSON_HELP)] = None,
+        # any JSON object: the retriever checks it as the CLI does (graph_store filters), in
+        # the CLI's words instead of pydantic's three errors for one value
+        where: Annotated[dict[str, Any] | None, Field(description=JSON_HELP)] = None,
         expand: Annotated[str | None, Field(description=EXPAND_HELP)] = None,
     ) -> list[dict[str, Any]]:
         """Return the k best passages for a query, with scores and why each was retrieved."""
@@ -169,6 +173,10 @@ def build_server(
     return server
 
 
+class ArgumentError(ToolError):
+    """A call with an argument its tool does not have."""
+
+
 class Server(FastMCP):
     """FastMCP whose argument errors read as the CLI's and whose requests log one line each.
 
@@ -181,15 +189,29 @@ class Server(FastMCP):
         """Call a tool; arguments its schema refuses come back named, with what is allowed."""
         started, outcome = time.perf_counter(), "ok"
         try:
+            self._known_arguments(name, arguments)
             return await super().call_tool(name, arguments)
         except ToolError as err:
-            outcome = "refused" if isinstance(err.__cause__, ValidationError) else "failed"
+            refused = isinstance(err, ArgumentError) or isinstance(err.__cause__, ValidationError)
+            outcome = "refused" if refused else "failed"
             if isinstance(err.__cause__, ValidationError):
                 raise ToolError(argument_errors(name, err.__cause__.errors())) from None
             raise
         finally:
             ms = 1000 * (time.perf_counter() - started)
             log.info("%s %s: %s in %.0f ms", name, _described(arguments), outcome, ms)
+
+    def _known_arguments(self, name: str, arguments: dict[str, Any]) -> None:
+        """Refuse an argument the tool does not have (a misspelt ``topk`` is not ignored)."""
+        tool = self._tool_manager.get_tool(name)
+        allowed = (tool.parameters.get("properties") or {}) if tool is not None else None
+        unknown = sorted(set(arguments) - set(allowed)) if allowed is not None else []
+        if unknown:
+            raise ArgumentError(
+                f"{name}: unknown argument{'s' if unknown[1:] else ''} "
+                f"{', '.join(map(repr, unknown))} (its arguments: {', '.join(allowed)}; "
+                f"tools/list gives every argument of {name})"
+            )
 
 
 def _described(arguments: dict[str, Any]) -> str:
@@ -212,9 +234,37 @@ def argument_errors(tool: str, errors: Sequence[Any]) -> str:
         name = ".".join(str(part) for part in error["loc"]) or "the arguments"
         if error["type"] == "missing":
             problems.append(f"{name} is required")
+        elif name in SAME_WORDS:  # as the CLI and the Python seams say it
+            problems.append(SAME_WORDS[name](error))
         else:
             problems.append(f"{name} {_allowed(error)} (got {error.get('input')!r})")
     return f"{tool}: " + "; ".join(problems) + f" (tools/list gives every argument of {tool})"
+
+
+def _checked_words(check: Callable[[Any], object]) -> Callable[[Any], str]:
+    """Return what says an argument's error as ``check`` (the CLI's parser) says it."""
+
+    def words(error: Any) -> str:
+        try:
+            check(error.get("input"))
+        except HopgraphError as err:
+            return err.message
+        return f"{'.'.join(map(str, error['loc']))} {_allowed(error)} (got {error.get('input')!r})"
+
+    return words
+
+
+def _method_words(error: Any) -> str:
+    expected = (error.get("ctx") or {}).get("expected", "")
+    return f"unknown method {error.get('input')!r} (one of {expected})"
+
+
+SAME_WORDS: dict[str, Callable[[Any], str]] = {
+    "k": _checked_words(checked_k),
+    "query": _checked_words(checked_text),
+    "method": _method_words,
+}
+"""Arguments whose errors read as every other surface's (core.network's checks)."""
 
 
 def _allowed(error: Any) -> str:

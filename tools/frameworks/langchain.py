@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from hopgraph.core.network import checked_k
 from hopgraph.graph_store import Index
-from hopgraph.graph_store.documents.filters import JSON_HELP, Where, WhereValue
+from hopgraph.graph_store.documents.filters import JSON_HELP, Where, WhereValue, conditions
 from hopgraph.tools.shared.base import Retriever
 from hopgraph.tools.shared.expand import EXPAND_HELP, Expansion, expand_hits
 from hopgraph.tools.shared.hits import Hit, order_note
@@ -34,6 +34,29 @@ class RetrieveInput(BaseModel):
     k: int = Field(5, ge=1, le=50, description="how many passages to return")
     where: dict[str, WhereValue] | None = Field(None, description=JSON_HELP)
     expand: str | None = Field(None, description=EXPAND_HELP)
+
+    @field_validator("where", mode="before")
+    @classmethod
+    def _where(cls, value: object) -> object:
+        return checked_where(value)  # the CLI's words, not pydantic's dump
+
+
+def checked_where(value: object) -> dict[str, WhereValue] | None:
+    """Return a filter with its values as text, checked as the CLI checks one (InputError).
+
+    Before pydantic's own check, which would answer ``{"lang": 5}`` with a dump of three
+    validation errors where the CLI and MCP say what is wrong.
+    """
+    if value is None:
+        return None
+    checked = conditions(value)  # type: ignore[arg-type]
+    where: dict[str, dict[str, str | list[str]]] = {}
+    for condition in checked:
+        text = condition.value
+        where.setdefault(condition.field, {})[condition.operator] = (
+            list(text) if isinstance(text, tuple) else text
+        )
+    return where  # type: ignore[return-value]
 
 
 def format_hits(hits: list[Hit]) -> str:
@@ -111,6 +134,11 @@ class HopgraphRetriever(BaseRetriever):
     @classmethod
     def _method(cls, value: object) -> str:
         return checked_method(value)
+
+    @field_validator("where", mode="before")
+    @classmethod
+    def _where(cls, value: object) -> object:
+        return checked_where(value)
 
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun

@@ -12,7 +12,7 @@ from hopgraph.cli.options import (
     index_option,
     llm_option,
     method_option,
-    positive,
+    passages,
     preset_option,
     wait_option,
 )
@@ -205,7 +205,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     index_option(p)
     wait_option(p)
     method_option(p)
-    p.add_argument("-k", type=positive, default=5, help="passages per answer (default 5)")
+    p.add_argument("-k", type=passages, default=5, help="passages per answer (default 5)")
     preset_option(p)
     llm_option(p)
     p.add_argument("--thread", metavar="ID", help="resume this conversation")

@@ -20,13 +20,16 @@ def server(docs_index):
 @pytest.mark.parametrize(
     ("arguments", "said"),
     [
-        ({"query": "x", "k": 0}, "k must be at least 1 (got 0)"),
-        ({"query": "x", "k": 51}, "k must be at most 50 (got 51)"),
-        ({"query": "x", "k": "many"}, "k must be a whole number (got 'many')"),
-        ({"query": "x", "method": "nope"}, "method must be one of 'bm25', 'dense'"),
+        (
+            {"query": "x", "k": 0},
+            "k must be a whole number from 1 to 50: must be a positive whole number, got 0",
+        ),
+        ({"query": "x", "k": 51}, "k must be a whole number from 1 to 50, got 51"),
+        ({"query": "x", "k": "many"}, "expected a whole number, got 'many'"),
+        ({"query": "x", "method": "nope"}, "unknown method 'nope' (one of 'bm25', 'dense'"),
         ({"query": "x", "preset": "fast"}, "preset must be one of 'tuned' or 'paper'"),
         ({"k": 2}, "query is required"),
-        ({"query": ""}, "query must not be empty"),
+        ({"query": ""}, "the query is empty"),
         ({"query": "x", "where": "colour"}, "where must be an object (got 'colour')"),
     ],
 )
@@ -41,7 +44,9 @@ def test_a_refused_argument_is_named_with_what_it_allows(server, arguments, said
 def test_two_refused_arguments_are_both_named(server):
     with pytest.raises(ToolError) as caught:
         asyncio.run(server.call_tool("retrieve", {"query": "x", "k": 0, "preset": "fast"}))
-    assert "k must be at least 1" in str(caught.value) and "preset must be" in str(caught.value)
+    assert "k must be a whole number from 1 to 50" in str(caught.value) and "preset must be" in str(
+        caught.value
+    )
 
 
 def test_an_error_of_the_retrieval_itself_keeps_the_clis_words(server):

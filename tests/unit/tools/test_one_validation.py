@@ -28,6 +28,7 @@ BAD_K = [
     (-1, "must be a positive whole number, got -1"),
     (True, "expected a whole number, got True"),
     ("²", "expected a whole number, got '²'"),
+    (10**9, "must be a whole number from 1 to 50, got 1000000000"),
 ]
 BAD_QUERIES = [
     ("", "the query is empty"),
@@ -107,3 +108,44 @@ def test_mcp_refuses_each_by_name(docs_index, arguments):
             asyncio.run(server.call_tool("retrieve", {"query": "Stanley", **arguments}))
     named = next(iter(arguments))
     assert named in str(caught.value) and "Traceback" not in str(caught.value)
+    if named == "k":  # in the words the CLI and the Python seams use
+        value = arguments["k"]
+        words = dict(BAD_K).get(value) if value is not True else "got True"
+        assert words is None or words in str(caught.value), str(caught.value)
+
+
+BAD_WHERE = [
+    ({"title": {"$contains": ""}}, "title*=", "'title': the value is empty"),
+    ({"title": {"$bogus": "x"}}, None, "'title': unknown operator '$bogus'"),
+    ({"title": {}}, None, "'title': no operator given"),
+    ({"title": [1]}, None, "'title': [1] is not a text, number or true/false value"),
+]
+
+
+@pytest.mark.parametrize(("where", "option", "said"), BAD_WHERE, ids=lambda v: repr(v))
+def test_a_malformed_filter_is_refused_alike(docs_index, capsys, where, option, said):
+    """One message for a malformed filter in the CLI's --where, the two retriever classes, a
+    retriever's own ``retrieve`` and MCP (never pydantic's dump of validation errors)."""
+    said = f"malformed filter: {said}"
+    ways = {
+        "retrieve": lambda: make_retriever("dense", docs_index).retrieve("Stanley", 3, where),
+        "langchain": lambda: HopgraphRetriever(index=docs_index, method="dense", where=where),
+        "llamaindex": lambda: HopgraphLlamaIndexRetriever(docs_index, "dense", where=where)
+        .retrieve("Stanley"),
+    }  # fmt: skip
+    for name, work in ways.items():
+        assert said in refused(work), name
+    with LiveIndex(docs_index.directory) as live, pytest.raises(ToolError) as caught:
+        asyncio.run(build_server(live).call_tool("retrieve", {"query": "x", "where": where}))
+    assert said in str(caught.value) and "Traceback" not in str(caught.value)
+    if option is not None:
+        assert cli("retrieve", "x", "--where", option, "--index", str(docs_index.directory)) == 2
+        err = capsys.readouterr().err
+        assert said in err and "Traceback" not in err
+
+
+def test_mcp_names_an_argument_its_tool_does_not_have(docs_index):
+    with LiveIndex(docs_index.directory) as live, pytest.raises(ToolError) as caught:
+        asyncio.run(build_server(live).call_tool("retrieve", {"query": "x", "topk": 3}))
+    said = str(caught.value)
+    assert "retrieve: unknown argument 'topk' (its arguments: query, method, k" in said

@@ -85,7 +85,7 @@ def test_a_mapped_table_is_verified_a_block_at_a_time_once(tmp_path):
     data[2 * BLOCK + 10] ^= 0xFF  # the third block
     path.write_bytes(bytes(data))
     hint = "`hopgraph check --repair --index X`"
-    expect([BlockSums(str(path), size, sums, lambda: hint)])
+    expect([BlockSums(str(path), size, sums, lambda: hint, BLOCK)])
     table = np.load(path, mmap_mode="r")
     per_block = BLOCK // 64
     verify_rows(table, np.array([0, 5, per_block + 3]))  # the first two blocks: sound
@@ -149,3 +149,24 @@ def test_blocks_are_recorded_then_added_by_the_next_write_to_an_index_without(
     record_files(index, (final := legacy.model_copy()), legacy)
     assert damaged not in final.blocks and final.checksums[damaged] == after.checksums[damaged]
     assert all(final.blocks[n] == after.blocks[n] for n in kept if n != damaged)
+
+
+def test_blocks_of_another_size_are_read_as_recorded(tmp_path, monkeypatch):
+    """Block checksums recorded with another block size (another version) verify as recorded,
+    and the next write records them again in this version's size."""
+    from hopgraph.core import file_reads
+    from hopgraph.graph_store import Document, add_documents
+    from hopgraph.graph_store.stores import manifest
+    from tests.unit.graph_store.index.test_index import ALL, build
+
+    index = tmp_path / "idx"
+    for module in (file_reads, manifest):
+        monkeypatch.setattr(module, "BLOCK", 256)
+    build(index, ALL[:4])
+    for module in (file_reads, manifest):
+        monkeypatch.setattr(module, "BLOCK", 512)
+    assert answers(index)[("dense", "Stanley")]  # read, verified in blocks of 256 bytes
+    add_documents(index, [Document("new", "New", "A new note on Stanley.")], False)
+    after = read_manifest(index)
+    assert after.block_size == 512 and after.blocks
+    assert all(len(s) == 8 * -(-after.sizes[n] // 512) for n, s in after.blocks.items())
