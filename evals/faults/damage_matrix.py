@@ -3,20 +3,28 @@
 ``python -m hopgraph.evals.faults.damage_matrix [--model hashing] [--report FILE]``
 
 The index: the sample pages (tests' DOCS) with their graphs and triple vectors. For every file
-under it (the lock aside), three damages, each on a fresh copy: truncated to half, deleted, and
-one byte flipped in its middle. Then `check` must name at least one problem; `check --repair`
+under it (the lock aside), each damage on a fresh copy: truncated to half, deleted, one byte
+flipped in its middle, 4 kB zeroed in its middle, 1 MiB appended, a symbolic link to /dev/zero
+or to a folder in its place, and its read permission taken away (not damage to root, who reads
+any file: skipped then). First every method answers every question as the undamaged index does
+or refuses with the damage named (a different answer is "served wrong", an error that is not
+hopgraph's a "traceback"); then `check` must name at least one problem, and `check --repair`
 either mends it (after which `check` is sound and dense, hybrid, gnn_ret and naive_ge give the
 undamaged index's top 5 for every question, ids and scores) or refuses, naming the damage and
-the documents to index again. The report counts each outcome, with the reasons of refusals.
+the documents to index again. The report counts each outcome, with the reasons of refusals, and
+the slowest `check` and the run's peak memory (issue 73: under 30 s and 1 GB).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import resource
 import shutil
 import sys
 import tempfile
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -29,7 +37,16 @@ from hopgraph.graph_store.index.repair import repair
 from hopgraph.tools import make_retriever
 
 METHODS = ("dense", "hybrid", "gnn_ret", "naive_ge")
-DAMAGES = ("truncate", "delete", "flip")
+DAMAGES = (
+    "truncate",
+    "delete",
+    "flip",
+    "zero4k",
+    "append1m",
+    "link_zero",
+    "link_dir",
+    "unreadable",
+)
 SAMPLE = Path(__file__).resolve().parents[2] / "hopgraph" / "sample"
 
 
@@ -63,17 +80,42 @@ def answers(index: Path) -> dict[str, list[list[tuple[str, float]]]]:
 def damage(path: Path, how: str) -> bool:
     """Damage ``path`` as ``how`` says; False when there is nothing to damage (empty file)."""
     data = path.read_bytes()
-    if how == "delete":
+    if how in ("delete", "link_zero", "link_dir"):
         path.unlink()
+        if how != "delete":
+            path.symlink_to("/dev/zero" if how == "link_zero" else path.parent.parent)
+    elif how == "unreadable":
+        path.chmod(0)
+    elif how == "append1m":
+        path.write_bytes(data + bytes(1 << 20))
     elif not data:
         return False
     elif how == "truncate":
         path.write_bytes(data[: len(data) // 2])
     else:
-        flipped = bytearray(data)
-        flipped[len(flipped) // 2] ^= 0xFF
-        path.write_bytes(bytes(flipped))
+        changed = bytearray(data)
+        width = 1 if how == "flip" else min(4096, len(data))
+        at = (len(data) - width) // 2
+        part = changed[at : at + width]
+        # zeroed; flipped where already zero (the bytes must change)
+        zeroed = how == "zero4k" and any(part)
+        changed[at : at + width] = bytes(width) if zeroed else bytes(x ^ 0xFF for x in part)
+        path.write_bytes(bytes(changed))
     return True
+
+
+def served(index: Path, expected: dict) -> str | None:
+    """Return how the damaged index served the questions: None if as undamaged or refused.
+
+    "served wrong": a different answer; "traceback": an error that is not hopgraph's.
+    """
+    try:
+        got = answers(index)
+    except HopgraphError:
+        return None  # refused, named (which method refused is not what is asked)
+    except Exception:  # what this matrix looks for
+        return "traceback"
+    return None if got == expected else "served wrong"
 
 
 def trial(base: Path, folder: Path, name: str, how: str, expected: dict) -> dict:
@@ -81,10 +123,17 @@ def trial(base: Path, folder: Path, name: str, how: str, expected: dict) -> dict
     index = folder / "trial"
     shutil.rmtree(index, ignore_errors=True)
     shutil.copytree(base, index)
+    if how == "unreadable" and os.geteuid() == 0:
+        return {"file": name, "damage": how, "outcome": "skipped (root reads any file)"}
     if not damage(index / name, how):
         return {"file": name, "damage": how, "outcome": "skipped (empty file)"}
+    wrong = served(index, expected)
+    started = time.perf_counter()
     named = [str(p) for p in check_index(index)]
     row = {"file": name, "damage": how, "named": len(named)}
+    row["check_s"] = round(time.perf_counter() - started, 3)
+    if wrong is not None:
+        return row | {"outcome": wrong}
     try:
         row["repaired"] = repair(index)
     except HopgraphError as err:
@@ -111,7 +160,16 @@ def run(model: str, folder: Path) -> dict:
             trials.append(trial(base, folder, name, how, expected))
             print(f"{trials[-1]['outcome']:<22} {how:<8} {name}", flush=True)
     counts = Counter(t["outcome"] for t in trials)
-    return {"files": len(names), "trials": len(trials), "outcomes": dict(counts), "all": trials}
+    slowest = max((t.get("check_s", 0.0) for t in trials), default=0.0)
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return {
+        "files": len(names),
+        "trials": len(trials),
+        "outcomes": dict(counts),
+        "slowest_check_s": slowest,
+        "peak_rss_mb": round(peak_mb),
+        "all": trials,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -124,11 +182,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="damage-matrix-") as tmp:
         report = run(args.model, Path(tmp))
-    print(json.dumps(report["outcomes"]))
+    print(json.dumps({k: v for k, v in report.items() if k != "all"}))
     if args.report:
         args.report.parent.mkdir(parents=True, exist_ok=True)
         args.report.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
-    bad = {"not named by check", "unsound after repair", "answers differ"}
+    bad = {"not named by check", "unsound after repair", "answers differ", "served wrong"}
+    bad |= {"traceback"}
     return 1 if bad & set(report["outcomes"]) else 0
 
 
