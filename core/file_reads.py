@@ -83,6 +83,8 @@ class FileReads:
 
 BLOCK = 1 << 20
 """The bytes one recorded CRC-32 covers (Manifest.blocks)."""
+NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+"""Open a file, not what a link in its place points to (POSIX; file_problem names links first)."""
 
 
 def block_sums(path: Path, size: int, flags: int = 0) -> tuple[str, str]:
@@ -141,7 +143,11 @@ class BlockSums:
         todo = blocks[~self.verified[blocks]]
         if not len(todo):
             return
-        with self._lock, open(self.path, "rb", buffering=0) as handle:
+        try:
+            fd = os.open(self.path, os.O_RDONLY | NOFOLLOW)  # a link put in its place: refused
+        except OSError as err:
+            raise IndexStateError(f"{self.path} cannot be read: {err}", self.hint()) from err
+        with self._lock, os.fdopen(fd, "rb") as handle:
             for number in todo.tolist():
                 at = number * self.block
                 data = os.pread(handle.fileno(), min(self.block, self.size - at), at)

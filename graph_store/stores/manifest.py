@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from hopgraph.core.config import DEFAULT_MODEL
 from hopgraph.core.errors import IndexStateError
-from hopgraph.core.file_reads import BLOCK, BlockSums, block_sums, expect
+from hopgraph.core.file_reads import BLOCK, NOFOLLOW, BlockSums, block_sums, expect
 from hopgraph.core.index_settings import IndexSettings
 
 from .ivf import IVF_FILE
@@ -133,10 +133,6 @@ def part_files(directory: Path, manifest: Manifest) -> list[Path]:
             found.update(p for p in root.rglob("*") if p.is_file())
     named = {directory / name for name in manifest.ann.values()}
     return sorted(p for p in found if p.name != IVF_FILE or p in named)
-
-
-NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-"""Open a file, not what a link in its place points to (POSIX; file_problem names links first)."""
 
 
 def crc32(path: Path, size: int | None = None) -> str:

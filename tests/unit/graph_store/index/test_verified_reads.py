@@ -170,3 +170,17 @@ def test_blocks_of_another_size_are_read_as_recorded(tmp_path, monkeypatch):
     after = read_manifest(index)
     assert after.block_size == 512 and after.blocks
     assert all(len(s) == 8 * -(-after.sizes[n] // 512) for n, s in after.blocks.items())
+
+
+def test_a_link_put_in_a_files_place_after_the_open_is_refused(tmp_path):
+    from hopgraph.core.file_reads import verify_range
+
+    path = tmp_path / "table.bin"
+    path.write_bytes(b"y" * 10)
+    expect([BlockSums(str(path), 10, block_sums(path, 10)[1], lambda: "check --repair")])
+    path.unlink()
+    path.symlink_to("/dev/zero")
+    with pytest.raises(IndexStateError) as caught:
+        verify_range(path, 0, 4)
+    assert f"{path} cannot be read" in caught.value.message
+    assert caught.value.hint == "check --repair"
