@@ -2,9 +2,9 @@
 
 k, the method and the query's text go through one set of checks (core.network.checked_k and
 checked_text, tools.shared.registry.checked_method): the CLI, the LangChain and LlamaIndex
-retrievers, a retriever's own ``retrieve`` and the LangGraph server's context each refuse them
-with the same words, and never with a TypeError or a traceback. MCP refuses each too, in the
-words of its argument errors (tests/unit/mcp/test_mcp_arguments.py).
+retrievers, a retriever's own ``retrieve``, the page's search API, MCP and the LangGraph
+server's context each refuse them with the same words, and never with a TypeError or a
+traceback; a malformed filter reads as ``--where``'s error everywhere.
 """
 
 from __future__ import annotations
@@ -14,15 +14,18 @@ from types import SimpleNamespace
 
 import pytest
 from mcp.server.fastmcp.exceptions import ToolError
+from starlette.testclient import TestClient
 
 from hopgraph.agents.server import ServerContext, checked_context
 from hopgraph.cli import main
 from hopgraph.core.errors import HopgraphError
 from hopgraph.graph_store import LiveIndex
 from hopgraph.mcp.server import build_server
+from hopgraph.page.server import UIApp
 from hopgraph.tools import HopgraphRetriever, make_retriever
 from hopgraph.tools.frameworks.llamaindex import HopgraphLlamaIndexRetriever
 
+PAGE = "http://127.0.0.1:8766"  # a host the page knows (HostGuard)
 BAD_K = [
     (0, "must be a positive whole number, got 0"),
     (-1, "must be a positive whole number, got -1"),
@@ -46,6 +49,12 @@ def cli(*argv: str) -> int:
         return int(stop.code or 0)
 
 
+def page_search(index, params: dict):
+    """Ask the page's search API (`hopgraph ui`) of ``index``."""
+    with LiveIndex(index.directory) as live:
+        return TestClient(UIApp(live).app(), base_url=PAGE).get("/api/search", params=params)
+
+
 def refused(work) -> str:
     with pytest.raises(HopgraphError) as caught:
         work()
@@ -61,10 +70,12 @@ def test_a_bad_k_is_refused_alike(docs_index, capsys, k, said):
     }
     for name, work in ways.items():
         assert said in refused(work), name
-    text = "true" if k is True else str(k)  # the CLI's -k is text
+    text = "true" if k is True else str(k)  # the CLI's -k and the page's k are text
     assert cli("retrieve", "x", "-k", text, "--index", str(docs_index.directory)) == 2
     err = capsys.readouterr().err
     assert said.replace("True", "'true'") in err and "Traceback" not in err
+    reply = page_search(docs_index, {"q": "x", "method": "bm25", "k": text})
+    assert reply.status_code == 400 and said.replace("True", "'true'") in reply.json()["error"]
 
 
 @pytest.mark.parametrize(("query", "said"), BAD_QUERIES, ids=lambda v: repr(v))
@@ -81,6 +92,11 @@ def test_a_query_that_is_not_text_is_refused_alike(docs_index, capsys, query, sa
     assert cli("retrieve", query, "--index", str(docs_index.directory)) == 2
     err = capsys.readouterr().err
     assert said in err and "Traceback" not in err
+    if "\ud800" in query:
+        return  # no URL carries one: UTF-8 has no lone surrogate, a %-escape decodes to U+FFFD
+    reply = page_search(docs_index, {"q": query, "method": "bm25"})  # it asks a question
+    assert reply.status_code == 400
+    assert said.replace("the query", "the question") in reply.json()["error"]
 
 
 def test_an_unknown_method_or_a_null_index_is_refused_alike(docs_index, capsys):
