@@ -97,6 +97,24 @@ def conditions(where: Where) -> list[Condition]:
     return out
 
 
+def checked_where(value: object) -> dict[str, WhereValue] | None:
+    """Return a filter with its values as text, checked as the CLI checks one (InputError).
+
+    Before pydantic's own check, which would answer ``{"lang": 5}`` with a dump of three
+    validation errors where the CLI and MCP say what is wrong (the LangChain retriever and tools).
+    """
+    if value is None:
+        return None
+    checked = conditions(value)  # type: ignore[arg-type]
+    where: dict[str, dict[str, str | list[str]]] = {}
+    for condition in checked:
+        text = condition.value
+        where.setdefault(condition.field, {})[condition.operator] = (
+            list(text) if isinstance(text, tuple) else text
+        )
+    return where  # type: ignore[return-value]
+
+
 def _condition(key: str, operator: str, value: object) -> Condition:
     if operator not in OPERATORS:
         raise _malformed(f"{key!r}: unknown operator {operator!r} (one of {', '.join(OPERATORS)})")

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from hopgraph.core.network import checked_k
 from hopgraph.graph_store import Index
-from hopgraph.graph_store.documents.filters import JSON_HELP, Where, WhereValue, conditions
+from hopgraph.graph_store.documents.filters import JSON_HELP, Where, WhereValue, checked_where
 from hopgraph.tools.shared.base import Retriever
 from hopgraph.tools.shared.expand import EXPAND_HELP, Expansion, expand_hits
 from hopgraph.tools.shared.hits import Hit, order_note
@@ -39,24 +39,6 @@ class RetrieveInput(BaseModel):
     @classmethod
     def _where(cls, value: object) -> object:
         return checked_where(value)  # the CLI's words, not pydantic's dump
-
-
-def checked_where(value: object) -> dict[str, WhereValue] | None:
-    """Return a filter with its values as text, checked as the CLI checks one (InputError).
-
-    Before pydantic's own check, which would answer ``{"lang": 5}`` with a dump of three
-    validation errors where the CLI and MCP say what is wrong.
-    """
-    if value is None:
-        return None
-    checked = conditions(value)  # type: ignore[arg-type]
-    where: dict[str, dict[str, str | list[str]]] = {}
-    for condition in checked:
-        text = condition.value
-        where.setdefault(condition.field, {})[condition.operator] = (
-            list(text) if isinstance(text, tuple) else text
-        )
-    return where  # type: ignore[return-value]
 
 
 def format_hits(hits: list[Hit]) -> str:
