@@ -87,18 +87,18 @@ NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 """Open a file, not what a link in its place points to (POSIX; file_problem names links first)."""
 
 
-def block_sums(path: Path, size: int, flags: int = 0) -> tuple[str, str]:
+def block_sums(path: Path, size: int | None, flags: int = 0) -> tuple[str, str]:
     """Return a file's CRC-32 and its blocks' (8 hex digits each), reading it once.
 
-    Read no further than ``size`` (the size the manifest records); ``flags`` are added to the
-    open's (O_NOFOLLOW: a link in the file's place is not followed).
+    Read no further than ``size`` (the size the manifest records; None: to the end); ``flags``
+    are added to the open's (O_NOFOLLOW: a link in the file's place is not followed).
     """
-    whole, blocks, left = 0, [], size
+    whole, blocks, left = 0, [], -1 if size is None else size
     with os.fdopen(os.open(path, os.O_RDONLY | flags), "rb") as handle:
-        while left and (block := handle.read(min(BLOCK, left))):
+        while left and (block := handle.read(BLOCK if left < 0 else min(BLOCK, left))):
             whole = zlib.crc32(block, whole)
             blocks.append(f"{zlib.crc32(block):08x}")
-            left -= len(block)
+            left = left - len(block) if left > 0 else left
     return f"{whole:08x}", "".join(blocks)
 
 
@@ -228,17 +228,22 @@ def verify_rows(array: np.ndarray, rows: np.ndarray | None = None) -> None:
     sums.verify_blocks(np.unique(blocks))
 
 
+def mapping_of(array: np.ndarray) -> mmap.mmap | None:
+    """Return the memory map an array is a view of, if any (a table loaded with mmap_mode)."""
+    base: object = array
+    while base is not None and not isinstance(base, mmap.mmap):
+        base = getattr(base, "base", None)
+    return base
+
+
 def file_offset(array: np.ndarray) -> int | None:
     """Return where ``array``'s first byte lies in the file it maps (None: not known).
 
     The map starts at the memmap's ``offset`` rounded down to the allocation granularity, and a
     view of a slice keeps its parent's map and ``offset``.
     """
-    base: object = array
-    while base is not None and not isinstance(base, mmap.mmap):
-        base = getattr(base, "base", None)
-    offset = getattr(array, "offset", None)
-    if base is None or offset is None:
+    mapping, offset = mapping_of(array), getattr(array, "offset", None)
+    if mapping is None or offset is None:
         return None
     mapped_from = offset - offset % mmap.ALLOCATIONGRANULARITY
-    return int(array.ctypes.data - np.frombuffer(base, np.uint8).ctypes.data + mapped_from)
+    return int(array.ctypes.data - np.frombuffer(mapping, np.uint8).ctypes.data + mapped_from)

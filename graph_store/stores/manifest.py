@@ -12,7 +12,6 @@ import json
 import os
 import shlex
 import stat
-import zlib
 from collections.abc import Callable
 from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError, version
@@ -141,12 +140,7 @@ def crc32(path: Path, size: int | None = None) -> str:
     ``size``: read no further (the size the manifest records: a file grown since, or a device
     put in its place, is not read on and on). A symbolic link is not followed.
     """
-    value, left = 0, -1 if size is None else size
-    with os.fdopen(os.open(path, os.O_RDONLY | NOFOLLOW), "rb") as handle:
-        while left and (block := handle.read(1 << 20 if left < 0 else min(1 << 20, left))):
-            value = zlib.crc32(block, value)
-            left = left - len(block) if left > 0 else left
-    return f"{value:08x}"
+    return block_sums(path, size, NOFOLLOW)[0]
 
 
 def file_problem(path: Path, directory: Path, size: int | None = None) -> str | None:
@@ -225,13 +219,12 @@ def record_files(directory: Path, manifest: Manifest, previous: Manifest | None)
     """
     sizes, checksums, blocks = {}, {}, {}
     known = previous.checksums if previous else {}
-    known_blocks = previous.blocks if previous else {}
+    # blocks of another size (another version's) are hashed again
+    known_blocks = previous.blocks if previous and previous.block_size == BLOCK else {}
     for path in part_files(directory, manifest):
         name = path.relative_to(directory).as_posix()
         sizes[name] = path.stat().st_size
         same = previous is not None and previous.sizes.get(name) == sizes[name]
-        if previous is not None and previous.block_size != BLOCK:
-            known_blocks = {}  # another size of block (another version): hashed again
         if same and name in known and (sizes[name] <= BLOCK or name in known_blocks):
             checksums[name] = known[name]
             if name in known_blocks:

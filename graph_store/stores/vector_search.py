@@ -28,7 +28,7 @@ import numpy as np
 
 from hopgraph.core.arrays import sparse_at
 from hopgraph.core.errors import IndexStateError
-from hopgraph.core.file_reads import verify_rows
+from hopgraph.core.file_reads import file_offset, mapping_of, verify_rows
 from hopgraph.core.id_lists import ChunkIds
 
 from .ivf import IVF
@@ -203,7 +203,7 @@ class VectorSearch:
         it all, 3 GB of a 3M-row table's 4.6 in a task of 1 GB of its own.
         """
         for segment in self.segments:
-            mapping = _mapping(segment.vectors)
+            mapping = mapping_of(segment.vectors)
             if mapping is not None and hasattr(mmap, "MADV_DONTNEED"):
                 mapping.madvise(mmap.MADV_DONTNEED)
 
@@ -323,14 +323,6 @@ def _ivf(directory: Path, manifest: Manifest, segment: VectorSegment, mode: str)
     return None
 
 
-def _mapping(array: np.ndarray) -> mmap.mmap | None:
-    """Return the memory map an array is a view of, if any (a table loaded with mmap_mode)."""
-    base = array
-    while base is not None and not isinstance(base, mmap.mmap):
-        base = getattr(base, "base", None)
-    return base
-
-
 def _mapped_rows(vectors: np.ndarray, at: np.ndarray) -> np.ndarray:
     """Return ``vectors[at]`` (float32), read in file order (memory-mapped: forwards)."""
     order = np.argsort(at)
@@ -344,13 +336,9 @@ def _read_rows(vectors: np.ndarray, at: np.ndarray) -> np.ndarray:
 
     Rows are read in file order, one call per run of consecutive rows, into place.
     """
-    mapping, filename = _mapping(vectors), getattr(vectors, "filename", None)
-    if mapping is None or filename is None or not vectors.flags.c_contiguous:
+    first, filename = file_offset(vectors), getattr(vectors, "filename", None)
+    if first is None or filename is None or not vectors.flags.c_contiguous:
         return np.asarray(vectors[at], dtype=np.float32)
-    # where row 0 lies in the file: the map starts at ``offset`` rounded down to the allocation
-    # granularity (np.memmap), and a view of a slice keeps its parent's map and ``offset``
-    mapped_from = vectors.offset - vectors.offset % mmap.ALLOCATIONGRANULARITY
-    first = vectors.ctypes.data - np.frombuffer(mapping, np.uint8).ctypes.data + mapped_from
     unique, back = np.unique(at, return_inverse=True)
     held = np.empty((len(unique), vectors.shape[1]), dtype=vectors.dtype)
     width = vectors.strides[0]
