@@ -124,6 +124,7 @@ class BlockSums:
             )
         self.verified = np.zeros(max(count, 1), dtype=bool)
         self.whole = False
+        self.identity = _identity(path)
         self._lock = threading.Lock()
 
     def verify(self, start: int = 0, stop: int | None = None) -> None:
@@ -161,6 +162,15 @@ class BlockSums:
             self.whole = bool(self.verified.all())
 
 
+def _identity(path: str) -> tuple[int, ...] | None:
+    """Return what tells this file from another put at its path (a copy, a file swapped in)."""
+    try:
+        found = os.stat(path, follow_symlinks=False)
+    except OSError:
+        return None  # missing or unreadable: its first read says so
+    return found.st_dev, found.st_ino, found.st_mtime_ns, found.st_size
+
+
 _SUMS: dict[str, BlockSums] = {}
 _SUMS_LOCK = threading.Lock()
 
@@ -168,8 +178,10 @@ _SUMS_LOCK = threading.Lock()
 def expect(sums: list[BlockSums], under: Path | None = None) -> None:
     """Record what the files of an opened generation must hash to (this process's readers).
 
-    A file's verified blocks stay verified while its recorded sums are the same (its files are
-    never changed once written): another open of the same generation verifies nothing again.
+    A file's verified blocks stay verified while its recorded sums and the file are the same
+    (an index's files are never changed once written): another open of the same generation
+    verifies nothing again, but a file put in its place (a copy, another of the same size) is
+    verified anew.
     ``under``: the index folder; what is recorded of its files that are gone (an older
     generation's, purged) is let go, so a server that follows writes holds no more of it.
     """
@@ -182,7 +194,8 @@ def expect(sums: list[BlockSums], under: Path | None = None) -> None:
         for found in sums:
             key = os.path.abspath(found.path)
             known = _SUMS.get(key)
-            if known is None or (known.sums, known.size) != (found.sums, found.size):
+            same = (known.sums, known.size, known.identity) if known is not None else None
+            if same != (found.sums, found.size, found.identity):
                 _SUMS[key] = found
 
 

@@ -5,8 +5,10 @@
 The index: the sample pages (tests' DOCS) with their graphs and triple vectors. For every file
 under it (the lock aside), each damage on a fresh copy: truncated to half, deleted, one byte
 flipped in its middle, 4 kB zeroed in its middle, 1 MiB appended, a symbolic link to /dev/zero
-or to a folder in its place, and its read permission taken away (not damage to root, who reads
-any file: skipped then). First every method answers every question as the undamaged index does
+or to a folder in its place, and its read permission taken away (root runs the matrix without
+the capabilities that let it read any file: setpriv drops them). Then, on the index after one
+more `add` (three generations), every pair of same-size files of two generations, one of them
+the current one's, swapped. First every method answers every question as the undamaged index does
 or refuses with the damage named (a different answer is "served wrong", an error that is not
 hopgraph's a "traceback"); then `check` must name at least one problem, and `check --repair`
 either mends it (after which `check` is sound and dense, hybrid, gnn_ret and naive_ge give the
@@ -22,6 +24,7 @@ import json
 import os
 import resource
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -30,7 +33,14 @@ from pathlib import Path
 
 from hopgraph.core.errors import HopgraphError
 from hopgraph.core.settings import IndexSettings
-from hopgraph.graph_store import Index, build_graphs, build_index, load_documents
+from hopgraph.graph_store import (
+    Document,
+    Index,
+    add_documents,
+    build_graphs,
+    build_index,
+    load_documents,
+)
 from hopgraph.graph_store.index.check import check_index
 from hopgraph.graph_store.index.graph_build import GraphSettings
 from hopgraph.graph_store.index.repair import repair
@@ -48,6 +58,9 @@ DAMAGES = (
     "unreadable",
 )
 SAMPLE = Path(__file__).resolve().parents[2] / "hopgraph" / "sample"
+EXTRA = {"id": "extra", "title": "Extra", "text": "The keeper of the lighthouse of Alexandria."}
+# CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH: what lets root read a file whose mode says no
+DAC_CAPS = "-dac_override,-dac_read_search"
 
 
 def build(folder: Path, model: str) -> Path:
@@ -57,6 +70,29 @@ def build(folder: Path, model: str) -> Path:
     build_index(docs, index, IndexSettings(model=model), show_progress=False)
     build_graphs(index, GraphSettings(embed_triples=True), show_progress=False)
     return index
+
+
+def three_generations(base: Path, folder: Path) -> Path:
+    """Return a copy of ``base`` after one more `add`: older generations' files beside it."""
+    index = folder / "idx3"
+    shutil.copytree(base, index)
+    add_documents(index, [Document(**EXTRA)], show_progress=False)
+    return index
+
+
+def swaps(index: Path) -> list[tuple[str, str]]:
+    """Pairs of same-size, different files of two generations, one the current generation's."""
+    with Index.open(index) as idx:
+        current = set(idx.manifest.checksums)
+    files = [p for p in index.glob("g*/**/*") if p.is_file()]
+    pairs = []
+    for i, a in enumerate(files):
+        for b in files[i + 1 :]:
+            names = str(a.relative_to(index)), str(b.relative_to(index))
+            apart = names[0].split("/")[0] != names[1].split("/")[0] and current & set(names)
+            if apart and a.stat().st_size == b.stat().st_size and a.read_bytes() != b.read_bytes():
+                pairs.append(names)
+    return pairs
 
 
 def questions() -> list[str]:
@@ -118,14 +154,40 @@ def served(index: Path, expected: dict) -> str | None:
     return None if got == expected else "served wrong"
 
 
+def swap(a: Path, b: Path) -> None:
+    """Put the bytes of ``a`` in ``b`` and those of ``b`` in ``a`` (sizes stay as they were)."""
+    data = a.read_bytes()
+    a.write_bytes(b.read_bytes())
+    b.write_bytes(data)
+
+
+def reads_any_file(folder: Path) -> bool:
+    """Whether this process reads a file whose mode forbids it (root with its capabilities)."""
+    probe = folder / "mode-000"
+    probe.write_bytes(b"x")
+    probe.chmod(0)
+    try:
+        probe.read_bytes()
+        return True
+    except PermissionError:
+        return False
+    finally:
+        probe.unlink()
+
+
 def trial(base: Path, folder: Path, name: str, how: str, expected: dict) -> dict:
-    """Damage one file of a copy of ``base``; check, repair, check, compare answers."""
+    """Damage one file of a copy of ``base``; check, repair, check, compare answers.
+
+    ``how`` is one of DAMAGES, or ``swap:OTHER``: ``name`` and OTHER change bytes.
+    """
     index = folder / "trial"
     shutil.rmtree(index, ignore_errors=True)
     shutil.copytree(base, index)
-    if how == "unreadable" and os.geteuid() == 0:
-        return {"file": name, "damage": how, "outcome": "skipped (root reads any file)"}
-    if not damage(index / name, how):
+    if how == "unreadable" and reads_any_file(folder):
+        return {"file": name, "damage": how, "outcome": "skipped (this process reads any file)"}
+    if how.startswith("swap:"):
+        swap(index / name, index / how.removeprefix("swap:"))
+    elif not damage(index / name, how):
         return {"file": name, "damage": how, "outcome": "skipped (empty file)"}
     wrong = served(index, expected)
     started = time.perf_counter()
@@ -154,11 +216,14 @@ def run(model: str, folder: Path) -> dict:
     names = sorted(
         str(p.relative_to(base)) for p in base.rglob("*") if p.is_file() and p.name != ".lock"
     )
+    runs = [(base, name, how, expected) for name in names for how in DAMAGES]
+    three = three_generations(base, folder / "three")
+    after_add = answers(three)
+    runs += [(three, a, f"swap:{b}", after_add) for a, b in swaps(three)]
     trials = []
-    for name in names:
-        for how in DAMAGES:
-            trials.append(trial(base, folder, name, how, expected))
-            print(f"{trials[-1]['outcome']:<22} {how:<8} {name}", flush=True)
+    for index, name, how, wanted in runs:
+        trials.append(trial(index, folder, name, how, wanted))
+        print(f"{trials[-1]['outcome']:<22} {how:<8} {name}", flush=True)
     counts = Counter(t["outcome"] for t in trials)
     slowest = max((t.get("check_s", 0.0) for t in trials), default=0.0)
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -180,6 +245,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--report", type=Path, help="write the trials here (JSON)")
     args = parser.parse_args(argv)
+    if os.geteuid() == 0 and not os.environ.get("HOPGRAPH_DAMAGE_NO_DAC"):
+        # root reads a file of mode 000: run as root without that power, as a user would
+        argv = [*(sys.argv[1:] if argv is None else argv)]
+        command = [sys.executable, "-m", "hopgraph.evals.faults.damage_matrix", *argv]
+        env = {**os.environ, "HOPGRAPH_DAMAGE_NO_DAC": "1"}
+        return subprocess.run(["setpriv", "--bounding-set", DAC_CAPS, *command], env=env).returncode
     with tempfile.TemporaryDirectory(prefix="damage-matrix-") as tmp:
         report = run(args.model, Path(tmp))
     print(json.dumps({k: v for k, v in report.items() if k != "all"}))

@@ -184,3 +184,19 @@ def test_a_link_put_in_a_files_place_after_the_open_is_refused(tmp_path):
         verify_range(path, 0, 4)
     assert f"{path} cannot be read" in caught.value.message
     assert caught.value.hint == "check --repair"
+
+
+def test_a_file_put_in_a_verified_ones_place_is_verified_anew(pristine, tmp_path):
+    """A copy of the index put where one was (same path, same recorded sums): its files are not
+    taken as verified by this process's reads of the one before (issue 73: a same-size file of
+    another generation swapped in)."""
+    index = tmp_path / "idx"
+    shutil.copytree(pristine, index)
+    expected = answers(index)  # every file read and verified here
+    shutil.rmtree(index)
+    shutil.copytree(pristine, index)
+    name = next(n for n in read_manifest(index).sizes if n.endswith("vectors/vectors.npy"))
+    zero_middle(index / name)
+    refused = [v for v in answers(index).values() if isinstance(v, str)]
+    assert refused and all("is damaged" in v for v in refused), refused
+    assert all(v == expected[k] for k, v in answers(index).items() if isinstance(v, list))
