@@ -21,7 +21,7 @@ import os
 import threading
 import weakref
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import numpy as np
@@ -127,6 +127,13 @@ class BlockSums:
         self.identity = _identity(path)
         self._lock = threading.Lock()
 
+    def __getstate__(self) -> dict[str, object]:
+        """Give what a task in another process takes: what must hold, not what was verified."""
+        return {k: getattr(self, k) for k in ("path", "size", "sums", "hint", "block")}
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        self.__init__(**state)  # type: ignore[misc]  # verified anew where it is read
+
     def verify(self, start: int = 0, stop: int | None = None) -> None:
         """Verify the blocks that bytes ``start`` to ``stop`` lie in (not yet verified here)."""
         if self.whole:
@@ -199,6 +206,12 @@ def expect(sums: list[BlockSums], under: Path | None = None) -> None:
                 _SUMS[key] = found
 
 
+def registered() -> list[BlockSums]:
+    """Return what this process expects of the files it reads (a write's, for its tasks)."""
+    with _SUMS_LOCK:
+        return list(_SUMS.values())
+
+
 def expected(path: str | Path) -> BlockSums | None:
     """Return what ``path``'s blocks must hash to; None for a file no opened index records."""
     return _SUMS.get(os.path.abspath(path))
@@ -215,6 +228,22 @@ def verify_file(path: str | Path) -> Path:
     """Verify a whole file an index recorded (a reader loads it whole); return its path."""
     verify_range(path)
     return Path(path)
+
+
+def verify_whole(paths: Iterable[str | Path], stop: threading.Event | None = None) -> None:
+    """Verify every block not yet verified of these files (a server's, of what it opened).
+
+    A few blocks at a time, so that readers' checks of the same files interleave. ``stop``:
+    set to end early (the generation was closed). Damage raises IndexStateError.
+    """
+    for path in paths:
+        sums = expected(path)
+        if sums is None:
+            continue
+        for first in range(0, len(sums.verified), 16):
+            if sums.whole or (stop is not None and stop.is_set()):
+                break
+            sums.verify_blocks(np.arange(first, min(first + 16, len(sums.verified))))
 
 
 def verify_rows(array: np.ndarray, rows: np.ndarray | None = None) -> None:

@@ -20,10 +20,11 @@ from pathlib import Path
 
 import numpy as np
 
+from hopgraph.core.file_reads import expect
 from hopgraph.graph_store.stores.bm25_query import KeywordTop, QueryScores
 from hopgraph.graph_store.stores.chunk_table import ChunkTable
 from hopgraph.graph_store.stores.kdb_bm25 import SEGMENTS_FILE, STATS_FILE, BM25Store, Segment
-from hopgraph.graph_store.stores.manifest import Manifest, read_manifest
+from hopgraph.graph_store.stores.manifest import Manifest, expected_sums, read_manifest
 from hopgraph.graph_store.stores.vector_search import SearchMode, VectorSearch, best_rows
 
 from .partitions import peak_rss_mb, rss_mb
@@ -55,6 +56,7 @@ class Shard:
         """
         root = Path(directory)
         manifest = read_manifest(root) if manifest is None else manifest
+        expect(expected_sums(root, manifest), root)  # what it reads is verified as it is read
         self.generation = manifest.generation
         if ids is None:  # held compactly (ChunkIds): a shard keeps them for its answers' rows
             ids = ChunkTable.open(manifest.path(root, "chunks")).ids

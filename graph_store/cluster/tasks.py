@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from hopgraph.core.file_reads import BlockSums, expect, registered
 from hopgraph.core.threads import Map
 
 from .connect import RETRIES, failed
@@ -30,11 +31,13 @@ def ray_map(ray: ModuleType, peaks: Peaks | None = None) -> Map:
 
     ``peaks``: each task's own peak RSS goes there (a worker runs many tasks; its peak is
     started afresh for each). A task that fails is the write's failure (connect.failed says
-    whose).
+    whose). A task verifies what it reads of the index as this process would: it is sent what
+    this process expects of those files (the generation the write reads, core.file_reads).
     """
 
     def run(function: Callable[..., Any], calls: list[tuple]) -> list[Any]:
         task = ray.remote(max_retries=RETRIES)(_measured)
+        expected = ray.put(registered())
         shared: dict[int, Any] = {}
         for call in calls:
             for arg in call:
@@ -42,7 +45,7 @@ def ray_map(ray: ModuleType, peaks: Peaks | None = None) -> Map:
                     shared.setdefault(id(arg), ray.put(arg))
         sent = [[shared.get(id(arg), arg) for arg in call] for call in calls]
         try:
-            found = ray.get([task.remote(function, *call) for call in sent])
+            found = ray.get([task.remote(function, expected, *call) for call in sent])
         except ray.exceptions.RayError as err:
             raise failed(ray, err) from err
         if peaks is not None and found:
@@ -68,7 +71,13 @@ def _large(arg: Any) -> bool:
     return getattr(arg, "shared", False) is True
 
 
-def _measured(function: Callable[..., Any], *args: Any) -> tuple[Any, float]:
-    """Run a call in a task; return its result and the task's own peak RSS (MB)."""
+def _measured(
+    function: Callable[..., Any], expected: list[BlockSums], *args: Any
+) -> tuple[Any, float]:
+    """Run a call in a task; return its result and the task's own peak RSS (MB).
+
+    ``expected``: what the files it reads must hash to, verified here as they are read.
+    """
+    expect(expected)
     reset_peak_rss()
     return function(*args), peak_rss_mb()

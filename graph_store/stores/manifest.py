@@ -14,6 +14,7 @@ import shlex
 import stat
 from collections.abc import Callable
 from datetime import UTC, datetime
+from functools import partial
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
@@ -253,10 +254,13 @@ def open_files(directory: Path, manifest: Manifest) -> None:
 
 
 def expected_sums(directory: Path, manifest: Manifest) -> list[BlockSums]:
-    """Return what each file of the generation must hash to, a block at a time (readers')."""
+    """Return what each file of the generation must hash to, a block at a time (readers').
+
+    Each one's hint is a partial, not a closure: a task in another process is sent them.
+    """
 
     def hint(name: str) -> Callable[[], str]:
-        return lambda: repair_hint(directory, manifest, directory / name)
+        return partial(repair_hint, directory, manifest, directory / name)
 
     blocks = manifest.blocks if manifest.block_size else {}
     return [

@@ -160,7 +160,8 @@ def build_server(
     @server.tool()
     def index_stats() -> dict[str, Any]:
         """Describe the index: counts, embedding model, whether graphs are built."""
-        index = live.current()
+        with _as_tool_error(live.directory):
+            index = live.current()
         manifest = index.manifest
         return {
             "index": index.directory.name,  # its name, not where it lies on the server

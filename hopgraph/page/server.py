@@ -124,7 +124,7 @@ class UIApp:
         """Serve the page (its data comes from the API)."""
         if not self.allowed(request):
             return _refused()
-        name = html.escape(self.live.current().directory.name)
+        name = html.escape(self.live.directory.name)
         return HTMLResponse(PAGE.replace("{index_name}", name))
 
     def api(self, work: Handler) -> Callable[[Request], Awaitable[Response]]:

@@ -31,6 +31,7 @@ from hopgraph.graph_store.graphs.extraction.readings import may_contain
 from hopgraph.graph_store.graphs.extraction.table import EXTRACTION_PARTS
 from hopgraph.graph_store.index.graph_build import GraphTasks
 from hopgraph.graph_store.stores.chunk_table import read_chunks
+from hopgraph.graph_store.stores.manifest import read_manifest, record_files
 from tests.sample_index import written_in_four_steps
 from tests.unit.graph_store.cluster.test_cluster_graph_parts import graphs_here
 from tests.unit.graph_store.cluster.test_cluster_readings import exact_lists, in_ranges
@@ -325,6 +326,9 @@ def test_a_state_an_older_hopgraph_saved_whole_is_cut_into_shards_by_the_write(i
     older = {"lower": whole.lower, "alias_keys": whole.alias_keys, "claims": whole.claims}
     save_in_parts(folder, names, older)  # as the parts' state was saved before the shards
     shutil.rmtree(folder / STATE_SHARDS)
+    manifest = read_manifest(there)  # as the older build that wrote them recorded them
+    record_files(there, manifest, None)
+    manifest.write(there)
     title = _new_title(here)
     new = [Document("page-new", title, f"{title} is a page added later.")]
     add_documents(here, new, show_progress=False)

@@ -200,3 +200,30 @@ def test_a_file_put_in_a_verified_ones_place_is_verified_anew(pristine, tmp_path
     refused = [v for v in answers(index).values() if isinstance(v, str)]
     assert refused and all("is damaged" in v for v in refused), refused
     assert all(v == expected[k] for k, v in answers(index).items() if isinstance(v, list))
+
+
+def test_a_server_verifies_each_generation_it_opens(pristine, tmp_path, capsys):
+    """A LiveIndex (every server's) verifies the whole generation when it opens it: damage that
+    no query has reached yet refuses every request with `check`'s fix, until a repair commits."""
+    from hopgraph.core.file_reads import expected
+    from hopgraph.graph_store import LiveIndex
+
+    index = tmp_path / "idx"
+    shutil.copytree(pristine, index)
+    with LiveIndex(index) as live:
+        live.verification.thread.join(timeout=60)
+        assert live.verification.damage is None
+        names = read_manifest(index).sizes
+        assert all(expected(index / n).whole for n in names)  # every block: no query ran
+    damaged = next(n for n in read_manifest(index).sizes if n.endswith("extractions.json"))
+    zero_middle(index / damaged)
+    with LiveIndex(index) as live:
+        live.verification.thread.join(timeout=60)
+        with pytest.raises(IndexStateError) as caught:
+            live.current()
+        assert f"{damaged.split('/')[-1]} is damaged" in caught.value.message
+        assert any(fix in caught.value.hint for fix in FIXES)
+        assert main(["check", "--repair", "--index", str(index)]) == 0, capsys.readouterr()
+        fresh = live.current()  # the repair's generation, verified anew
+        live.verification.thread.join(timeout=60)
+        assert live.current() is fresh and live.verification.damage is None
