@@ -182,6 +182,17 @@ _SUMS: dict[str, BlockSums] = {}
 _SUMS_LOCK = threading.Lock()
 
 
+def _unlocked_in_child() -> None:
+    """Give a forked child locks of its own: a server's verifying thread may hold one at fork."""
+    global _SUMS_LOCK
+    _SUMS_LOCK = threading.Lock()
+    for sums in _SUMS.values():
+        sums._lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_unlocked_in_child)
+
+
 def expect(sums: list[BlockSums], under: Path | None = None) -> None:
     """Record what the files of an opened generation must hash to (this process's readers).
 

@@ -52,6 +52,8 @@ class Verification:
         try:
             verify_whole(paths, self._stop)
         except IndexStateError as err:
+            if self._stop.is_set():
+                return  # closed, or moved on: its files may be gone (a purge), not damaged
             self.damage = err
             log.error("%s (fix: %s)", err.message, err.hint)
 

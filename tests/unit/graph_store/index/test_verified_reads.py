@@ -227,3 +227,22 @@ def test_a_server_verifies_each_generation_it_opens(pristine, tmp_path, capsys):
         fresh = live.current()  # the repair's generation, verified anew
         live.verification.thread.join(timeout=60)
         assert live.current() is fresh and live.verification.damage is None
+
+
+def test_a_child_forked_while_a_block_is_verified_verifies_on_its_own(tmp_path):
+    """A server's verifying thread may hold a file's lock when a write forks a child: the
+    child's locks are its own, so its reads do not wait for a thread it does not have."""
+    import os
+
+    from hopgraph.core.file_reads import expected, verify_range
+
+    path = tmp_path / "table.bin"
+    path.write_bytes(b"z" * 10)
+    expect([BlockSums(str(path), 10, block_sums(path, 10)[1], lambda: "")])
+    with expected(path)._lock:  # as the verifying thread holds it
+        child = os.fork()
+        if child == 0:
+            verify_range(path)  # would wait forever on the inherited lock
+            os._exit(0)
+    _, status = os.waitpid(child, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
