@@ -8,6 +8,8 @@ The few names a library user needs (docs/api.md), imported on first use (PEP 562
   :class:`IndexSettings`, :class:`Index` (``Index.open``), :class:`LiveIndex` (follows writes);
 - retrieve: :func:`make_retriever` (a retriever by name; ``retrieve(query, k, where)``),
   :data:`RETRIEVERS`, :class:`Hit`;
+- in LangChain and LlamaIndex: :class:`HopgraphRetriever`, :func:`retrieval_tools` (an agent's
+  tools), :class:`HopgraphLlamaIndexRetriever` (the ``llamaindex`` extra);
 - answer: :func:`run_agent` with a chat model from :func:`choose_chat`.
 """
 
@@ -29,7 +31,14 @@ if TYPE_CHECKING:
         load_corpus,
         sync_documents,
     )
-    from hopgraph.tools import RETRIEVERS, Hit, make_retriever
+    from hopgraph.tools import (
+        RETRIEVERS,
+        Hit,
+        HopgraphLlamaIndexRetriever,
+        HopgraphRetriever,
+        make_retriever,
+        retrieval_tools,
+    )
 
 _API = {
     "Document": "hopgraph.graph_store",
@@ -45,6 +54,9 @@ _API = {
     "RETRIEVERS": "hopgraph.tools",
     "Hit": "hopgraph.tools",
     "make_retriever": "hopgraph.tools",
+    "HopgraphRetriever": "hopgraph.tools",
+    "HopgraphLlamaIndexRetriever": "hopgraph.tools",
+    "retrieval_tools": "hopgraph.tools",
     "RunResult": "hopgraph.agents.run",
     "run_agent": "hopgraph.agents.run",
     "choose_chat": "hopgraph.core.llm",
@@ -54,6 +66,8 @@ __all__ = [
     "RETRIEVERS",
     "Document",
     "Hit",
+    "HopgraphLlamaIndexRetriever",
+    "HopgraphRetriever",
     "Index",
     "IndexSettings",
     "LiveIndex",
@@ -66,6 +80,7 @@ __all__ = [
     "delete_documents",
     "load_corpus",
     "make_retriever",
+    "retrieval_tools",
     "run_agent",
     "sync_documents",
 ]

@@ -115,6 +115,24 @@ def checked_where(value: object) -> dict[str, WhereValue] | None:
     return where  # type: ignore[return-value]
 
 
+def joined_where(a: Where | None, b: Where | None) -> dict[str, WhereValue] | None:
+    """Return two filters as one that holds every condition of both (None: neither has one).
+
+    A field tested twice by the same operator is an InputError.
+    """
+    out: dict[str, dict[str, str | list[str]]] = {}
+    for where in (checked_where(a), checked_where(b)):
+        for key, tests in (where or {}).items():
+            for operator, value in tests.items():  # type: ignore[union-attr]
+                if operator in out.get(key, {}):
+                    raise InputError(
+                        f"filters: {key!r} is tested by {operator} twice",
+                        "give one test per operator and field ($in for several values)",
+                    )
+                out.setdefault(key, {})[operator] = value
+    return checked_where(out) if out else None
+
+
 def _condition(key: str, operator: str, value: object) -> Condition:
     if operator not in OPERATORS:
         raise _malformed(f"{key!r}: unknown operator {operator!r} (one of {', '.join(OPERATORS)})")

@@ -37,10 +37,12 @@ from hopgraph.core.network import (
 from hopgraph.graph_store import LiveIndex
 from hopgraph.graph_store.documents.filters import JSON_HELP
 from hopgraph.tools.shared.expand import EXPAND_HELP
-from hopgraph.tools.shared.registry import DEFAULT_PRESET, RETRIEVERS, Preset
+from hopgraph.tools.shared.registry import (
+    DEFAULT_PRESET,
+    Preset,
+    served_methods,
+)
 
-# the retrievers that run on an index alone (no LLM, no trained weights), from their registry
-STANDALONE = tuple(n for n, c in RETRIEVERS.items() if not (c.needs_llm or c.needs_weights))
 METHOD_HELP = "retrieval method"
 PRESET_HELP = "tuned: our best settings on dev (default); paper: each method as its paper has it"
 AskMethod = Literal[tuple(agent_methods())]  # type: ignore[valid-type]  # the registry's
@@ -286,18 +288,6 @@ def _allowed(error: Any) -> str:
         return f"must be {wanted[kind.split('_')[0]]}"
     message = str(error.get("msg", "is not allowed"))
     return message[:1].lower() + message[1:]
-
-
-def served_methods(index: Any) -> tuple[str, ...]:
-    """Return the retrievers an index runs without an LLM: weights ones when it has weights."""
-    from hopgraph.tools.shared.weights import available_weights
-
-    trained = [
-        name
-        for name, cls in RETRIEVERS.items()
-        if cls.needs_weights and not cls.needs_llm and available_weights(index, name)
-    ]
-    return (*STANDALONE, *trained)
 
 
 @contextmanager

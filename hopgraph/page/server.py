@@ -162,8 +162,8 @@ class UIApp:
 
     def methods(self, index: Index, request: Request) -> dict[str, Any]:
         """List the retrievers this index runs, with their descriptions."""
-        from hopgraph.mcp.server import served_methods
         from hopgraph.tools import RETRIEVERS
+        from hopgraph.tools.shared.registry import served_methods
 
         return {
             "index": index.directory.name,

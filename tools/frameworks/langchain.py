@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 from langchain_core.callbacks import (
     AsyncCallbackManagerForRetrieverRun,
@@ -11,20 +12,25 @@ from langchain_core.callbacks import (
 from langchain_core.documents import Document as LangChainDocument
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.tools import BaseTool, StructuredTool
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
 
+from hopgraph.core.errors import InputError
 from hopgraph.core.network import checked_k
-from hopgraph.graph_store import Index
 from hopgraph.graph_store.documents.filters import JSON_HELP, Where, WhereValue, checked_where
-from hopgraph.tools.shared.base import Retriever
-from hopgraph.tools.shared.expand import EXPAND_HELP, Expansion, expand_hits
+from hopgraph.tools.shared.expand import EXPAND_HELP
 from hopgraph.tools.shared.hits import Hit, order_note
 from hopgraph.tools.shared.registry import (
     DEFAULT_PRESET,
     RETRIEVERS,
     checked_method,
-    make_retriever,
+    served_methods,
 )
+
+from .sources import IndexReader, IndexSource, widened
+
+SEARCH_KWARGS = ("k", "where", "filter")
+"""What ``search_kwargs`` and a call's keyword arguments may set (``filter``: ``where``, by the
+name LangChain's vector-store retrievers give it)."""
 
 
 class RetrieveInput(BaseModel):
@@ -53,37 +59,36 @@ def format_hits(hits: list[Hit]) -> str:
     return text if note is None else f"{text}\n\n(Passages {note}.)"
 
 
-def widened(
-    retriever: Retriever, query: str, k: int, where: Where | None, expand: str | None
-) -> list[Hit]:
-    """Return the retriever's hits, widened by ``expand`` when given (tools.expand)."""
-    expansion = Expansion.parse(expand) if expand else None  # a typo is named before retrieving
-    hits = retriever.retrieve(query, k, where)
-    return expand_hits(retriever.index, hits, expansion) if expansion is not None else hits
-
-
-def as_tool(retriever: Retriever) -> BaseTool:
-    """Wrap a retriever: the content is text for the model, the artifact is the list of hits."""
+def as_tool(reader: IndexReader, method: str) -> BaseTool:
+    """Wrap a method: the content is text for the model, the artifact is the list of hits."""
+    cls = RETRIEVERS[method]
 
     def run(
         query: str, k: int = 5, where: Where | None = None, expand: str | None = None
     ) -> tuple[str, list[Hit]]:
-        hits = widened(retriever, query, k, where, expand)
+        hits = widened(reader, method, query, k, where, expand)
         return format_hits(hits), hits
 
     return StructuredTool.from_function(
         func=run,
-        name=f"retrieve_{retriever.name}",
-        description=retriever.description,
+        name=f"retrieve_{method}",
+        description=cls.description,
         args_schema=RetrieveInput,
         response_format="content_and_artifact",
     )
 
 
-def retrieval_tools(index: Index, names: list[str] | None = None) -> list[BaseTool]:
-    """Return the named retrievers as tools over ``index`` (default: every LLM-free one)."""
-    default = [n for n, cls in RETRIEVERS.items() if not (cls.needs_llm or cls.needs_weights)]
-    return [as_tool(make_retriever(name, index)) for name in names or default]
+def retrieval_tools(index: IndexSource, names: list[str] | None = None) -> list[BaseTool]:
+    """Return the named methods as tools over ``index`` (a path, an Index or a LiveIndex).
+
+    Default: every method the index runs without an LLM (G-RAG and the other trained ones
+    when it holds their weights), as MCP and the page offer them.
+    """
+    reader = IndexReader(index)
+    if names is None:
+        with reader.reading() as opened:
+            names = list(served_methods(opened))
+    return [as_tool(reader, checked_method(name)) for name in names]
 
 
 class HopgraphRetriever(BaseRetriever):
@@ -98,12 +103,17 @@ class HopgraphRetriever(BaseRetriever):
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
-    index: Index
+    index: Any
+    """An index folder's path (opened as a LiveIndex: calls see later writes), an ``Index``
+    or a ``LiveIndex``."""
     method: str = "gnn_ret"
     k: int = Field(5, ge=1, le=50)
     where: dict[str, WhereValue] | None = None
     expand: str | None = None
     preset: str = DEFAULT_PRESET
+    search_kwargs: dict[str, Any] = Field(default_factory=dict)
+    """LangChain's vector-store convention: ``{"k": 2, "filter": {...}}`` (``where`` too)."""
+    _reader: IndexReader = PrivateAttr()
 
     # Checked as the CLI checks them, before pydantic's lax coercion (which reads True as 1):
     # the same error and message on every surface (core.network.checked_k).
@@ -122,30 +132,71 @@ class HopgraphRetriever(BaseRetriever):
     def _where(cls, value: object) -> object:
         return checked_where(value)
 
+    @field_validator("search_kwargs", mode="before")
+    @classmethod
+    def _search_kwargs(cls, value: object) -> dict[str, Any]:
+        if not isinstance(value, dict):
+            raise InputError(f"search_kwargs: {value!r:.60} is not a dict", _KWARGS_HINT)
+        return call_options(value, "search_kwargs")
+
+    def model_post_init(self, context: Any) -> None:
+        """Resolve the index: a path is opened here, so a wrong one fails at construction."""
+        self._reader = IndexReader(self.index)
+
     def _get_relevant_documents(
-        self, query: str, *, run_manager: CallbackManagerForRetrieverRun
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[LangChainDocument]:
-        retriever = make_retriever(self.method, self.index, preset=self.preset)
-        hits = widened(retriever, query, self.k, self.where, self.expand)
-        return [as_document(hit, self.method) for hit in hits]
+        kwargs.pop("verbose", None)  # LangChain's own, passed on by invoke
+        chosen = {"k": self.k, "where": self.where, **self.search_kwargs}
+        chosen |= call_options(kwargs, "invoke")
+        hits = widened(self._reader, self.method, query, chosen["k"], chosen["where"],
+                       self.expand, self.preset)  # fmt: skip
+        return [as_document(hit, self.method, rank) for rank, hit in enumerate(hits, start=1)]
 
     async def _aget_relevant_documents(
-        self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun
+        self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[LangChainDocument]:
         # retrieval is CPU work on numpy and memory maps: a worker thread keeps the loop free
         return await asyncio.to_thread(
-            self._get_relevant_documents, query, run_manager=run_manager.get_sync()
+            self._get_relevant_documents, query, run_manager=run_manager.get_sync(), **kwargs
         )
 
 
-def as_document(hit: Hit, method: str) -> LangChainDocument:
-    """Return a hit as a LangChain ``Document``: its text, and its metadata with its score."""
+_KWARGS_HINT = "give k (1 to 50) and where (or filter, a filter as --where's JSON)"
+
+
+def call_options(given: dict[str, Any], what: str) -> dict[str, Any]:
+    """Return ``k`` and ``where`` from a call's keyword arguments, checked as the CLI does.
+
+    An unknown name is an error that names it (a misspelt ``topk`` was silently ignored).
+    """
+    unknown = sorted(set(given) - set(SEARCH_KWARGS))
+    if unknown:
+        raise InputError(f"{what}: unknown argument(s) {', '.join(map(repr, unknown))}",
+                         _KWARGS_HINT)  # fmt: skip
+    if "where" in given and "filter" in given:
+        raise InputError(f"{what}: both where and filter given", "give one of them")
+    out: dict[str, Any] = {}
+    if "k" in given:
+        out["k"] = checked_k(given["k"])
+    if "where" in given or "filter" in given:
+        out["where"] = checked_where(given.get("where", given.get("filter")))
+    return out
+
+
+def as_document(hit: Hit, method: str, rank: int = 1) -> LangChainDocument:
+    """Return a hit as a LangChain ``Document``: its text, and metadata with rank and score.
+
+    ``provenance``: each step that placed it, as ``Hit.to_dict`` gives them.
+    """
     metadata = {
         **hit.metadata,
         "id": hit.id,
         "doc_id": hit.doc_id,
         "title": hit.title,
+        "rank": rank,
         "score": hit.score,
         "method": method,
+        "provenance": hit.to_dict()["provenance"],
     }
     return LangChainDocument(page_content=hit.text, metadata=metadata, id=hit.id)

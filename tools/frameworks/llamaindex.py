@@ -6,18 +6,16 @@ Needs llama-index-core, an optional extra: ``pip install "hopgraph[llamaindex]"`
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
+from hopgraph.core.errors import InputError
 from hopgraph.core.network import checked_k
-from hopgraph.graph_store import Index
-from hopgraph.graph_store.documents.filters import Where
-from hopgraph.tools.shared.expand import Expansion, expand_hits
+from hopgraph.graph_store.documents.filters import OPERATORS, Where, checked_where, joined_where
+from hopgraph.tools.shared.expand import Expansion
 from hopgraph.tools.shared.hits import Hit
-from hopgraph.tools.shared.registry import (
-    DEFAULT_PRESET,
-    check_preset,
-    checked_method,
-    make_retriever,
-)
+from hopgraph.tools.shared.registry import DEFAULT_PRESET, check_preset, checked_method
+
+from .sources import IndexReader, IndexSource, widened
 
 INSTALL_HINT = 'pip install "hopgraph[llamaindex]"'
 
@@ -31,6 +29,7 @@ try:
         RelatedNodeInfo,
         TextNode,
     )
+    from llama_index.core.vector_stores.types import FilterCondition, MetadataFilters
 except ModuleNotFoundError as err:
     raise ModuleNotFoundError(
         f"hopgraph's LlamaIndex retriever needs llama-index-core ({err}); "
@@ -38,7 +37,7 @@ except ModuleNotFoundError as err:
         name=err.name,
     ) from err
 
-NOT_FOR_THE_LLM = ("position", "chunks", "method")
+NOT_FOR_THE_LLM = ("position", "chunks", "method", "rank", "provenance")
 """Metadata a node keeps but leaves out of the text an LLM or an embedder reads."""
 
 
@@ -54,10 +53,13 @@ class HopgraphLlamaIndexRetriever(BaseRetriever):
     ``RetrieverQueryEngine.from_args(retriever, llm=llm)``.
 
     Args:
-        index: the index to search (``Index.open``; kept open while the retriever is used).
+        index: an index folder's path (opened as a ``LiveIndex``: each retrieval reads the
+            newest committed generation), ``Index.open(DIR)`` (kept open while the retriever
+            is used) or a ``LiveIndex``.
         method: a retrieval method (``hopgraph.tools.RETRIEVERS``).
         k: how many passages to return, 1 to 50.
         where: a filter every passage must pass (docs/documents.md).
+        filters: LlamaIndex's ``MetadataFilters``, read as ``where`` (:func:`where_of`).
         expand: ``"section"`` or ``"neighbours[:N]"`` to widen each hit (tools.expand).
         preset: the method's settings, ``"tuned"`` or ``"paper"``.
         callback_manager: LlamaIndex's callbacks (its ``Settings`` default otherwise).
@@ -65,41 +67,89 @@ class HopgraphLlamaIndexRetriever(BaseRetriever):
 
     def __init__(
         self,
-        index: Index,
+        index: IndexSource,
         method: str = "gnn_ret",
         k: int = 5,
         where: Where | None = None,
         expand: str | None = None,
+        filters: MetadataFilters | None = None,
         preset: str = DEFAULT_PRESET,
         callback_manager: CallbackManager | None = None,
     ) -> None:
         k = checked_k(k)  # as the CLI's -k and the servers' k: "²", True, 0 and 51 refused
-        self.index, self.method, self.k, self.where = index, checked_method(method), k, where
-        self.preset = check_preset(preset)
+        self.method, self.k, self.preset = checked_method(method), k, check_preset(preset)
+        self.where = joined_where(checked_where(where), where_of(filters) if filters else None)
         self.expand = expand
-        self._expansion = Expansion.parse(expand) if expand else None  # a typo is named now
+        if expand:
+            Expansion.parse(expand)  # a typo is named now, not at the first retrieval
+        self._reader = IndexReader(index)
+        self.index = index
         super().__init__(callback_manager=callback_manager)
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        retriever = make_retriever(self.method, self.index, preset=self.preset)
-        hits = retriever.retrieve(query_bundle.query_str, self.k, self.where)
-        if self._expansion is not None:
-            hits = expand_hits(self.index, hits, self._expansion)
-        return [as_node(hit, self.method) for hit in hits]
+        hits = widened(self._reader, self.method, query_bundle.query_str, self.k, self.where,
+                       self.expand, self.preset)  # fmt: skip
+        return [as_node(hit, self.method, rank) for rank, hit in enumerate(hits, start=1)]
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         # retrieval is CPU work on numpy and memory maps: a worker thread keeps the loop free
         return await asyncio.to_thread(self._retrieve, query_bundle)
 
 
-def as_node(hit: Hit, method: str) -> NodeWithScore:
-    """Return a hit as a LlamaIndex ``TextNode`` with its score."""
+_FILTER_OPERATORS = {
+    "==": "$eq",
+    "!=": "$ne",
+    "in": "$in",
+    "text_match_insensitive": "$contains",
+    "contains": "$has",
+}
+"""LlamaIndex's operators that hopgraph's filters have: ``contains`` (a list field holds the
+value) is ``$has`` (one entry of a list field, or one heading of ``section``)."""
+
+
+def where_of(filters: MetadataFilters) -> dict[str, Any]:
+    """Return LlamaIndex ``MetadataFilters`` as a hopgraph filter (``where``).
+
+    Conditions joined by ``and`` (nested ones too); an operator or a condition hopgraph's
+    filters do not have is an InputError that names it.
+    """
+    if filters.condition not in (None, FilterCondition.AND):
+        raise InputError(
+            f"filters: condition {filters.condition.value!r}: hopgraph's filters keep what "
+            "passes every condition",
+            "join the filters with FilterCondition.AND, or retrieve once per alternative",
+        )
+    where: dict[str, Any] = {}
+    for item in filters.filters:
+        part = (
+            where_of(item)
+            if isinstance(item, MetadataFilters)
+            else {item.key: {_operator(item.operator.value, item.key): item.value}}
+        )
+        where = joined_where(where, part) or {}
+    return where
+
+
+def _operator(name: str, key: str) -> str:
+    if name not in _FILTER_OPERATORS:
+        have = ", ".join(_FILTER_OPERATORS)
+        raise InputError(
+            f"filters: operator {name!r} on {key!r} is not one hopgraph's filters have",
+            f"use one of: {have} (hopgraph's {', '.join(OPERATORS)})",
+        )
+    return _FILTER_OPERATORS[name]
+
+
+def as_node(hit: Hit, method: str, rank: int = 1) -> NodeWithScore:
+    """Return a hit as a LlamaIndex ``TextNode`` with its score, rank and provenance."""
     metadata = {
         **hit.metadata,
         "id": hit.id,
         "doc_id": hit.doc_id,
         "title": hit.title,
         "method": method,
+        "rank": rank,
+        "provenance": hit.to_dict()["provenance"],
     }
     node = TextNode(
         id_=hit.id,

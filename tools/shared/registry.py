@@ -102,6 +102,23 @@ def make_retriever(
     return retriever
 
 
+def standalone_methods() -> tuple[str, ...]:
+    """Return the retrievers that run on an index alone: no LLM, no trained weights."""
+    return tuple(n for n, c in RETRIEVERS.items() if not (c.needs_llm or c.needs_weights))
+
+
+def served_methods(index: Index) -> tuple[str, ...]:
+    """Return the retrievers ``index`` runs without an LLM: weights ones when it has weights."""
+    from .weights import available_weights
+
+    trained = [
+        name
+        for name, cls in RETRIEVERS.items()
+        if cls.needs_weights and not cls.needs_llm and available_weights(index, name)
+    ]
+    return (*standalone_methods(), *trained)
+
+
 def ensure_triple_vectors(index: Index) -> None:
     """Embed the index's triples at their first use (one new generation) and adopt it."""
     graph = index.manifest.graph

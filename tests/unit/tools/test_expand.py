@@ -71,9 +71,10 @@ def test_cli_expand_and_its_errors(docs_index, capsys):
 
 def test_langchain_tool_takes_expand(docs_index):
     from hopgraph.tools.frameworks.langchain import as_tool
+    from hopgraph.tools.frameworks.sources import IndexReader
 
     with Index.open(docs_index) as idx:
-        tool = as_tool(make_retriever("bm25", idx))
+        tool = as_tool(IndexReader(idx), "bm25")
         message = tool.invoke(
             {
                 "type": "tool_call",

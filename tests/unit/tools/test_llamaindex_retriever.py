@@ -55,7 +55,7 @@ def test_nodes_carry_the_hits_text_id_metadata_and_score_sync_and_async(docs_dir
         again = asyncio.run(retriever.aretrieve(QUESTION))
         hits = make_retriever("bm25", idx).retrieve(QUESTION, 3, SIGNALS)
     assert hits and [n.node_id for n in nodes] == [h.id for h in hits] == [n.node_id for n in again]
-    for item, hit in zip(nodes, hits, strict=True):
+    for rank, (item, hit) in enumerate(zip(nodes, hits, strict=True), start=1):
         assert item.score == hit.score
         assert item.node.get_content() == hit.text
         assert item.node.ref_doc_id == hit.doc_id
@@ -65,11 +65,14 @@ def test_nodes_carry_the_hits_text_id_metadata_and_score_sync_and_async(docs_dir
             "doc_id": hit.doc_id,
             "title": hit.title,
             "method": "bm25",
+            "rank": rank,
+            "provenance": hit.to_dict()["provenance"],
         }
         assert "Signals" in item.node.metadata["section"]
         for_the_llm = item.node.get_content(metadata_mode=MetadataMode.LLM)
         assert f"section: {hit.metadata['section']}" in for_the_llm
         assert "position: " not in for_the_llm  # bookkeeping stays out of the prompt
+        assert "provenance: " not in for_the_llm and "rank: " not in for_the_llm
 
 
 def test_expand_widens_the_nodes_as_it_widens_the_hits(docs_dir):
