@@ -201,6 +201,8 @@ def trial(base: Path, folder: Path, name: str, how: str, expected: dict) -> dict
     except HopgraphError as err:
         row |= {"outcome": "not repairable", "why": err.message.splitlines()[0], "hint": err.hint}
         return row
+    except Exception as err:  # what this matrix looks for: counted, and the run goes on
+        return row | {"outcome": "traceback", "why": f"{type(err).__name__}: {err}"}
     left = [str(p) for p in check_index(index)]
     same = not left and answers(index) == expected
     outcome = "repaired" if same else ("unsound after repair" if left else "answers differ")

@@ -196,6 +196,7 @@ def as_document(hit: Hit, method: str, rank: int = 1) -> LangChainDocument:
         "title": hit.title,
         "rank": rank,
         "score": hit.score,
+        "raw_score": hit.own_score,
         "method": method,
         "provenance": hit.to_dict()["provenance"],
     }

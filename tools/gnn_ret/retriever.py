@@ -50,7 +50,6 @@ from hopgraph.graph_store.graphs.passage_graph import DIRECTED, PassageGraphSett
 from hopgraph.graph_store.stores.bm25_query import KeywordTop, Lookups
 from hopgraph.tools.baselines.retrievers import HybridRetriever
 from hopgraph.tools.guards.guard import CONFIDENT, KEEP, MARGIN, MULTI_HOP, Guarded
-from hopgraph.tools.shared.base import checked_request
 from hopgraph.tools.shared.fusion import fuse_hits
 from hopgraph.tools.shared.hits import Hit, Provenance
 
@@ -196,7 +195,7 @@ class GNNRetriever(Guarded):
             )
         self._last: tuple[str, np.ndarray, np.ndarray, np.ndarray] | None = None
 
-    def retrieve(self, query: str, k: int = 5, where: Where | None = None) -> list[Hit]:
+    def ranked(self, query: str, k: int, where: Where | None = None) -> list[Hit]:
         """Rank by GNN-Ret (guarded); where the question names code, fused with hybrid.
 
         A documentation question that names an identifier (tools/gnn_ret/identifiers.py) is keyword
@@ -204,11 +203,10 @@ class GNNRetriever(Guarded):
         RRF (docs/methods.md, "Questions that name code": structlog dev R@5 91.8 → 93.9,
         marshmallow 90.4 → 92.6; no question of the Wikipedia sets names code).
         """
-        query = checked_request(query, k)
         if self._hybrid is None or not names_identifiers(query):
-            return super().retrieve(query, k, where)
+            return super().ranked(query, k, where)
         depth = max(k, FUSE_DEPTH)
-        found = [super().retrieve(query, depth, where), self._hybrid.retrieve(query, depth, where)]
+        found = [super().ranked(query, depth, where), self._hybrid.ranked(query, depth, where)]
         return fuse_hits(found, self.name, FUSED, k)
 
     @cached_property

@@ -47,7 +47,8 @@ def keep_top(anchors: list[Hit], hits: list[Hit], k: int, method: str, at: int =
 
     Every hit keeps its method's score: a kept chunk the method ranked too scores as the method
     scored it, one it did not keeps its cosine; so scores may rise down the list, whose order is
-    the guard's (hits.order_note says so; the provenance step "kept: dense top" marks them).
+    the guard's (the provenance step "kept: dense top" marks them; Retriever.retrieve shows
+    them falling, hits.falling).
     """
     kept = {h.id for h in anchors}
     own = {h.id: h for h in hits if h.id in kept}
@@ -97,7 +98,7 @@ class Guarded(Retriever):
         self.confident = confident
         self._dense = DenseRetriever(index) if keep else None
 
-    def retrieve(self, query: str, k: int = 5, where: Where | None = None) -> list[Hit]:
+    def ranked(self, query: str, k: int, where: Where | None = None) -> list[Hit]:
         """Rank with the method, then put dense retrieval's top ``keep`` first.
 
         Selective: where :meth:`stands_aside`, the method's ranking stands, with dense's first
@@ -105,11 +106,11 @@ class Guarded(Retriever):
         chunks it allows (Retriever.retrieve).
         """
         if not self.keep or self._dense is None:
-            return super().retrieve(query, k, where)
+            return super().ranked(query, k, where)
         # Exactly k from the method: the anchors plus its hits without them always make k, and
         # asking for more changes methods whose ranking depends on k (hybrid's RRF of two top-k
         # lists: hotpotqa R@5 80.1 at k = 5, 77.7 for the first 5 of k = 7).
-        hits = super().retrieve(query, k, where)
+        hits = super().ranked(query, k, where)
         top = self._dense.top_hits(query, max(min(self.keep, k), 2), self.allowed(where))
         if not top:
             return hits

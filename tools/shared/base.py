@@ -12,7 +12,7 @@ from hopgraph.graph_store import Index
 from hopgraph.graph_store.documents.filters import Where
 from hopgraph.graph_store.stores.base import Scored
 
-from .hits import Hit, Provenance
+from .hits import Hit, Provenance, falling
 
 
 class Retriever(ABC):
@@ -52,8 +52,14 @@ class Retriever(ABC):
         starts with, has a part). The method ranks as it always does; its ranking is
         searched deeper until ``k`` such chunks are found or every chunk is ranked (methods
         that call an LLM rank once, four times deeper, to bound their calls).
+
+        Scores fall with rank on the method's own scale (hits.falling: a hit the method placed
+        above better-scored ones shows the score below it; ``Hit.raw_score`` keeps its own).
         """
-        query = checked_request(query, k)
+        return falling(self.ranked(checked_request(query, k), k, where))
+
+    def ranked(self, query: str, k: int, where: Where | None = None) -> list[Hit]:
+        """Return the method's own list for a checked query: its order, its scores."""
         allowed = self.allowed(where)
         if allowed is None:
             return self._retrieve(query, k)

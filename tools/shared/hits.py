@@ -35,10 +35,18 @@ class Hit:
     metadata: Mapping[str, str | int | float | bool] = field(default_factory=dict)
     """Its document's fields and ``source``, the chunk's ``section``, ``position`` and the
     document's number of ``chunks`` (graph_store Index.metadata)."""
+    raw_score: float | None = None
+    """The score its method computed, where ``score`` shows another: a hit the method placed
+    above better-scored ones shows the score of the hit below it (:func:`falling`)."""
+
+    @property
+    def own_score(self) -> float:
+        """Return the score its method computed (``raw_score``, else ``score``)."""
+        return self.score if self.raw_score is None else self.raw_score
 
     def with_score(self, score: float, *more: Provenance) -> Hit:
-        """Return a copy with a new score and extra provenance appended."""
-        return replace(self, score=score, provenance=self.provenance + more)
+        """Return a copy with a new score (its method's own) and extra provenance appended."""
+        return replace(self, score=score, raw_score=None, provenance=self.provenance + more)
 
     def to_dict(self) -> dict:
         """Return a JSON-ready dict."""
@@ -46,6 +54,7 @@ class Hit:
             "id": self.id,
             "doc_id": self.doc_id,
             "score": self.score,
+            "raw_score": self.own_score,
             "title": self.title,
             "text": self.text,
             "metadata": dict(self.metadata),
@@ -70,17 +79,37 @@ STEP_ORDERS = {
 """Why a list comes in another order than its scores', by the provenance step that says so."""
 
 
-def order_note(hits: Sequence[Hit]) -> str | None:
-    """Say why ``hits`` are not in their scores' order, or ``None`` when they are.
+def falling(hits: Sequence[Hit]) -> list[Hit]:
+    """Return ``hits`` in their order with scores that never rise down the list.
 
-    A hit's score is its method's own, never changed to read as a rank: the guard puts dense
-    retrieval's first chunks on top, IIER ranks by its chains, and their scores may then rise
-    down the list. Each hit's provenance gives the step that placed it.
+    A method may place a hit above better-scored ones (the guard keeps dense retrieval's first
+    chunks on top, with their cosines among the method's scores; IIER ranks by its chains):
+    such a hit shows the score of the hit below it, on the method's own scale, so a threshold
+    keeps a prefix of the list; the figure its method computed stays in ``raw_score``.
     """
-    if all(a.score >= b.score for a, b in pairwise(hits)):
+    out = list(hits)
+    floor = float("-inf")
+    for i in range(len(out) - 1, -1, -1):
+        if out[i].score < floor:
+            out[i] = replace(out[i], score=floor, raw_score=out[i].own_score)
+        floor = out[i].score
+    return out
+
+
+def order_note(hits: Sequence[Hit]) -> str | None:
+    """Say why ``hits`` are not in their own scores' order, or ``None`` when they are.
+
+    Shown scores fall with rank (:func:`falling`); a hit placed above better-scored ones (the
+    guard puts dense retrieval's first chunks on top, IIER ranks by its chains) shows the
+    score below it, and its own is its ``raw_score``. Each hit's provenance gives the step
+    that placed it.
+    """
+    if all(a.own_score >= b.own_score for a, b in pairwise(hits)):
         return None
     steps = {p.step for hit in hits for p in hit.provenance}
     reasons = [why for step, why in STEP_ORDERS.items() if step in steps]
-    return "in the method's order, not by score: " + (
-        "; ".join(reasons) if reasons else "each hit's provenance gives its step"
+    return (
+        "in the method's order, not by their own scores: "
+        + ("; ".join(reasons) if reasons else "each hit's provenance gives its step")
+        + " (a hit placed above better-scored ones shows the score below it; raw_score is its own)"
     )
