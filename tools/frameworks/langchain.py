@@ -16,7 +16,13 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
 
 from hopgraph.core.errors import InputError
 from hopgraph.core.network import checked_k
-from hopgraph.graph_store.documents.filters import JSON_HELP, Where, WhereValue, checked_where
+from hopgraph.graph_store.documents.filters import (
+    JSON_HELP,
+    Where,
+    WhereValue,
+    checked_where,
+    joined_where,
+)
 from hopgraph.tools.shared.expand import EXPAND_HELP
 from hopgraph.tools.shared.hits import Hit, order_note
 from hopgraph.tools.shared.registry import (
@@ -147,10 +153,12 @@ class HopgraphRetriever(BaseRetriever):
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[LangChainDocument]:
         kwargs.pop("verbose", None)  # LangChain's own, passed on by invoke
-        chosen = {"k": self.k, "where": self.where, **self.search_kwargs}
-        chosen |= call_options(kwargs, "invoke")
-        hits = widened(self._reader, self.method, query, chosen["k"], chosen["where"],
-                       self.expand, self.preset)  # fmt: skip
+        call = call_options(kwargs, "invoke")
+        k = call.get("k", self.search_kwargs.get("k", self.k))
+        # every filter holds: a call narrows the retriever's scope, never widens it
+        where = joined_where(joined_where(self.where, self.search_kwargs.get("where")),
+                             call.get("where"))  # fmt: skip
+        hits = widened(self._reader, self.method, query, k, where, self.expand, self.preset)
         return [as_document(hit, self.method, rank) for rank, hit in enumerate(hits, start=1)]
 
     async def _aget_relevant_documents(

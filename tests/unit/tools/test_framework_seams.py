@@ -76,6 +76,13 @@ def test_k_and_where_per_call_and_in_search_kwargs_are_the_clis(docs_dir, cli): 
         search_kwargs={"k": 3, "filter": {"section": {"$has": "Signals"}}},
     )
     assert [d.metadata["id"] for d in kept.invoke(QUESTION)] == signals
+    scoped = HopgraphRetriever(
+        index=docs_dir, method="bm25", where={"section": {"$has": "Signals"}}
+    )
+    narrowed = scoped.invoke(QUESTION, k=3, where={"source": {"$ne": "deploy"}})
+    assert [d.metadata["id"] for d in narrowed] == cli(
+        docs_dir, "section~=Signals", "source!=deploy", k=3
+    )  # a call's filter narrows the retriever's, never replaces it
     ranked = kept.invoke(QUESTION)
     assert [d.metadata["rank"] for d in ranked] == [1, 2, 3]
     assert all(d.metadata["provenance"][-1]["method"] == "bm25" for d in ranked)
