@@ -18,6 +18,7 @@ from hopgraph.core.llm import ask_structured, complete, labelled
 from hopgraph.prompts.rgnn_ret import CRITIQUE, NEXT_STEP, STEP_ANSWER
 from hopgraph.tools.gnn_ret.channels import recurrent_merge
 from hopgraph.tools.gnn_ret.retriever import GNNRetriever
+from hopgraph.tools.shared import spans
 
 from .context import Context
 from .state import InputState, State, Step, parse_critique, parse_next_step
@@ -49,18 +50,22 @@ def retrieve(state: State, runtime: Runtime[Context]) -> dict:
     ctx = runtime.context
     gnn = ctx.retriever("gnn_ret", **({"weights": ctx.weights} if ctx.weights else {}))
     assert isinstance(gnn, GNNRetriever)
-    h, _, _ = gnn.ranking(state["subquestion"])
-    previous = state.get("h_hat")
-    h_hat = h if not previous else recurrent_merge(h, np.asarray(previous), ctx.beta)
-    n = len(state.get("trace", [])) + 1
-    ids = ctx.index.passage_graph.ids
-    order = np.argsort(h_hat)
-    if ctx.where:
-        order = np.array([row for row in order if ctx.allows(ids[row])], dtype=np.int64)
-    evidence = [
-        chunk_evidence(ctx.index, ids[row], float(1.0 - h_hat[row]), f"rgnn_ret step {n}")
-        for row in order[: ctx.step_k]
-    ]
+    source, asked = ctx.index.directory.name, state["subquestion"]
+    with spans.retrieval("rgnn_ret", source, asked, ctx.step_k) as opened:  # Eq. 6, not retrieve
+        h, _, _ = gnn.ranking(asked)
+        previous = state.get("h_hat")
+        h_hat = h if not previous else recurrent_merge(h, np.asarray(previous), ctx.beta)
+        n = len(state.get("trace", [])) + 1
+        ids = ctx.index.passage_graph.ids
+        order = np.argsort(h_hat)
+        if ctx.where:
+            order = np.array([row for row in order if ctx.allows(ids[row])], dtype=np.int64)
+        evidence = [
+            chunk_evidence(ctx.index, ids[row], float(1.0 - h_hat[row]), f"rgnn_ret step {n}")
+            for row in order[: ctx.step_k]
+        ]
+        if opened is not None:
+            opened.set_attribute("hopgraph.hits", len(evidence))
     titles = ", ".join(e["title"] for e in evidence)
     return {
         "h_hat": h_hat.tolist(),

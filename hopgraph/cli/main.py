@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from hopgraph.core.config import configure
@@ -57,8 +57,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit status (0 ok, 2 bad input or state, 130 interrupted)."""
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     args = None
+    exporting = None
     try:
         args = build_parser().parse_args(argv)  # help texts may read settings: inside the try
+        exporting = _spans_exported()
         # The run's flags over the settings file and HOPGRAPH_* (hopgraph.core.settings).
         configure(
             args.config,
@@ -92,7 +94,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     finally:
         configure()  # a caller that goes on in this process (tests, scripts) starts clean
+        if exporting is not None:
+            exporting()  # the spans still queued are sent before the process ends
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+def _spans_exported() -> Callable[[], None] | None:
+    """Export this command's spans over OTLP when OTLP's variables are set (tools.shared.spans)."""
+    if not any(name.startswith("OTEL_EXPORTER_OTLP") for name in os.environ):
+        return None  # not even the module is imported: a start pays nothing
+    from hopgraph.tools.shared.spans import export_from_env
+
+    return export_from_env()

@@ -15,6 +15,7 @@ class BM25Retriever(Retriever):
 
     name = "bm25"
     step = "keyword match"
+    embeds_query = False
     description = (
         "Keyword search (BM25). Best for exact names, titles, rare terms and numbers. "
         "Returns passages with their title and text."

@@ -52,6 +52,7 @@ from hopgraph.tools.baselines.retrievers import HybridRetriever
 from hopgraph.tools.guards.guard import CONFIDENT, KEEP, MARGIN, MULTI_HOP, Guarded
 from hopgraph.tools.shared.fusion import fuse_hits
 from hopgraph.tools.shared.hits import Hit, Provenance
+from hopgraph.tools.shared.spans import span
 
 from .channels import (
     DEFAULT_CHANNELS,
@@ -408,10 +409,15 @@ class GNNRetriever(Guarded):
     def _retrieve(self, query: str, k: int) -> list[Hit]:
         reranks = self.reranks(query)
         depth = max(k, RERANK_DEPTH) if reranks else k
-        found, best = self._found(query, depth)
+        expansion = {"hopgraph.graph.hops": self.layers, "hopgraph.graph.top_k": self.top_k}
+        with span("graph expansion", expansion) as opened:
+            found, best = self._found(query, depth)
+            if opened is not None:
+                opened.set_attribute("hopgraph.graph.nodes_reached", len(found.rows))
         order, probability = np.arange(len(best)), None
         if reranks and self.reranker is not None and fits(self.index, found.rows[best]):
-            order, probability = self.reranker.order(self.index, query, _listed(found, best))
+            with span("rerank", {"hopgraph.rerank.candidates": len(best)}):
+                order, probability = self.reranker.order(self.index, query, _listed(found, best))
         ids = self.index.passage_graph.ids
         hits = []
         for rank, place in enumerate(order[:k].tolist(), start=1):

@@ -12,6 +12,7 @@ from hopgraph.graph_store import Index
 from hopgraph.graph_store.documents.filters import Where
 from hopgraph.graph_store.stores.base import Scored
 
+from . import spans
 from .hits import Hit, Provenance, falling
 
 
@@ -33,6 +34,8 @@ class Retriever(ABC):
     needs_base: ClassVar[bool] = False
     """Whether the method reranks or expands another retriever's results: its constructor then
     takes ``bases`` (:data:`Bases`), which the registry gives it."""
+    embeds_query: ClassVar[bool] = True
+    """Whether the method embeds the query (a traced retrieval shows it as a child span)."""
     presets: ClassVar[Mapping[str, Mapping[str, Any]]] = {}
     """Constructor options per preset (tools.registry.PRESETS): ``tuned`` is the constructor's
     defaults, ``paper`` the paper's settings; docs/methods.md gives every difference."""
@@ -55,8 +58,18 @@ class Retriever(ABC):
 
         Scores fall with rank on the method's own scale (hits.falling: a hit the method placed
         above better-scored ones shows the score below it; ``Hit.raw_score`` keeps its own).
+        Traced as an OpenTelemetry retrieval span when the process traces (tools.shared.spans).
         """
-        return falling(self.ranked(checked_request(query, k), k, where))
+        query = checked_request(query, k)
+        with spans.retrieval(self.name, self.index.directory.name, query, k) as opened:
+            if opened is not None and self.embeds_query:  # its own child span; then kept
+                model = {"gen_ai.operation.name": "embeddings",
+                         "gen_ai.request.model": self.index.manifest.settings.model}  # fmt: skip
+                with spans.span("embeddings", model):
+                    self.index.embed_query(query)
+            hits = falling(self.ranked(query, k, where))
+            spans.record_hits(opened, hits)
+        return hits
 
     def ranked(self, query: str, k: int, where: Where | None = None) -> list[Hit]:
         """Return the method's own list for a checked query: its order, its scores."""
