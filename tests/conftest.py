@@ -124,8 +124,8 @@ def train_twice(tmp_path: Path, method: str, questions: list[dict]) -> tuple[Pat
 # out files in collection order, two to each worker at the start): the last files the two
 # workers run are then short ones, and neither waits long on the other at the end. By their
 # time in a CI run (seconds, -n 2): cluster 608, eval floor 332, hosts 430, local LLM 324,
-# faults 322, doc examples 320. The first worker takes the first and third: the cluster and
-# hosts files, each a Ray cluster of its own under timed load, run one after the other.
+# faults 322, doc examples 320. The cluster and hosts files are one unit of work for one worker
+# (RAY_FILES, below): they run one after the other.
 SLOW_FIRST = [
     f"tests/integration/{name}.py"
     for name in (
@@ -133,6 +133,26 @@ SLOW_FIRST = [
         "test_doc_examples", "test_real_model", "test_benches", "test_chroma_server",
     )
 ]  # fmt: skip
+
+
+RAY_FILES = {"tests/integration/test_cluster.py", "tests/integration/test_hosts.py"}
+"""Files that each run Ray clusters under timed load: one worker runs them, one after the
+other. Side by side (each worker took one), a third cluster's start timed out ("The current
+node timed out during startup") on 2 cores."""
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
+    """Schedule by file (--dist loadfile), with the Ray files one unit of work for one worker."""
+    if config.getoption("dist") != "loadfile":
+        return None  # xdist's own for any other mode
+    from xdist.scheduler import LoadFileScheduling
+
+    class OneRayFileAtATime(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            scope = super()._split_scope(nodeid)
+            return "ray clusters" if scope in RAY_FILES else scope
+
+    return OneRayFileAtATime(config, log)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
