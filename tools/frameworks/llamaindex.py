@@ -10,7 +10,7 @@ from typing import Any
 
 from hopgraph.core.errors import InputError
 from hopgraph.core.network import checked_k
-from hopgraph.graph_store.documents.filters import OPERATORS, Where, checked_where, joined_where
+from hopgraph.graph_store.documents.filters import OPERATORS, Where, joined_where
 from hopgraph.tools.shared.expand import Expansion
 from hopgraph.tools.shared.hits import Hit
 from hopgraph.tools.shared.registry import DEFAULT_PRESET, check_preset, checked_method
@@ -78,7 +78,7 @@ class HopgraphLlamaIndexRetriever(BaseRetriever):
     ) -> None:
         k = checked_k(k)  # as the CLI's -k and the servers' k: "²", True, 0 and 51 refused
         self.method, self.k, self.preset = checked_method(method), k, check_preset(preset)
-        self.where = joined_where(checked_where(where), where_of(filters) if filters else None)
+        self.where = joined_where(where, where_of(filters) if filters else None)
         self.expand = expand
         if expand:
             Expansion.parse(expand)  # a typo is named now, not at the first retrieval
