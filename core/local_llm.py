@@ -46,6 +46,8 @@ class LocalChatModel(BaseChatModel):
     n_ctx: int = 8192
     max_tokens: int = 256
     temperature: float = 0.0
+    threads: int | None = None
+    """CPU threads for the prompt and the reply; None: llama.cpp's default (half the cores)."""
     _llama: Any = PrivateAttr(default=None)
     _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
 
@@ -54,16 +56,16 @@ class LocalChatModel(BaseChatModel):
         """Build the model of ``HOPGRAPH_LLM_GGUF``, or the shipped SmolLM2 when it is unset."""
         from .settings import settings
 
-        chosen = settings().llm_gguf
+        chosen, threads = settings().llm_gguf, settings().llm_threads
         if chosen is None:
-            return cls(model_path=str(default_gguf()))
+            return cls(model_path=str(default_gguf()), threads=threads)
         path = chosen.expanduser()
         if not path.is_file():
             raise HopgraphError(
                 f"HOPGRAPH_LLM_GGUF names no file: {path}",
                 "point it at a chat model in GGUF format, or unset it for the shipped SmolLM2",
             )
-        return cls(model_path=str(path), model_name=path.stem)
+        return cls(model_path=str(path), model_name=path.stem, threads=threads)
 
     @property
     def _llm_type(self) -> str:
@@ -81,13 +83,23 @@ class LocalChatModel(BaseChatModel):
             except ModuleNotFoundError as err:
                 raise HopgraphError("llama-cpp-python is not installed", INSTALL_HINT) from err
             try:
-                self._llama = Llama(model_path=self.model_path, n_ctx=self.n_ctx, verbose=False)
+                self._llama = Llama(
+                    model_path=self.model_path, n_ctx=self.n_ctx, verbose=False, **self._threads()
+                )
             except (ValueError, RuntimeError) as err:  # not a GGUF, or a model llama.cpp lacks
                 raise HopgraphError(
                     f"the local model {self.model_path} could not be loaded: {err}",
                     "point HOPGRAPH_LLM_GGUF at a chat model in GGUF format",
                 ) from err
         return self._llama
+
+    def _threads(self) -> dict[str, int]:
+        # llama.cpp's prompt threads default to every core; each step waits for the slowest,
+        # so on a busy machine one thread descheduled stalls the rest (a 1,840-token prompt:
+        # 61 s with the default, 37 s with one thread, beside one other busy process).
+        if self.threads is None:
+            return {}
+        return {"n_threads": self.threads, "n_threads_batch": self.threads}
 
     def _generate(
         self,

@@ -102,6 +102,12 @@ class Settings(BaseSettings):
     llm_max_retries: int | None = Field(None, ge=0, description="retries with backoff")
     llm_max_concurrency: int | None = Field(None, ge=1, description="requests in flight")
     llm_gguf: Path | None = Field(None, description="GGUF file for --llm local")
+    llm_threads: int | None = Field(
+        None,
+        ge=1,
+        description="CPU threads for --llm local (default: half the cores, as llama.cpp; "
+        "set 1 where other work shares the machine, since its threads wait on each other)",
+    )
     token: SecretStr | None = Field(
         None, description="bearer token the HTTP servers (MCP, LangGraph) ask clients for"
     )

@@ -40,6 +40,9 @@ def offline(monkeypatch, tmp_path):
     for name in ("HOPGRAPH_LLM_MODEL", "HOPGRAPH_LLM_BASE_URL", "OPENAI_API_KEY", "HOPGRAPH_LLM"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("HOPGRAPH_CACHE", str(tmp_path / "cache"))
+    # The other pytest worker keeps the second core busy: llama.cpp's two prompt threads would
+    # wait on each other (a 1,840-token prompt: 61 s with two, 37 s with one).
+    monkeypatch.setenv("HOPGRAPH_LLM_THREADS", "1")
 
 
 @pytest.mark.parametrize("method", ["gear", "rgnn_ret", "tog2", "gnn_ret"])

@@ -135,6 +135,17 @@ def test_local_model_reports_usage_and_refuses_a_prompt_longer_than_its_context(
         model.invoke("word " * 100)
 
 
+def test_the_threads_setting_reaches_llama_cpp(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOPGRAPH_LLM_GGUF", str(tmp_path / "m.gguf"))
+    (tmp_path / "m.gguf").write_bytes(b"GGUF")
+    assert choose_chat("local")._threads() == {}  # llama.cpp's own default
+    monkeypatch.setenv("HOPGRAPH_LLM_THREADS", "1")
+    assert choose_chat("local")._threads() == {"n_threads": 1, "n_threads_batch": 1}
+    monkeypatch.setenv("HOPGRAPH_LLM_THREADS", "0")
+    with pytest.raises(HopgraphError, match="HOPGRAPH_LLM_THREADS"):
+        choose_chat("local")
+
+
 def test_a_file_that_is_no_gguf_is_a_clear_error(tmp_path, monkeypatch):
     bad = tmp_path / "notes.gguf"
     bad.write_text("not a model")
