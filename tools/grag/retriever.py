@@ -18,6 +18,7 @@ from hopgraph.graph_store import Index
 from hopgraph.tools.guards.guard import CONFIDENT, KEEP, MARGIN, Guarded
 from hopgraph.tools.shared.base import Bases
 from hopgraph.tools.shared.hits import Hit, Provenance
+from hopgraph.tools.shared.spans import span
 
 from .graph import DocumentGraph, GRAGSettings, GraphBuilder
 
@@ -106,8 +107,12 @@ class GRAGRetriever(Guarded):
         return self.model(graph)
 
     def _retrieve(self, query: str, k: int) -> list[Hit]:
-        graph = self.builder.build(query)
-        scores = self.scores(graph)
+        with span("graph expansion", {"hopgraph.graph.top_k": k}) as opened:
+            graph = self.builder.build(query)
+            if opened is not None:
+                opened.set_attribute("hopgraph.graph.nodes_reached", len(graph.rows))
+        with span("rerank", {"hopgraph.rerank.candidates": len(graph.rows)}):
+            scores = self.scores(graph)
         order = np.argsort(-scores, kind="stable")
         ids = self.ids
         hits = []

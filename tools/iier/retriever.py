@@ -38,6 +38,7 @@ from hopgraph.prompts.iier import QUESTION_KEYWORDS
 from hopgraph.tools.guards.guard import KEEP, Guarded
 from hopgraph.tools.shared.base import Bases
 from hopgraph.tools.shared.hits import Hit, Provenance
+from hopgraph.tools.shared.spans import span
 from hopgraph.tools.shared.weights import available_weights, load_weights
 
 from .steps import ChainRanker, ScorerSettings, Step, scaled_edges
@@ -222,14 +223,19 @@ class IIERRetriever(Guarded):
     def _retrieve(self, query: str, k: int) -> list[Hit]:
         vector = self.index.embed_query(query).astype(np.float32)
         similarity = Cosines(self.index.vector_search, vector)  # of the chunks reached only
-        seeds = self.seeds(self.question_keywords(query), similarity)
-        if self.dense_seeds:  # the chunks closest to the question seed chains too
-            closest = similarity.top(self.dense_seeds)
-            seeds = list(dict.fromkeys([*seeds, *(int(r) for r in closest)]))
-        if self.seed_order == "similarity":
-            seeds = sorted(seeds, key=lambda row: -similarity[row])
-        chains = [self.chain(s, similarity, vector) for s in seeds]
-        ranked = flatten_chains(chains, self.order)
+        with span("graph expansion", {"hopgraph.graph.top_k": k}) as opened:
+            seeds = self.seeds(self.question_keywords(query), similarity)
+            if self.dense_seeds:  # the chunks closest to the question seed chains too
+                closest = similarity.top(self.dense_seeds)
+                seeds = list(dict.fromkeys([*seeds, *(int(r) for r in closest)]))
+            if self.seed_order == "similarity":
+                seeds = sorted(seeds, key=lambda row: -similarity[row])
+            chains = [self.chain(s, similarity, vector) for s in seeds]
+            ranked = flatten_chains(chains, self.order)
+            if opened is not None:
+                opened.set_attribute("hopgraph.graph.seeds", len(seeds))
+                opened.set_attribute("hopgraph.graph.hops", max(map(len, chains), default=1) - 1)
+                opened.set_attribute("hopgraph.graph.nodes_reached", len(ranked))
         hits = []
         for rank, (row, (hop, chain)) in enumerate(list(ranked.items())[:k], start=1):
             score = float(similarity[row])

@@ -65,6 +65,33 @@ def test_a_retrieval_is_a_span_with_its_embedding_and_expansion(docs_index, expo
     assert "gen_ai.retrieval.documents" not in span.attributes
 
 
+def grag_weights(index, path):
+    """Weights for G-RAG over ``index`` (untrained: what is traced is the same)."""
+    from hopgraph.tools.grag.graph import GRAGSettings
+    from hopgraph.tools.grag.model import new_model
+    from hopgraph.tools.shared.weights import save_weights
+
+    d = index.manifest.embedder["dimension"]
+    record = {"model": index.manifest.settings.model, "dimension": d, "method": "grag",
+              "settings": {"hidden": 4}}  # fmt: skip
+    save_weights(path, record, new_model(d, GRAGSettings(hidden=4), seed=0).state_dict())
+    return path
+
+
+def test_iier_and_grag_trace_their_expansion_and_rerank(docs_index, exported, tmp_path):
+    weights = grag_weights(docs_index, tmp_path / "grag.pt")
+    expected = [
+        ("iier", {}, {"graph expansion"}),
+        ("grag", {"weights": weights}, {"graph expansion", "rerank"}),
+    ]
+    for method, extra, kids in expected:
+        make_retriever(method, docs_index, keep=0, **extra).retrieve("Larry Alcala?", 3)
+        (span,) = retrievals(exported, method)
+        assert kids <= set(children(exported, span)), method
+        grown = [s for s in exported.get_finished_spans() if s.name == "graph expansion"]
+        assert grown[-1].attributes["hopgraph.graph.nodes_reached"] > 0
+
+
 def test_documents_and_the_query_only_when_asked(docs_index, exported, monkeypatch):
     monkeypatch.setenv("HOPGRAPH_TRACE_CONTENT", "1")
     hits = make_retriever("bm25", docs_index).retrieve("Mountrail County seat", 2)
