@@ -1,22 +1,27 @@
 """An answer without an LLM: the evidence sentences that best answer the question, each cited.
 
 With no LLM, ``ask`` (the CLI, MCP, the LangGraph server and the page) still answers: it picks
-sentences out of the passages a method ranks first, one per hop where the evidence spans
-passages, and cites the passage of each.
+at most three sentences (600 characters) out of the passages a method ranks first, one per hop
+where the evidence spans passages, and cites the passage of each.
+
+What a "sentence" is: a prose sentence (not cut after initials or "c."), a fenced code block
+whole, or a list item whole (to a blank line or the next item).
 
 How a sentence is chosen (no model beyond the index's own embedder):
 
-- every sentence of every passage is scored by the cosine of its embedding (the passage's
-  title, then the sentence, as passages are embedded) to the question's, plus the share of the
-  question's content words it holds (stemmed; the passage's title counts, since a sentence
-  about its page's subject often names it only as "he" or "it"), weighted by how rare each
-  word is among the sentences;
-- the best sentence answers the first hop;
-- each next hop is a sentence of another passage that holds a word the
-  chosen sentences do not: one of the question's, or a *bridge*, a word a chosen sentence
-  brought in that the question lacks ("educated at the University of the Philippines" → the
-  University of the Philippines' page). The search stops when no sentence adds one, so a
-  one-hop question gets one sentence.
+- every sentence is scored by the cosine of its embedding (the passage's title, then the
+  sentence, as passages are embedded) to the question's, plus the share of the question's
+  content words it holds (stemmed; the passage's title counts, since a sentence about its
+  page's subject often names it only as "he" or "it"), weighted by how rare each word is among
+  the sentences; a sentence that names its page's subject gains a little (it reads on its own),
+  and one that asks ("How do I upload a file?") is taken only where nothing else is left;
+- the best sentence comes first;
+- each next hop is a sentence of another passage, scored against the question *and* the
+  chosen sentences (the sum of their vectors), that holds a word the chosen sentences do not:
+  one of the question's, or a *bridge*, a word of a name a chosen sentence brought in that the
+  question lacks ("educated at the University of the Philippines" → the University of the
+  Philippines' page, which gains again as the page that name leads to). A further sentence
+  must fit in the characters left.
 
 Each passage also gets its own best sentence (:attr:`ExtractiveAnswer.answering`), which
 ``ask`` shows whole instead of cutting the passage off at a fixed width.
@@ -29,7 +34,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, cached_property
 
 import numpy as np
 
@@ -37,23 +42,37 @@ from hopgraph.graph_store import Index
 from hopgraph.graph_store.graphs.extraction.offline import STOPWORDS, extraction_sentences
 from hopgraph.tools import Hit
 
-MAX_HOPS = 4
-"""The most sentences an answer gives (MuSiQue's longest questions have four hops).
+MAX_SENTENCES = 3
+"""The most sentences an answer gives: one per hop of a two-hop question, and one to spare."""
+MAX_CHARS = 600
+"""The most characters an answer's sentences hold; a first sentence longer is cut at a word."""
 
-The weights below were chosen on the train sets (hotpotqa-train, musique-train; a grid of
-lexical 0.5/1, bridge 0.25/0.5/1, link 0/0.5/1, min gain 0/0.2/0.4) for answer-string recall
-against words: evals/results/extractive/train-grid.txt has the grid."""
+# The weights below were chosen on the train sets (hotpotqa-train, musique-train,
+# 2wiki-train) for answer-string recall within the limits above:
+# evals/results/extractive/train-grid.txt has the grid.
 LEXICAL_WEIGHT = 1.0
 """Weight of the question's words held against the cosine (both lie in [0, 1])."""
 BRIDGE_WEIGHT = 0.5
-"""A bridge word counts half a question word: it is what a chosen sentence suggested."""
-MIN_GAIN = 0.2
+"""A bridge word (of a name a chosen sentence brought in) counts half a question word."""
+MIN_GAIN = 0.0
 """What a further hop's sentence must add (its weighted share of the words still wanted)."""
 LINK_WEIGHT = 0.5
 """What a passage whose title a chosen sentence names adds: it is where the next hop leads."""
+CONTEXT_WEIGHT = 1.0
+"""A further hop is scored against the question plus the chosen sentences (their vectors)."""
+SUBJECT_WEIGHT = 0.2
+"""A sentence that names its page's subject ("Kris Benson was drafted") over one that says
+"he": it reads on its own, and a comparison's answer is the subject's name."""
+ASKS_PENALTY = 3.0
+"""A sentence that asks ("How do I upload a file?") does not answer: the penalty is more than
+a sentence's score can otherwise differ by, so one is taken only where nothing else is left."""
 
 _WORD = re.compile(r"\w+")
 _CODE_FENCE = re.compile(r"^\s*(`{3,}|~{3,})", re.MULTILINE)
+_NAME = re.compile(r"\b[A-Z][\w'.-]*(?:\s+(?:of|the|de|von|van|and|du|la|le)?\s*[A-Z][\w'.-]*)*")
+"""A name: capitalised words, with the small words names hold ("University of the Philippines")."""
+_LIST_ITEM = re.compile(r"^\s*(?:[-*+•]|\d+[.)]|#\.)\s+")
+"""A line that starts a list item: a bullet, or a number."""
 
 
 @dataclass(frozen=True)
@@ -97,6 +116,9 @@ class Weights:
     bridge: float = BRIDGE_WEIGHT
     link: float = LINK_WEIGHT
     min_gain: float = MIN_GAIN
+    context: float = CONTEXT_WEIGHT
+    subject: float = SUBJECT_WEIGHT
+    asks: float = ASKS_PENALTY
 
 
 @dataclass(frozen=True)
@@ -105,6 +127,11 @@ class _Candidate:
     passage: int
     hit: Hit
     words: frozenset[str]
+    names: frozenset[str]
+    """The words of the names it holds (a bridge, where the question lacks them)."""
+    subject: bool
+    """It names its page's subject: it holds a word of the page's title."""
+    asks: bool
 
 
 @dataclass(frozen=True)
@@ -114,8 +141,14 @@ class Sentences:
     candidates: list[_Candidate]
     asked: frozenset[str]
     rarity: dict[str, float]
-    cosines: np.ndarray
+    vectors: np.ndarray
+    """Unit vectors: the question's first, then each candidate's."""
     question: str
+
+    @cached_property
+    def cosines(self) -> np.ndarray:
+        """Return each sentence's cosine to the question."""
+        return self.vectors[1:] @ self.vectors[0]
 
 
 def extractive_answer(
@@ -126,42 +159,63 @@ def extractive_answer(
 
 
 def sentences_of(index: Index, question: str, hits: Sequence[Hit]) -> Sentences:
-    """Split the passages into sentences and score each against the question."""
+    """Split the passages into sentences and embed each with the question."""
     candidates = _candidates(hits)
     rarity = _rarity([c.words for c in candidates])
-    cosines = _cosines(index, question, candidates) if candidates else np.zeros(0)
-    return Sentences(candidates, frozenset(_words(question)), rarity, cosines, question)
+    vectors = _vectors(index, question, candidates)
+    return Sentences(candidates, frozenset(_words(question)), rarity, vectors, question)
 
 
 def choose(found: Sentences, weights: Weights) -> ExtractiveAnswer:
     """Pick the answer's sentences, one a passage, hop by hop (the module doc says how)."""
-    candidates, asked, rarity = found.candidates, found.asked, found.rarity
+    candidates = found.candidates
     passages = len({c.passage for c in candidates})
     chosen: list[int] = []
-    holders: Counter[str] = Counter()  # word → how many chosen sentences hold it
-    while len(chosen) < min(MAX_HOPS, passages):
-        left = asked - holders.keys()
-        bridges = {w for w, n in holders.items() if n == 1 and w not in asked}
-        used = {candidates[i].passage for i in chosen}
-        linked = _linked(candidates, [candidates[i].text for i in chosen], found.question)
-        best, best_score = None, -math.inf
-        for i, c in enumerate(candidates):
-            if c.passage in used:
-                continue
-            gain = _held(c.words, left, rarity) + weights.bridge * _held(c.words, bridges, rarity)
-            gain += weights.link * (c.passage in linked)
-            if chosen and gain <= weights.min_gain:  # a further hop must bring enough in
-                continue
-            score = float(found.cosines[i]) + weights.lexical * gain
-            if score > best_score:
-                best, best_score = i, score
+    covered: set[str] = set()  # the words the chosen sentences hold
+    bridges: set[str] = set()  # the words of names they brought in
+    room = MAX_CHARS
+    while len(chosen) < min(MAX_SENTENCES, passages):
+        best = _next_hop(found, weights, chosen, found.asked - covered, bridges, room)
         if best is None:
             break
         chosen.append(best)
-        holders.update(candidates[best].words)
+        room -= len(candidates[best].text) + 1
+        covered |= candidates[best].words
+        bridges |= candidates[best].names - found.asked
     score = _scorer(found, weights)
     sentences = [_sentence(candidates[i], score(i)) for i in chosen]
     return ExtractiveAnswer(sentences, _answering(found, score))
+
+
+def _next_hop(
+    found: Sentences,
+    weights: Weights,
+    chosen: list[int],
+    left: set[str] | frozenset[str],
+    bridges: set[str],
+    room: int,
+) -> int | None:
+    """Return the best next sentence, or None when none brings enough in or none fits."""
+    candidates, rarity = found.candidates, found.rarity
+    cosines, linked = found.cosines, set()
+    if chosen:  # a further hop reads the question with what the chosen sentences say
+        context = found.vectors[0] + weights.context * found.vectors[[i + 1 for i in chosen]].sum(0)
+        cosines = found.vectors[1:] @ (context / max(float(np.linalg.norm(context)), 1e-12))
+        linked = _linked(candidates, [candidates[i].text for i in chosen], found.question)
+    used = {candidates[i].passage for i in chosen}
+    best, best_score = None, -math.inf
+    for i, c in enumerate(candidates):
+        if c.passage in used or (chosen and len(c.text) + 1 > room):
+            continue
+        gain = _held(c.words, left, rarity) + weights.bridge * _held(c.words, bridges, rarity)
+        gain += weights.link * (c.passage in linked)
+        if chosen and gain <= weights.min_gain:  # a further hop must bring something in
+            continue
+        score = float(cosines[i]) + weights.lexical * gain
+        score += weights.subject * c.subject - weights.asks * c.asks
+        if score > best_score:
+            best, best_score = i, score
+    return best
 
 
 def _linked(candidates: Sequence[_Candidate], said: Sequence[str], question: str) -> set[int]:
@@ -183,27 +237,54 @@ _TITLE_QUALIFIER = re.compile(r"\s*\([^)]*\)$")
 
 
 def _candidates(hits: Sequence[Hit]) -> list[_Candidate]:
-    """Return every sentence of the passages (code blocks as one piece), with its words."""
+    """Return every sentence of the passages (code blocks, list items whole), with its words."""
     out = []
     for n, hit in enumerate(hits, start=1):
-        title_words = _words(hit.title)
+        title_words = _words(_TITLE_QUALIFIER.sub("", hit.title))
         for text in _sentences(hit.text):
-            out.append(_Candidate(text, n, hit, frozenset(_words(text) + title_words)))
+            words = _words(text)
+            names = frozenset(w for name in _NAME.findall(text) for w in _words(name))
+            subject = bool(set(title_words) & set(words))
+            asks = text.rstrip().endswith("?")
+            out.append(
+                _Candidate(text, n, hit, frozenset(words + title_words), names, subject, asks)
+            )
     return out
 
 
 def _sentences(text: str) -> list[str]:
     """Split a passage into sentences; a fenced code block stays whole (it is one statement)."""
     if not _CODE_FENCE.search(text):
-        return _prose(text)
+        return _items(text)
     out: list[str] = []
     for n, part in enumerate(re.split(r"(^\s*(?:`{3,}|~{3,}).*?^\s*(?:`{3,}|~{3,})\s*$)",
                                       text, flags=re.MULTILINE | re.DOTALL)):  # fmt: skip
         if n % 2:  # a fenced block
             out.append(part.strip())
         else:
-            out += _prose(part)
+            out += _items(part)
     return [s for s in out if s]
+
+
+def _items(text: str) -> list[str]:
+    """Split prose into sentences, each list item whole (to a blank line or the next item)."""
+    out: list[str] = []
+    prose: list[str] = []
+    item: list[str] = []
+    for line in [*text.splitlines(), ""]:
+        starts = bool(_LIST_ITEM.match(line))
+        if item and (starts or not line.strip()):
+            out.append(" ".join(item))
+            item = []
+        if starts or (item and line.strip()):
+            if prose:
+                out += _prose("\n".join(prose))
+                prose = []
+            item.append(" ".join(line.split()))
+        elif line.strip():
+            prose.append(line)
+    out += _prose("\n".join(prose))
+    return out
 
 
 _CONTINUES = re.compile(r"^[a-z(),;:\-–]")
@@ -254,12 +335,11 @@ def _held(words: frozenset[str], wanted: set[str] | frozenset[str], rarity: dict
     return sum(rarity.get(w, 0.0) for w in wanted & words) / total
 
 
-def _cosines(index: Index, question: str, candidates: Sequence[_Candidate]) -> np.ndarray:
-    """Return each sentence's cosine to the question, embedded as passages are (title, text)."""
+def _vectors(index: Index, question: str, candidates: Sequence[_Candidate]) -> np.ndarray:
+    """Return unit vectors of the question and each sentence, embedded as passages are."""
     texts = [f"{c.hit.title}\n{c.text}" if c.hit.title else c.text for c in candidates]
-    vectors = index.embedder.embed([question, *texts])
-    vectors = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
-    return vectors[1:] @ vectors[0]
+    vectors = np.asarray(index.embedder.embed([question, *texts]), dtype=np.float32)
+    return vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
 
 
 def _scorer(found: Sentences, weights: Weights) -> Callable[[int], float]:
@@ -273,7 +353,10 @@ def _scorer(found: Sentences, weights: Weights) -> Callable[[int], float]:
 
 
 def _sentence(c: _Candidate, score: float) -> AnswerSentence:
-    return AnswerSentence(c.text, c.passage, c.hit.id, c.hit.title, round(score, 4))
+    text = c.text
+    if len(text) > MAX_CHARS:  # only a first sentence can be: cut at a word, marked
+        text = text[: MAX_CHARS - 1].rsplit(" ", 1)[0] + "…"
+    return AnswerSentence(text, c.passage, c.hit.id, c.hit.title, round(score, 4))
 
 
 def _answering(found: Sentences, score: Callable[[int], float]) -> dict[str, str]:

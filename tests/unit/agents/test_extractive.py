@@ -4,7 +4,14 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from hopgraph.agents.extractive import Weights, choose, extractive_answer, sentences_of
+from hopgraph.agents.extractive import (
+    MAX_CHARS,
+    MAX_SENTENCES,
+    Weights,
+    choose,
+    extractive_answer,
+    sentences_of,
+)
 from hopgraph.tools import Hit
 
 
@@ -45,13 +52,13 @@ QUESTION = "When did military instruction start at the place where Larry Alcala 
 
 def test_a_two_hop_question_gets_a_sentence_from_each_hop_citing_its_passage():
     answer = extractive_answer(INDEX, QUESTION, [ALCALA, UP, OTHER])
-    assert [s.text for s in answer.sentences] == [
-        "He was educated at the University of the Philippines.",
-        "Military instruction started at the University of the Philippines in 1912.",
+    assert [(s.text, s.passage) for s in answer.sentences] == [
+        ("Military instruction started at the University of the Philippines in 1912.", 2),
+        ("He was educated at the University of the Philippines.", 1),  # the bridge
     ]
-    assert [s.passage for s in answer.sentences] == [1, 2]
-    assert answer.text.endswith("in 1912. [2]")
-    assert answer.answering["d2"] == answer.sentences[1].text  # shown whole under its passage
+    assert answer.text.startswith("Military instruction started at the University of the "
+                                  "Philippines in 1912. [2]")  # fmt: skip
+    assert answer.answering["d2"] == answer.sentences[0].text  # shown whole under its passage
 
 
 def test_a_further_hop_must_bring_a_word_in_so_one_hop_gets_one_sentence():
@@ -83,3 +90,33 @@ def test_sentences_are_not_cut_after_abbreviations_and_code_stays_whole():
 
 def test_no_passages_no_answer():
     assert extractive_answer(INDEX, QUESTION, []).sentences == []
+
+
+def test_a_sentence_that_asks_does_not_answer():
+    page = hit(1, "Uploads", "How do I upload a file? Files are uploaded with request.files.")
+    answer = extractive_answer(INDEX, "How do I upload a file?", [page])
+    assert [s.text for s in answer.sentences] == ["Files are uploaded with request.files."]
+
+
+def test_list_items_stay_whole_and_apart():
+    text = (
+        "Settings:\n\n- SECRET_KEY signs the session\n  cookie\n- DEBUG shows tracebacks\n\nDone."
+    )
+    found = sentences_of(INDEX, "what signs the session", [hit(1, "Config", text)])
+    assert [c.text for c in found.candidates] == [
+        "Settings:",
+        "- SECRET_KEY signs the session cookie",
+        "- DEBUG shows tracebacks",
+        "Done.",
+    ]
+
+
+def test_at_most_three_sentences_and_600_characters():
+    long = " ".join(["military instruction start place educated"] * 30) + "."
+    pages = [hit(n, f"Page {n}", f"Military instruction {n} started. {long}") for n in range(1, 9)]
+    answer = extractive_answer(INDEX, QUESTION, pages)
+    assert 1 <= len(answer.sentences) <= MAX_SENTENCES
+    assert sum(len(s.text) for s in answer.sentences) <= MAX_CHARS
+    alone = extractive_answer(INDEX, "military instruction educated", [hit(1, "Page", long)])
+    (cut,) = alone.sentences  # a first sentence over the limit: its head, marked
+    assert len(cut.text) <= MAX_CHARS and cut.text.endswith("…")
