@@ -19,12 +19,12 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from hopgraph.evals import extractive
 from hopgraph.evals.bench import tables as bench
 from hopgraph.evals.doc_markers import between, replaced
 from hopgraph.evals.rendering import guard as guard_table
 from hopgraph.evals.rendering import quality
 from hopgraph.evals.studies import (
-    extractive,
     guard_question_vectors,
     guard_when,
     list_rerank,

@@ -1,7 +1,9 @@
 """How often the answer without an LLM holds the gold answer, against the passages it reads.
 
-``python -m hopgraph.evals.studies.extractive --data ../shared/data/musique --data ...
-[--split dev] [--method gnn_ret] [-k 5] [--out evals/results/extractive.json]``
+``python -m hopgraph.evals.extractive --data ../shared/data/musique --data ...
+[--split dev] [--method gnn_ret] [-k 5] [--out evals/results/extractive/dev.json]``
+
+A dataset folder is one of ../shared/data or a documentation set (evals/docsets/SET).
 
 Per question: the method's top-k passages (what ``ask`` with no LLM shows) and the extractive
 answer drawn from them (:mod:`hopgraph.agents.extractive`). Answer-string recall is the share
@@ -120,7 +122,7 @@ def _share(row: dict) -> str:
 def main(argv: list[str] | None = None) -> int:
     """Measure each dataset and print (and save) the table."""
     parser = argparse.ArgumentParser(
-        prog="python -m hopgraph.evals.studies.extractive",
+        prog="python -m hopgraph.evals.extractive",
         description=__doc__.split("\n\n")[0],
     )
     parser.add_argument("--data", type=Path, action="append", required=True, help="dataset folder")
