@@ -63,6 +63,12 @@ CONTEXT_WEIGHT = 1.0
 SUBJECT_WEIGHT = 0.2
 """A sentence that names its page's subject ("Kris Benson was drafted") over one that says
 "he": it reads on its own, and a comparison's answer is the subject's name."""
+RANK_WEIGHT = 0.3
+"""What a passage's place in the method's list says: a sentence loses this times the log of
+its passage's rank (the method already weighed the passages against each other)."""
+TYPE_WEIGHT = 0.2
+"""A sentence that holds what the question asks for: a year or date for "when", a number for
+"how many", a name the question lacks for "who" or "where"."""
 ASKS_PENALTY = 3.0
 """A sentence that asks ("How do I upload a file?") does not answer: the penalty is more than
 a sentence's score can otherwise differ by, so one is taken only where nothing else is left."""
@@ -118,6 +124,8 @@ class Weights:
     min_gain: float = MIN_GAIN
     context: float = CONTEXT_WEIGHT
     subject: float = SUBJECT_WEIGHT
+    rank: float = RANK_WEIGHT
+    kind: float = TYPE_WEIGHT
     asks: float = ASKS_PENALTY
 
 
@@ -144,6 +152,11 @@ class Sentences:
     vectors: np.ndarray
     """Unit vectors: the question's first, then each candidate's."""
     question: str
+
+    @cached_property
+    def typed(self) -> np.ndarray:
+        """Return 1 for each sentence that holds what the question asks for, else 0."""
+        return np.array([_holds_kind(c.text, self.question) for c in self.candidates], float)
 
     @cached_property
     def cosines(self) -> np.ndarray:
@@ -211,8 +224,9 @@ def _next_hop(
         gain += weights.link * (c.passage in linked)
         if chosen and gain <= weights.min_gain:  # a further hop must bring something in
             continue
-        score = float(cosines[i]) + weights.lexical * gain
+        score = float(cosines[i]) + weights.lexical * gain + weights.kind * found.typed[i]
         score += weights.subject * c.subject - weights.asks * c.asks
+        score -= weights.rank * math.log(c.passage)
         if score > best_score:
             best, best_score = i, score
     return best
@@ -230,6 +244,41 @@ def _linked(candidates: Sequence[_Candidate], said: Sequence[str], question: str
         if len(name) > 2 and name in text and name not in asked:
             out.add(c.passage)
     return out
+
+
+_KINDS = (
+    ("date", re.compile(r"\b(when|what (year|date|day|month|century|decade)|which year|"
+                        r"birthday|date of birth|born on)\b")),
+    ("number", re.compile(r"\b(how (many|much|old|long|far|tall|big|high|large)|"
+                          r"what (percentage|number|age)|population)\b")),
+    ("name", re.compile(r"\b(where|(what|which) (country|city|state|county|town|nation)|"
+                        r"who|whom|whose)\b")),
+)  # fmt: skip
+"""What a question asks for, by its words, the first that matches ("the physicist who shared
+the prize ... in what country" asks for a place: a name)."""
+_YEAR = re.compile(r"\b(1[0-9]{3}|20[0-9]{2})s?\b")
+_MONTH = re.compile(r"\b(January|February|March|April|May|June|July|August|September|October|"
+                    r"November|December)\b")  # fmt: skip
+_NUMBER = re.compile(
+    r"\b\d[\d,.]*\b|\b(one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|dozen|"
+    r"hundred|thousand|million|billion)\b",
+    re.IGNORECASE,
+)
+
+
+def _holds_kind(text: str, question: str) -> bool:
+    """Tell whether ``text`` holds what ``question`` asks for (False when it asks for nothing)."""
+    asked = question.lower()
+    kind = next((name for name, pattern in _KINDS if pattern.search(asked)), None)
+    if kind == "date":
+        return bool(_YEAR.search(text) or _MONTH.search(text))
+    if kind == "number":
+        return bool(_NUMBER.search(text))
+    if kind == "name":  # a name of which some word is not the question's
+        return any(
+            any(word.lower() not in asked for word in name.split()) for name in _NAME.findall(text)
+        )
+    return False
 
 
 _TITLE_QUALIFIER = re.compile(r"\s*\([^)]*\)$")
