@@ -18,13 +18,20 @@ The figures it makes: docs/evaluation.md, "An answer without an LLM".
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import statistics
 from pathlib import Path
 
 from tqdm.auto import tqdm
 
-from hopgraph.agents.extractive import extractive_answer
+from hopgraph.agents.extractive import (
+    ExtractiveAnswer,
+    Weights,
+    choose,
+    extractive_answer,
+    sentences_of,
+)
 from hopgraph.core.settings import IndexSettings
 from hopgraph.evals.datasets import load_questions
 from hopgraph.evals.metrics import normalize_answer
@@ -46,14 +53,15 @@ def measure(data: Path, split: str, method: str, k: int, show_progress: bool) ->
     with index:
         retriever = make_retriever(method, index)
         in_answer = in_passages = 0
-        answer_words, passage_words, sentences = [], [], []
+        answer_words, passage_words, sentences, answer_chars = [], [], [], []
         for q in tqdm(questions, desc=data.name, disable=not show_progress):
             hits = retriever.retrieve(q.question, k)
             answer = extractive_answer(index, q.question, hits)
-            said = " ".join(s.text for s in answer.sentences)
+            said = _said(answer)
             read = "\n".join(f"{h.title}\n{h.text}" for h in hits)
             in_answer += holds(said, q.answers)
             in_passages += holds(read, q.answers)
+            answer_chars.append(len(said))
             answer_words.append(len(said.split()))
             passage_words.append(len(read.split()))
             sentences.append(len(answer.sentences))
@@ -69,7 +77,54 @@ def measure(data: Path, split: str, method: str, k: int, show_progress: bool) ->
         "answer_words": round(statistics.mean(answer_words), 1),
         "passage_words": round(statistics.mean(passage_words), 1),
         "sentences": round(statistics.mean(sentences), 2),
+        "answer_chars_max": max(answer_chars),
     }
+
+
+GRID = {
+    "rank": (0.3, 0.5),
+    "kind": (0.2, 0.4),
+    "subject": (0.0, 0.2),
+    "context": (0.5, 1.0),
+    "link": (0.5, 1.0),
+}
+"""The weights tried by ``--grid`` (the others at their defaults: agents/extractive.py)."""
+
+
+def grid(datasets: list[Path], split: str, method: str, k: int, show_progress: bool) -> str:
+    """Return each setting of GRID's share kept on each dataset, best mean first."""
+    held = {d.name: _held(d, split, method, k, show_progress) for d in datasets}
+    rows = []
+    for values in itertools.product(*GRID.values()):
+        weights = Weights(**dict(zip(GRID, values, strict=True)))
+        shares = []
+        for questions in held.values():
+            kept = [holds(_said(choose(found, weights)), answers) for found, answers in questions]
+            shares.append(100 * statistics.mean(kept))
+        rows.append((statistics.mean(shares), dict(zip(GRID, values, strict=True)), shares))
+    rows.sort(key=lambda row: -row[0])
+    header = ["mean", *GRID, *(f"{name} ({len(qs)})" for name, qs in held.items())]
+    body = [
+        [f"{mean:.1f}", *map(str, setting.values()), *(f"{x:.1f}" for x in shares)]
+        for mean, setting, shares in rows
+    ]
+    return render_table(header, body)
+
+
+def _held(data: Path, split: str, method: str, k: int, show_progress: bool) -> list:
+    """Return (sentences, answers) of each question whose top-k passages hold a gold answer."""
+    out = []
+    with eval_index(data, IndexSettings(), None, show_progress, with_graphs=True) as index:
+        retriever = make_retriever(method, index)
+        for q in tqdm(load_questions(data, split), desc=data.name, disable=not show_progress):
+            hits = retriever.retrieve(q.question, k)
+            if holds("\n".join(f"{h.title}\n{h.text}" for h in hits), q.answers):
+                out.append((sentences_of(index, q.question, hits), q.answers))
+    return out
+
+
+def _said(answer: ExtractiveAnswer) -> str:
+    return " ".join(s.text for s in answer.sentences)
 
 
 def table(rows: list[dict]) -> str:
@@ -102,14 +157,14 @@ def markdown(results: Path = RESULTS) -> str:
     rows = json.loads(results.read_text(encoding="utf-8"))
     lines = [
         "| set | questions | gold answer in the answer | in the top-5 passages | kept "
-        "| words: answer | words: passages | sentences |",
-        "|---|---|---|---|---|---|---|---|",
+        "| words: answer | words: passages | sentences | most characters |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         lines.append(
             f"| {r['data']} | {r['questions']:,} | {r['answer_recall']:.1f} "
             f"| {r['passages_recall']:.1f} | {_share(r)} | {r['answer_words']:.0f} "
-            f"| {r['passage_words']:.0f} | {r['sentences']:.2f} |"
+            f"| {r['passage_words']:.0f} | {r['sentences']:.2f} | {r['answer_chars_max']} |"
         )
     return "\n".join(lines)
 
@@ -131,7 +186,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("-k", type=int, default=5, help="passages read (default 5)")
     parser.add_argument("--out", type=Path, help="write the rows as JSON here")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
+    parser.add_argument(
+        "--grid", action="store_true", help="print the share kept under each setting of GRID"
+    )
     args = parser.parse_args(argv)
+    if args.grid:
+        print(grid(args.data, args.split, args.method, args.k, not args.quiet))
+        return 0
     rows = [measure(d, args.split, args.method, args.k, not args.quiet) for d in args.data]
     print(table(rows))
     if args.out:
