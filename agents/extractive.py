@@ -235,13 +235,17 @@ def _next_hop(
 def _linked(candidates: Sequence[_Candidate], said: Sequence[str], question: str) -> set[int]:
     """Return the passages whose page title a chosen sentence names and the question does not.
 
-    "ex-wife of pitcher Kris Benson" leads to the page Kris Benson: the next hop.
+    "ex-wife of pitcher Kris Benson" leads to the page Kris Benson: the next hop. So does a
+    name the title holds ("a 2000 Hong Kong action film" → British Hong Kong).
     """
     text, asked = " ".join(said).casefold(), question.casefold()
+    names = {n.casefold() for n in _NAME.findall(" ".join(said)) if len(n) > 3}
+    names = {n for n in names if n not in asked}
     out = set()
     for c in candidates:
-        name = _TITLE_QUALIFIER.sub("", c.hit.title).strip().casefold()
-        if len(name) > 2 and name in text and name not in asked:
+        title = _TITLE_QUALIFIER.sub("", c.hit.title).strip().casefold()
+        named = len(title) > 2 and title in text and title not in asked
+        if named or any(re.search(rf"\b{re.escape(n)}\b", title) for n in names):
             out.add(c.passage)
     return out
 
