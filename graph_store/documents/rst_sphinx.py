@@ -157,14 +157,32 @@ class SeeAlso(Container):
         ]
 
 
+SIGNATURE = "signature"
+"""The class of a description's signature paragraph (one a described name's text never joins)."""
+
+
 class Description(Container):
     """An object description (``py:function:: name(args)``): the signature, then the body."""
 
     def run(self) -> list[nodes.Node]:
-        """Return each signature as a code line, then the content."""
+        """Return each signature as a code line, then the content.
+
+        The last signature and the content's first paragraph are one paragraph
+        ("`SECRET_KEY`: A secret key that ..."), as a definition list's term and its text are:
+        a chunk never ends with a name whose description opens the next one, which never names
+        it.
+        """
         signatures = (self.arguments[0] if self.arguments else "").splitlines()
-        lines = [nodes.paragraph("", "", nodes.literal("", s.strip())) for s in signatures]
-        return [*lines, *self._content()]
+        lines = [
+            nodes.paragraph("", "", nodes.literal("", s.strip()), classes=[SIGNATURE])
+            for s in signatures
+        ]
+        content = self._content()
+        first = content[0] if content else None  # text, not a nested description's signature
+        if lines and isinstance(first, nodes.paragraph) and SIGNATURE not in first["classes"]:
+            first = content.pop(0)
+            lines[-1] += [nodes.Text(": "), *first.children]
+        return [*lines, *content]
 
 
 class CodeBlock(Directive):

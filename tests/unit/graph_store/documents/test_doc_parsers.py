@@ -1,5 +1,6 @@
 """Documentation files through real parsers: docutils (with Sphinx's markup) and markdown-it."""
 
+import re
 import textwrap
 from pathlib import Path
 
@@ -321,3 +322,21 @@ def test_a_long_code_block_is_cut_between_statements_each_part_fenced(budget):
             assert part.startswith("def function_"), part
     kept = [line for part in parts for line in part.split("\n") if line.strip()]
     assert kept == [line for line in code if line.strip()]  # every line once, in order
+
+
+def test_a_described_name_stays_with_its_description(tmp_path: Path):
+    """Issue 74: a ``py:data`` / ``confval`` entry's name and the start of its description are
+    one paragraph, so no chunk ends with a lone name whose description opens the next chunk."""
+    entries = "\n".join(
+        f".. py:data:: SETTING_{n}\n\n   Setting {n} sets how the application handles "
+        f"request number {n}; the default suits most deployments and rarely needs a change.\n"
+        for n in range(30)
+    )
+    (tmp_path / "config.rst").write_text(f"Configuration\n=============\n\n{entries}")
+    doc = load_corpus(tmp_path).documents[0]
+    assert "`SETTING_3`: Setting 3 sets how" in doc.text
+    chunks = chunk_document(doc, 60, lambda text: len(text.split()))
+    assert len(chunks) > 5
+    for chunk in chunks:
+        last = chunk.text.strip().splitlines()[-1]
+        assert not re.fullmatch(r"`SETTING_\d+`:?", last.strip()), chunk.text
