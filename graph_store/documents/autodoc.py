@@ -280,6 +280,8 @@ def _found(path: str, request: Request, sources: Sources) -> Found | Missing:
     parts = rest.split(".") if rest else []
     obj, depth = walk(package, parts)
     target = target_of(obj) if depth == len(parts) else None
+    if target is None and depth == len(parts) and _grafted(package, obj):
+        target = target_of(obj)
     if target is None:
         if depth == len(parts):
             why = f"`{path}` is imported from `{obj.target_path}`, not in the source"
@@ -294,6 +296,69 @@ def _found(path: str, request: Request, sources: Sources) -> Found | Missing:
     lines = describe(target, kind, shown, request.signature, request.options)
     members = members_text(target, kind, request.options, {path})
     return Found(lines, members, path, kind, str(target.filepath))
+
+
+def _grafted(package: Any, obj: Any, most: int = 8) -> bool:
+    """Load the modules an import chain from ``obj`` leads to in folders without __init__.py.
+
+    Python imports a module from such a folder inside a package (``flask/sansio/``: PEP 420's
+    namespace subpackage, as Python treats it), and Sphinx documents what Python imports; griffe
+    skips those folders. So where a re-export (``from .sansio.blueprints import X as X``) does
+    not resolve, its target's module is read and put in place, and the chain followed on.
+    """
+    import griffe
+
+    grafted = False
+    for _ in range(most):  # each step of the chain may need a module of its own
+        current = obj
+        try:
+            while current.is_alias:
+                current = current.target
+            return grafted
+        except (griffe.AliasResolutionError, griffe.CyclicAliasError):
+            if not _graft(package, current.target_path):
+                return False
+            grafted = True
+    return False
+
+
+def _graft(package: Any, dotted: str) -> bool:
+    """Read the module of ``dotted`` below ``package``'s folder into its tree; False if none."""
+    import griffe
+
+    base, _ = _where(package)
+    parts = dotted.split(".")
+    if parts[0] != package.name:
+        return False
+    for n in range(len(parts) - 1, 1, -1):  # the longest module path first
+        file = base.joinpath(*parts[:n]).with_suffix(".py")
+        if file.is_file():
+            break
+    else:
+        return False
+    parent = package
+    for i in range(1, n - 1):  # the folders between: namespace subpackages
+        if parts[i] not in parent.members:
+            parent.set_member(
+                parts[i], griffe.Module(parts[i], filepath=[base.joinpath(*parts[: i + 1])])
+            )
+        parent = parent.members[parts[i]]
+    if parts[n - 1] in parent.members:
+        return False  # read already: the chain breaks elsewhere
+    try:
+        code = file.read_text(encoding="utf-8")
+        module = griffe.visit(
+            parts[n - 1],
+            file,
+            code,
+            parent=parent,
+            lines_collection=package.lines_collection,
+            modules_collection=package.modules_collection,
+        )
+    except (OSError, SyntaxError, UnicodeDecodeError, griffe.GriffeError):
+        return False
+    parent.set_member(parts[n - 1], module)
+    return True
 
 
 def _where(package: Any) -> tuple[Path, Path]:

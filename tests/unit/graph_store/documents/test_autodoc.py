@@ -325,3 +325,32 @@ def test_member_options_private_special_undoc_exclude_and_order(tmp_path: Path):
         "property weight: float",
         "undocumented",
     ]
+
+
+def test_a_re_export_from_a_folder_without_init_is_followed_as_python_imports_it(tmp_path):
+    """``from .sansio.blueprints import X as X``: Python imports a module of a folder without
+    ``__init__.py`` inside a package (griffe skips it); so does autodoc, down the chain, and a
+    star import's ``__all__`` names count."""
+    root = tmp_path / "pkg-1.0"
+    (root / "pkg" / "sansio").mkdir(parents=True)
+    (root / "pkg" / "__init__.py").write_text(
+        "from .blueprints import SetupState as SetupState\nfrom .star import *\n"
+    )
+    (root / "pkg" / "blueprints.py").write_text(
+        "from .sansio.blueprints import SetupState as SetupState  # noqa\n"
+    )
+    (root / "pkg" / "sansio" / "blueprints.py").write_text(
+        'class SetupState:\n    """Holds a blueprint while it registers."""\n'
+    )
+    (root / "pkg" / "star.py").write_text(
+        '__all__ = ["starred"]\n\n\ndef starred(x):\n    """Exported by a star."""\n'
+    )
+    (root / "docs").mkdir()
+    (root / "docs" / "api.rst").write_text(
+        "API\n===\n\n.. autoclass:: pkg.blueprints.SetupState\n\n"
+        ".. autoclass:: pkg.SetupState\n\n.. autofunction:: pkg.starred\n"
+    )
+    text, warnings, summary = _text(root / "docs")
+    assert warnings == [] and "3 of 3" in summary
+    assert text.count("Holds a blueprint while it registers.") == 2
+    assert "Exported by a star." in text
