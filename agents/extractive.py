@@ -5,7 +5,7 @@ at most three sentences (600 characters) out of the passages a method ranks firs
 where the evidence spans passages, and cites the passage of each.
 
 What a "sentence" is: a prose sentence (not cut after initials or "c."), a fenced code block
-whole, or a list item whole (to a blank line or the next item).
+whole, a list item whole (to a blank line or the next item), or a Markdown heading.
 
 How a sentence is chosen (no model beyond the index's own embedder):
 
@@ -14,7 +14,8 @@ How a sentence is chosen (no model beyond the index's own embedder):
   content words it holds (stemmed; the passage's title counts, since a sentence about its
   page's subject often names it only as "he" or "it"), weighted by how rare each word is among
   the sentences; a sentence that names its page's subject gains a little (it reads on its own),
-  and one that asks ("How do I upload a file?") is taken only where nothing else is left;
+  and one that asks ("How do I upload a file?"), or a heading, is taken only where nothing else
+  is left;
 - the best sentence comes first;
 - each next hop is a sentence of another passage, scored against the question *and* the
   chosen sentences (the sum of their vectors), that holds a word the chosen sentences do not:
@@ -70,13 +71,15 @@ TYPE_WEIGHT = 0.2
 """A sentence that holds what the question asks for: a year or date for "when", a number for
 "how many", a name the question lacks for "who" or "where"."""
 ASKS_PENALTY = 3.0
-"""A sentence that asks ("How do I upload a file?") does not answer: the penalty is more than
-a sentence's score can otherwise differ by, so one is taken only where nothing else is left."""
+"""A sentence that asks ("How do I upload a file?"), or a heading, does not answer: the penalty
+is more than a score can otherwise differ by, so one is taken only where nothing else is left."""
 
 _WORD = re.compile(r"\w+")
 _CODE_FENCE = re.compile(r"^\s*(`{3,}|~{3,})", re.MULTILINE)
 _NAME = re.compile(r"\b[A-Z][\w'.-]*(?:\s+(?:of|the|de|von|van|and|du|la|le)?\s*[A-Z][\w'.-]*)*")
 """A name: capitalised words, with the small words names hold ("University of the Philippines")."""
+_HEADING = re.compile(r"^#{1,6}\s")
+"""A Markdown heading: a piece of its own, which names a section and states nothing."""
 _LIST_ITEM = re.compile(r"^\s*(?:[-*+•]|\d+[.)]|#\.)\s+")
 """A line that starts a list item: a bullet, or a number."""
 
@@ -298,7 +301,7 @@ def _candidates(hits: Sequence[Hit]) -> list[_Candidate]:
             words = _words(text)
             names = frozenset(w for name in _NAME.findall(text) for w in _words(name))
             subject = bool(set(title_words) & set(words))
-            asks = text.rstrip().endswith("?")
+            asks = text.rstrip().endswith("?") or bool(_HEADING.match(text))
             out.append(
                 _Candidate(text, n, hit, frozenset(words + title_words), names, subject, asks)
             )
@@ -325,6 +328,10 @@ def _items(text: str) -> list[str]:
     prose: list[str] = []
     item: list[str] = []
     for line in [*text.splitlines(), ""]:
+        if _HEADING.match(line):  # a piece of its own
+            out += [*_prose("\n".join(prose)), *([" ".join(item)] if item else []), line.strip()]
+            prose, item = [], []
+            continue
         starts = bool(_LIST_ITEM.match(line))
         if item and (starts or not line.strip()):
             out.append(" ".join(item))

@@ -98,17 +98,20 @@ def test_a_sentence_that_asks_does_not_answer():
     assert [s.text for s in answer.sentences] == ["Files are uploaded with request.files."]
 
 
-def test_list_items_stay_whole_and_apart():
+def test_list_items_stay_whole_and_apart_and_a_heading_is_a_piece_that_states_nothing():
     text = (
-        "Settings:\n\n- SECRET_KEY signs the session\n  cookie\n- DEBUG shows tracebacks\n\nDone."
+        "## Keys\nSettings:\n\n- SECRET_KEY signs the session\n  cookie\n"
+        "- DEBUG shows tracebacks\n\nDone."
     )
     found = sentences_of(INDEX, "what signs the session", [hit(1, "Config", text)])
     assert [c.text for c in found.candidates] == [
+        "## Keys",
         "Settings:",
         "- SECRET_KEY signs the session cookie",
         "- DEBUG shows tracebacks",
         "Done.",
     ]
+    assert [c.asks for c in found.candidates] == [True, False, False, False, False]
 
 
 def test_at_most_three_sentences_and_600_characters():
