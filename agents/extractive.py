@@ -48,9 +48,9 @@ MAX_SENTENCES = 3
 MAX_CHARS = 600
 """The most characters an answer's sentences hold; a first sentence longer is cut at a word."""
 
-# The weights below were chosen on the train sets (hotpotqa-train, musique-train,
-# 2wiki-train) for answer-string recall within the limits above:
-# evals/results/extractive/train-grid.txt has the grid.
+# The weights below were chosen on the train sets (hotpotqa-train, musique-train) for
+# answer-string recall within the limits above: evals/results/extractive/train-grid.txt has
+# the grid (`python -m hopgraph.evals.extractive --grid`).
 LEXICAL_WEIGHT = 1.0
 """Weight of the question's words held against the cosine (both lie in [0, 1])."""
 BRIDGE_WEIGHT = 0.5
@@ -59,12 +59,12 @@ MIN_GAIN = 0.0
 """What a further hop's sentence must add (its weighted share of the words still wanted)."""
 LINK_WEIGHT = 0.5
 """What a passage whose title a chosen sentence names adds: it is where the next hop leads."""
-CONTEXT_WEIGHT = 1.0
+CONTEXT_WEIGHT = 0.5
 """A further hop is scored against the question plus the chosen sentences (their vectors)."""
 SUBJECT_WEIGHT = 0.2
 """A sentence that names its page's subject ("Kris Benson was drafted") over one that says
 "he": it reads on its own, and a comparison's answer is the subject's name."""
-RANK_WEIGHT = 0.3
+RANK_WEIGHT = 0.5
 """What a passage's place in the method's list says: a sentence loses this times the log of
 its passage's rank (the method already weighed the passages against each other)."""
 TYPE_WEIGHT = 0.2
