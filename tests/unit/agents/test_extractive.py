@@ -53,12 +53,11 @@ QUESTION = "When did military instruction start at the place where Larry Alcala 
 def test_a_two_hop_question_gets_a_sentence_from_each_hop_citing_its_passage():
     answer = extractive_answer(INDEX, QUESTION, [ALCALA, UP, OTHER])
     assert [(s.text, s.passage) for s in answer.sentences] == [
-        ("Military instruction started at the University of the Philippines in 1912.", 2),
         ("He was educated at the University of the Philippines.", 1),  # the bridge
+        ("Military instruction started at the University of the Philippines in 1912.", 2),
     ]
-    assert answer.text.startswith("Military instruction started at the University of the "
-                                  "Philippines in 1912. [2]")  # fmt: skip
-    assert answer.answering["d2"] == answer.sentences[0].text  # shown whole under its passage
+    assert answer.text.endswith("in 1912. [2]")
+    assert answer.answering["d2"] == answer.sentences[1].text  # shown whole under its passage
 
 
 def test_a_further_hop_must_bring_a_word_in_so_one_hop_gets_one_sentence():
