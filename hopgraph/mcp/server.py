@@ -129,8 +129,9 @@ def build_server(
         """Answer a question from the corpus, citing passages, with the steps and LLM usage.
 
         With no LLM configured on the server: an extractive answer (the passages' sentences
-        that answer, one per hop, each citing its passage), the passages a retriever ranks
-        first with their answering sentence, and why no answer was written (as `hopgraph ask`).
+        that answer, at most three, one per hop, each citing its passage), the passages a
+        retriever ranks first with their answering sentence, and why no answer was written (as
+        `hopgraph ask`).
         """
         from hopgraph.agents.evidence import answer_alone
         from hopgraph.agents.run import run_agent
