@@ -73,6 +73,21 @@ def test_demo_runs_offline(tmp_path):
     assert result.stdout.count("\nQ") == 8
     assert "[gold]" in result.stdout
     assert "gnn_ret: Recall@4" in result.stdout
+    # issue 74: on the real model, with G-RAG's shipped weights, every method's and preset's
+    # list falls with rank on one scale, on every sample question
+    from hopgraph.cli.commands.demo import sample_dir
+    from hopgraph.tools import make_retriever
+
+    lines = (sample_dir() / "questions.jsonl").read_text(encoding="utf-8").splitlines()
+    with Index.open(tmp_path / "demo") as index:
+        for method in ("bm25", "dense", "hybrid", "gnn_ret", "naive_ge", "iier", "grag"):
+            for preset in ("tuned", "paper"):
+                retriever = make_retriever(method, index, preset=preset)
+                for question in (json.loads(line)["question"] for line in lines):
+                    hits = retriever.retrieve(question, 10)
+                    scores = [h.score for h in hits]
+                    assert scores == sorted(scores, reverse=True), (method, preset, question)
+                    assert len({h.score_kind for h in hits}) == 1, (method, preset, question)
 
 
 def test_a_model_not_on_disk_offline_names_itself_and_how_to_get_it(tmp_path, capsys, monkeypatch):

@@ -14,6 +14,7 @@ class BM25Retriever(Retriever):
     """Lexical retrieval with bm25s (Lucene BM25, English stemming and stop words)."""
 
     name = "bm25"
+    score_kind = "bm25"
     step = "keyword match"
     embeds_query = False
     description = (
@@ -85,6 +86,7 @@ class HybridRetriever(Retriever):
     """
 
     name = "hybrid"
+    score_kind = "rrf"
     description = (
         "Keyword and semantic search combined (reciprocal rank fusion). A strong default "
         "for any question."

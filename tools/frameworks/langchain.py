@@ -204,6 +204,7 @@ def as_document(hit: Hit, method: str, rank: int = 1) -> LangChainDocument:
         "title": hit.title,
         "rank": rank,
         "score": hit.score,
+        "score_kind": hit.score_kind,
         "raw_score": hit.own_score,
         "method": method,
         "provenance": hit.to_dict()["provenance"],

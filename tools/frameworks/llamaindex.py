@@ -37,7 +37,9 @@ except ModuleNotFoundError as err:
         name=err.name,
     ) from err
 
-NOT_FOR_THE_LLM = ("position", "chunks", "method", "rank", "raw_score", "provenance")
+NOT_FOR_THE_LLM = (
+    "position", "chunks", "method", "rank", "score_kind", "raw_score", "provenance",
+)  # fmt: skip
 """Metadata a node keeps but leaves out of the text an LLM or an embedder reads."""
 
 
@@ -149,6 +151,7 @@ def as_node(hit: Hit, method: str, rank: int = 1) -> NodeWithScore:
         "title": hit.title,
         "method": method,
         "rank": rank,
+        "score_kind": hit.score_kind,
         "raw_score": hit.own_score,
         "provenance": hit.to_dict()["provenance"],
     }

@@ -170,6 +170,8 @@ class NaiveGERetriever(Guarded):
         self.base_depth, self.fusion = base_depth, fusion
         self.page_steps, self.after = page_steps, after
         self.base = bases(base)
+        # page steps join the base's list at its scores; RRF scores every place anew
+        self.score_kind = self.base.score_kind if fusion == "page_step" else "rrf"
         self.beam_width, self.length, self.cap = beam_width, length, neighbour_cap
         self.gamma, self.rrf_k = gamma, rrf_k
         knowledge = index.knowledge_graph

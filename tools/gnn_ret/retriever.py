@@ -118,6 +118,7 @@ class GNNRetriever(Guarded):
     """
 
     name = "gnn_ret"
+    score_kind = "gnn similarity"
     needs_graphs = True
     presets: ClassVar[Mapping[str, Mapping[str, Any]]] = {
         "paper": {
@@ -433,7 +434,8 @@ class GNNRetriever(Guarded):
             hit = self._hit(ids[row], score, why)
             if probability is not None:
                 p = float(probability[rank - 1])
-                hit = hit.with_score(p, Provenance(self.name, RERANKED, rank, p))
+                reranked = Provenance(self.name, RERANKED, rank, p)
+                hit = hit.with_score(p, reranked, kind="probability")
             hits.append(hit)
         return hits
 

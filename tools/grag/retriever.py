@@ -60,6 +60,7 @@ class GRAGRetriever(Guarded):
     """The base retriever's top-n, reranked by a trained GCN over their concept graph."""
 
     name = "grag"
+    score_kind = "logit"
     needs_graphs = True
     needs_base = True
     presets: ClassVar[Mapping[str, Mapping[str, Any]]] = {"paper": {"keep": 0}}

@@ -19,6 +19,8 @@ passage, it keeps each method within a point of dense alone.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from hopgraph.graph_store import Index
 from hopgraph.graph_store.documents.filters import Where
 from hopgraph.tools.baselines.retrievers import DenseRetriever
@@ -45,19 +47,28 @@ hotpotqa R@5 89.5 → 90.2 for gnn_ret, R@2 untouched; docs/methods.md)."""
 def keep_top(anchors: list[Hit], hits: list[Hit], k: int, method: str, at: int = 0) -> list[Hit]:
     """Return ``hits`` without ``anchors`` with the anchors placed from rank ``at + 1``: k in all.
 
-    Every hit keeps its method's score: a kept chunk the method ranked too scores as the method
-    scored it, one it did not keeps its cosine; so scores may rise down the list, whose order is
+    Every hit is on its method's scale: a kept chunk the method ranked too scores as the method
+    scored it; one it did not shows the method's score of the hit below it (its cosine stays its
+    ``raw_score`` and in its provenance). Scores may still rise down the list, whose order is
     the guard's (the provenance step "kept: dense top" marks them; Retriever.retrieve shows
     them falling, hits.falling).
     """
     kept = {h.id for h in anchors}
     own = {h.id: h for h in hits if h.id in kept}
     rest = [h for h in hits if h.id not in kept]
-    merged = [*rest[:at], *(own.get(h.id, h) for h in anchors), *rest[at:]][:k]
+    merged = [*rest[:at], *(own.get(h.id, h) for h in anchors), *rest[at:]]
     out: list[Hit] = []
-    for rank, hit in enumerate(merged, start=1):
+    for rank, hit in enumerate(merged[:k], start=1):
         if hit.id in kept:
-            hit = hit.with_score(hit.score, Provenance(method, "kept: dense top", rank, hit.score))
+            step = Provenance(method, "kept: dense top", rank, hit.score)
+            below = next((h for h in merged[rank:] if h.id not in kept or h.id in own), None)
+            if hit.id in own or below is None:  # None: the method ranked nothing else
+                hit = hit.with_score(hit.score, step)
+            else:
+                hit = replace(
+                    hit.with_score(below.score, step, kind=below.score_kind),
+                    raw_score=hit.score,
+                )
         out.append(hit)  # the method's own provenance says why it came
     return out
 

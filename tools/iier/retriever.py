@@ -245,13 +245,12 @@ class IIERRetriever(Guarded):
                 self._hit(self.ids[row], score, Provenance(self.name, step, rank, score, via))
             )
         if len(hits) < k:  # the base ranking fills the places the chains left
-            taken = {h.id for h in hits}
+            taken, rows = {h.id for h in hits}, self.index.rows
             for extra in self.base.retrieve(query, k + len(taken)):
                 if extra.id not in taken and len(hits) < k:
-                    hits.append(
-                        extra.with_score(
-                            extra.score,
-                            Provenance(self.name, "base retrieval", len(hits) + 1, extra.score),
-                        )
-                    )
+                    # scored by its cosine as the chains' are: one scale (the base's stays in
+                    # its provenance)
+                    cosine = float(similarity[rows[extra.id]])
+                    why = Provenance(self.name, "base retrieval", len(hits) + 1, cosine)
+                    hits.append(extra.with_score(cosine, why, kind="cosine"))
         return hits  # chain order; each scored by its cosine (hits.order_note says so)

@@ -36,6 +36,9 @@ class Retriever(ABC):
     takes ``bases`` (:data:`Bases`), which the registry gives it."""
     embeds_query: ClassVar[bool] = True
     """Whether the method embeds the query (a traced retrieval shows it as a child span)."""
+    score_kind: str = "cosine"
+    """The scale of the method's scores (hits.SCORE_KINDS); an instance may set its own where
+    an option changes it (GEAR's fusion), a step its hits' (gnn_ret's list reranker)."""
     presets: ClassVar[Mapping[str, Mapping[str, Any]]] = {}
     """Constructor options per preset (tools.registry.PRESETS): ``tuned`` is the constructor's
     defaults, ``paper`` the paper's settings; docs/methods.md gives every difference."""
@@ -110,7 +113,10 @@ class Retriever(ABC):
         """Build the hit of a chunk with the given score and provenance."""
         chunk = self.index.chunk(chunk_id)
         metadata = self.index.metadata(chunk_id)
-        return Hit(chunk.id, score, chunk.title, chunk.text, chunk.doc_id, provenance, metadata)
+        return Hit(
+            chunk.id, score, chunk.title, chunk.text, chunk.doc_id, provenance, metadata,
+            score_kind=self.score_kind,
+        )  # fmt: skip
 
 
 Bases = Callable[[str], Retriever]

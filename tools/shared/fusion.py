@@ -37,6 +37,6 @@ def fuse_hits(
             first.setdefault(hit.id, hit)
     fused = reciprocal_rank_fusion([[h.id for h in r] for r in rankings], rrf_k)[:k]
     return [
-        first[chunk_id].with_score(score, Provenance(method, step, rank, score))
+        first[chunk_id].with_score(score, Provenance(method, step, rank, score), kind="rrf")
         for rank, (chunk_id, score) in enumerate(fused, start=1)
     ]

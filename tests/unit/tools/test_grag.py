@@ -136,6 +136,16 @@ def test_training_twice_gives_identical_weights_and_a_usable_reranker(tmp_path, 
         hits = grag.retrieve("Where was Larry Alcala educated?", 3)
         assert len(hits) == 3 and hits[0].provenance[-1].method == "grag"
         assert "reranked from base rank" in hits[0].provenance[-1].step
+        # issue 74: guarded, every list is on G-RAG's scale (logits), falling with rank; a kept
+        # chunk G-RAG did not score shows G-RAG's score below it, its cosine its raw_score
+        for question in [q["question"] for q in TRAIN] + ["Stanley", "Larry Alcala"]:
+            for preset in ("tuned", "paper"):
+                listed = make_retriever(
+                    "grag", idx, weights=tmp_path / "grag1.pt", preset=preset, keep=2
+                ).retrieve(question, 4)
+                assert {h.score_kind for h in listed} == {"logit"}, (question, listed)
+                scores = [h.score for h in listed]
+                assert scores == sorted(scores, reverse=True), (question, scores)
         with pytest.raises(IndexStateError, match="grag needs trained weights"):
             make_retriever("grag", idx)  # nothing at INDEX/models, nothing shipped for hashing
         record["model"] = "another-model"

@@ -66,6 +66,7 @@ def test_nodes_carry_the_hits_text_id_metadata_and_score_sync_and_async(docs_dir
             "title": hit.title,
             "method": "bm25",
             "rank": rank,
+            "score_kind": "bm25",
             "raw_score": hit.own_score,
             "provenance": hit.to_dict()["provenance"],
         }

@@ -27,7 +27,10 @@ def index(docs_index):
 
 
 def hit(chunk_id, score, method="m"):
-    return Hit(chunk_id, score, "", "", chunk_id, (Provenance(method, "s", 1, score),))
+    kind = "cosine" if method == "dense" else "logit"
+    return Hit(
+        chunk_id, score, "", "", chunk_id, (Provenance(method, "s", 1, score),), score_kind=kind
+    )
 
 
 def test_keep_top_puts_the_kept_first_and_every_hit_keeps_its_methods_score():
@@ -35,12 +38,24 @@ def test_keep_top_puts_the_kept_first_and_every_hit_keeps_its_methods_score():
     ranked = [hit("b", 0.9), hit("a", 0.8), hit("c", 0.3)]
     out = keep_top(anchors, ranked, 4, "m")
     assert [h.id for h in out] == ["a", "d", "b", "c"]
-    # "a" as the method scored it; "d", which the method did not rank, its cosine: no ties made
-    assert [h.score for h in out] == [0.8, 0.35, 0.9, 0.3]
+    # "a" as the method scored it; "d", which the method did not rank, shows the method's score
+    # below it (issue 74: one scale a list), its cosine its own
+    assert [h.score for h in out] == [0.8, 0.9, 0.9, 0.3]
+    assert [h.own_score for h in out] == [0.8, 0.35, 0.9, 0.3]
+    assert {h.score_kind for h in out} == {"logit"}
+    assert out[1].provenance[-1].score == 0.35  # the kept step records dense's cosine
     assert [h.provenance[-1].step for h in out] == ["kept: dense top", "kept: dense top", "s", "s"]
     assert "the guard keeps dense retrieval's first chunks on top" in order_note(out)
     assert order_note(keep_top([hit("b", 0.9, "dense")], ranked, 3, "m")) is None
     assert len(keep_top(anchors, ranked, 2, "m")) == 2
+    # k = 1: the method's hits cut off below still give the scale
+    assert [(h.score, h.score_kind) for h in keep_top(anchors[1:], ranked, 1, "m")] == [
+        (0.9, "logit")
+    ]
+    # a method that ranked nothing: the kept chunk can only show its cosine, and says so
+    assert [(h.score, h.score_kind) for h in keep_top(anchors[1:], [], 2, "m")] == [
+        (0.35, "cosine")
+    ]
 
 
 @pytest.mark.parametrize("method", GRAPH_METHODS)

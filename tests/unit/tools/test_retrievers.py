@@ -7,7 +7,7 @@ from hopgraph.graph_store import Index
 from hopgraph.graph_store.stores.vector_search import Cosines
 from hopgraph.tools import RETRIEVERS, make_retriever, parse_methods
 from hopgraph.tools.frameworks.langchain import RetrieveInput, retrieval_tools
-from hopgraph.tools.shared.hits import order_note
+from hopgraph.tools.shared.hits import SCORE_KINDS, order_note
 
 
 @pytest.fixture(scope="module")
@@ -237,9 +237,13 @@ def test_scores_fall_with_rank_and_each_keeps_its_methods_own(sample, docs_index
         hits = make_retriever(method, index, preset=preset).retrieve(query, 10)
         scores = [h.score for h in hits]
         assert scores == sorted(scores, reverse=True), (method, preset, query, scores)
-        for hit in hits:
+        kinds = {h.score_kind for h in hits}  # one scale a list, one the docs name
+        assert len(kinds) == 1 and kinds <= set(SCORE_KINDS), (method, preset, query, kinds)
+        for at, hit in enumerate(hits):
             assert hit.own_score == hit.provenance[-1].score, (method, hit)
-            assert hit.score >= hit.own_score  # raised to the score below it, never lowered
+            if hit.score < hit.own_score:  # only a kept cosine, shown on the method's scale
+                assert hit.provenance[-1].step == "kept: dense top", (method, hit)
+                assert hit.score == hits[at + 1].score, (method, preset, query)
         if any(h.raw_score is not None for h in hits):
             raised += 1
             assert order_note(hits) is not None, (method, preset, query)
@@ -275,3 +279,18 @@ def test_query_time_texts_are_embedded_once_and_forgotten_together(index, monkey
     index.embed_query("alpha")
     assert calls[-1] == ["alpha"]
     assert index.embed_queries([]).shape == (0, len(alpha))
+
+
+def test_every_score_kind_and_every_methods_is_in_the_docs_table():
+    """docs/methods.md "Scores" names each scale a hit can say it is on, and each method's."""
+    from hopgraph.reference import ROOT
+
+    text = (ROOT / "docs" / "methods.md").read_text(encoding="utf-8")
+    table = text.split("## Scores", 1)[1].split("\n## ", 1)[0]
+    lines = [line for line in table.splitlines() if line.startswith("| `")]
+    rows = {line.split("|")[1].strip(" `"): line for line in lines[1:]}  # after the header
+    assert set(rows) == set(SCORE_KINDS)
+    kinds = {name: RETRIEVERS[name].score_kind for name in RETRIEVERS}
+    for name, kind in kinds.items():
+        if name not in ("naive_ge", "sync_ge"):  # theirs is their fusion's: an instance's
+            assert name in rows[kind].split("|")[3].lower(), (name, kind)
