@@ -117,19 +117,102 @@ def _edges_svg(graph: EvidenceGraph, at: dict[str, tuple[float, float]]) -> list
     return out
 
 
-def _entities_svg(graph: EvidenceGraph, at: dict[str, tuple[float, float]]) -> list[str]:
+CHAR = 0.62
+"""A label character's width, in ems: at least DejaVu Sans's average (what Chromium draws with
+here), so a label's box holds its text and no two boxes that do not touch draw over each other."""
+PAD = 10
+"""Room around the drawing: the view box holds every node and label with this much to spare."""
+
+
+@dataclass(frozen=True)
+class Box:
+    """An axis-aligned rectangle in the drawing's coordinates."""
+
+    x0: float
+    y0: float
+    x1: float
+    y1: float
+
+    def overlap(self, other: Box) -> float:
+        """Return the area this box shares with ``other`` (0 when they do not meet)."""
+        w = min(self.x1, other.x1) - max(self.x0, other.x0)
+        h = min(self.y1, other.y1) - max(self.y0, other.y0)
+        return max(w, 0.0) * max(h, 0.0)
+
+
+@dataclass(frozen=True)
+class Label:
+    """A node's name where it is drawn: its baseline point, anchor and box."""
+
+    x: float
+    y: float
+    anchor: str  # SVG text-anchor: start, middle or end
+    size: int
+    box: Box
+
+
+def _label(x: float, y: float, anchor: str, text: str, size: int) -> Label:
+    width = len(text) * size * CHAR
+    left = {"start": x, "middle": x - width / 2, "end": x - width}[anchor]
+    return Label(x, y, anchor, size, Box(left, y - size, left + width, y + 0.3 * size))
+
+
+def _node_box(x: float, y: float, half: float) -> Box:
+    return Box(x - half, y - half, x + half, y + half)
+
+
+def _radius(graph: EvidenceGraph, p: Passage) -> int:
+    return 22 if p.doc_id in graph.gold else 18
+
+
+def _place_labels(graph: EvidenceGraph, at: dict[str, tuple[float, float]]) -> dict[str, Label]:
+    """Name every node where its label meets no node and no label placed before it.
+
+    Passages first (by rank), then entities; each label takes the first of four places around
+    its node (below, above, right, left for a passage; right, left, below, above for an entity)
+    that is clear, else the one that overlaps least.
+    """
+    nodes = {p.id: _node_box(*at[p.id], _radius(graph, p) + 3) for p in graph.passages}
+    nodes |= {f"entity:{e}": _node_box(*at[f"entity:{e}"], 8) for e in graph.entities}
+    todo = [(p.id, p.title[:40], 12, _radius(graph, p) + 4) for p in graph.passages]
+    todo += [(f"entity:{e}", e, 11, 9) for e in graph.entities]
+    placed: dict[str, Label] = {}
+    for node, text, size, r in todo:
+        x, y = at[node]
+        around = [(x, y + r + size, "middle"), (x, y - r - 3, "middle"),
+                  (x + r, y + size / 3, "start"), (x - r, y + size / 3, "end")]  # fmt: skip
+        if node.startswith("entity:"):
+            around = [around[2], around[3], around[0], around[1]]
+        options = [_label(lx, ly, anchor, text, size) for lx, ly, anchor in around]
+        boxes = [b for n, b in nodes.items() if n != node] + [lb.box for lb in placed.values()]
+        placed[node] = min(options, key=lambda lb: sum(lb.box.overlap(b) for b in boxes))
+    return placed
+
+
+def _text(label: Label, text: str, attributes: str = "") -> str:
+    return (
+        f'<text class="label" x="{label.x:.0f}" y="{label.y:.0f}" text-anchor="{label.anchor}" '
+        f'font-size="{label.size}"{attributes}>{html.escape(text)}</text>'
+    )
+
+
+def _entities_svg(
+    graph: EvidenceGraph, at: dict[str, tuple[float, float]], labels: dict[str, Label]
+) -> list[str]:
     out = []
     for e in graph.entities:
         x, y = at[f"entity:{e}"]
+        name = _text(labels[f"entity:{e}"], e, ' fill="#7d6608"')
         out.append(
             f'<g class="entity" data-id="{html.escape(e)}"><rect x="{x - 6:.0f}" y="{y - 6:.0f}" '
-            f'width="12" height="12" fill="#f4d03f" stroke="#b7950b"/><text x="{x + 9:.0f}" '
-            f'y="{y + 4:.0f}" font-size="11" fill="#7d6608">{html.escape(e)}</text></g>'
+            f'width="12" height="12" fill="#f4d03f" stroke="#b7950b"/>{name}</g>'
         )
     return out
 
 
-def _passages_svg(graph: EvidenceGraph, at: dict[str, tuple[float, float]]) -> list[str]:
+def _passages_svg(
+    graph: EvidenceGraph, at: dict[str, tuple[float, float]], labels: dict[str, Label]
+) -> list[str]:
     out = []
     for p in graph.passages:
         x, y = at[p.id]
@@ -139,23 +222,33 @@ def _passages_svg(graph: EvidenceGraph, at: dict[str, tuple[float, float]]) -> l
         fill, stroke = "#2e86c1" if cited else "#aed6f1", "#d4ac0d" if gold else "#34495e"
         out.append(
             f'<g class="{classes}" data-id="{html.escape(p.id)}"><title>{tip}</title>'
-            f'<circle cx="{x:.0f}" cy="{y:.0f}" r="{22 if gold else 18}" '
+            f'<circle cx="{x:.0f}" cy="{y:.0f}" r="{_radius(graph, p)}" '
             f'fill="{fill}" stroke="{stroke}" '
-            f'stroke-width="{5 if gold else 2}"/><text x="{x:.0f}" y="{y + 4:.0f}" '
+            f'stroke-width="{5 if gold else 2}"/><text class="rank" x="{x:.0f}" y="{y + 4:.0f}" '
             f'text-anchor="middle" font-size="12" font-weight="700">{p.rank}</text>'
-            f'<text x="{x:.0f}" y="{y + 36:.0f}" text-anchor="middle" font-size="12">'
-            f"{html.escape(p.title[:40])}</text></g>"
+            f"{_text(labels[p.id], p.title[:40])}</g>"
         )
     return out
 
 
 def render_svg(graph: EvidenceGraph, width: int = 1100, height: int = 720) -> str:
-    """Return the evidence graph as an inline SVG element (every user string escaped)."""
+    """Return the evidence graph as an inline SVG element (every user string escaped).
+
+    The nodes are laid out in ``width`` × ``height``; the view box is what they and their labels
+    take up, so no label is cut at an edge and no blank band is drawn.
+    """
     at = _layout(graph, width, height)
+    labels = _place_labels(graph, at)
+    nodes = [_node_box(x, y, 24) for x, y in at.values()]
+    boxes = nodes + [lb.box for lb in labels.values()] or [Box(0, 0, width, height)]
+    x0, y0 = min(b.x0 for b in boxes) - PAD, min(b.y0 for b in boxes) - PAD
+    w, h = max(b.x1 for b in boxes) + PAD - x0, max(b.y1 for b in boxes) + PAD - y0
     drawing = "\n".join(
-        [*_edges_svg(graph, at), *_entities_svg(graph, at), *_passages_svg(graph, at)]
-    )
-    return f"""<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img">
+        [*_edges_svg(graph, at), *_entities_svg(graph, at, labels),
+         *_passages_svg(graph, at, labels)]
+    )  # fmt: skip
+    return f"""<svg xmlns="http://www.w3.org/2000/svg" viewBox="{x0:.0f} {y0:.0f} {w:.0f} {h:.0f}"
+width="{w:.0f}" height="{h:.0f}" role="img">
 <defs><marker id="arrow" viewBox="0 0 10 10" refX="28" refY="5" markerWidth="7" markerHeight="7"
 orient="auto-start-reverse"><path d="M 0 0 L 10 5 L 0 10 z" fill="#555"/></marker></defs>
 {drawing}

@@ -7,10 +7,10 @@ as `hopgraph chat` keeps them in its checkpoint file; follow-ups are rewritten i
 questions). Events, in order:
 
 - ``step`` ``{"node", "line"}``: each line an agent node adds to its steps, when the node ends;
-- ``answer`` ``{"answer", "evidence": [{id, title, text, parts, cited}], "usage", "llm"}`` at the
-  end (``parts``: the text as prose and highlighted code, hopgraph.page.formatting.passage_parts);
+- ``answer`` ``{"answer", "parts", "evidence": [{id, title, text, parts, cited}], "usage", "llm"}``
+  at the end (``parts``: the text as prose and highlighted code, formatting.passage_parts);
 - ``evidence`` ``{"why", "hint", "method", "answer", "evidence"}`` instead, when no LLM is
-  configured: the extractive answer (``{"text", "sentences": [{text, passage, ...}]}``, the
+  configured: the extractive answer (``{"text", "sentences": [{text, parts, passage, ...}]}``, the
   passages' own sentences, hopgraph.agents.extractive), the passages a retriever ranks first,
   each with its ``answering`` sentence (as `hopgraph ask` prints them), and how to configure one;
 - ``failed`` ``{"error", "hint"}`` when the input or the run fails (the stream then ends).
@@ -93,7 +93,8 @@ def chat_turn(index: Index, chat: Any, question: str, thread: str, k: int, send:
     values = graph.get_state(config).values
     sources = values.get("sources", [])
     evidence = [_passage(e, {e["id"] for e in sources}) for e in sources]  # what it rests on
-    send("answer", {"answer": values["messages"][-1].content, "llm": describe(chat),
+    written = values["messages"][-1].content
+    send("answer", {"answer": written, "parts": passage_parts(written), "llm": describe(chat),
                     "usage": None, "evidence": evidence})  # fmt: skip
 
 
@@ -116,8 +117,12 @@ def answer(index: Index, params: Any, send: Send) -> None:
         return
     if chat is None:
         reply = answer_alone(index, method, question, k, "tuned")
+        extract = reply["answer"]  # each sentence's prose and code, as a passage's
+        extract["sentences"] = [
+            {**s, "parts": passage_parts(s["text"])} for s in extract["sentences"]
+        ]
         send("evidence", {"why": "no LLM is configured", "hint": SETUP, "method": reply["method"],
-                          "answer": reply["answer"],
+                          "answer": extract,
                           "evidence": [_passage(h, set()) for h in reply["evidence"]]})  # fmt: skip
         return
 
@@ -125,14 +130,16 @@ def answer(index: Index, params: Any, send: Send) -> None:
     cited = {c["id"] for c in result.citations}
     shown = [*result.evidence, *(c for c in result.citations
                                  if c["id"] not in {e["id"] for e in result.evidence})]  # fmt: skip
-    send("answer", {"answer": result.answer, "evidence": [_passage(e, cited) for e in shown],
+    send("answer", {"answer": result.answer, "parts": passage_parts(result.answer),
+                    "evidence": [_passage(e, cited) for e in shown],
                     "usage": dict(result.usage), "llm": describe(chat)})  # fmt: skip
 
 
 def _passage(passage: Any, cited: set[str]) -> dict[str, Any]:
     return {"id": passage["id"], "title": passage["title"], "text": passage["text"],
             "parts": passage_parts(passage["text"]), "cited": passage["id"] in cited,
-            "answering": passage.get("answering", "")}  # fmt: skip
+            "answering": passage.get("answering", ""),
+            "answering_parts": passage_parts(passage.get("answering", ""))}  # fmt: skip
 
 
 def stream(

@@ -12,6 +12,7 @@ _PAGE = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
 <title>hopgraph: {index_name}</title>
 <meta name="viewport" content="width=device-width, initial-scale=1">
+<link rel="icon" href="/favicon.ico">
 <style>
 body { font: 14px system-ui, sans-serif; margin: 0; color: #222; background: #fafafa; }
 header { background: #1f3a5f; color: #fff; padding: .6em 1.2em; display: flex; gap: 1.5em;
@@ -44,8 +45,16 @@ pre.code[data-language]:not([data-language=""])::after { content: attr(data-lang
   margin-right: .45em; vertical-align: -.1em; border: 2px solid #c8d3e0;
   border-top-color: #1f3a5f; border-radius: 50%; animation: spin .9s linear infinite; }
 @keyframes spin { to { transform: rotate(360deg); } }
-#graph h2 { font-size: 1em; margin: 1em 0 .3em; }
+#out.with-graph { display: grid; gap: 1em; align-items: start;
+  grid-template-columns: minmax(0, 3fr) minmax(22em, 2fr); }
+#out.with-graph #results { grid-template-columns: repeat(auto-fit, minmax(20em, 1fr)); }
+#out.with-graph #graph { position: sticky; top: .5em; max-height: calc(100vh - 1em);
+  overflow: auto; }
+@media (max-width: 60em) { #out.with-graph { grid-template-columns: 1fr; } }
+#graph h2 { font-size: 1em; margin: .4em 0 .3em; } #graph p { margin: .3em 0; }
 #graph svg { background: #fff; border: 1px solid #ddd; max-width: 100%; height: auto; }
+code.inline { font: .92em ui-monospace, "DejaVu Sans Mono", monospace; background: #f0f0f0;
+  padding: 0 .25em; border-radius: 3px; }
 table { border-collapse: collapse; background: #fff; } td, th { border: 1px solid #ddd;
   padding: .2em .5em; text-align: left; vertical-align: top; }
 caption { text-align: left; font-weight: 600; padding: .3em 0; }
@@ -55,8 +64,10 @@ td.figure { text-align: right; font-variant-numeric: tabular-nums; }
 #ask-evidence li { margin-bottom: .5em; }
 #ask-evidence .answering { background: #fff6d5; padding: .1em .3em; margin: .2em 0; }
 #answer .extractive ul { margin: .3em 0; padding-left: 1.2em; }
+#answer .extractive li > .passage, #answer .extractive li > .passage > .text,
+.answering > .passage, .answering > .passage > .text { display: inline; }
 #steps li { color: #444; font-family: ui-monospace, monospace; font-size: .9em; }
-#answer { font-size: 1.2em; font-weight: 600; margin: .6em 0; } .note { color: #666; }
+#answer { margin: .6em 0; } #answer > .head { font-weight: 600; } .note { color: #666; }
 #ask-error { color: #a00; white-space: pre-wrap; }
 #ask-evidence li.cited > .head { font-weight: 600; }
 /*code-css*/
@@ -86,9 +97,9 @@ td.figure { text-align: right; font-variant-numeric: tabular-nums; }
   <button id="show-graph" type="button" disabled>Evidence graph</button></div>
 </form>
 <div id="error" role="alert"></div>
-<div id="results"></div>
+<div id="out"><div id="results"></div>
 <div id="graph"><h2 id="graph-title"></h2><p id="graph-counts"></p><p id="legend"></p>
-<div id="drawing"></div></div>
+<div id="drawing"></div></div></div>
 </section>
 <section id="view-ask" hidden>
 <form id="ask-form">
@@ -136,10 +147,20 @@ function params(method) {
   if ($("gold").value.trim()) p.set("gold", $("gold").value);
   return p;
 }
+const INLINE = /``([^`]+?)``|`([^`\\n]+)`/g;  // Markdown's `code`, reStructuredText's ``code``
+function inline(tag, cls, text) {  // text with its inline code as code, each piece as text
+  const out = el(tag, cls); let at = 0;
+  for (const m of text.matchAll(INLINE)) {
+    if (m.index > at) out.append(text.slice(at, m.index));
+    out.append(el("code", "inline", m[1] || m[2])); at = m.index + m[0].length;
+  }
+  if (at < text.length) out.append(text.slice(at));
+  return out;
+}
 function passage(parts) {
   const body = el("div", "passage");
-  for (const part of parts) {  // kind "text" or "heading": shown as text
-    if (part.kind !== "code") { body.append(el("div", part.kind, part.text)); continue; }
+  for (const part of parts) {  // kind "text" or "heading": shown as text, inline code as code
+    if (part.kind !== "code") { body.append(inline("div", part.kind, part.text)); continue; }
     const pre = el("pre", "code"); pre.dataset.language = part.language;
     const code = el("code"); code.innerHTML = part.html;  // highlighted and escaped by Pygments
     pre.append(code); body.append(pre);
@@ -169,6 +190,7 @@ function column(result) {
 }
 function clearGraph() {
   graphRun++;
+  $("out").classList.remove("with-graph");
   for (const id of ["graph-title", "graph-counts", "legend"]) $(id).replaceChildren();
   $("drawing").replaceChildren();
 }
@@ -192,6 +214,7 @@ async function graph() {
   clearGraph();
   const run = graphRun;
   $("error").textContent = "";
+  $("out").classList.add("with-graph");  // beside the list it explains
   $("graph-counts").replaceChildren(loading("span", "drawing the evidence graph …"));
   try {
     const g = await api("/api/graph?" + params($("method").value));
@@ -202,7 +225,10 @@ async function graph() {
       " passages), " + g.edges.length + " edges";
     $("legend").innerHTML = g.legend;   // drawn and escaped by the server
     $("drawing").innerHTML = g.svg;     // drawn and escaped by the server
-  } catch (err) { if (run === graphRun) { $("graph-counts").replaceChildren(); showError(err); } }
+  } catch (err) {
+    if (run !== graphRun) return;
+    $("out").classList.remove("with-graph"); $("graph-counts").replaceChildren(); showError(err);
+  }
 }
 function describe() {
   const m = methods.find((x) => x.name === $("method").value);
@@ -257,7 +283,10 @@ function evidenceList(items) {
   $("ask-evidence").replaceChildren(...items.map((e) => {
     const li = el("li", e.cited ? "cited" : "");
     li.append(el("div", "head", (e.cited ? "* " : "") + e.title + " (" + e.id + ")"));
-    if (e.answering) li.append(el("div", "answering", "answering: " + e.answering));
+    if (e.answering) {  // its best sentence, code as code
+      const line = el("div", "answering"); line.append("answering: ", passage(e.answering_parts));
+      li.append(line);
+    }
     li.append(passage(e.parts));
     return li; }));
 }
@@ -265,7 +294,10 @@ function extractive(answer) {  // the passages' own sentences, each citing its p
   const box = el("div", "extractive");
   box.append(el("div", "head", "answer, from the passages' own sentences (no LLM):"));
   const list = el("ul");
-  for (const s of answer.sentences) list.append(el("li", null, "[" + s.passage + "] " + s.text));
+  for (const s of answer.sentences) {
+    const item = el("li"); item.append("[" + s.passage + "] ", passage(s.parts));
+    list.append(item);
+  }
   box.append(list);
   return box;
 }
@@ -282,15 +314,15 @@ function ask(event) {
   source.addEventListener("step", (m) => { const s = JSON.parse(m.data);
     $("steps").append(el("li", null, "[" + s.node + "] " + s.line)); });
   source.addEventListener("answer", (m) => { const a = JSON.parse(m.data);
-    $("answer").textContent = "answer: " + a.answer;
+    $("answer").replaceChildren(el("div", "head", "answer:"), passage(a.parts));
     $("usage").textContent = a.usage ? a.llm + ": " + a.usage.calls + " LLM calls, " +
       a.usage.prompt_tokens + " prompt + " + a.usage.completion_tokens + " completion tokens"
       : "answered by " + a.llm;
     evidenceList(a.evidence); source.close(); });
   source.addEventListener("evidence", (m) => { const a = JSON.parse(m.data);
     $("answer").replaceChildren(extractive(a.answer));
-    $("usage").textContent = "no written answer: " + a.why + "; evidence passages (" + a.method +
-      "); to get written answers: " + a.hint;
+    $("usage").replaceChildren(inline("span", null, "no written answer: " + a.why +
+      "; evidence passages (" + a.method + "); to get written answers: " + a.hint));
     evidenceList(a.evidence); source.close(); });
   source.addEventListener("failed", (m) => { const f = JSON.parse(m.data);
     $("answer").textContent = "";
@@ -335,3 +367,38 @@ start();
 </body></html>
 """
 PAGE = _PAGE.replace("/*code-css*/", code_css())
+
+
+def _favicon(size: int = 32) -> bytes:
+    """Return the page's icon as an .ico file: two linked nodes on the header's blue.
+
+    Drawn here (a PNG inside an ICO, as every browser reads it) so nothing is fetched or shipped.
+    """
+    import struct
+    import zlib
+
+    navy, light, gold = (31, 58, 95, 255), (174, 214, 241, 255), (244, 208, 63, 255)
+    nodes = [(10, 11, 6, light), (22, 21, 6, gold)]
+
+    def pixel(x: int, y: int) -> tuple[int, ...]:
+        for cx, cy, r, colour in nodes:
+            if (x - cx) ** 2 + (y - cy) ** 2 <= r * r:
+                return colour
+        on_edge = abs((y - 11) - (x - 10) * 10 / 12) < 1.2 and 10 <= x <= 22
+        return light if on_edge else navy
+
+    rows = b"".join(b"\0" + bytes(v for x in range(size) for v in pixel(x, y)) for y in range(size))
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        body = kind + data
+        return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))
+
+    header = struct.pack(">IIBBBBB", size, size, 8, 6, 0, 0, 0)
+    png = b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(rows))
+    png += chunk(b"IEND", b"")
+    entry = struct.pack("<BBBBHHII", size, size, 0, 0, 1, 32, len(png), 6 + 16)
+    return struct.pack("<HHH", 0, 1, 1) + entry + png
+
+
+FAVICON = _favicon()
+"""``/favicon.ico``: what a browser asks for before anything else (a 404 without it)."""

@@ -121,7 +121,8 @@ def run_graph(index: Index, params: Any, served: dict[str, Any]) -> dict[str, An
                   for rank, h in enumerate(hits, start=1)]
         + [{"id": f"entity:{e}", "kind": "entity", "title": e} for e in graph.entities],
         "edges": [{"source": a, "target": b, "kind": kind} for a, b, kind in graph.edges],
-        "svg": render_svg(graph, 900, 560),
+        # laid out for the panel beside the list (about 500 px): its labels stay readable
+        "svg": render_svg(graph, 600, 520),
         "legend": legend_html(),
     }  # fmt: skip
 

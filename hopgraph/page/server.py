@@ -54,7 +54,7 @@ from hopgraph.graph_store import Index, LiveIndex
 
 from . import answers
 from .formatting import example_question
-from .html import PAGE
+from .html import FAVICON, PAGE
 
 log = logging.getLogger("hopgraph.page")
 
@@ -84,6 +84,7 @@ class UIApp:
         routes = [
             Route("/", self.page),
             Route("/login", self.login),
+            Route("/favicon.ico", favicon),
             Route("/api/methods", self.api(self.methods)),
             Route("/api/search", self.api(self.search)),
             Route("/api/graph", self.api(self.graph)),
@@ -191,6 +192,11 @@ class UIApp:
         from .queries import describe_index
 
         return describe_index(index)
+
+
+async def favicon(request: Request) -> Response:
+    """Serve the page's icon (no token needed: it holds nothing of the index)."""
+    return Response(FAVICON, media_type="image/x-icon", headers={"cache-control": "max-age=86400"})
 
 
 def _refused() -> Response:

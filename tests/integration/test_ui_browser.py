@@ -83,6 +83,40 @@ def api_graph(url, question, method, k, gold=""):
         f"{url}/api/graph?{urllib.parse.urlencode(query)}", timeout=30).read())  # fmt: skip
 
 
+DRAWN = """svg => {
+  const box = (e) => { const b = e.getBBox(); return [b.x, b.y, b.x + b.width, b.y + b.height]; };
+  const view = svg.viewBox.baseVal;
+  return {
+    labels: [...svg.querySelectorAll("text.label")].map((t) => [t.textContent, box(t)]),
+    nodes: [...svg.querySelectorAll("circle, rect")]
+      .map((n) => [n.closest("g").dataset.id, box(n)]),
+    view: [view.x, view.y, view.x + view.width, view.y + view.height],
+  };
+}"""
+"""Every label's and node's box as Chromium lays the text out, and the drawing's view box."""
+
+
+def overlap(a, b):
+    return max(min(a[2], b[2]) - max(a[0], b[0]), 0) * max(min(a[3], b[3]) - max(a[1], b[1]), 0)
+
+
+def assert_drawn_clear(page):
+    """Issue 74: no label covers a node or another label, none is cut at the drawing's edge,
+    and the drawing starts within one screen of the list it explains."""
+    drawn = page.eval_on_selector("#drawing svg", DRAWN)
+    assert drawn["labels"], drawn
+    for at, (text, a) in enumerate(drawn["labels"]):
+        x0, y0, x1, y1 = drawn["view"]
+        assert x0 <= a[0] and y0 <= a[1] and a[2] <= x1 and a[3] <= y1, (text, a, drawn["view"])
+        for other, b in drawn["labels"][at + 1 :]:
+            assert overlap(a, b) < 1, (text, other)
+        for node, b in drawn["nodes"]:
+            assert overlap(a, b) < 1, (text, node)
+    top = page.eval_on_selector("#results", "e => e.getBoundingClientRect().top")
+    graph = page.eval_on_selector("#drawing svg", "e => e.getBoundingClientRect().top")
+    assert graph - top < page.viewport_size["height"], (top, graph)
+
+
 def drawn_passages(page):
     ids = "gs => gs.map(g => g.dataset.id)"
     return set(page.eval_on_selector_all("#drawing svg g.passage", ids))
@@ -95,8 +129,12 @@ def test_search_compare_graph_and_index_in_a_browser(server, tmp_path):
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
         page = browser.new_page(viewport={"width": 1280, "height": 900})
+        missing = []  # every request the page makes is answered: the icon too
+        page.on("response", lambda r: r.status == 404 and missing.append(r.url))
         page.goto(server)
         page.wait_for_selector("body[data-ready='1']")
+        icon = urllib.request.urlopen(f"{server}/favicon.ico", timeout=5)
+        assert icon.headers["content-type"] == "image/x-icon" and icon.read(4) == b"\0\0\1\0"
         # the example comes from the index's first document, not a question fixed in the page
         assert page.get_attribute("#q", "placeholder") == "e.g. What is known about Larry Alcala?"
         page.fill("#q", QUESTION)
@@ -125,6 +163,7 @@ def test_search_compare_graph_and_index_in_a_browser(server, tmp_path):
         )
         assert page.locator("#drawing svg line.edge").count() == len(expected["edges"])
         assert page.locator("#drawing svg g.passage.gold").count() >= 1
+        assert_drawn_clear(page)
         assert_reads_well(page, "search")
         shoot(page, "ui-graph.png", tmp_path)
 
@@ -169,6 +208,7 @@ def test_search_compare_graph_and_index_in_a_browser(server, tmp_path):
         assert edges.count() == 1 + 5 + 1  # a header, the five types, all
         assert_reads_well(page, "index")
         shoot(page, "ui-index.png", tmp_path)
+        assert not missing, missing
         browser.close()
 
 
@@ -285,6 +325,9 @@ def test_a_manual_shows_code_sections_loading_and_only_the_latest_graph(tmp_path
         release()
         page.wait_for_selector(".hit")
 
+        # inline code as code, never its backticks
+        assert "`" not in page.inner_text("#results")
+        assert "connect" in page.locator(".hit .passage code.inline").all_text_contents()
         # code as code: its own lines, highlighted, in a preformatted block
         code = page.locator(".hit pre.code").first
         assert "\n    print(" in code.inner_text()
@@ -324,8 +367,22 @@ def test_a_manual_shows_code_sections_loading_and_only_the_latest_graph(tmp_path
         labels = page.locator("#drawing svg g.passage > text:last-of-type").all_text_contents()
         assert len(labels) == 4 and len(set(labels)) == 4, labels  # not one title four times
         assert any(" › " in label for label in labels), labels
+        assert_drawn_clear(page)
         assert_reads_well(page, "search")
         shoot(page, "ui-code.png", tmp_path)
+
+        # the answer without an LLM: normal type, inline code as code, code blocks whole
+        page.click("#tab-ask")
+        page.fill("#ask-q", PORT)  # answered by a sentence with inline code and a TOML block
+        page.select_option("#agent", "gear")
+        page.click("#ask")
+        page.wait_for_selector("#answer .extractive li")
+        answer = page.locator("#answer")
+        assert "`" not in answer.inner_text()
+        assert "RELAY_PORT" in answer.locator("code.inline").all_text_contents()
+        assert "port = 8080" in answer.locator("pre.code").first.inner_text()
+        assert answer.evaluate("e => getComputedStyle(e).fontWeight") == "400"
+        shoot(page, "ui-ask-code.png", tmp_path)
         browser.close()
 
 
@@ -367,9 +424,11 @@ def test_ask_shows_the_agents_steps_before_its_answer(real_docs_index_dir, tmp_p
         page.fill("#ask-q", QUESTION)
         page.select_option("#agent", "gear")
         page.click("#ask")
-        page.wait_for_selector("#answer:has-text('answer: 1936')", timeout=90_000)
+        # the written answer under its head, in normal type, its text as a passage's
+        page.wait_for_selector("#answer .passage:has-text('1936')", timeout=90_000)
+        assert page.text_content("#answer .head") == "answer:"
         seen = page.evaluate("window.seen")
-        answered = next(t for t, _, text in seen if text.startswith("answer: 1936"))
+        answered = next(t for t, _, text in seen if text.startswith("answer:1936"))
         two_steps = next(t for t, steps, _ in seen if steps >= 2)
         assert answered - two_steps > 1000 * STALL / 2  # shown while the reader was still out
         assert page.locator("#ask-evidence li.cited").count() >= 1

@@ -1,6 +1,8 @@
 """`hopgraph ui`'s API and page: searches, graphs, the index view, errors, tokens, escaping."""
 
 import json
+import shutil
+import subprocess
 
 import pytest
 from starlette.testclient import TestClient
@@ -424,3 +426,23 @@ def test_the_other_servers_refuse_a_cross_site_or_simple_post_alike(server, monk
     assert crossed.status_code == 403
     plain = client.post("/mcp", content="{}", headers={"content-type": "text/plain"})
     assert plain.status_code == 415
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="needs Node.js to parse the page's script")
+def test_the_pages_script_parses(tmp_path):
+    """A syntax error stops the whole script: the page would load and never ask for its methods
+    (the browser test then waits on a request that never comes)."""
+    from hopgraph.page.html import PAGE
+
+    script = tmp_path / "page.js"
+    script.write_text(PAGE.split("<script>")[1].split("</script>")[0], encoding="utf-8")
+    checked = subprocess.run(["node", "--check", str(script)], capture_output=True, text=True)
+    assert checked.returncode == 0, checked.stderr
+
+
+def test_the_icon_is_served_without_the_token(index_dir):
+    """``/favicon.ico`` holds nothing of the index: a browser asks for it first, token or not."""
+    with LiveIndex(index_dir) as live:
+        reply = TestClient(UIApp(live, token="s3cret").app(), base_url=LOCAL).get("/favicon.ico")
+    assert reply.status_code == 200 and reply.headers["content-type"] == "image/x-icon"
+    assert reply.content[:4] == b"\0\0\1\0"  # an ICO: reserved 0, type 1 (icon)
