@@ -94,8 +94,8 @@ SCORE_KINDS = {
     "probability": "a trained list reranker's probability that the chunk is evidence (0 to 1)",
     "logit": "a trained scorer's logit (any real number; 0 is even odds)",
 }
-"""Each scale a method's scores are on (``Hit.score_kind``), as docs/api.md lists them: higher is
-better on each, and every hit of one list is on one scale."""
+"""Each scale a method's scores are on (``Hit.score_kind``), as docs/methods.md "Scores" lists
+them: higher is better on each, and every hit of one list is on one scale."""
 
 STEP_ORDERS = {
     "kept: dense top": "the guard keeps dense retrieval's first chunks on top",
