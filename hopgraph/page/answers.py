@@ -7,8 +7,9 @@ as `hopgraph chat` keeps them in its checkpoint file; follow-ups are rewritten i
 questions). Events, in order:
 
 - ``step`` ``{"node", "line"}``: each line an agent node adds to its steps, when the node ends;
-- ``answer`` ``{"answer", "parts", "evidence": [{id, title, text, parts, cited}], "usage", "llm"}``
-  at the end (``parts``: the text as prose and highlighted code, formatting.passage_parts);
+- ``answer`` ``{"answer", "parts", "evidence": [{id, title, text, parts, cited, answering,
+  answering_parts}], "usage", "llm"}`` at the end (``parts``: the text as prose and highlighted
+  code, formatting.passage_parts);
 - ``evidence`` ``{"why", "hint", "method", "answer", "evidence"}`` instead, when no LLM is
   configured: the extractive answer (``{"text", "sentences": [{text, parts, passage, ...}]}``, the
   passages' own sentences, hopgraph.agents.extractive), the passages a retriever ranks first,
@@ -93,7 +94,7 @@ def chat_turn(index: Index, chat: Any, question: str, thread: str, k: int, send:
     values = graph.get_state(config).values
     sources = values.get("sources", [])
     evidence = [_passage(e, {e["id"] for e in sources}) for e in sources]  # what it rests on
-    written = values["messages"][-1].content
+    written = values["messages"][-1].text  # the reply's text, whatever blocks it came in
     send("answer", {"answer": written, "parts": passage_parts(written), "llm": describe(chat),
                     "usage": None, "evidence": evidence})  # fmt: skip
 
