@@ -233,7 +233,11 @@ def test_errors_on_a_damaged_index_name_no_server_path(tmp_path, llm_env):
 
 
 def test_a_huge_query_does_not_hold_other_clients(index_dir, llm_env):
-    """Two clients at once: one sends a 1 MB query, the other 20 small ones (p95 < 1 s)."""
+    """Two clients at once: one sends a 1 MB query, the other small ones all the while (p95 < 1 s).
+
+    Served one at a time, a small query sent while the huge one is under way would end after it;
+    so small ones ending before it show they were served beside it, however fast the machine.
+    """
     port = free_port()
     server = subprocess.Popen(
         [sys.executable, "-m", "hopgraph.cli", "mcp", "--index", str(index_dir),
@@ -256,15 +260,20 @@ def test_a_huge_query_does_not_hold_other_clients(index_dir, llm_env):
             await session.initialize()
             return await task(session)
 
+    big_done = asyncio.Event()
+
     async def big(session):
-        done = await session.call_tool("retrieve", {**small, "query": huge})
+        try:
+            done = await session.call_tool("retrieve", {**small, "query": huge})
+        finally:
+            big_done.set()
         assert not done.isError, done.content[0].text[:500]
         return time.perf_counter()
 
     async def many(session):
         await asyncio.sleep(0.3)  # the huge query is under way
         times, ends = [], []
-        for _ in range(20):
+        while len(times) < 20 or not big_done.is_set():
             started = time.perf_counter()
             done = await session.call_tool("retrieve", small)
             assert not done.isError
@@ -278,14 +287,14 @@ def test_a_huge_query_does_not_hold_other_clients(index_dir, llm_env):
 
     try:
         _wait_for_port(port, server)
-        big_done, (quick, ends) = asyncio.run(main())
+        big_end, (quick, ends) = asyncio.run(main())
     finally:
         server.terminate()
         server.wait(timeout=10)
     p95 = sorted(quick)[int(0.95 * len(quick)) - 1]
     assert p95 < 1.0, (p95, quick)
     # served beside the huge query, not after it (one at a time, none would be)
-    assert sum(end < big_done for end in ends) >= 10, (quick, ends, big_done)
+    assert sum(end < big_end for end in ends) >= 3, (quick, ends, big_end)
 
 
 def _wait_for_port(port, server):
