@@ -43,6 +43,12 @@ def normalize_answer(text: str) -> str:
     return " ".join(text.split())
 
 
+def holds_answer(text: str, answers: Sequence[str]) -> bool:
+    """Tell whether a normalised gold answer occurs in the normalised text (as whole words)."""
+    padded = f" {normalize_answer(text)} "
+    return any(f" {a} " in padded for a in map(normalize_answer, answers) if a)
+
+
 def exact_match(prediction: str, answers: Sequence[str]) -> float:
     """1.0 if the normalised prediction equals any normalised answer."""
     pred = normalize_answer(prediction)

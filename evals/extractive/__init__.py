@@ -18,32 +18,22 @@ The figures it makes: docs/evaluation.md, "An answer without an LLM".
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
 import statistics
 from pathlib import Path
 
 from tqdm.auto import tqdm
 
-from hopgraph.agents.extractive import (
-    ExtractiveAnswer,
-    Weights,
-    choose,
-    extractive_answer,
-    sentences_of,
-)
+from hopgraph.agents.extractive import ExtractiveAnswer, extractive_answer, sentences_of
+from hopgraph.agents.extractive_model import MODEL_PATH, SentenceModel
 from hopgraph.core.settings import IndexSettings
 from hopgraph.evals.datasets import load_questions
-from hopgraph.evals.metrics import normalize_answer
+from hopgraph.evals.metrics import holds_answer
 from hopgraph.evals.runner import eval_index
 from hopgraph.evals.tables import render_table
 from hopgraph.tools import make_retriever
 
-
-def holds(text: str, answers: list[str] | tuple[str, ...]) -> bool:
-    """Tell whether a normalised gold answer occurs in the normalised text (as whole words)."""
-    padded = f" {normalize_answer(text)} "
-    return any(f" {a} " in padded for a in map(normalize_answer, answers) if a)
+from .training import FOLDS, cross_validate, fit, write
 
 
 def measure(data: Path, split: str, method: str, k: int, show_progress: bool) -> dict:
@@ -59,8 +49,8 @@ def measure(data: Path, split: str, method: str, k: int, show_progress: bool) ->
             answer = extractive_answer(index, q.question, hits)
             said = _said(answer)
             read = "\n".join(f"{h.title}\n{h.text}" for h in hits)
-            in_answer += holds(said, q.answers)
-            in_passages += holds(read, q.answers)
+            in_answer += holds_answer(said, q.answers)
+            in_passages += holds_answer(read, q.answers)
             answer_chars.append(len(said))
             answer_words.append(len(said.split()))
             passage_words.append(len(read.split()))
@@ -81,34 +71,14 @@ def measure(data: Path, split: str, method: str, k: int, show_progress: bool) ->
     }
 
 
-GRID = {
-    "rank": (0.3, 0.5),
-    "kind": (0.2, 0.4),
-    "subject": (0.0, 0.2),
-    "context": (0.5, 1.0),
-    "link": (0.5, 1.0),
-}
-"""The weights tried by ``--grid`` (the others at their defaults: agents/extractive.py)."""
-
-
-def grid(datasets: list[Path], split: str, method: str, k: int, show_progress: bool) -> str:
-    """Return each setting of GRID's share kept on each dataset, best mean first."""
-    held = {d.name: _held(d, split, method, k, show_progress) for d in datasets}
-    rows = []
-    for values in itertools.product(*GRID.values()):
-        weights = Weights(**dict(zip(GRID, values, strict=True)))
-        shares = []
-        for questions in held.values():
-            kept = [holds(_said(choose(found, weights)), answers) for found, answers in questions]
-            shares.append(100 * statistics.mean(kept))
-        rows.append((statistics.mean(shares), dict(zip(GRID, values, strict=True)), shares))
-    rows.sort(key=lambda row: -row[0])
-    header = ["mean", *GRID, *(f"{name} ({len(qs)})" for name, qs in held.items())]
-    body = [
-        [f"{mean:.1f}", *map(str, setting.values()), *(f"{x:.1f}" for x in shares)]
-        for mean, setting, shares in rows
-    ]
-    return render_table(header, body)
+def train(
+    datasets: list[Path], split: str, method: str, k: int, show_progress: bool
+) -> SentenceModel:
+    """Fit the sentence model on the questions of ``datasets`` whose top k hold a gold answer."""
+    sets = {d.name: _held(d, split, method, k, show_progress) for d in datasets}
+    model = fit([e for examples in sets.values() for e in examples], [f"{d}/{split}" for d in sets])
+    model.record[f"kept, {FOLDS}-fold cross-validated"] = cross_validate(sets)
+    return model
 
 
 def _held(data: Path, split: str, method: str, k: int, show_progress: bool) -> list:
@@ -118,7 +88,7 @@ def _held(data: Path, split: str, method: str, k: int, show_progress: bool) -> l
         retriever = make_retriever(method, index)
         for q in tqdm(load_questions(data, split), desc=data.name, disable=not show_progress):
             hits = retriever.retrieve(q.question, k)
-            if holds("\n".join(f"{h.title}\n{h.text}" for h in hits), q.answers):
+            if holds_answer("\n".join(f"{h.title}\n{h.text}" for h in hits), q.answers):
                 out.append((sentences_of(index, q.question, hits), q.answers))
     return out
 
@@ -187,11 +157,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, help="write the rows as JSON here")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
     parser.add_argument(
-        "--grid", action="store_true", help="print the share kept under each setting of GRID"
+        "--train",
+        action="store_true",
+        help="fit the sentence model on --data (train sets, --split train) and write it to --out "
+        f"(default {MODEL_PATH.name} beside hopgraph/agents/extractive_model.py)",
     )
     args = parser.parse_args(argv)
-    if args.grid:
-        print(grid(args.data, args.split, args.method, args.k, not args.quiet))
+    if args.train:
+        out = args.out or MODEL_PATH
+        model = train(args.data, args.split, args.method, args.k, not args.quiet)
+        write(model, out)
+        print(f"wrote {out}: {model.record}")
         return 0
     rows = [measure(d, args.split, args.method, args.k, not args.quiet) for d in args.data]
     print(table(rows))

@@ -1,16 +1,28 @@
 """The answer without an LLM: the passages' own sentences, one per hop, each cited."""
 
+import json
 from types import SimpleNamespace
 
 import numpy as np
+import pytest
 
 from hopgraph.agents.extractive import (
     MAX_CHARS,
     MAX_SENTENCES,
-    Weights,
+    MIN_CHANCE,
+    _options,
     choose,
     extractive_answer,
+    further_features,
     sentences_of,
+)
+from hopgraph.agents.extractive_model import (
+    FIRST,
+    FURTHER,
+    SentenceModel,
+    Stage,
+    fit_stage,
+    shipped_model,
 )
 from hopgraph.tools import Hit
 
@@ -50,30 +62,84 @@ OTHER = hit(3, "Manila", "Manila is the capital. Military parades are held there
 QUESTION = "When did military instruction start at the place where Larry Alcala was educated?"
 
 
-def test_a_two_hop_question_gets_a_sentence_from_each_hop_citing_its_passage():
+def model(first: dict[str, float], further: dict[str, float]) -> SentenceModel:
+    """A hand-set model: the named features' weights, the others 0 (features not rescaled)."""
+
+    def stage(names, weights):
+        coef = np.array([weights.get(name, 0.0) for name in names])
+        return Stage(names, np.zeros(len(names)), np.ones(len(names)), coef)
+
+    return SentenceModel(stage(FIRST, first), stage(FURTHER, further), {})
+
+
+def test_the_shipped_model_answers_a_two_hop_question_from_each_hop_citing_its_passage():
     answer = extractive_answer(INDEX, QUESTION, [ALCALA, UP, OTHER])
-    assert [(s.text, s.passage) for s in answer.sentences] == [
-        ("He was educated at the University of the Philippines.", 1),  # the bridge
-        ("Military instruction started at the University of the Philippines in 1912.", 2),
-    ]
-    assert answer.text.endswith("in 1912. [2]")
-    assert answer.answering["d2"] == answer.sentences[1].text  # shown whole under its passage
+    said = [(s.text, s.passage) for s in answer.sentences]
+    assert ("Military instruction started at the University of the Philippines in 1912.", 2) in said
+    assert ("He was educated at the University of the Philippines.", 1) in said  # the bridge
+    assert "in 1912. [2]" in answer.text
+    assert answer.answering["d2"] == said[[p for _, p in said].index(2)][0]  # shown whole
+    assert all(0 < s.score < 1 for s in answer.sentences)  # each its chance of holding the answer
 
 
-def test_a_further_hop_must_bring_a_word_in_so_one_hop_gets_one_sentence():
-    found = sentences_of(INDEX, "Who drew for magazines?", [ALCALA, hit(2, "Rain", "It rained.")])
-    assert [s.passage for s in choose(found, Weights()).sentences] == [1]
-
-
-def test_the_link_to_a_named_page_decides_the_second_hop():
+def test_a_further_pick_follows_the_page_a_chosen_sentence_names():
     """The first sentence names the page "University of the Philippines": it is the next hop."""
     decoy = hit(2, "Instruction", "Military instruction may start at any place.")
     named = hit(3, "University of the Philippines", "Its cadets have drilled since 1912.")
     found = sentences_of(INDEX, QUESTION, [ALCALA, decoy, named])
-    alone = Weights(bridge=0.0, link=0.0, min_gain=0.2)  # question words only
-    assert 3 not in [s.passage for s in choose(found, alone).sentences]
-    linked = Weights(bridge=0.0, link=0.5, min_gain=0.2)
-    assert 3 in [s.passage for s in choose(found, linked).sentences]
+    first = {"log passage rank": -5.0, "question words": 1.0}  # "He was educated at ..."
+    by_words = model(first, {"question words left": 5.0, "passage already cited": -9.0})
+    by_link = model(first, {"its page is named by a chosen sentence": 5.0})
+    assert [s.passage for s in choose(found, by_words).sentences][:2] == [1, 2]
+    assert [s.passage for s in choose(found, by_link).sentences][:2] == [1, 3]
+    educated = [c.text for c in found.candidates].index(choose(found, by_link).sentences[0].text)
+    features = dict(zip(FURTHER, further_features(found, [educated]).T, strict=True))
+    bridges = features["bridge words"]  # of the name it brought in, which the question lacks
+    passages = [c.passage for c in found.candidates]
+    assert bridges[passages.index(3)] > 0 == bridges[passages.index(2)]  # its page's title has it
+
+
+def test_a_further_sentence_must_be_likely_enough_to_hold_the_answer():
+    pages = [hit(n, f"Page {n}", f"Fact number {n} holds.") for n in range(1, 13)]
+    found = sentences_of(INDEX, "Which fact holds?", pages)
+    alike = model({}, {})  # eleven sentences left, each 1/11 of the chance: below MIN_CHANCE
+    assert MIN_CHANCE > 1 / 11 and len(choose(found, alike).sentences) == 1
+    leaning = model({}, {"log passage rank": -3.0})  # the next passage stands out
+    assert [s.passage for s in choose(found, leaning).sentences][:2] == [1, 2]
+    assert all(s.score >= MIN_CHANCE for s in choose(found, leaning).sentences[1:])
+
+
+def test_the_shipped_model_fits_this_codes_features_and_another_is_refused(tmp_path):
+    shipped = shipped_model()
+    assert shipped.first.names == FIRST and shipped.further.names == FURTHER
+    assert shipped.record["trained_on"] and all("train" in s for s in shipped.record["trained_on"])
+    stale = tmp_path / "model.json"
+    data = json.loads(shipped.to_json())
+    data["first"]["names"] = data["first"]["names"][:-1]
+    stale.write_text(json.dumps(data))
+    with pytest.raises(RuntimeError, match=r"hopgraph\.evals\.extractive --train"):
+        shipped_model(stale)
+
+
+def test_fitting_finds_the_feature_that_predicts_which_sentence_of_a_question_answers():
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((2000, 3))
+    groups = np.repeat(np.arange(200), 10)  # 200 questions of 10 sentences
+    noisy = (x[:, 1] + 0.3 * rng.standard_normal(2000)).reshape(200, 10)
+    y = (noisy == noisy.max(1, keepdims=True)).ravel().astype(float)  # one answers each
+    stage = fit_stage(("a", "b", "c"), x, y, groups)
+    assert stage.coef[1] > 2 and abs(stage.coef[0]) < 0.5 and abs(stage.coef[2]) < 0.5
+    logits = stage.logits(x[:10])
+    assert np.argmax(logits) == np.argmax(x[:10, 1])
+
+
+def test_a_question_that_offers_a_choice_names_its_options():
+    assert _options("Which film came out first, The Fog (1980 film) or Jaws?") == (
+        "the fog",
+        "jaws",
+    )
+    assert _options("Who was born first, Gerald Ford or Bob Dole?") == ("gerald ford", "bob dole")
+    assert _options("Are Christopher Nolan and Sathish Kalathil both film directors?") == ()
 
 
 def test_sentences_are_not_cut_after_abbreviations_and_code_stays_whole():
@@ -122,3 +188,18 @@ def test_at_most_three_sentences_and_600_characters():
     alone = extractive_answer(INDEX, "military instruction educated", [hit(1, "Page", long)])
     (cut,) = alone.sentences  # a first sentence over the limit: its head, marked
     assert len(cut.text) <= MAX_CHARS and cut.text.endswith("…")
+
+
+def test_sentences_glued_without_a_space_are_split_but_a_dotted_name_is_not():
+    text = (
+        "Charles Mathew (1872 – 1923) was a Labour politician.He was elected in 1922.The son "
+        "of a judge, he read law. Use marshmallow.Schema to load. See `flask.Flask` there."
+    )
+    found = sentences_of(INDEX, "who was elected", [hit(1, "Charles Mathew", text)])
+    assert [c.text for c in found.candidates] == [
+        "Charles Mathew (1872 – 1923) was a Labour politician.",
+        "He was elected in 1922.",
+        "The son of a judge, he read law.",
+        "Use marshmallow.Schema to load.",
+        "See `flask.Flask` there.",
+    ]
