@@ -33,7 +33,7 @@ from hopgraph.evals.runner import eval_index
 from hopgraph.evals.tables import render_table
 from hopgraph.tools import make_retriever
 
-from .training import FOLDS, cross_validate, fit, write
+from .training import FOLDS, cross_validate, fit, prior_kept, write
 
 
 def measure(data: Path, split: str, method: str, k: int, show_progress: bool) -> dict:
@@ -78,6 +78,7 @@ def train(
     sets = {d.name: _held(d, split, method, k, show_progress) for d in datasets}
     model = fit([e for examples in sets.values() for e in examples], [f"{d}/{split}" for d in sets])
     model.record[f"kept, {FOLDS}-fold cross-validated"] = cross_validate(sets)
+    model.record["kept by the hand-set scorer alone"] = prior_kept(sets)
     return model
 
 

@@ -86,6 +86,22 @@ def cross_validate(sets: dict[str, Sequence[Example]], folds: int = FOLDS) -> di
     return {name: round(100 * statistics.mean(k), 1) for name, k in kept.items() if k}
 
 
+def prior_kept(sets: dict[str, Sequence[Example]]) -> dict[str, float]:
+    """Return each set's share kept (%) by the hand-set scorer alone (the priors, unfitted)."""
+    model = SentenceModel(_hand_set(FIRST, FIRST_PRIOR), _hand_set(FURTHER, FURTHER_PRIOR), {})
+    return {name: round(100 * _kept(model, examples), 1) for name, examples in sets.items()}
+
+
+def _hand_set(names: tuple[str, ...], weights: dict[str, float]) -> Stage:
+    ones = np.ones(len(names))
+    return Stage(names, 0 * ones, ones, np.array([weights.get(n, 0.0) for n in names]))
+
+
+def _kept(model: SentenceModel, examples: Sequence[Example]) -> float:
+    said = [" ".join(s.text for s in choose(found, model).sentences) for found, _ in examples]
+    return statistics.mean(holds_answer(t, a) for t, (_, a) in zip(said, examples, strict=True))
+
+
 def fit(examples: Sequence[Example], sources: Sequence[str]) -> SentenceModel:
     """Fit both stages on ``examples`` and record how (``sources``: the train sets' names)."""
     labels = [np.array([holds_answer(c.text, a) for c in s.candidates], float) for s, a in examples]
