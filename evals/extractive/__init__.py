@@ -25,7 +25,7 @@ from pathlib import Path
 from tqdm.auto import tqdm
 
 from hopgraph.agents.extractive import ExtractiveAnswer, extractive_answer, sentences_of
-from hopgraph.agents.extractive_model import MODEL_PATH, SentenceModel
+from hopgraph.agents.extractive_model import SentenceModel, load_model
 from hopgraph.core.settings import IndexSettings
 from hopgraph.evals.datasets import load_questions
 from hopgraph.evals.metrics import holds_answer
@@ -33,11 +33,21 @@ from hopgraph.evals.runner import eval_index
 from hopgraph.evals.tables import render_table
 from hopgraph.tools import make_retriever
 
-from .training import FOLDS, cross_validate, fit, prior_kept, write
+from .training import FOLDS, cross_validate, fit, hand_set_kept, write
 
 
-def measure(data: Path, split: str, method: str, k: int, show_progress: bool) -> dict:
-    """Return the answer-string recall of the extractive answer and of the top-k passages."""
+def measure(
+    data: Path,
+    split: str,
+    method: str,
+    k: int,
+    show_progress: bool,
+    model: SentenceModel | None = None,
+) -> dict:
+    """Return the answer-string recall of the extractive answer and of the top-k passages.
+
+    ``model``: a fitted sentence model (``--model FILE``); the answer's own (hand-set) if None.
+    """
     questions = load_questions(data, split)
     index = eval_index(data, IndexSettings(), None, show_progress, with_graphs=True)
     with index:
@@ -46,7 +56,7 @@ def measure(data: Path, split: str, method: str, k: int, show_progress: bool) ->
         answer_words, passage_words, sentences, answer_chars = [], [], [], []
         for q in tqdm(questions, desc=data.name, disable=not show_progress):
             hits = retriever.retrieve(q.question, k)
-            answer = extractive_answer(index, q.question, hits)
+            answer = extractive_answer(index, q.question, hits, model)
             said = _said(answer)
             read = "\n".join(f"{h.title}\n{h.text}" for h in hits)
             in_answer += holds_answer(said, q.answers)
@@ -78,7 +88,7 @@ def train(
     sets = {d.name: _held(d, split, method, k, show_progress) for d in datasets}
     model = fit([e for examples in sets.values() for e in examples], [f"{d}/{split}" for d in sets])
     model.record[f"kept, {FOLDS}-fold cross-validated"] = cross_validate(sets)
-    model.record["kept by the hand-set scorer alone"] = prior_kept(sets)
+    model.record["kept by the hand-set model"] = hand_set_kept(sets)
     return model
 
 
@@ -161,16 +171,21 @@ def main(argv: list[str] | None = None) -> int:
         "--train",
         action="store_true",
         help="fit the sentence model on --data (train sets, --split train) and write it to --out "
-        f"(default {MODEL_PATH.name} beside hopgraph/agents/extractive_model.py)",
+        "(a JSON file; the answer keeps its hand-set weights, agents/extractive_model.py)",
+    )
+    parser.add_argument(
+        "--model", type=Path, help="measure with the fitted sentence model in this file (--train's)"
     )
     args = parser.parse_args(argv)
     if args.train:
-        out = args.out or MODEL_PATH
+        if args.out is None:
+            parser.error("--train writes the fitted model to --out FILE: name the file")
         model = train(args.data, args.split, args.method, args.k, not args.quiet)
-        write(model, out)
-        print(f"wrote {out}: {model.record}")
+        write(model, args.out)
+        print(f"wrote {args.out}: {model.record}")
         return 0
-    rows = [measure(d, args.split, args.method, args.k, not args.quiet) for d in args.data]
+    fitted = load_model(args.model) if args.model else None
+    rows = [measure(d, args.split, args.method, args.k, not args.quiet, fitted) for d in args.data]
     print(table(rows))
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)

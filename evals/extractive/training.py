@@ -6,9 +6,9 @@ first stage learns from every such question. The further stage learns from the q
 further pick can still save: the first pick, then each further pick the model makes, does not
 hold the answer yet; its rows are the sentences left that fit, with what the chosen ones change.
 The further stage is fitted twice: on the second picks, then on the second and third picks that
-the first fit chose. Both start from, and are pulled towards (L2), the hand-set scorer the
-answer used before (FIRST_PRIOR, FURTHER_PRIOR: cosine plus question words, less half the log of
-the passage's rank, ...), so that what the train sets do not show stays as it was.
+the first fit chose. Both start from, and are pulled towards (L2), the hand-set weights the
+answer uses (``HAND_SET_FIRST``, ``HAND_SET_FURTHER`` in :mod:`hopgraph.agents.extractive_model`),
+so that what the train sets do not show stays as it was.
 
 :func:`cross_validate` says what to expect on new questions of the same sets: the share kept on
 each set's questions by models fitted without them (five folds).
@@ -36,34 +36,15 @@ from hopgraph.agents.extractive import (
 from hopgraph.agents.extractive_model import (
     FIRST,
     FURTHER,
+    HAND_SET_FIRST,
+    HAND_SET_FURTHER,
     SentenceModel,
     Stage,
+    default_model,
     fit_stage,
     group_log_loss,
 )
 from hopgraph.evals.metrics import holds_answer
-
-_KIND = {
-    "holds a date, asked when": 0.2,
-    "holds a number, asked how many": 0.2,
-    "holds a new name, asked who": 0.2,
-}
-FIRST_PRIOR = {
-    "cosine": 1.0,
-    "question words": 1.0,
-    "log passage rank": -0.5,
-    "names its subject": 0.2,
-    **_KIND,
-}
-FURTHER_PRIOR = {
-    "cosine to question and chosen": 1.0,
-    "question words left": 1.0,
-    "bridge words": 0.5,
-    "its page is named by a chosen sentence": 0.5,
-    "log passage rank": -0.5,
-    "names its subject": 0.2,
-    **_KIND,
-}
 
 Example = tuple[Sentences, Sequence[str]]
 """A train question's sentences and its gold answers."""
@@ -86,15 +67,10 @@ def cross_validate(sets: dict[str, Sequence[Example]], folds: int = FOLDS) -> di
     return {name: round(100 * statistics.mean(k), 1) for name, k in kept.items() if k}
 
 
-def prior_kept(sets: dict[str, Sequence[Example]]) -> dict[str, float]:
-    """Return each set's share kept (%) by the hand-set scorer alone (the priors, unfitted)."""
-    model = SentenceModel(_hand_set(FIRST, FIRST_PRIOR), _hand_set(FURTHER, FURTHER_PRIOR), {})
+def hand_set_kept(sets: dict[str, Sequence[Example]]) -> dict[str, float]:
+    """Return each set's share kept (%) by the hand-set model (the default)."""
+    model = default_model()
     return {name: round(100 * _kept(model, examples), 1) for name, examples in sets.items()}
-
-
-def _hand_set(names: tuple[str, ...], weights: dict[str, float]) -> Stage:
-    ones = np.ones(len(names))
-    return Stage(names, 0 * ones, ones, np.array([weights.get(n, 0.0) for n in names]))
 
 
 def _kept(model: SentenceModel, examples: Sequence[Example]) -> float:
@@ -108,11 +84,11 @@ def fit(examples: Sequence[Example], sources: Sequence[str]) -> SentenceModel:
     x1 = np.vstack([s.first for s, _ in examples])
     y1 = np.concatenate(labels)
     g1 = np.concatenate([np.full(len(y), n) for n, y in enumerate(labels)])
-    first = fit_stage(FIRST, x1, y1, g1, L2, FIRST_PRIOR)
+    first = fit_stage(FIRST, x1, y1, g1, L2, HAND_SET_FIRST)
     further, rows = None, 0
     for _ in range(2):
         x2, y2, g2 = _further_rows(examples, labels, first, further)
-        further = fit_stage(FURTHER, x2, y2, g2, L2, FURTHER_PRIOR)
+        further = fit_stage(FURTHER, x2, y2, g2, L2, HAND_SET_FURTHER)
         rows = len(y2)
     assert further is not None
     record = {

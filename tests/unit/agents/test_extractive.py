@@ -21,8 +21,9 @@ from hopgraph.agents.extractive_model import (
     FURTHER,
     SentenceModel,
     Stage,
+    default_model,
     fit_stage,
-    shipped_model,
+    load_model,
 )
 from hopgraph.tools import Hit
 
@@ -72,7 +73,7 @@ def model(first: dict[str, float], further: dict[str, float]) -> SentenceModel:
     return SentenceModel(stage(FIRST, first), stage(FURTHER, further), {})
 
 
-def test_the_shipped_model_answers_a_two_hop_question_from_each_hop_citing_its_passage():
+def test_a_two_hop_question_gets_a_sentence_from_each_hop_citing_its_passage():
     answer = extractive_answer(INDEX, QUESTION, [ALCALA, UP, OTHER])
     said = [(s.text, s.passage) for s in answer.sentences]
     assert ("Military instruction started at the University of the Philippines in 1912.", 2) in said
@@ -100,25 +101,42 @@ def test_a_further_pick_follows_the_page_a_chosen_sentence_names():
 
 
 def test_a_further_sentence_must_be_likely_enough_to_hold_the_answer():
-    pages = [hit(n, f"Page {n}", f"Fact number {n} holds.") for n in range(1, 13)]
+    pages = [hit(n, f"Page {n}", f"Fact number {n} holds.") for n in range(1, 26)]
     found = sentences_of(INDEX, "Which fact holds?", pages)
-    alike = model({}, {})  # eleven sentences left, each 1/11 of the chance: below MIN_CHANCE
-    assert MIN_CHANCE > 1 / 11 and len(choose(found, alike).sentences) == 1
+    alike = model({}, {})  # 24 sentences left, each 1/24 of the chance: below MIN_CHANCE
+    assert MIN_CHANCE > 1 / 24 and len(choose(found, alike).sentences) == 1
     leaning = model({}, {"log passage rank": -3.0})  # the next passage stands out
     assert [s.passage for s in choose(found, leaning).sentences][:2] == [1, 2]
     assert all(s.score >= MIN_CHANCE for s in choose(found, leaning).sentences[1:])
 
 
-def test_the_shipped_model_fits_this_codes_features_and_another_is_refused(tmp_path):
-    shipped = shipped_model()
-    assert shipped.first.names == FIRST and shipped.further.names == FURTHER
-    assert shipped.record["trained_on"] and all("train" in s for s in shipped.record["trained_on"])
-    stale = tmp_path / "model.json"
-    data = json.loads(shipped.to_json())
+def test_a_fitted_model_is_read_back_and_one_on_other_features_is_refused(tmp_path):
+    fitted = tmp_path / "model.json"
+    fitted.write_text(default_model().to_json())
+    again = load_model(fitted)
+    assert again.first.names == FIRST and again.further.names == FURTHER
+    assert np.allclose(again.further.coef, default_model().further.coef)
+    data = json.loads(fitted.read_text())
     data["first"]["names"] = data["first"]["names"][:-1]
-    stale.write_text(json.dumps(data))
+    fitted.write_text(json.dumps(data))
     with pytest.raises(RuntimeError, match=r"hopgraph\.evals\.extractive --train"):
-        shipped_model(stale)
+        load_model(fitted)
+
+
+def test_a_choice_questions_options_are_named_and_win_a_pick():
+    pages = [
+        hit(1, "Blue Sky (film)", "Blue Sky is a 1994 drama film. It starred Jessica Lange."),
+        hit(2, "Always (2011 film)", "Always is a 2011 South Korean film. It was a hit."),
+    ]
+    question = "Which film came out first, Always or Blue Sky?"
+    found = sentences_of(INDEX, question, pages)
+    named = dict(zip(FIRST, found.first.T, strict=True))["names an option the question offers"]
+    assert [c.text for c, n in zip(found.candidates, named, strict=True) if n] == [
+        "Blue Sky is a 1994 drama film.",
+        "Always is a 2011 South Korean film.",
+    ]
+    said = [s.text for s in extractive_answer(INDEX, question, pages).sentences]
+    assert said[:2] == ["Blue Sky is a 1994 drama film.", "Always is a 2011 South Korean film."]
 
 
 def test_fitting_finds_the_feature_that_predicts_which_sentence_of_a_question_answers():
