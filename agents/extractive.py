@@ -6,7 +6,8 @@ passage of each. A "sentence" is a prose sentence, a code block or a list item w
 heading (:mod:`hopgraph.agents.sentences`).
 
 How a sentence is chosen (no model beyond the index's own embedder and a small linear model,
-:mod:`hopgraph.agents.extractive_model`, fitted on the train sets):
+:mod:`hopgraph.agents.extractive_model`, whose weights were set by hand and chosen on the train
+sets; weights fitted on them did worse on the documentation sets):
 
 - every sentence is described by what it shows of an answer: the cosine of its embedding (the
   passage's title, then the sentence, as passages are embedded) to the question's; the share of
@@ -181,9 +182,7 @@ def open_picks(found: Sentences, chosen: Sequence[int], room: int) -> list[int]:
 
     Any sentence may be the first (one too long is cut; one that asks loses ASKS_PENALTY). A
     further one may come from a passage already cited: the model weighs that ("passage already
-    cited"); one sentence a passage as a rule kept fewer answers in the train sets'
-    cross-validation (hotpotqa-train / musique-train / 2wiki-train 70.7 / 61.9 / 72.8 % against
-    75.6 / 63.5 / 75.1 %).
+    cited"; the hand-set weights take one only where no other passage is left).
     """
     candidates = found.candidates
     if not chosen:
