@@ -9,9 +9,9 @@ brought in, the pages they name, the question words they left wanting).
 
 The answer uses the hand-set weights below (:func:`default_model`). Weights fitted on the train
 sets (``python -m hopgraph.evals.extractive --train --out FILE``,
-:mod:`hopgraph.evals.extractive.training`) kept more answers on 2wiki and NQ and fewer on
-musique and on both documentation sets (docs/evaluation.md, "An answer without an LLM"), so
-they are a study, read back with :func:`load_model`, not the default.
+:mod:`hopgraph.evals.extractive.training`) kept more answers on 2wiki and NQ, as many on
+hotpotqa and musique, and far fewer on both documentation sets (docs/evaluation.md, "An answer
+without an LLM"), so they are a study, read back with :func:`load_model`, not the default.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ FIRST = (
     "new name words", "title in the question", "names another passage's title",
     "names an option the question offers",
 )  # fmt: skip
-"""The features of a sentence for the first pick (:func:`first_features` computes them)."""
+"""The features of a sentence for the first pick (``Sentences.first`` in agents/extractive.py)."""
 FURTHER = (
     *FIRST, "cosine to question and chosen", "question words left", "bridge words",
     "its page is named by a chosen sentence", "passage already cited",
