@@ -132,10 +132,12 @@ def default_model() -> SentenceModel:
 
 def load_model(path: Path) -> SentenceModel:
     """Return a fitted model written by ``--train``, its features checked against this code."""
-    data = json.loads(path.read_text(encoding="utf-8"))
-    model = SentenceModel(
-        Stage.from_dict(data["first"]), Stage.from_dict(data["further"]), data["record"]
-    )
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        first, further = Stage.from_dict(data["first"]), Stage.from_dict(data["further"])
+        model = SentenceModel(first, further, dict(data["record"]))
+    except (KeyError, TypeError, ValueError) as e:
+        raise ValueError(f"{path} is not a sentence model written by --train ({e!r})") from e
     if model.first.names != FIRST or model.further.names != FURTHER:
         raise RuntimeError(
             f"{path} was fitted on other features than this code computes; refit it: "

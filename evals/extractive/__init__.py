@@ -184,7 +184,12 @@ def main(argv: list[str] | None = None) -> int:
         write(model, args.out)
         print(f"wrote {args.out}: {model.record}")
         return 0
-    fitted = load_model(args.model) if args.model else None
+    fitted = None
+    if args.model:
+        try:
+            fitted = load_model(args.model)
+        except (OSError, ValueError, KeyError, RuntimeError) as e:
+            parser.error(f"--model {args.model}: {e} (write one with --train --out FILE)")
     rows = [measure(d, args.split, args.method, args.k, not args.quiet, fitted) for d in args.data]
     print(table(rows))
     if args.out:

@@ -121,6 +121,9 @@ def test_a_fitted_model_is_read_back_and_one_on_other_features_is_refused(tmp_pa
     fitted.write_text(json.dumps(data))
     with pytest.raises(RuntimeError, match=r"hopgraph\.evals\.extractive --train"):
         load_model(fitted)
+    fitted.write_text("[1]")
+    with pytest.raises(ValueError, match="is not a sentence model written by --train"):
+        load_model(fitted)
 
 
 def test_a_choice_questions_options_are_named_and_win_a_pick():
