@@ -387,17 +387,15 @@ class BM25Store:
         mean_length = self.mean_length
         found: list[np.ndarray] = []
         parts: list[np.ndarray] = []
+        # A repeated term's postings are read once (a 1 MB query repeats its words thousands
+        # of times; reading each again held a server's other queries, tests/integration/
+        # test_mcp.py); it still counts at each place it comes, so the sums are the same.
+        read: dict[str, tuple[list[np.ndarray], list[np.ndarray]]] = {}
         for term, idf in self.query_terms(text):
-            for segment, rows in zip(self.segments, self.rows, strict=True):
-                col = segment.vocab.get(term)
-                if col is None:
-                    continue
-                start, end = segment.tf.indptr[col], segment.tf.indptr[col + 1]
-                at, tf = segment.tf.indices[start:end], segment.tf.data[start:end]
-                live = rows[at] >= 0
-                at, tf = at[live], tf[live]
-                found.append(rows[at])
-                parts.append(impact(idf, tf, segment.lengths[at], mean_length))
+            if term not in read:
+                read[term] = self._postings(term, idf, mean_length)
+            found += read[term][0]
+            parts += read[term][1]
         if not found:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
         at, weights = np.concatenate(found), np.concatenate(parts).astype(np.float64)
@@ -411,6 +409,23 @@ class BM25Store:
         rows = unique_rows(at)
         inverse = np.searchsorted(rows, at)
         return rows.astype(np.int64), np.bincount(inverse, weights=weights).astype(np.float32)
+
+    def _postings(
+        self, term: str, idf: float, mean_length: float
+    ) -> tuple[list[np.ndarray], list[np.ndarray]]:
+        """Return the live rows holding ``term`` in each segment, and their BM25 scores for it."""
+        found, parts = [], []
+        for segment, rows in zip(self.segments, self.rows, strict=True):
+            col = segment.vocab.get(term)
+            if col is None:
+                continue
+            start, end = segment.tf.indptr[col], segment.tf.indptr[col + 1]
+            at, tf = segment.tf.indices[start:end], segment.tf.data[start:end]
+            live = rows[at] >= 0
+            at, tf = at[live], tf[live]
+            found.append(rows[at])
+            parts.append(impact(idf, tf, segment.lengths[at], mean_length))
+        return found, parts
 
     def query(self, text: str, k: int) -> Scored:
         """Return up to ``k`` (id, score) pairs with a positive score, best first."""
