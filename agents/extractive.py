@@ -161,8 +161,9 @@ def choose(found: Sentences, model: SentenceModel) -> ExtractiveAnswer:
     chosen: list[int] = []
     chances: list[float] = []
     room = MAX_CHARS
+    first = pick_logits(found, model, [])
     while len(chosen) < MAX_SENTENCES:
-        logits = pick_logits(found, model, chosen)
+        logits = pick_logits(found, model, chosen) if chosen else first
         open_ = open_picks(found, chosen, room)
         if not open_:
             break
@@ -174,7 +175,7 @@ def choose(found: Sentences, model: SentenceModel) -> ExtractiveAnswer:
         chances.append(chance)
         room -= len(candidates[best].text) + 1
     sentences = [_sentence(candidates[i], p) for i, p in zip(chosen, chances, strict=True)]
-    return ExtractiveAnswer(sentences, _answering(found, pick_logits(found, model, [])))
+    return ExtractiveAnswer(sentences, _answering(found, first))
 
 
 def open_picks(found: Sentences, chosen: Sequence[int], room: int) -> list[int]:

@@ -77,8 +77,8 @@ def _unglue(text: str) -> str:
     """
 
     def spaced(end: re.Match) -> str:
-        before = text[: end.start()].rsplit(". ", 1)[-1]
-        return end[0] + " " if len(before.split()) >= 2 else end[0]
+        clause = text[text.rfind(". ", 0, end.start()) + 1 : end.start()]
+        return end[0] + " " if len(clause.split()) >= 2 else end[0]
 
     return _GLUED.sub(spaced, text)
 

@@ -67,8 +67,7 @@ def cross_validate(sets: dict[str, Sequence[Example]], folds: int = FOLDS) -> di
     for fold in range(folds):
         model = fit([e for n, (_, e) in enumerate(pooled) if n % folds != fold], [])
         for name, (found, answers) in pooled[fold::folds]:
-            said = " ".join(s.text for s in choose(found, model).sentences)
-            kept[name].append(holds_answer(said, answers))
+            kept[name].append(_keeps(model, (found, answers)))
     return {name: round(100 * statistics.mean(k), 1) for name, k in kept.items() if k}
 
 
@@ -79,8 +78,13 @@ def hand_set_kept(sets: dict[str, Sequence[Example]]) -> dict[str, float]:
 
 
 def _kept(model: SentenceModel, examples: Sequence[Example]) -> float:
-    said = [" ".join(s.text for s in choose(found, model).sentences) for found, _ in examples]
-    return statistics.mean(holds_answer(t, a) for t, (_, a) in zip(said, examples, strict=True))
+    return statistics.mean(_keeps(model, example) for example in examples)
+
+
+def _keeps(model: SentenceModel, example: Example) -> bool:
+    """Tell whether the answer ``model`` picks holds a gold answer."""
+    found, answers = example
+    return holds_answer(" ".join(s.text for s in choose(found, model).sentences), answers)
 
 
 def fit(examples: Sequence[Example], sources: Sequence[str]) -> SentenceModel:
