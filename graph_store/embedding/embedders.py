@@ -33,6 +33,18 @@ ProgressHook = Callable[[int], None]
 """Where the model runs: ``auto`` takes a CUDA GPU, else Apple's MPS, else the CPU."""
 
 
+def model_reach(max_length: int) -> int:
+    """Return how many characters of a text a model reading ``max_length`` tokens can see.
+
+    A word piece spans at most about a hundred characters (WordPiece's longest word), so the
+    text past (max_length + 1) * 102 characters is never read; tokenizing it anyway cost a 1 MB
+    query 0.6 s with the interpreter held, while a server's other queries waited
+    (tests/integration/test_mcp.py). Only a text whose words run past a hundred characters each
+    (one [UNK] a word) could read further.
+    """
+    return (max_length + 1) * 102
+
+
 class Embedder(Protocol):
     """What the index needs from an embedding model."""
 
@@ -126,10 +138,11 @@ class SentenceTransformerEmbedder:
         order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
         # A worker pool gets several batches per call, so every process has work.
         step = self.batch_size * (4 * self.processes if self.processes > 1 else 1)
+        reach = model_reach(self.model.max_seq_length)
         for start in range(0, len(order), step):
             rows = order[start : start + step]
             out[rows] = self.model.encode(
-                [texts[i] for i in rows],
+                [texts[i][:reach] for i in rows],
                 batch_size=self.batch_size,
                 normalize_embeddings=True,
                 convert_to_numpy=True,
@@ -269,9 +282,9 @@ def load_query_embedder(name: str, batch_size: int = 32) -> Embedder:
     """Return an embedder for queries: the ONNX export of ``name`` where there is one.
 
     The first load of a model the ONNX path can run (onnx_encoder) goes through
-    sentence-transformers and exports it; later processes load the export in a fraction of the
-    time. A model it cannot run, or an export that fails (named on stderr), stays on
-    sentence-transformers.
+    sentence-transformers, exports it and then loads the export, as later processes do in a
+    fraction of the time. A model it cannot run, or an export that fails (named on stderr),
+    stays on sentence-transformers.
     """
     if name == "hashing" or not name.strip():
         return load_embedder(name, batch_size)
@@ -281,8 +294,13 @@ def load_query_embedder(name: str, batch_size: int = 32) -> Embedder:
     if spec is not None and spec.exported.is_file():
         return _load_onnx(name, spec, batch_size)
     embedder = load_embedder(name, batch_size)
-    if spec is not None and isinstance(embedder, SentenceTransformerEmbedder):
-        _export_for_queries(embedder, spec)
+    if (
+        spec is not None
+        and isinstance(embedder, SentenceTransformerEmbedder)
+        and _export_for_queries(embedder, spec)
+    ):
+        # This process queries as every later one will: the same vectors, from the same code.
+        return _load_onnx(name, spec, batch_size)
     return embedder
 
 
@@ -294,7 +312,8 @@ def _load_onnx(name: str, spec: EncoderSpec, batch_size: int) -> Embedder:
         return OnnxEmbedder(name, spec, batch_size)
 
 
-def _export_for_queries(embedder: SentenceTransformerEmbedder, spec: EncoderSpec) -> None:
+def _export_for_queries(embedder: SentenceTransformerEmbedder, spec: EncoderSpec) -> bool:
+    """Export ``embedder`` for queries; return whether it worked (a failure is named on stderr)."""
     from .onnx_encoder import export
 
     try:
@@ -306,6 +325,8 @@ def _export_for_queries(embedder: SentenceTransformerEmbedder, spec: EncoderSpec
             f"({type(err).__name__}: {err}); queries load it with sentence-transformers",
             file=sys.stderr,
         )
+        return False
+    return True
 
 
 @contextmanager

@@ -5,12 +5,12 @@ small machine, and a command that embeds one query would pay it every time. The 
 sentence-transformers model whose pipeline is Transformer → mean or CLS pooling (→ Normalize) is
 exported to ONNX the first time it is loaded (about a second, by torch, which is loaded then
 anyway) and kept under the ``encoders`` setting (default CACHE/encoders), keyed by the model
-files' names, sizes and times. Later processes embed with ONNX Runtime and the model's fast
-tokenizer (0.1 s of imports), from a copy of the export whose weights lie in a file of their
-own, which ONNX Runtime maps (:func:`mapped`, made by the first load). Vectors agree with
-sentence-transformers' to 1e-6 (tests/integration/test_onnx_encoder.py). Index writes keep
-sentence-transformers (GPU, worker pools); queries always run here on the CPU, where one query
-takes milliseconds.
+files' names, sizes and times. From then on (that process too) queries embed with ONNX Runtime
+and the model's fast tokenizer (0.1 s of imports), from a copy of the export whose weights lie
+in a file of their own, which ONNX Runtime maps (:func:`mapped`, made by the first load).
+Vectors agree with sentence-transformers' to 1e-6 (tests/integration/test_onnx_encoder.py).
+Index writes keep sentence-transformers (GPU, worker pools); queries always run here on the
+CPU, where one query takes milliseconds.
 """
 
 from __future__ import annotations
@@ -192,12 +192,9 @@ class OnnxEmbedder:
         return out
 
     def _encode(self, texts: list[str]) -> np.ndarray:
-        # The model reads max_length tokens; a token spans at most about a hundred characters
-        # (WordPiece's longest word), so the text past (max_length + 1) * 102 characters is
-        # never read, and tokenizing it cost a 1 MB query 0.6 s, during which a busy server's
-        # other queries waited (tests/integration/test_mcp.py). Only a text whose words run
-        # past a hundred characters each (one [UNK] a word) could read further.
-        reach = (self.spec.max_length + 1) * 102
+        from .embedders import model_reach  # loaded already: it chose this embedder
+
+        reach = model_reach(self.spec.max_length)
         encoded = self.tokenizer.encode_batch([text[:reach] for text in texts])
         ids = np.array([e.ids for e in encoded], dtype=np.int64)
         mask = np.array([e.attention_mask for e in encoded], dtype=np.int64)

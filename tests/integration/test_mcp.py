@@ -7,6 +7,7 @@ import socket
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
 
@@ -232,74 +233,134 @@ def test_errors_on_a_damaged_index_name_no_server_path(tmp_path, llm_env):
         assert "`hopgraph graph build --index idx`" in text
 
 
-def test_a_huge_query_does_not_hold_other_clients(index_dir, llm_env):
-    """Two clients at once: one sends a 1 MB query, the other small ones all the while (p95 < 1 s).
+@contextmanager
+def http_server(index_dir, env, log):
+    """Run ``hopgraph mcp --http`` on a free port; yield its URL, stop it after.
 
-    Served one at a time, a small query sent while the huge one is under way would end after it;
-    so small ones ending before it show they were served beside it, however fast the machine.
+    Its output goes to the file ``log``: a pipe nobody reads fills up (64 KB, about 700 of its
+    one-line request logs) and then holds the server on its next line.
     """
     port = free_port()
-    server = subprocess.Popen(
-        [sys.executable, "-m", "hopgraph.cli", "mcp", "--index", str(index_dir),
-         "--http", f"127.0.0.1:{port}"],
-        env=llm_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    url = f"http://127.0.0.1:{port}/mcp"
+    with open(log, "w") as out:
+        server = subprocess.Popen(
+            [sys.executable, "-m", "hopgraph.cli", "mcp", "--index", str(index_dir),
+             "--http", f"127.0.0.1:{port}"],
+            env=env, stdout=out, stderr=subprocess.STDOUT, text=True,
+        )  # fmt: skip
+    try:
+        wait_until_up(lambda: _listening(port), server, "the MCP server", Path(log).read_text)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+
+
+async def as_client(url, task):
+    """Open one MCP session on ``url`` (a client of its own) and return ``task(session)``."""
+    http = httpx.AsyncClient(timeout=httpx.Timeout(30, read=300))
+    async with (
+        http,
+        streamable_http_client(url, http_client=http) as (read, write, _),
+        ClientSession(read, write, read_timeout_seconds=REQUEST_TIMEOUT) as session,
+    ):
+        await session.initialize()
+        return await task(session)
+
+
+SMALL = {"query": "Where was Larry Alcala educated?", "method": "hybrid", "k": 5}
+
+
+async def small_ones_while(slow_done: asyncio.Event, session, at_least=20, pause=0.0):
+    """Send small queries until ``slow_done`` is set and ``at_least`` have ended.
+
+    ``pause``: seconds between one's end and the next.
+
+    Return each one's time and when it ended.
+    """
+    await asyncio.sleep(0.05)  # the slow request is under way
+    times, ends = [], []
+    while len(times) < at_least or not slow_done.is_set():
+        started = time.perf_counter()
+        done = await session.call_tool("retrieve", SMALL)
+        assert not done.isError
+        ends.append(time.perf_counter())
+        times.append(ends[-1] - started)
+        await asyncio.sleep(pause)
+    return times, ends
+
+
+def test_a_huge_query_does_not_hold_other_clients(index_dir, llm_env, tmp_path):
+    """Two clients at once: one sends a 1 MB query, the other small ones all the while (p95 < 1 s).
+
+    The huge query's work is CPU in this process (BM25 reads every word of it): on a busy
+    machine a small query sent during it can wait a good part of it (0.74 s in one CI run)
+    for the interpreter. That workers serve requests beside each other is shown without a
+    race by the stalled ``ask`` below.
+    """
     sample = (Path(hopgraph.__file__).parent / "sample" / "corpus.jsonl").read_text()
     text = " ".join(json.loads(line)["text"] for line in sample.splitlines())
     huge = (text * (1_000_000 // len(text) + 1))[:1_000_000]  # 1 MB of real words
-    small = {"query": "Where was Larry Alcala educated?", "method": "hybrid", "k": 5}
-
-    async def client(task):
-        http = httpx.AsyncClient(timeout=httpx.Timeout(30, read=300))
-        async with (
-            http,
-            streamable_http_client(url, http_client=http) as (read, write, _),
-            ClientSession(read, write, read_timeout_seconds=REQUEST_TIMEOUT) as session,
-        ):
-            await session.initialize()
-            return await task(session)
-
     big_done = asyncio.Event()
 
     async def big(session):
         try:
-            done = await session.call_tool("retrieve", {**small, "query": huge})
+            done = await session.call_tool("retrieve", {**SMALL, "query": huge})
         finally:
             big_done.set()
         assert not done.isError, done.content[0].text[:500]
-        return time.perf_counter()
+        assert len(payload(done)) == 5
 
-    async def many(session):
-        await asyncio.sleep(0.05)  # the huge query is sent (it takes 0.3 s here, the 20 about 0.2)
-        times, ends = [], []
-        while len(times) < 20 or not big_done.is_set():
-            started = time.perf_counter()
-            done = await session.call_tool("retrieve", small)
-            assert not done.isError
-            ends.append(time.perf_counter())
-            times.append(ends[-1] - started)
-        return times, ends
+    async def main(url):
+        await as_client(url, lambda s: s.call_tool("retrieve", SMALL))  # loads model and stores
+        _, (quick, _) = await asyncio.gather(
+            as_client(url, big), as_client(url, lambda s: small_ones_while(big_done, s))
+        )
+        return quick
 
-    async def main():
-        await client(lambda s: s.call_tool("retrieve", small))  # loads the model and stores
-        return await asyncio.gather(client(big), client(many))
-
-    try:
-        _wait_for_port(port, server)
-        big_end, (quick, ends) = asyncio.run(main())
-    finally:
-        server.terminate()
-        server.wait(timeout=10)
+    with http_server(index_dir, llm_env, tmp_path / "server.log") as url:
+        quick = asyncio.run(main(url))
     p95 = sorted(quick)[int(0.95 * len(quick)) - 1]
     assert p95 < 1.0, (p95, quick)
-    # served beside the huge query, not after it (one at a time, none would be)
-    assert sum(end < big_end for end in ends) >= 3, (quick, ends, big_end)
+
+
+def test_a_slow_ask_does_not_hold_other_clients(index_dir, llm_env, tmp_path):
+    """An ``ask`` whose LLM stalls 3 s: small queries sent meanwhile end before it does.
+
+    Served one at a time, none would; the stall is a wait on the network, so the result does
+    not hang on how busy the machine is.
+    """
+    script = gear_script([NOT_YET, "Answerable: Yes\nAnswer: 1936"])
+    calls = iter(range(10**6))
+
+    def respond(prompt, n):
+        return 3.0 if next(calls) == 0 else (200, script(prompt))  # the first call stalls
+
+    ask_done = asyncio.Event()
+
+    async def slow(session):
+        try:
+            done = await session.call_tool("ask", {"question": QUESTION})
+        finally:
+            ask_done.set()
+        assert payload(done)["answer"] == "1936"
+        return time.perf_counter()
+
+    async def main(url):
+        await as_client(url, lambda s: s.call_tool("retrieve", SMALL))  # loads model and stores
+        meanwhile = lambda s: small_ones_while(ask_done, s, 5, pause=0.05)  # noqa: E731
+        return await asyncio.gather(as_client(url, slow), as_client(url, meanwhile))
+
+    with ScriptedOpenAIServer(respond) as llm:
+        env = {**llm_env, "HOPGRAPH_LLM_BASE_URL": llm.url}
+        with http_server(index_dir, env, tmp_path / "server.log") as url:
+            ask_end, (_, ends) = asyncio.run(main(url))
+    assert sum(end < ask_end for end in ends) >= 5, (ends, ask_end)
+
+
+def _listening(port):
+    with socket.socket() as s:
+        return s.connect_ex(("127.0.0.1", port)) == 0
 
 
 def _wait_for_port(port, server):
-    def listening():
-        with socket.socket() as s:
-            return s.connect_ex(("127.0.0.1", port)) == 0
-
-    wait_until_up(listening, server, "the MCP server", lambda: server.stderr.read())
+    wait_until_up(lambda: _listening(port), server, "the MCP server", lambda: server.stderr.read())

@@ -35,6 +35,12 @@ def test_the_export_embeds_as_sentence_transformers_does(
     theirs, ours = reference.embed(texts), onnx.embed(texts)
     assert ours.shape == theirs.shape == (len(texts), 384)
     assert float(np.abs(ours - theirs).max()) < 1e-5
+    # a text far past what the model reads (it is cut before tokenizing): as if read whole
+    huge = " ".join(d.text for d in sample_docs) * 200
+    whole = reference.model.encode([huge], normalize_embeddings=True, convert_to_numpy=True)
+    assert len(huge) > 10 * (spec.max_length + 1) * 102
+    assert float(np.abs(onnx.embed([huge]) - whole).max()) < 1e-5
+    assert float(np.abs(reference.embed([huge]) - whole).max()) < 1e-6
     assert onnx.count_tokens("the Little Orchestra Society") == reference.count_tokens(
         "the Little Orchestra Society"
     )
@@ -49,7 +55,8 @@ def test_a_query_process_loads_the_export_not_sentence_transformers(tmp_path):
     )
     first = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True)
     assert first.returncode == 0, first.stderr
-    assert first.stdout.split() == ["SentenceTransformerEmbedder", "True"]
+    # it loaded sentence-transformers to export, then queries as every later process will
+    assert first.stdout.split() == ["OnnxEmbedder", "True"]
     assert "exporting all-MiniLM-L6-v2 to ONNX" in first.stderr
     second = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True)
     assert second.returncode == 0, second.stderr
