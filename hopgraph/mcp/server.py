@@ -50,8 +50,10 @@ AskMethod = Literal[tuple(agent_methods())]  # type: ignore[valid-type]  # the r
 log = logging.getLogger("hopgraph.mcp")
 
 WORKERS = 4
-"""Requests served at once, each on a worker thread: a slow one (a huge query, an agent's
-LLM calls) does not hold the others. The index's caches are safe to share
+"""Requests served at once, each on a worker thread: one waiting on an LLM holds no other
+(tests/integration/test_mcp.py, an ``ask`` stalled 3 s). A huge query's CPU work shares the
+one interpreter: beside a 1 MB query a small one stays under a second (0.74 s at worst on CI's
+busy machine), not served after it. The index's caches are safe to share
 (graph_store.index.reader)."""
 T = TypeVar("T")
 
@@ -85,8 +87,8 @@ def build_server(
         return await anyio.to_thread.run_sync(work, limiter=workers)
 
     async def retrieve(
-        # no MAX_QUESTION: a long text is a query too (a passage to find the like of), and a
-        # 1 MB one is served beside other clients (tests/integration/test_mcp.py)
+        # no MAX_QUESTION: a long text is a query too (a passage to find the like of); beside
+        # a 1 MB one other clients' queries stay under a second (tests/integration/test_mcp.py)
         query: Annotated[str, Field(min_length=1, description="question or keywords")],
         method: str = "gnn_ret",  # typed below: the methods this index runs
         # strict: JSON's true is not the number 1 (pydantic's lax mode would read it so)

@@ -36,9 +36,9 @@ def test_the_export_embeds_as_sentence_transformers_does(
     assert ours.shape == theirs.shape == (len(texts), 384)
     assert float(np.abs(ours - theirs).max()) < 1e-5
     # a text far past what the model reads (it is cut before tokenizing): as if read whole
-    huge = " ".join(d.text for d in sample_docs) * 200
+    huge = " ".join(d.text for d in sample_docs)[:100_000]
     whole = reference.model.encode([huge], normalize_embeddings=True, convert_to_numpy=True)
-    assert len(huge) > 10 * (spec.max_length + 1) * 102
+    assert len(huge) > 3 * (spec.max_length + 1) * 102
     assert float(np.abs(onnx.embed([huge]) - whole).max()) < 1e-5
     assert float(np.abs(reference.embed([huge]) - whole).max()) < 1e-6
     assert onnx.count_tokens("the Little Orchestra Society") == reference.count_tokens(
