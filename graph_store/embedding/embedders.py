@@ -22,6 +22,7 @@ import numpy as np
 from hopgraph.core.config import DEVICES
 from hopgraph.core.errors import HopgraphError, InputError
 
+from .reach import model_reach
 from .vector_cache import VectorCache, cached_vectors
 
 if TYPE_CHECKING:
@@ -31,18 +32,6 @@ if TYPE_CHECKING:
 
 ProgressHook = Callable[[int], None]
 """Where the model runs: ``auto`` takes a CUDA GPU, else Apple's MPS, else the CPU."""
-
-
-def model_reach(max_length: int) -> int:
-    """Return how many characters of a text a model reading ``max_length`` tokens can see.
-
-    A word piece spans at most about a hundred characters (WordPiece's longest word), so the
-    text past (max_length + 1) * 102 characters is never read; tokenizing it anyway cost a 1 MB
-    query 0.6 s with the interpreter held, while a server's other queries waited
-    (tests/integration/test_mcp.py). Only a text whose words run past a hundred characters each
-    (one [UNK] a word) could read further.
-    """
-    return (max_length + 1) * 102
 
 
 class Embedder(Protocol):
@@ -138,7 +127,7 @@ class SentenceTransformerEmbedder:
         order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
         # A worker pool gets several batches per call, so every process has work.
         step = self.batch_size * (4 * self.processes if self.processes > 1 else 1)
-        reach = model_reach(self.model.max_seq_length)
+        reach = model_reach(self.model.max_seq_length)  # a huge query: what the model reads
         for start in range(0, len(order), step):
             rows = order[start : start + step]
             out[rows] = self.model.encode(

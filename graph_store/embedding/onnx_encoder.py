@@ -29,6 +29,8 @@ import numpy as np
 
 from hopgraph.core.settings import encoders_dir
 
+from .reach import model_reach
+
 ONNX_FILE = "model.onnx"
 MAPPED = "mapped"
 """Beside an export: the same graph with its weights in a file of their own (:func:`mapped`)."""
@@ -192,8 +194,6 @@ class OnnxEmbedder:
         return out
 
     def _encode(self, texts: list[str]) -> np.ndarray:
-        from .embedders import model_reach  # loaded already: it chose this embedder
-
         reach = model_reach(self.spec.max_length)
         encoded = self.tokenizer.encode_batch([text[:reach] for text in texts])
         ids = np.array([e.ids for e in encoded], dtype=np.int64)
