@@ -127,7 +127,8 @@ class SentenceTransformerEmbedder:
         order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
         # A worker pool gets several batches per call, so every process has work.
         step = self.batch_size * (4 * self.processes if self.processes > 1 else 1)
-        reach = model_reach(self.model.max_seq_length)  # a huge query: what the model reads
+        limit = self.model.max_seq_length  # None: a model with no limit reads all of a text
+        reach = model_reach(limit) if limit else None  # a huge query: what the model reads
         for start in range(0, len(order), step):
             rows = order[start : start + step]
             out[rows] = self.model.encode(
