@@ -112,17 +112,10 @@ def test_mcp_over_stdio(index_dir, llm_env):
     asyncio.run(main())
 
 
-def test_mcp_over_streamable_http_with_a_token(index_dir, llm_env):
-    port = free_port()
+def test_mcp_over_streamable_http_with_a_token(index_dir, llm_env, tmp_path):
     env = {**llm_env, "HOPGRAPH_TOKEN": "s3cret-token"}
-    server = subprocess.Popen(
-        [sys.executable, "-m", "hopgraph.cli", "mcp", "--index", str(index_dir),
-         "--http", f"127.0.0.1:{port}"],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    url = f"http://127.0.0.1:{port}/mcp"
-    try:
-        _wait_for_port(port, server)
+    log = tmp_path / "server.log"
+    with http_server(index_dir, env, log) as url:
         hello = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
         for headers in ({}, {"Authorization": "Bearer wrong"}):
             refused = httpx.post(url, json=hello, headers=headers, timeout=10)
@@ -151,10 +144,7 @@ def test_mcp_over_streamable_http_with_a_token(index_dir, llm_env):
                 await exercise(session)
 
         asyncio.run(main())
-    finally:
-        server.terminate()
-        server.wait(timeout=10)
-    logged = server.stdout.read() + server.stderr.read()
+    logged = log.read_text()
     assert "Traceback" not in logged and "ClosedResourceError" not in logged  # a normal goodbye
 
 
@@ -360,7 +350,3 @@ def test_a_slow_ask_does_not_hold_other_clients(index_dir, llm_env, tmp_path):
 def _listening(port):
     with socket.socket() as s:
         return s.connect_ex(("127.0.0.1", port)) == 0
-
-
-def _wait_for_port(port, server):
-    wait_until_up(lambda: _listening(port), server, "the MCP server", lambda: server.stderr.read())
