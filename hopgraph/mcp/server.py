@@ -52,9 +52,8 @@ log = logging.getLogger("hopgraph.mcp")
 WORKERS = 4
 """Requests served at once, each on a worker thread: one waiting on an LLM holds no other
 (tests/integration/test_mcp.py, an ``ask`` stalled 3 s). A huge query's CPU work shares the
-one interpreter: beside a 1 MB query a small one stays under a second (0.74 s at worst on CI's
-busy machine), not served after it. The index's caches are safe to share
-(graph_store.index.reader)."""
+one interpreter: beside a 1 MB query a small one stays under a second (0.74 s in one CI run on a
+busy machine). The index's caches are safe to share (graph_store.index.reader)."""
 T = TypeVar("T")
 
 INSTRUCTIONS = (
