@@ -145,9 +145,7 @@ def emit_rows(
     positions = np.fromiter((c.position for c in chunks), dtype=np.int64, count=len(chunks))
     documents, titles = [c.doc_id for c in chunks], [c.title for c in chunks]
     del chunks
-    lists = Neighbours.load(Path(target) / NEIGHBOURS_FILE)
-    part_lists = Neighbours(lists.rows[start:stop].copy(), lists.scores[start:stop].copy())
-    del lists  # the slices copied: the whole lists go
+    part_lists = Neighbours.load_rows(Path(target) / NEIGHBOURS_FILE, start, stop)
     table = _part(Path(target), file)
     rows_in = RowsIn(start, table, documents, positions, titles, part_lists)
     emit(rows_in, name, bounds, len(bounds) - 1, Path(target) / SCRATCH, settings)

@@ -56,12 +56,19 @@ def ray_map(ray: ModuleType, peaks: Peaks | None = None) -> Map:
     return run
 
 
+TASK_ROWS = 1 << 17
+"""Rows a task of a step takes at most: a step over more rows is cut into more calls than asked,
+so that what a task holds of its share stays what it is at a million rows in 8 tasks, however
+large the corpus (a task's own peak then grows only with what it holds of the whole corpus)."""
+
+
 def task_count(ray: ModuleType, partitions: int | None, rows: int) -> int:
     """Return the calls a step over ``rows`` rows is cut into (default: the cluster's CPUs).
 
-    At least one, at most one per row.
+    At least one, at most one per row, and enough that none takes over :data:`TASK_ROWS`.
     """
-    return max(1, min(partitions or int(ray.cluster_resources().get("CPU", 1)), rows))
+    asked = partitions or int(ray.cluster_resources().get("CPU", 1))
+    return max(1, min(max(asked, -(-rows // TASK_ROWS)), rows))
 
 
 def _large(arg: Any) -> bool:

@@ -34,6 +34,7 @@ from hopgraph.core.csr import Csr, CsrLike, rows_edges
 from hopgraph.core.errors import IndexStateError
 from hopgraph.core.file_reads import verify_file
 from hopgraph.core.id_lists import save_ids
+from hopgraph.core.npz import mapped_members
 from hopgraph.graph_store.stores.manifest import MANIFEST, graphs_hint
 
 if TYPE_CHECKING:  # networkx (0.2 s of imports) only for to_networkx: no retriever walks it;
@@ -227,14 +228,12 @@ def mapped_csr(path: Path) -> Csr:
     """
     verify_file(path)  # its arrays' pages are read where each query's rows lie: all of them
     try:
-        with zipfile.ZipFile(path) as archive:
-            members = {i.filename.removesuffix(".npy"): i for i in archive.infolist()}
-            if any(i.compress_type != zipfile.ZIP_STORED for i in members.values()):
-                return _loaded(path)
-            arrays = {name: _mapped_member(path, info) for name, info in members.items()}
+        arrays = mapped_members(path)
     except (OSError, ValueError, KeyError, zipfile.BadZipFile) as err:
         index = next((p for p in path.parents if (p / MANIFEST).is_file()), path.parent)
         raise IndexStateError(f"{path} is damaged: {err}", graphs_hint(index)) from err
+    if arrays is None:
+        return _loaded(path)
     # scipy saves the format as a bytes scalar: str() of it reads "b'csr'", which sent every
     # graph to the whole-file read below until this compared the decoded value
     if _text(arrays["format"]) != "csr":
@@ -254,32 +253,6 @@ def _loaded(path: Path) -> Csr:
     import scipy.sparse as sp
 
     return Csr.of(sp.load_npz(path).tocsr())
-
-
-def _mapped_member(path: Path, info: zipfile.ZipInfo) -> np.ndarray:
-    """Map one stored .npy member of a zip file (its bytes lie contiguous in the file)."""
-    with open(path, "rb") as handle:
-        handle.seek(info.header_offset)
-        local = handle.read(30)  # the local file header: names and extra field follow it
-        if local[:4] != b"PK\x03\x04":
-            raise ValueError(f"no zip entry at {info.header_offset}")
-        start = info.header_offset + 30 + int.from_bytes(local[26:28], "little")
-        start += int.from_bytes(local[28:30], "little")
-        handle.seek(start)
-        version = np.lib.format.read_magic(handle)
-        read_header = {
-            (1, 0): np.lib.format.read_array_header_1_0,
-            (2, 0): np.lib.format.read_array_header_2_0,
-        }[version]
-        shape, fortran, dtype = read_header(handle)
-        offset = handle.tell()
-    if dtype.hasobject:
-        raise ValueError("an object array")
-    if not shape or 0 in shape:  # np.memmap cannot map zero bytes; a scalar is read whole
-        with np.load(path) as data:
-            return data[info.filename.removesuffix(".npy")]
-    order = "F" if fortran else "C"
-    return np.memmap(path, dtype=dtype, mode="r", offset=offset, shape=shape, order=order)
 
 
 def passage_counts(passage_graph: PassageGraph) -> dict[str, Any]:

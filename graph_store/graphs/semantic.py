@@ -18,6 +18,7 @@ import scipy.sparse as sp
 
 from hopgraph.core.file_reads import verify_file
 from hopgraph.core.id_lists import ChunkIds, load_ids
+from hopgraph.core.npz import mapped_members
 
 from .ann import ann_top_k
 from .extraction.table import distinct
@@ -54,6 +55,19 @@ class Neighbours:
         """Read what :meth:`save` wrote."""
         with np.load(verify_file(path)) as data:
             return cls(data["rows"], data["scores"])
+
+    @classmethod
+    def load_rows(cls, path: Path, start: int, stop: int) -> Neighbours:
+        """Read the lists of rows ``start``–``stop`` of what :meth:`save` wrote, and no others.
+
+        A task of a write or a graph build takes its part's rows: the whole lists are 120 MB a
+        million chunks.
+        """
+        arrays = mapped_members(verify_file(path))
+        if arrays is None:  # np.savez stores its members; a compressed file is read whole
+            whole = cls.load(path)
+            return cls(whole.rows[start:stop].copy(), whole.scores[start:stop].copy())
+        return cls(np.array(arrays["rows"][start:stop]), np.array(arrays["scores"][start:stop]))
 
 
 def previous_lists(

@@ -285,11 +285,15 @@ def chunks_in(
     return [Chunk(**(orjson.loads(line) | NO_TEXT)) for line in rows]
 
 
-def chunk_ids(directory: Path, manifest: Manifest) -> list[str]:
-    """Read only the chunk ids of the committed generation's table, in its order."""
+def chunk_ids(directory: Path, manifest: Manifest) -> ChunkIds:
+    """Read only the chunk ids of the committed generation's table, in its order.
+
+    Held compactly as they are read (:class:`ChunkIds`): no list of every id as Python strings,
+    which a task opening the vectors would turn into that form anyway.
+    """
     path = manifest.path(directory, "chunks")
     try:
-        return list(scan_ids(path))
+        return ChunkIds(scan_ids(path))
     except (OSError, ValueError, TypeError, KeyError) as err:
         raise IndexStateError(
             f"{path} is missing or damaged: {err}", tables_hint(directory)

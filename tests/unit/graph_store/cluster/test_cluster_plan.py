@@ -174,3 +174,24 @@ def test_a_processs_peak_is_its_own_not_its_parents():
     own, inherited = map(float, out.stdout.split())
     del held
     assert inherited >= 400 and own < 300
+
+
+class _Cluster:
+    """What task_count asks of Ray: the cluster's CPUs."""
+
+    @staticmethod
+    def cluster_resources() -> dict[str, float]:
+        return {"CPU": 6.0}
+
+
+def test_a_step_is_cut_so_that_no_task_takes_more_than_task_rows():
+    from hopgraph.graph_store.cluster.tasks import TASK_ROWS, task_count
+
+    assert task_count(_Cluster, None, 1_000) == 6  # the cluster's CPUs
+    assert task_count(_Cluster, 8, 1_000_000) == 8  # a million rows in 8: under the bound
+    assert task_count(_Cluster, 8, 3_000_000) == -(-3_000_000 // TASK_ROWS) == 23
+    assert task_count(_Cluster, None, 10_000_000) == 77
+    assert task_count(_Cluster, 40, 10_000_000) == 77  # never under what was asked ...
+    assert task_count(_Cluster, 100, 10_000_000) == 100
+    assert task_count(_Cluster, 8, 3) == 3  # ... nor over one a row
+    assert task_count(_Cluster, 8, 0) == 1

@@ -206,3 +206,22 @@ def test_link_edges_from_the_readings_pages_equal_those_worked_out_from_titles()
     given = link_edges(chunks, table)
     worked_out = link_edges(chunks, replace(table, pages=None))
     assert given.nnz > 0 and (given != worked_out).nnz == 0
+
+
+@pytest.mark.parametrize("compressed", [False, True])
+def test_a_range_of_neighbour_lists_reads_those_rows_alone(tmp_path, compressed):
+    from hopgraph.graph_store.graphs.semantic import Neighbours
+
+    rng = np.random.default_rng(2)
+    lists = Neighbours(rng.integers(-1, 500, size=(500, 10)), rng.random((500, 10), np.float32))
+    path = tmp_path / "neighbours.npz"
+    if compressed:  # what an older writer might have left: read whole, then cut
+        np.savez_compressed(path, rows=lists.rows, scores=lists.scores)
+    else:
+        lists.save(path)
+    part = Neighbours.load_rows(path, 120, 377)
+    np.testing.assert_array_equal(part.rows, lists.rows[120:377])
+    np.testing.assert_array_equal(part.scores, lists.scores[120:377])
+    assert part.rows.flags.writeable and not isinstance(part.rows, np.memmap)
+    empty = Neighbours.load_rows(path, 500, 500)
+    assert empty.rows.shape == (0, 10)

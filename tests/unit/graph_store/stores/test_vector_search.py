@@ -331,3 +331,25 @@ def test_rows_read_from_the_files_equal_the_mapped_rows_and_map_nothing(tmp_path
     sliced = np.load(tmp_path / "a.npy", mmap_mode="r")[5_000:]  # a view keeps its parent's map
     part = VectorSearch([SearchSegment(sliced, np.arange(15_000), None)], 15_000)
     np.testing.assert_array_equal(part.read(rows % 15_000), part.matrix(rows % 15_000))
+
+
+def test_rows_read_in_blocks_equal_the_rows_read_at_once(tmp_path, monkeypatch):
+    from hopgraph.graph_store.stores import vector_search
+    from hopgraph.graph_store.stores.vector_search import VectorSearch
+
+    rng = np.random.default_rng(5)
+    first, second = rng.normal(size=(3_000, 16)), rng.normal(size=(1_000, 16))
+    np.save(tmp_path / "a.npy", first.astype("float32"))
+    np.save(tmp_path / "b.npy", second.astype("float32"))
+    segments = [
+        SearchSegment(np.load(tmp_path / "a.npy", mmap_mode="r"), np.arange(3_000) * 2, None),
+        SearchSegment(np.load(tmp_path / "b.npy", mmap_mode="r"), np.arange(1_000) * 2 + 1, None),
+    ]
+    search = VectorSearch(segments, 6_000, complete=False)
+    rows = np.r_[rng.integers(0, 1_999, size=2_500), [4, 4, 3, 1_997]]
+    whole = search.read(rows)
+    monkeypatch.setattr(vector_search, "GATHER_ROWS", 7)  # blocks that split runs and repeats
+    np.testing.assert_array_equal(search.read(rows), whole)
+    np.testing.assert_array_equal(search.matrix(rows), whole)
+    even = rows[rows % 2 == 0]
+    np.testing.assert_array_equal(whole[rows % 2 == 0], first[even // 2].astype(np.float32))
