@@ -42,7 +42,7 @@ from types import ModuleType
 import numpy as np
 
 from hopgraph.core.errors import IndexStateError
-from hopgraph.core.id_lists import save_ids
+from hopgraph.core.id_lists import load_ids, save_ids
 from hopgraph.core.threads import Map, in_process
 from hopgraph.graph_store.documents.schema import Chunk
 from hopgraph.graph_store.graphs.extraction.offline import title_keys
@@ -336,9 +336,10 @@ def rows_of(ids: str, to: str) -> int:
 
     Returns how many ids it holds.
     """
-    listed = json.loads(Path(ids).read_bytes())
-    hashes = string_hashes(listed)
-    del listed
+    # hashed as read, a block at a time: no list of every id as Python strings
+    blocks = [hashes for _, hashes in hashed_blocks(load_ids(Path(ids)))]
+    hashes = np.concatenate(blocks) if blocks else np.zeros(0, np.uint64)
+    del blocks
     order = np.argsort(hashes, kind="stable")
     with open(to, "wb") as file:  # np.savez would add ".npz" to a name without it
         np.savez(file, hashes=hashes[order], rows=order.astype(np.int64))

@@ -57,31 +57,41 @@ class Neighbours:
             return cls(data["rows"], data["scores"])
 
     @classmethod
+    def mapped(cls, path: Path) -> Neighbours:
+        """Map what :meth:`save` wrote (read whole if compressed): read-only, pages as read."""
+        arrays = mapped_members(verify_file(path))
+        if arrays is None:  # np.savez stores its members; a compressed file is read whole
+            return cls.load(path)
+        return cls(arrays["rows"], arrays["scores"])
+
+    @classmethod
     def load_rows(cls, path: Path, start: int, stop: int) -> Neighbours:
         """Read the lists of rows ``start``–``stop`` of what :meth:`save` wrote, and no others.
 
         A task of a write or a graph build takes its part's rows: the whole lists are 120 MB a
         million chunks.
         """
-        arrays = mapped_members(verify_file(path))
-        if arrays is None:  # np.savez stores its members; a compressed file is read whole
-            whole = cls.load(path)
-            return cls(whole.rows[start:stop].copy(), whole.scores[start:stop].copy())
-        return cls(np.array(arrays["rows"][start:stop]), np.array(arrays["scores"][start:stop]))
+        whole = cls.mapped(path)
+        return cls(np.array(whole.rows[start:stop]), np.array(whole.scores[start:stop]))
 
 
 def previous_lists(
-    old_dir: Path, ids: Iterable[str], wanted: int, replaced: frozenset[str]
+    old_dir: Path,
+    ids: Iterable[str],
+    wanted: int,
+    replaced: frozenset[str],
+    mapped: bool = False,
 ) -> tuple[Neighbours, np.ndarray] | None:
     """Return the previous generation's lists and each old row's new row (-1: gone).
 
     ``ids``: the write's chunk ids in row order. ``None`` when the previous graph has no lists
     ``wanted`` wide. A ``replaced`` chunk is a new one under an old id: its old row counts as
-    removed.
+    removed. ``mapped``: the lists memory-mapped (:meth:`Neighbours.mapped`), not read.
     """
     if not (old_dir / NEIGHBOURS_FILE).is_file():
         return None
-    old = Neighbours.load(old_dir / NEIGHBOURS_FILE)
+    path = old_dir / NEIGHBOURS_FILE
+    old = Neighbours.mapped(path) if mapped else Neighbours.load(path)
     if old.rows.shape[1] != wanted:
         return None
     new = ids if isinstance(ids, ChunkIds) else ChunkIds(ids)

@@ -150,9 +150,10 @@ def test_calls_over_ranges_update_the_lists_as_one_process_does(monkeypatch, par
     """A write's update by calls (cluster/list_update.update_lists) equals update_nearest.
 
     Chunks removed and added over several writes; the calls' blocks made small so that each
-    call scores its range in several blocks.
+    call scores its range in several blocks, and the plan keeps the lists by blocks of rows.
     """
     monkeypatch.setattr(list_update, "BLOCK_CELLS", 64)
+    monkeypatch.setattr(list_update, "PLAN_BLOCK", 4)
     writes = vector_writes(np.random.default_rng(seed), (5, 40), 4, 8, 6, keep=3, start=1000)
     lists = nearest(next(writes)[1], 6)
     for old_to_new, matrix in writes:
