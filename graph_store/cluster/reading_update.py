@@ -53,6 +53,7 @@ from hopgraph.graph_store.graphs.extraction.reading_table import (
 )
 from hopgraph.graph_store.graphs.extraction.readings import (
     CorpusReadings,
+    candidate_ids,
     may_contain,
     read_table,
 )
@@ -74,7 +75,7 @@ from hopgraph.graph_store.graphs.extraction.title_table import (
     string_hashes,
 )
 from hopgraph.graph_store.index.graph_build import Chunks, ReadingUpdate
-from hopgraph.graph_store.stores.chunk_table import ids_of, open_chunks, scan_chunks
+from hopgraph.graph_store.stores.chunk_table import chunks_with_ids, ids_of, scan_chunks
 from hopgraph.graph_store.stores.manifest import Manifest, graphs_hint
 
 from .readings import (
@@ -238,7 +239,9 @@ def update_part(
     table = read_part(Path(old_dir), name)
     held = (table.rows, digest(table.ids))
     directory, manifest_json = source
-    texts = open_chunks(Path(directory), Manifest.model_validate_json(manifest_json))
+    manifest = Manifest.model_validate_json(manifest_json)
+    # the texts of the rows the arrays cannot clear, read in one pass: no table of every id
+    texts = chunks_with_ids(Path(directory), manifest, candidate_ids(table, keys) - gone)
     stale = may_contain(table, set(keys), texts, gone)
     del texts
     dropped = gone | {c.id for c in stale}

@@ -287,6 +287,14 @@ def may_contain(
     return out
 
 
+def candidate_ids(table: ReadingTable, keys: Collection[str]) -> set[str]:
+    """Return the ids of ``table``'s rows that pass the arrays' half of :func:`may_contain`.
+
+    The chunks whose texts :func:`may_contain` reads: a task reads those alone.
+    """
+    return {table.ids[row] for row in _key_candidates(table, sorted(keys))}
+
+
 def _key_candidates(table: ReadingTable, keys: Sequence[str]) -> dict[int, list[str]]:
     """Return, per row of ``table``, the ``keys`` that pass the arrays' half of the test."""
     vocab, size = table.vocab, len(table.vocab)

@@ -151,3 +151,28 @@ def test_a_scan_changed_by_a_write_merges_in_id_order_as_sorted_would(tmp_path: 
         list(scan.changed(added, {"not there"}, documents=6))  # a removed id the table lacks
     write_chunks(path, table[::-1])
     assert not ChunkScan(path, len(table)).in_id_order()
+
+
+class _Manifest:
+    """What chunks_with_ids asks of a manifest: the table's path and its count."""
+
+    def __init__(self, chunks: int) -> None:
+        self.counts = {"chunks": chunks}
+
+    @staticmethod
+    def path(directory: Path, name: str) -> Path:
+        return directory / f"{name}.jsonl"
+
+
+def test_chunks_read_by_id_in_one_pass_are_the_tables_and_a_wrong_count_is_named(
+    tmp_path: Path,
+) -> None:
+    from hopgraph.graph_store.stores.chunk_table import chunks_with_ids
+
+    write_chunks(tmp_path / "chunks.jsonl", CHUNKS)
+    wanted = {CHUNKS[1].id, CHUNKS[3].id, "not-a-chunk"}
+    found = chunks_with_ids(tmp_path, _Manifest(4), wanted)  # type: ignore[arg-type]
+    assert found == {c.id: c for c in (CHUNKS[1], CHUNKS[3])}  # with their texts
+    assert chunks_with_ids(tmp_path, _Manifest(4), set()) == {}  # type: ignore[arg-type]
+    with pytest.raises(IndexStateError, match="holds 4 chunks, the manifest says 5"):
+        chunks_with_ids(tmp_path, _Manifest(5), wanted)  # type: ignore[arg-type]
