@@ -289,6 +289,20 @@ def mapping_of(array: np.ndarray) -> mmap.mmap | None:
     return base
 
 
+def release_pages(*arrays: np.ndarray) -> None:
+    """Let go of the mapped pages of these arrays (written back first; the page cache keeps them).
+
+    A mapped page read or written counts in the process's RSS until the mapping goes: a task
+    that reads or writes a file of the whole corpus a block at a time lets go after each.
+    Arrays that map no file are left as they are.
+    """
+    for array in arrays:
+        mapping = mapping_of(array)
+        if mapping is not None and hasattr(mmap, "MADV_DONTNEED"):
+            mapping.flush()
+            mapping.madvise(mmap.MADV_DONTNEED)
+
+
 def file_offset(array: np.ndarray) -> int | None:
     """Return where ``array``'s first byte lies in the file it maps (None: not known).
 

@@ -25,7 +25,6 @@ and the write's ids (about 40), the search's a range's bars.
 
 from __future__ import annotations
 
-import mmap
 import shutil
 import tempfile
 from collections.abc import Callable
@@ -35,7 +34,7 @@ from types import ModuleType
 
 import numpy as np
 
-from hopgraph.core.file_reads import mapping_of
+from hopgraph.core.file_reads import release_pages
 from hopgraph.core.id_lists import ChunkIds, load_ids, save_ids
 from hopgraph.core.threads import Map, in_process
 from hopgraph.graph_store.graphs.semantic import Neighbours, previous_lists, take_in
@@ -137,7 +136,7 @@ def kept_into(old: Neighbours, old_to_new: np.ndarray, n: int, k: int, to: Path)
     scores = np.lib.format.open_memmap(to / "scores.npy", "w+", np.float32, (n, m))
     for a in range(0, n, PLAN_BLOCK):
         rows[a : a + PLAN_BLOCK], scores[a : a + PLAN_BLOCK] = -1, -np.inf
-        _let_go(rows, scores)
+        release_pages(rows, scores)
     is_added = np.ones(n, dtype=bool)
     for a in range(0, len(old_to_new), PLAN_BLOCK):
         mine = old_to_new[a : a + PLAN_BLOCK]
@@ -150,7 +149,7 @@ def kept_into(old: Neighbours, old_to_new: np.ndarray, n: int, k: int, to: Path)
         held_scores = np.take_along_axis(np.asarray(old.scores[a : a + PLAN_BLOCK])[kept], order, 1)
         rows[target], scores[target] = lists, np.where(lists >= 0, held_scores, -np.inf)
         is_added[target] = False
-        _let_go(rows, scores, old.rows, old.scores)
+        release_pages(rows, scores, old.rows, old.scores)
     threshold, asked = _bars(rows, scores, int((old_to_new >= 0).sum()), k)
     rows.flush(), scores.flush()
     np.save(to / "is_added.npy", is_added)
@@ -174,17 +173,8 @@ def _bars(rows: np.ndarray, scores: np.ndarray, kept: int, k: int) -> tuple[np.n
         bar[low] = np.inf
         threshold[a : a + len(block)] = bar
         short.append(low + a)
-        _let_go(rows, scores)
+        release_pages(rows, scores)
     return threshold, np.concatenate(short) if short else np.zeros(0, np.int64)
-
-
-def _let_go(*arrays: np.ndarray) -> None:
-    """Write back and let go of the mapped pages of these arrays (the page cache keeps them)."""
-    for array in arrays:
-        mapping = mapping_of(array)
-        if mapping is not None:
-            mapping.flush()
-            mapping.madvise(mmap.MADV_DONTNEED)
 
 
 def plan_lists(plan: Path, writable: bool = False) -> Neighbours:

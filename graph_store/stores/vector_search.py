@@ -16,7 +16,6 @@ never wrong.
 from __future__ import annotations
 
 import logging
-import mmap
 import os
 import sys
 from collections.abc import Callable, Collection, Sequence
@@ -28,7 +27,7 @@ import numpy as np
 
 from hopgraph.core.arrays import sparse_at
 from hopgraph.core.errors import IndexStateError
-from hopgraph.core.file_reads import file_offset, mapping_of, verify_rows
+from hopgraph.core.file_reads import file_offset, release_pages, verify_rows
 from hopgraph.core.id_lists import ChunkIds
 
 from .ivf import IVF
@@ -204,10 +203,7 @@ class VectorSearch:
         reads the whole table a part at a time (cluster/neighbours.py) would end up holding
         it all, 3 GB of a 3M-row table's 4.6 in a task of 1 GB of its own.
         """
-        for segment in self.segments:
-            mapping = mapping_of(segment.vectors)
-            if mapping is not None and hasattr(mmap, "MADV_DONTNEED"):
-                mapping.madvise(mmap.MADV_DONTNEED)
+        release_pages(*(segment.vectors for segment in self.segments))
 
     def scores(self, query: np.ndarray, rows: np.ndarray) -> np.ndarray:
         """Return the exact cosines of ``query`` to the chunks at ``rows``."""

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from hopgraph.core.file_reads import FileReads, verify_file
+from hopgraph.core.file_reads import FileReads, release_pages, verify_file
 
 from .offline import TitleIndex
 
@@ -83,6 +83,10 @@ class StringTable(Mapping[str, str]):
         return len(self.hashes)
 
 
+FILTER_BLOCK = 1 << 20
+"""Entries of a saved table a filter is made of at a time."""
+
+
 class LookedUp(Mapping[str, str]):
     """A saved table as a reading asks it: each key looked up once, then kept (found or not).
 
@@ -97,10 +101,13 @@ class LookedUp(Mapping[str, str]):
         self.asked: dict[str, str | None] = {}
         width = max(8, int(table.count - 1).bit_length() + 3)  # 8 bits an entry at least
         self.mask = (1 << width) - 1
-        spots = table.hashes & np.uint64(self.mask)
         bits = np.zeros(1 << (width - 3), dtype=np.uint8)
-        np.bitwise_or.at(bits, (spots >> np.uint64(3)).astype(np.int64),
-                         (np.uint8(1) << (spots & np.uint64(7)).astype(np.uint8)))  # fmt: skip
+        # by blocks of entries: the temporaries of every entry at once were 32 bytes each
+        for at in range(0, table.count, FILTER_BLOCK):
+            spots = table.hashes[at : at + FILTER_BLOCK] & np.uint64(self.mask)
+            np.bitwise_or.at(bits, (spots >> np.uint64(3)).astype(np.int64),
+                             (np.uint8(1) << (spots & np.uint64(7)).astype(np.uint8)))  # fmt: skip
+        release_pages(table.hashes)  # its mapped pages read: 8 bytes an entry
         self.bits = bits.tobytes()
 
     def get(self, key: str, default: str | None = None) -> str | None:  # type: ignore[override]

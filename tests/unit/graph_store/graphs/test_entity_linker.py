@@ -106,3 +106,16 @@ def test_a_batch_reads_against_the_keys_it_looks_up_as_against_the_whole_index(
     collided = title_table.SavedTitles(tmp_path)
     for each in CORPUS:
         assert read_chunk(each, collided.batch()) == read_chunk(each, titles), each.id
+
+
+def test_a_filter_made_by_blocks_of_entries_is_the_filter_made_at_once(tmp_path, monkeypatch):
+    from hopgraph.graph_store.graphs.extraction import title_table
+    from hopgraph.graph_store.graphs.extraction.offline import corpus_titles
+
+    title_table.save_titles(tmp_path, corpus_titles(CORPUS))
+    whole = title_table.SavedTitles(tmp_path)
+    monkeypatch.setattr(title_table, "FILTER_BLOCK", 3)
+    blocks = title_table.SavedTitles(tmp_path)
+    for one, other in zip(whole.looked_up, blocks.looked_up, strict=True):
+        assert one.table.count > 3  # several blocks
+        assert one.bits == other.bits and any(one.bits)
