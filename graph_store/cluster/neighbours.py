@@ -42,6 +42,7 @@ from types import ModuleType
 
 import numpy as np
 
+from hopgraph.core.file_reads import release_pages
 from hopgraph.core.id_lists import ChunkIds, load_ids
 from hopgraph.core.threads import Map, in_process
 from hopgraph.graph_store.graphs.semantic import ANN_FROM, Neighbours
@@ -68,6 +69,8 @@ QUERY_BLOCK = 1024
 """Rows whose lists are found at once by the exact search."""
 BLOCK_CELLS = 1 << 25
 """Scores held at once against a segment scored whole (128 MB of float32)."""
+LIST_CELLS = 1 << 22
+"""Scores held at once by the IVF join against one list (16 MB of float32)."""
 
 Source = VectorSearch | tuple[str, str] | tuple[str, str, str]
 """The vectors a call reads: an open search, or what a task opens (:func:`_opened`'s arguments:
@@ -288,17 +291,24 @@ def join_rows(
         probed[at : at + step] = nearest[:, :wide]
     which, column = np.divmod(np.argsort(probed, axis=None, kind="stable"), wide)
     lists = probed[which, column]  # (row, list) pairs, by list
+    del probed, column
     bounds = np.searchsorted(lists, np.arange(len(centroids) + 1))
+    del lists
     found = np.full((len(rows), m), -1, dtype=np.int64)
     scores = np.full((len(rows), m), -np.inf, dtype=np.float32)
     for number in np.flatnonzero(np.diff(bounds)):
         held = order[starts[number] : starts[number + 1]]
         if not len(held):
             continue
-        askers = which[bounds[number] : bounds[number + 1]]
-        cosines = queries[askers] @ search.read(held).T
-        part = _best(cosines, np.broadcast_to(held, cosines.shape), rows[askers], m)
-        found[askers], scores[askers] = _merge([(found[askers], scores[askers]), part], m)
+        vectors = search.read(held)
+        # the rows that probe a list by blocks: a crowded list asked by many rows was one
+        # product as large as both (the cosines and their copies, about 18 bytes a cell)
+        step = max(1, LIST_CELLS // len(held))
+        for at in range(bounds[number], bounds[number + 1], step):
+            askers = which[at : min(at + step, bounds[number + 1])]
+            cosines = queries[askers] @ vectors.T
+            part = _best(cosines, np.broadcast_to(held, cosines.shape), rows[askers], m)
+            found[askers], scores[askers] = _merge([(found[askers], scores[askers]), part], m)
     _put(to, found, scores)
 
 
@@ -328,6 +338,7 @@ def refine_rows(
         cosines = np.einsum("qd,qkd->qk", queries, vectors[inverse.reshape(cand.shape)])
         part = _best(cosines, cand, mine, m)
         found[at : at + len(mine)], scores[at : at + len(mine)] = _merge([part], m)
+        release_pages(lists)  # read all over: its pages would add up to every row's list
     _put(to, found, scores)
 
 

@@ -110,6 +110,17 @@ def test_the_ivf_join_keeps_nearly_every_neighbour_with_its_exact_cosine(
     np.testing.assert_allclose(got.scores[listed], exact[listed], atol=1e-5)
 
 
+def test_a_list_asked_by_many_rows_is_scored_by_blocks_of_them_to_the_same_lists(
+    written, monkeypatch
+):
+    monkeypatch.setattr(neighbours, "LIST_ROWS", 16)
+    whole = found(written, 3, "ann", probes=6)
+    monkeypatch.setattr(neighbours, "LIST_CELLS", 40)  # two or three rows a block
+    blocks = found(written, 3, "ann", probes=6)
+    np.testing.assert_array_equal(blocks.rows, whole.rows)
+    np.testing.assert_array_equal(blocks.scores, whole.scores)
+
+
 def test_a_graph_build_given_the_tasks_lists_builds_the_same_graphs(written, tmp_path):
     copy = tmp_path / "copy"
     shutil.copytree(written, copy)
