@@ -12,6 +12,12 @@ Each read is also verified (issue 73): an index's manifest records a CRC-32 for 
 block of its files, and a reader checks a block the first time this process uses its bytes
 (:class:`BlockSums`), so damage that keeps a file's size is the error `hopgraph check` gives,
 never an answer.
+
+The arrays of an uncompressed ``.npz`` (what ``np.savez`` writes) can be mapped where they lie
+(:func:`mapped_members`): ``np.load`` reads a member whole even with ``mmap_mode``, but a stored
+member's bytes lie contiguous in the file, so a reader holds the pages it reads (a task, its rows
+of every chunk's lists; a server, the rows its queries touch), and lets go of them
+(:func:`release_pages`).
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ import mmap
 import os
 import threading
 import weakref
+import zipfile
 import zlib
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -314,3 +321,41 @@ def file_offset(array: np.ndarray) -> int | None:
         return None
     mapped_from = offset - offset % mmap.ALLOCATIONGRANULARITY
     return int(array.ctypes.data - np.frombuffer(mapping, np.uint8).ctypes.data + mapped_from)
+
+
+def mapped_members(path: Path) -> dict[str, np.ndarray] | None:
+    """Map every member of the archive ``path`` by name (no ``.npy``); ``None`` if compressed.
+
+    Raises OSError, ValueError, KeyError or zipfile.BadZipFile on a file that is not one.
+    """
+    with zipfile.ZipFile(path) as archive:
+        members = {i.filename.removesuffix(".npy"): i for i in archive.infolist()}
+    if any(i.compress_type != zipfile.ZIP_STORED for i in members.values()):
+        return None
+    return {name: mapped_member(path, info) for name, info in members.items()}
+
+
+def mapped_member(path: Path, info: zipfile.ZipInfo) -> np.ndarray:
+    """Map one stored .npy member of a zip file (its bytes lie contiguous in the file)."""
+    with open(path, "rb") as handle:
+        handle.seek(info.header_offset)
+        local = handle.read(30)  # the local file header: names and extra field follow it
+        if local[:4] != b"PK\x03\x04":
+            raise ValueError(f"no zip entry at {info.header_offset}")
+        start = info.header_offset + 30 + int.from_bytes(local[26:28], "little")
+        start += int.from_bytes(local[28:30], "little")
+        handle.seek(start)
+        version = np.lib.format.read_magic(handle)
+        read_header = {
+            (1, 0): np.lib.format.read_array_header_1_0,
+            (2, 0): np.lib.format.read_array_header_2_0,
+        }[version]
+        shape, fortran, dtype = read_header(handle)
+        offset = handle.tell()
+    if dtype.hasobject:
+        raise ValueError("an object array")
+    if not shape or 0 in shape:  # np.memmap cannot map zero bytes; a scalar is read whole
+        with np.load(path) as data:
+            return data[info.filename.removesuffix(".npy")]
+    order = "F" if fortran else "C"
+    return np.memmap(path, dtype=dtype, mode="r", offset=offset, shape=shape, order=order)

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hopgraph.evals.doc_markers import replaced
+from hopgraph.evals.rendering.process_model import KINDS, WORKER_LIMIT_MB, render_processes
 
 ROOT = Path(__file__).resolve().parents[2]
 MEASUREMENTS = ROOT / "evals" / "results" / "scale" / "measurements.json"
@@ -221,12 +222,6 @@ def render_graphs(reports: list[dict]) -> str:
     return "\n".join(lines)
 
 
-KINDS = ("graphs", "writes", "serving")
-"""The kinds of cluster reports a series of process peaks is made of."""
-WORKER_LIMIT_MB = 4096
-"""The issue's bound on a build worker's peak RSS, which the projection keeps P under."""
-
-
 def render_projection(report: dict) -> str:
     """Project a build worker's peak at larger corpora from the partition runs' linear fit.
 
@@ -259,76 +254,6 @@ def render_projection(report: dict) -> str:
         lines.append(f"| {n / 1e6:g}M | {count} | {n / count:,.0f} "
                      f"| {_number(fixed + slope * n / count, 'MB')} |")  # fmt: skip
     return "\n".join(lines)
-
-
-def process_points(reports: list[dict]) -> tuple[str, dict[str, list[tuple[int, float]]]]:
-    """Return the latest series of cluster runs and each process's peaks in it (n, MB).
-
-    ``reports``: graph builds and writes (``evals.bench.cluster_graphs`` / ``cluster_writes``
-    ``--out``) and serving runs; those of one ``series`` are one commit's at several sizes.
-    """
-    series = max((r["series"] for r in reports if r.get("series")), default="")
-    found: dict[str, list[tuple[int, float]]] = {}
-    for report in (r for r in reports if series and r.get("series") == series):
-        n = int(report["chunks"])
-        for row in report["rows"]:
-            if report["kind"] == "serving":
-                if row.get("shards"):
-                    name = f"router ({row['shards']} shards, gnn_ret)"
-                    found.setdefault(name, []).append((n, row["router_rss_mb"]))
-                continue
-            what = "graph build" if report["kind"] == "graphs" else row["write"]
-            found.setdefault(f"{what} driver", []).append((n, row["driver_peak_rss_mb"]))
-            for task, mb in row.get("task_peaks_mb", {}).items():
-                found.setdefault(f"{what} task `{task}`", []).append((n, mb))
-    return series, found
-
-
-def render_processes(reports: list[dict]) -> str:
-    """Project each cluster process's peak RSS from one series' sizes, on a line through them.
-
-    At the partitions the runs used: a task's share of a partition grows with the corpus there,
-    so a task that holds a partition is over-projected; one that holds what the whole corpus
-    holds is not.
-    """
-    series, found = process_points(reports)
-    sizes = sorted({n for points in found.values() for n, _ in points})
-    if len(sizes) < 2:
-        return ""
-    lines = [
-        f"Series {series}: each process's peak RSS at "
-        f"{', '.join(f'{n / 1e6:g}M' for n in sizes)} passages, and on the line through them "
-        f"(least squares) at 3M and 10M; **bold** where it passes "
-        f"{WORKER_LIMIT_MB / 1024:.0f} GB.",
-        "",
-        f"| process | {' | '.join(f'{n / 1e6:g}M' for n in sizes)} | per million | 3M | 10M |",
-        f"|---|{'---|' * len(sizes)}---|---|---|",
-    ]
-    for name, points in sorted(found.items()):
-        if len({n for n, _ in points}) < 2:
-            continue
-        fixed, slope = _line(points)
-        at = dict(points)
-        measured = " | ".join(_number(at[n], "MB") if n in at else "–" for n in sizes)
-        projected = [fixed + slope * n for n in (3_000_000, 10_000_000)]
-        cells = [
-            f"**{_number(mb, 'MB')}**" if mb > WORKER_LIMIT_MB else _number(mb, "MB")
-            for mb in projected
-        ]
-        lines.append(
-            f"| {name} | {measured} | {_number(slope * 1e6, 'MB')} | {cells[0]} | {cells[1]} |"
-        )
-    return "\n".join(lines)
-
-
-def _line(points: list[tuple[int, float]]) -> tuple[float, float]:
-    """Return (intercept, slope) of the least-squares line through ``points``."""
-    xs, ys = [float(n) for n, _ in points], [mb for _, mb in points]
-    mean_x, mean_y = sum(xs) / len(xs), sum(ys) / len(ys)
-    slope = sum((x - mean_x) * (y - mean_y) for x, y in zip(xs, ys, strict=True)) / sum(
-        (x - mean_x) ** 2 for x in xs
-    )
-    return mean_y - slope * mean_x, slope
 
 
 def main(argv: list[str] | None = None) -> int:

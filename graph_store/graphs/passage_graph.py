@@ -32,9 +32,8 @@ import numpy as np
 
 from hopgraph.core.csr import Csr, CsrLike, rows_edges
 from hopgraph.core.errors import IndexStateError
-from hopgraph.core.file_reads import verify_file
+from hopgraph.core.file_reads import mapped_members, verify_file
 from hopgraph.core.id_lists import save_ids
-from hopgraph.core.npz import mapped_members
 from hopgraph.graph_store.stores.manifest import MANIFEST, graphs_hint
 
 if TYPE_CHECKING:  # networkx (0.2 s of imports) only for to_networkx: no retriever walks it;

@@ -16,9 +16,8 @@ from typing import NamedTuple
 import numpy as np
 import scipy.sparse as sp
 
-from hopgraph.core.file_reads import verify_file
+from hopgraph.core.file_reads import mapped_members, verify_file
 from hopgraph.core.id_lists import ChunkIds, load_ids
-from hopgraph.core.npz import mapped_members
 
 from .ann import ann_top_k
 from .extraction.table import distinct

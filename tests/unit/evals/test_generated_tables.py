@@ -73,29 +73,55 @@ def test_a_workers_peak_is_projected_from_a_line_through_the_partition_runs():
     assert "| 4M | 8 | 500,000 | 2.1 GB |" in table
 
 
-def test_each_cluster_process_is_projected_on_the_line_through_its_series():
-    from hopgraph.evals.rendering.cost_model import render_processes
+def _graphs(n, driver, task, series="b", partitions=8):
+    row = {"partitions": partitions, "driver_peak_rss_mb": driver,
+           "task_peaks_mb": {"read_rows": task}}  # fmt: skip
+    return {"kind": "graphs", "chunks": n, "series": series, "rows": [row]}
 
-    def graphs(n, driver, task, series="b"):
-        row = {"driver_peak_rss_mb": driver, "task_peaks_mb": {"read_rows": task}}
-        return {"kind": "graphs", "chunks": n, "series": series, "rows": [row]}
+
+def test_each_cluster_process_is_projected_on_the_line_through_its_series():
+    from hopgraph.evals.rendering.process_model import render_processes
 
     def serving(n, router):
         rows = [{"shards": 0, "router_rss_mb": 1}, {"shards": 4, "router_rss_mb": router}]
         return {"kind": "serving", "chunks": n, "series": "b", "rows": rows}
 
-    reports = [graphs(300_000, 230, 300), graphs(1_000_000, 300, 1000),
-               graphs(1_000_000, 9_000, 9_000, series="a"), serving(1_000_000, 400)]  # fmt: skip
+    reports = [_graphs(300_000, 230, 300), _graphs(1_000_000, 300, 1000),
+               _graphs(1_000_000, 9_000, 9_000, series="a"), serving(1_000_000, 400)]  # fmt: skip
     table = render_processes(reports)
     assert table.startswith("Series b:")  # the latest series only
-    # driver: 200 MB + 0.1 KB a passage; task: 1 KB a passage, past 4 GB by 10M
-    assert "| graph build driver | 230 MB | 300 MB | 100 MB | 500 MB | 1.2 GB |" in table
+    # driver: 200 MB + 0.1 KB a passage; task: 1 KB a passage, past 4 GB by 10M (one P: a line)
+    assert "| graph build driver | 230 MB | 300 MB | – | 500 MB | 1.2 GB | line |" in table
     assert (
-        "| graph build task `read_rows` | 300 MB | 1,000 MB | 1,000 MB | 2.9 GB | **9.8 GB** |"
+        "| graph build task `read_rows` | 300 MB | 1,000 MB | – | 2.9 GB | **9.8 GB** | line |"
         in table
     )
     assert "router" not in table  # one size only: no line
-    assert render_processes([graphs(1_000_000, 300, 1000)]) == ""
+    assert render_processes([_graphs(1_000_000, 300, 1000)]) == ""
+
+
+def test_a_tasks_share_is_told_from_what_grows_with_the_corpus_by_runs_at_two_task_counts():
+    from hopgraph.evals.rendering.process_model import render_processes, tasks_at
+
+    def peak(n, p):  # 100 MB, 20 bytes a passage of the corpus, 2,000 a row of the share
+        return 100 + 20 * n / 1e6 + 2000 * n / p / 1e6
+
+    sizes = [(1_000_000, 8), (1_000_000, 16)]
+    bound = render_processes([_graphs(n, 250, peak(n, p), partitions=p) for n, p in sizes])
+    assert "| 1M / 8 | 1M / 16 |" in bound
+    # the share's 2,000 bytes found; the rest (120 MB at 1M) counted as growing with the corpus
+    assert tasks_at(10_000_000, 8) == 77 and tasks_at(3_000_000, 8) == 23
+    share, share3 = 2000 * 10 / 77, 2000 * 3 / 23  # MB: a task's share at 10M and 3M
+    assert f"| 2.05 KB | ≤ {_mb(360 + share3)} | ≤ {_mb(1200 + share)} | bound |" in bound
+    assert "| graph build driver | 250 MB | 250 MB | – | ≤ 750 MB | ≤ 2.4 GB | bound |" in bound
+    sizes.append((3_000_000, 24))
+    fitted = render_processes([_graphs(n, 250, peak(n, p), partitions=p) for n, p in sizes])
+    # three runs: a, b and c exactly
+    assert f"| 2.05 KB | {_mb(160 + share3)} | {_mb(300 + share)} | fit |" in fitted
+
+
+def _mb(value):
+    return f"{value:,.0f} MB" if value < 1024 else f"{value / 1024:.1f} GB"
 
 
 def test_a_document_without_its_markers_is_named_and_nothing_is_written(tmp_path):
