@@ -239,7 +239,8 @@ def cluster_options(parser: argparse.ArgumentParser, work: str = "build") -> Non
         + (" (and ranges of the chunks the lists' update is cut into)" if work == "write" else "")
         + " (default: the cluster's CPUs"
         + ("" if work in ("graphs", "delete") else ", at most one per document")
-        + ")",
+        + ")"
+        + ("" if work == "build" else "; a step over more than P x 131,072 chunks takes more"),
     )
 
 

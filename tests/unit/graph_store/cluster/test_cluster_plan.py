@@ -195,3 +195,13 @@ def test_a_step_is_cut_so_that_no_task_takes_more_than_task_rows():
     assert task_count(_Cluster, 100, 10_000_000) == 100
     assert task_count(_Cluster, 8, 3) == 3  # ... nor over one a row
     assert task_count(_Cluster, 8, 0) == 1
+
+
+def test_the_help_and_the_docs_give_the_rows_a_task_takes_at_most(capsys):
+    from hopgraph.graph_store.cluster.tasks import TASK_ROWS
+
+    with pytest.raises(SystemExit):
+        main(["graph", "build", "--help"])
+    assert f"P x {TASK_ROWS:,} chunks" in " ".join(capsys.readouterr().out.split())
+    scaling = Path(__file__).parents[4] / "docs" / "scaling.md"
+    assert f"P × {TASK_ROWS:,} chunks" in " ".join(scaling.read_text(encoding="utf-8").split())
