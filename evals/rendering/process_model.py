@@ -71,8 +71,7 @@ def model(points: list[Point], shares: bool = True) -> Model | None:
         design = np.array([[1.0, n, n / t] for n, t, _ in cut])
         peaks = np.array([mb for _, _, mb in cut])
         if len(sizes) >= 2 and np.linalg.matrix_rank(design) == 3:
-            a, b, c = np.linalg.lstsq(design, peaks, rcond=None)[0]
-            return Model(float(a), float(b), float(c), "fit")
+            return _fitted(design, peaks)
         if len(sizes) == 1:
             (n,) = sizes
             c = _line([(n / t, mb) for n, t, mb in cut])[1]
@@ -83,6 +82,30 @@ def model(points: list[Point], shares: bool = True) -> Model | None:
         return Model(a, b, 0.0, "line")
     (n,) = sizes
     return Model(0.0, float(np.mean([mb for _, _, mb in points])) / n, 0.0, "bound")
+
+
+def _fitted(design: np.ndarray, peaks: np.ndarray) -> Model:
+    """Fit ``a``, ``b``, ``c`` by least squares, neither ``b`` nor ``c`` below zero.
+
+    A process does not shrink as the corpus or its share grows: where the free fit says so (the
+    runs' noise, three points for three terms), the term is left out and the others fitted
+    again, the one of the two with the smaller residual kept ("fit, b = 0" or "fit, c = 0").
+    """
+    a, b, c = np.linalg.lstsq(design, peaks, rcond=None)[0]
+    if b >= 0 and c >= 0:
+        return Model(float(a), float(b), float(c), "fit")
+    kept = []
+    for dropped, columns in (("b", [0, 2]), ("c", [0, 1])):
+        found, *_ = np.linalg.lstsq(design[:, columns], peaks, rcond=None)
+        if found[1] >= 0:
+            terms = dict(zip(["a", *("c" if dropped == "b" else "b")], found, strict=True))
+            residual = float(np.sum((design[:, columns] @ found - peaks) ** 2))
+            kept.append((residual, dropped, terms))
+    if not kept:
+        return Model(float(np.mean(peaks)), 0.0, 0.0, "fit, b = c = 0")
+    _, dropped, terms = min(kept, key=lambda found: found[0])
+    b, c = float(terms.get("b", 0.0)), float(terms.get("c", 0.0))
+    return Model(float(terms["a"]), b, c, f"fit, {dropped} = 0")
 
 
 def _line(points: list[tuple[float, float]]) -> tuple[float, float]:

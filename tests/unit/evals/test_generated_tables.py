@@ -3,6 +3,7 @@
 import json
 import shutil
 
+import numpy as np
 import pytest
 
 from hopgraph.evals.rendering import docs as doc_tables
@@ -118,6 +119,13 @@ def test_a_tasks_share_is_told_from_what_grows_with_the_corpus_by_runs_at_two_ta
     fitted = render_processes([_graphs(n, 250, peak(n, p), partitions=p) for n, p in sizes])
     # three runs: a, b and c exactly
     assert f"| 2.05 KB | {_mb(160 + share3)} | {_mb(300 + share)} | fit |" in fitted
+    # a free fit that would shrink with the corpus (noise): fitted again without that term
+    noisy = [(1_000_000, 8, 500), (1_000_000, 16, 400), (300_000, 8, 390)]
+    shrunk = render_processes([_graphs(n, 250, mb, partitions=p) for n, p, mb in noisy])
+    free = np.linalg.lstsq([[1, n, n / p] for n, p, _ in noisy], [mb for *_, mb in noisy])[0]
+    assert free[1] < 0  # what the free fit says of the corpus term
+    row = next(line for line in shrunk.splitlines() if "read_rows" in line)
+    assert row.endswith("| 503 MB | 503 MB | fit, b = 0 |")  # the share alone: the same at 3M
 
 
 def _mb(value):
