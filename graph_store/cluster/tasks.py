@@ -17,7 +17,7 @@ from hopgraph.core.file_reads import BlockSums, expect, registered
 from hopgraph.core.threads import Map
 
 from .connect import RETRIES, failed
-from .partitions import peak_rss_mb, reset_peak_rss
+from .partitions import peak_rss_mb, release_heap, reset_peak_rss
 
 Peaks = dict[str, float]
 """The largest peak RSS (MB) of a task, by the name of the function it ran."""
@@ -86,5 +86,9 @@ def _measured(
     ``expected``: what the files it reads must hash to, verified here as they are read.
     """
     expect(expected)
+    release_heap()  # what the worker's earlier tasks freed: not this task's peak
     reset_peak_rss()
-    return function(*args), peak_rss_mb()
+    result = function(*args)
+    peak = peak_rss_mb()
+    release_heap()  # nor held by an idle worker
+    return result, peak
