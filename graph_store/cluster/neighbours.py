@@ -21,10 +21,9 @@ segments memory-mapped from the index folder (which every node mounts at the sam
   into tasks.
 
 A task holds its rows' vectors and one list's candidates at a time: its memory grows with its
-share of the rows, not the corpus, by design. Measured (docs/scale-measurements.md, 2026-12-05),
-the IVF join's task still grows by about 440 MB a million passages beyond its share, which what
-its worker kept of earlier tasks does not account for (giving that back took 34 MB off it at 1M):
-open. Mapped pages it reads would count in its RSS too (the page cache's, reclaimable, but a peak
+share of the rows, not the corpus (docs/scale-measurements.md, 2026-12-05: what seemed to grow
+with the corpus in the IVF join was the probing's blocks, each held until the next was made).
+Mapped pages it reads would count in its RSS too (the page cache's, reclaimable, but a peak
 all the same): the exact search and the assignment read the
 table in order and let go of the pages as they go (VectorSearch.release_pages); the k-means
 sample, the IVF join and the local join read rows all over it, so they read them from the
