@@ -26,7 +26,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hopgraph.evals.doc_markers import replaced
-from hopgraph.evals.rendering.process_model import KINDS, WORKER_LIMIT_MB, render_processes
+from hopgraph.evals.rendering.process_model import (
+    KINDS,
+    WORKER_LIMIT_MB,
+    line,
+    render_processes,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 MEASUREMENTS = ROOT / "evals" / "results" / "scale" / "measurements.json"
@@ -232,11 +237,7 @@ def render_projection(report: dict) -> str:
     size = int(report["data"].split()[-1])  # "synthetic N"
     xs = [size / r["partitions"] for r in rows]
     ys = [r["worker_peak_rss_mb"] for r in rows]
-    mean_x, mean_y = sum(xs) / len(xs), sum(ys) / len(ys)
-    slope = sum((x - mean_x) * (y - mean_y) for x, y in zip(xs, ys, strict=True)) / sum(
-        (x - mean_x) ** 2 for x in xs
-    )
-    fixed = mean_y - slope * mean_x
+    fixed, slope = line(list(zip(xs, ys, strict=True)))
     worst = max(abs(y - (fixed + slope * x)) for x, y in zip(xs, ys, strict=True))
     lines = [
         f"A worker's peak = {fixed:,.0f} MB + {slope * 1024:.2f} KB × passages of its "

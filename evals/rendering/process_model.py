@@ -74,11 +74,11 @@ def model(points: list[Point], shares: bool = True) -> Model | None:
             return _fitted(design, peaks)
         if len(sizes) == 1:
             (n,) = sizes
-            c = _line([(n / t, mb) for n, t, mb in cut])[1]
+            c = line([(n / t, mb) for n, t, mb in cut])[1]
             rest = float(np.mean([mb - c * n / t for n, t, mb in cut]))
             return Model(0.0, rest / n, c, "bound")
     if len(sizes) >= 2:
-        a, b = _line([(n, mb) for n, _, mb in points])
+        a, b = line([(n, mb) for n, _, mb in points])
         return Model(a, b, 0.0, "line")
     (n,) = sizes
     return Model(0.0, float(np.mean([mb for _, _, mb in points])) / n, 0.0, "bound")
@@ -108,8 +108,8 @@ def _fitted(design: np.ndarray, peaks: np.ndarray) -> Model:
     return Model(float(terms["a"]), b, c, f"fit, {dropped} = 0")
 
 
-def _line(points: list[tuple[float, float]]) -> tuple[float, float]:
-    """Return (intercept, slope) of the least-squares line through ``points``."""
+def line(points: list[tuple[float, float]]) -> tuple[float, float]:
+    """Return (intercept, slope) of the least-squares line through ``points`` (x, y)."""
     xs, ys = [float(x) for x, _ in points], [mb for _, mb in points]
     mean_x, mean_y = sum(xs) / len(xs), sum(ys) / len(ys)
     slope = sum((x - mean_x) * (y - mean_y) for x, y in zip(xs, ys, strict=True)) / sum(
