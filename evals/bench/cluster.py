@@ -13,7 +13,9 @@ cluster's index holds the same chunks in the same order. ``--synthetic N``: the 
 benchmark's passages (hopgraph.evals.bench.graphs), written once as a JSONL corpus; each row is
 printed as its build ends. ``--partitions-only``: each P runs only the partition tasks, in this
 process as the driver (what a worker holds depends on P; the reduce and Chroma's rows are the
-same work whatever P). A local cluster shares this machine's
+same work whatever P). ``--catalog-only``: each P only reads the corpus's catalog and cuts it
+into P parts, in a fresh process (what a build's driver holds of the corpus; no cluster). A
+local cluster shares this machine's
 cores: the figures say what partitions cost and how memory divides between processes, not how
 fast more machines build.
 """
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import os
 import resource
 import shutil
@@ -29,6 +32,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import orjson
@@ -57,6 +61,28 @@ def build(corpus: Path, index: Path, model: str, partitions: int | None) -> dict
     else:  # the only child yet: its peak (the forked table writer's included) is the build's
         row["driver_peak_rss_mb"] = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     return row
+
+
+def catalog_only(corpus: Path, count: int) -> dict[str, float]:
+    """Read ``corpus``'s catalog and cut it into ``count`` parts in a fresh process."""
+    context = multiprocessing.get_context("spawn")  # a peak of its own, not this process's
+    with ProcessPoolExecutor(1, mp_context=context) as child:
+        return child.submit(_catalog_and_plan, corpus, count).result()
+
+
+def _catalog_and_plan(corpus: Path, count: int) -> dict[str, float]:
+    from hopgraph.graph_store.cluster.build import plan_parts
+    from hopgraph.graph_store.cluster.partitions import peak_rss_mb
+    from hopgraph.graph_store.documents.catalog import catalog_jsonl
+
+    started = time.perf_counter()
+    parts = plan_parts(catalog_jsonl(corpus), count)
+    return {
+        "partitions": len(parts),
+        "catalog_only": 1.0,
+        "wall_s": time.perf_counter() - started,
+        "driver_peak_rss_mb": peak_rss_mb(),
+    }
 
 
 def partitions_only(corpus: Path, work: Path, model: str, count: int) -> dict[str, float]:
@@ -124,6 +150,11 @@ def main(argv: list[str] | None = None) -> int:
         help="run only the partition tasks of each cluster build (one process, no reduce)",
     )
     parser.add_argument(
+        "--catalog-only",
+        action="store_true",
+        help="only read the corpus's catalog and cut it into P parts (a driver's share; no build)",
+    )
+    parser.add_argument(
         "--keep", action="store_true",
         help="keep each cluster build's index in --workdir (pP), for evals.bench.cluster_graphs",
     )  # fmt: skip
@@ -134,8 +165,13 @@ def main(argv: list[str] | None = None) -> int:
         work = args.workdir or Path(tmp)
         work.mkdir(parents=True, exist_ok=True)
         corpus = synthetic(args.synthetic, work) if args.synthetic else args.data / "corpus.jsonl"
-        rows = [] if args.no_single else [build(corpus, work / "one", args.model, None)]
+        single = not (args.no_single or args.catalog_only)  # a catalog alone needs no build
+        rows = [build(corpus, work / "one", args.model, None)] if single else []
         for count in counts:
+            if args.catalog_only:
+                rows.append(catalog_only(corpus, count))
+                print(json.dumps(rows[-1]), flush=True)
+                continue
             if args.partitions_only:
                 rows.append(partitions_only(corpus, work, args.model, count))
                 print(json.dumps(rows[-1]), flush=True)
