@@ -250,7 +250,7 @@ def _reduce(
     }
     manifest.segments = [w.bm25 for w in written]
     manifest.vectors = [w.vectors for w in written]
-    manifest.ann = VectorTable.load(root, manifest.vectors).ann_files(root, {})
+    manifest.ann = VectorTable.ann_files(root, manifest.vectors, {})
     return manifest
 
 

@@ -35,7 +35,7 @@ import numpy as np
 
 from hopgraph.core.errors import InputError
 from hopgraph.core.settings import IndexSettings
-from hopgraph.graph_store.documents.catalog import Catalog, LineSlice, text_size
+from hopgraph.graph_store.documents.catalog import Catalog, LineSlice, id_order, text_size
 from hopgraph.graph_store.documents.schema import Document
 from hopgraph.graph_store.embedding.embedders import embedder_for
 from hopgraph.graph_store.index import writes
@@ -52,19 +52,19 @@ CHROMA_VECTORS = "chroma-vectors.npy"
 """The float32 vectors for Chroma when the table keeps float16 ones (removed by the reduce)."""
 
 
-def cut(ids: Sequence[str], sizes: Sequence[int] | np.ndarray, count: int) -> list[np.ndarray]:
+def cut(order: np.ndarray, sizes: Sequence[int] | np.ndarray, count: int) -> list[np.ndarray]:
     """Cut documents into ``count`` ranges in id order, of about equal text (``sizes``).
 
-    Returns each range as the documents' positions in ``ids``.
+    ``order``: the documents' places in id order (``id_order``). Returns each range as the
+    documents' places.
     """
     if count < 1:
         raise InputError(f"--partitions {count}: give 1 or more")
-    if count > len(ids):
+    if count > len(order):
         raise InputError(
-            f"--partitions {count} is more than the corpus's {len(ids)} documents",
+            f"--partitions {count} is more than the corpus's {len(order)} documents",
             "a partition holds whole documents: give at most one per document",
         )
-    order = np.asarray(sorted(range(len(ids)), key=ids.__getitem__), dtype=np.int64)
     totals = np.cumsum(np.asarray(sizes, dtype=np.int64)[order])
     cuts, last = [], 0
     for part in range(1, count):
@@ -77,13 +77,13 @@ def cut(ids: Sequence[str], sizes: Sequence[int] | np.ndarray, count: int) -> li
 
 def plan(docs: Sequence[Document], count: int) -> list[list[Document]]:
     """Cut ``docs`` into ``count`` ranges of whole documents in id order, of about equal text."""
-    places = cut([d.id for d in docs], [text_size(d) for d in docs], count)
+    places = cut(id_order([d.id for d in docs]), [text_size(d) for d in docs], count)
     return [[docs[i] for i in part] for part in places]
 
 
 def plan_catalog(catalog: Catalog, count: int) -> list[LineSlice]:
     """Cut a located corpus as :func:`plan` does; each part is the lines its task reads."""
-    return [catalog.slice(part) for part in cut(catalog.ids, catalog.sizes, count)]
+    return [catalog.slice(part) for part in cut(catalog.order, catalog.sizes, count)]
 
 
 Part = list[Document] | LineSlice

@@ -249,7 +249,8 @@ def write_tables(
         store.save(gen.folder / "bm25")
         vectors = VectorTable.load(root, manifest.vectors)
         merged = vectors.compacted(list(ids_of(chunks)), root, f"{name}/vectors-merged")
-        return Tables(list(store.paths), merged.paths, merged.ann_files(root, known))
+        ann = VectorTable.ann_files(root, merged.paths, known)
+        return Tables(list(store.paths), merged.paths, ann)
 
     tables = Forked("writing the chunk and document tables and BM25", work, previous is not None)
     manifest.files.update(

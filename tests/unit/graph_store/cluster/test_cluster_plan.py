@@ -115,7 +115,8 @@ def test_a_catalog_locates_each_line_and_a_task_reads_the_same_documents(tmp_pat
     write_corpus(tmp_path / "c.jsonl", corpus)
     catalog = catalog_jsonl(tmp_path / "c.jsonl")
     loaded = load_jsonl(tmp_path / "c.jsonl")
-    assert catalog.ids == [d.id for d in loaded] and catalog.report.documents == 7
+    assert len(catalog) == catalog.report.documents == 7
+    assert [loaded[i].id for i in catalog.order] == sorted(d.id for d in loaded)  # no ids kept
     by_plan = plan(loaded, 3)
     by_catalog = [part.documents() for part in plan_catalog(catalog, 3)]
     assert by_catalog == by_plan  # same ranges, same documents, metadata and source included
@@ -126,11 +127,16 @@ def test_a_catalog_skips_or_refuses_what_a_load_does(tmp_path):
     path = tmp_path / "c.jsonl"
     write_corpus(path, docs([10, 3_000_000]))
     catalog = catalog_jsonl(path, max_mb=1)
-    assert catalog.ids == ["d00"] and "over the 1 MB limit" in catalog.report.skipped[0][1]
+    assert len(catalog) == 1 and "over the 1 MB limit" in catalog.report.skipped[0][1]
+    assert [d.id for d in catalog.slice(catalog.order).documents()] == ["d00"]
     with pytest.raises(InputError, match=r"d01: 3\.0 MB of text"):
         catalog_jsonl(path, strict=True, max_mb=1)
     path.write_bytes(b'{"id": "a", "text": "x"}\n{"id": "a", "text": "y"}\n')
     with pytest.raises(InputError, match="duplicate document ids"):
+        catalog_jsonl(path)
+    lines = [b'{"id": "%s", "text": "x"}' % i.encode() for i in ["b", "a", "c", "a", "d", "b"]]
+    path.write_bytes(b"\n".join(lines) + b"\n")  # repeats apart in the file, named each
+    with pytest.raises(InputError, match="duplicate document ids: 'a', 'b'"):
         catalog_jsonl(path)
     path.write_bytes(b'{"id": "a", "text": "x"}\n{"id": "b", "text": \n')
     with pytest.raises(InputError, match=r"c.jsonl:2: malformed JSON"):
