@@ -119,13 +119,18 @@ def line(points: list[tuple[float, float]]) -> tuple[float, float]:
 
 
 def process_points(reports: list[dict]) -> tuple[str, dict[str, list[Point]]]:
-    """Return the latest series of cluster runs and each process's peaks in it.
+    """Return the series of runs that reached the largest corpus, and each process's peaks.
 
+    Of two series that reached it, the later name.
     ``reports``: graph builds and writes (``evals.bench.cluster_graphs`` / ``cluster_writes``
     ``--out``) and serving runs; those of one ``series`` are one commit's, at several sizes or
-    task counts (each row's ``partitions``).
+    task counts (each row's ``partitions``). A series is named by its date and commit, which do
+    not sort by time within a day: the widest runs are what a projection is drawn from.
     """
-    series = max((r["series"] for r in reports if r.get("series")), default="")
+    reach: dict[str, int] = {}
+    for report in (r for r in reports if r.get("series")):
+        reach[report["series"]] = max(reach.get(report["series"], 0), int(report["chunks"]))
+    series = max(reach, key=lambda name: (reach[name], name), default="")
     found: dict[str, list[Point]] = {}
     for report in (r for r in reports if series and r.get("series") == series):
         n = int(report["chunks"])

@@ -90,7 +90,10 @@ def test_each_cluster_process_is_projected_on_the_line_through_its_series():
     reports = [_graphs(300_000, 230, 300), _graphs(1_000_000, 300, 1000),
                _graphs(1_000_000, 9_000, 9_000, series="a"), serving(1_000_000, 400)]  # fmt: skip
     table = render_processes(reports)
-    assert table.startswith("Series b:")  # the latest series only
+    assert table.startswith("Series b:")  # of two series at 1M, the later name only
+    later = [_graphs(n, 300, 1000, series="0") for n in (1_000_000, 3_000_000)]  # a hash's name
+    wider = [*reports, *later]
+    assert render_processes(wider).startswith("Series 0:")  # the series of the largest corpus
     # driver: 200 MB + 0.1 KB a passage; task: 1 KB a passage, past 4 GB by 10M (one P: a line)
     assert "| graph build driver | 230 MB | 300 MB | – | 500 MB | 1.2 GB | line |" in table
     assert (
