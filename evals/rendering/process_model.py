@@ -17,7 +17,8 @@ commit) at several sizes and task counts separate the three:
 - several sizes at one task count: the line through them at that count ("line": what grows
   with the share counted as growing with the corpus, as the series of 2026-12-03 was read).
 
-Drivers and routers hold no share: a line through their sizes, or the bound at one size.
+Drivers, the processes a driver forks (a write's tables' writer: ``children_peak_rss_mb``, the
+largest of them) and routers hold no share: a line through their sizes, or the bound at one size.
 """
 
 from __future__ import annotations
@@ -143,6 +144,9 @@ def process_points(reports: list[dict]) -> tuple[str, dict[str, list[Point]]]:
             what = "graph build" if report["kind"] == "graphs" else row["write"]
             tasks = row.get("partitions")
             found.setdefault(f"{what} driver", []).append((n, tasks, row["driver_peak_rss_mb"]))
+            if "children_peak_rss_mb" in row:  # the driver's forked children: the tables' writer
+                name = f"{what} driver's largest child"
+                found.setdefault(name, []).append((n, tasks, row["children_peak_rss_mb"]))
             for task, mb in row.get("task_peaks_mb", {}).items():
                 found.setdefault(f"{what} task `{task}`", []).append((n, tasks, mb))
     return series, found

@@ -74,9 +74,11 @@ def test_a_workers_peak_is_projected_from_a_line_through_the_partition_runs():
     assert "| 4M | 8 | 500,000 | 2.1 GB |" in table
 
 
-def _graphs(n, driver, task, series="b", partitions=8):
+def _graphs(n, driver, task, series="b", partitions=8, child=None):
     row = {"partitions": partitions, "driver_peak_rss_mb": driver,
            "task_peaks_mb": {"read_rows": task}}  # fmt: skip
+    if child is not None:
+        row["children_peak_rss_mb"] = child
     return {"kind": "graphs", "chunks": n, "series": series, "rows": [row]}
 
 
@@ -101,6 +103,12 @@ def test_each_cluster_process_is_projected_on_the_line_through_its_series():
         in table
     )
     assert "router" not in table  # one size only: no line
+    assert "child" not in table  # no run reported one
+    forks = [_graphs(n, 300, 1000, partitions=p, child=c)
+             for n, p, c in ((1_000_000, 8, 950), (3_000_000, 24, 2650))]  # fmt: skip
+    # a forked child holds no share: the line through its sizes, 850 MB a million passages
+    child = "| graph build driver's largest child | 950 MB | 2.6 GB | – | 2.6 GB | **8.4 GB** |"
+    assert child in render_processes(forks)
     assert render_processes([_graphs(1_000_000, 300, 1000)]) == ""
 
 
