@@ -144,7 +144,8 @@ def process_points(reports: list[dict]) -> tuple[str, dict[str, list[Point]]]:
             what = "graph build" if report["kind"] == "graphs" else row["write"]
             tasks = row.get("partitions")
             found.setdefault(f"{what} driver", []).append((n, tasks, row["driver_peak_rss_mb"]))
-            if "children_peak_rss_mb" in row:  # the driver's forked children: the tables' writer
+            if report["kind"] == "writes" and "children_peak_rss_mb" in row:  # a graph build's
+                # counts its driver too (a child of the benchmark's): the tables' writer here
                 name = f"{what} driver's largest child"
                 found.setdefault(name, []).append((n, tasks, row["children_peak_rss_mb"]))
             for task, mb in row.get("task_peaks_mb", {}).items():

@@ -77,7 +77,7 @@ def test_a_workers_peak_is_projected_from_a_line_through_the_partition_runs():
 def _graphs(n, driver, task, series="b", partitions=8, child=None):
     row = {"partitions": partitions, "driver_peak_rss_mb": driver,
            "task_peaks_mb": {"read_rows": task}}  # fmt: skip
-    if child is not None:
+    if child is not None:  # as the benchmark reports it: the driver (its child) or a fork of it
         row["children_peak_rss_mb"] = child
     return {"kind": "graphs", "chunks": n, "series": series, "rows": [row]}
 
@@ -104,11 +104,16 @@ def test_each_cluster_process_is_projected_on_the_line_through_its_series():
     )
     assert "router" not in table  # one size only: no line
     assert "child" not in table  # no run reported one
-    forks = [_graphs(n, 300, 1000, partitions=p, child=c)
-             for n, p, c in ((1_000_000, 8, 950), (3_000_000, 24, 2650))]  # fmt: skip
+    forks = []
+    for n, p, c in ((1_000_000, 8, 950), (3_000_000, 24, 2650)):
+        row = {"write": "add", "partitions": p, "driver_peak_rss_mb": 300,
+               "children_peak_rss_mb": c}  # fmt: skip
+        forks.append({"kind": "writes", "chunks": n, "series": "b", "rows": [row]})
     # a forked child holds no share: the line through its sizes, 850 MB a million passages
-    child = "| graph build driver's largest child | 950 MB | 2.6 GB | – | 2.6 GB | **8.4 GB** |"
+    child = "| add driver's largest child | 950 MB | 2.6 GB | – | 2.6 GB | **8.4 GB** |"
     assert child in render_processes(forks)
+    graphs = render_processes([_graphs(n, 250, 900, child=250) for n in (1_000_000, 3_000_000)])
+    assert "child" not in graphs  # a graph build's children figure counts its driver
     assert render_processes([_graphs(1_000_000, 300, 1000)]) == ""
 
 
