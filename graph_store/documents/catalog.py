@@ -5,9 +5,10 @@
 its text, where its line is and its place in id order (what a plan cuts by), not its text nor
 its id. A task then reads only its own lines (``LineSlice.documents``): the driver of a build
 over millions of passages holds 40 bytes a document, not the corpus. The ids are held only
-while the file is read (sorted there, which finds a repeated one): reading the synthetic 3M
-corpus peaked at 960 MB when the catalog kept them and each figure as a Python int, 423 MB now
-(the 3M build's driver, evals/bench/cluster.py, peaked at 1,000 MB before).
+while the file is read (sorted there, which finds a repeated one): reading and cutting the
+synthetic 3M corpus peaked at 942 MB when the catalog kept them and each figure as a Python
+int, 414 MB now (evals/results/scale/catalog-driver-2026-12-05.json; the 3M build's driver
+peaked at 1,000 MB before).
 """
 
 from __future__ import annotations
