@@ -12,6 +12,7 @@ import hashlib
 import json
 from array import array
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from functools import cached_property
 from pathlib import Path
 from typing import overload
 
@@ -26,9 +27,11 @@ def id_hash(chunk_id: str) -> int:
 class ChunkIds(Sequence[str]):
     """Chunk ids in row order, held as one UTF-8 blob: ``ids[row]`` and :meth:`row` of an id.
 
-    About 8 bytes a chunk beside the ids' own bytes, and 16 for the lookup by id (a sorted
-    array of the ids' hashes and their rows), where a list and a dict of Python strings took
-    about 170. Two tables' ids compare equal by a digest taken as they were read.
+    About 16 bytes a chunk beside the ids' own bytes (each end and hash), and 16 more for the
+    lookup by id (the hashes sorted, and their rows), made the first time an id is looked up:
+    a segment's ids, only ever looked up in the live table (:meth:`rows_of`), never pay for
+    it. A list and a dict of Python strings took about 170. Two tables' ids compare equal by a
+    digest taken as they were read.
     """
 
     def __init__(self, ids: Iterable[str]) -> None:
@@ -40,10 +43,22 @@ class ChunkIds(Sequence[str]):
             hashes.append(id_hash(chunk_id))
         self._blob = bytes(blob)
         self._ends = np.frombuffer(ends, dtype=np.int64).copy()
-        found = np.frombuffer(hashes, dtype=np.int64)
-        self._order = np.argsort(found, kind="stable").astype(np.int64)
-        self._hashes = found[self._order]
+        self._row_hashes = np.frombuffer(hashes, dtype=np.int64).copy()
         self.digest = hashlib.blake2b(self._blob + self._ends.tobytes(), digest_size=16).digest()
+
+    def __getstate__(self) -> dict:
+        # a hash is this process's (str hashes are salted per process): another one makes its own
+        return {"blob": self._blob, "ends": self._ends, "digest": self.digest}
+
+    def __setstate__(self, state: dict) -> None:
+        self._blob, self._ends, self.digest = state["blob"], state["ends"], state["digest"]
+        self._row_hashes = np.fromiter((id_hash(i) for i in self), np.int64, len(self._ends))
+
+    @cached_property
+    def _lookup(self) -> tuple[np.ndarray, np.ndarray]:
+        """The hashes sorted, and the row of each: what :meth:`row` searches."""
+        order = np.argsort(self._row_hashes, kind="stable").astype(np.int64)
+        return self._row_hashes[order], order
 
     def __len__(self) -> int:
         return len(self._ends)
@@ -79,24 +94,32 @@ class ChunkIds(Sequence[str]):
 
     def row(self, chunk_id: str) -> int | None:
         """Return the row of ``chunk_id``, or None when it is not a chunk of this table."""
+        hashes, order = self._lookup
         h = id_hash(chunk_id)
-        at = int(np.searchsorted(self._hashes, h))
-        while at < len(self._hashes) and self._hashes[at] == h:
-            row = int(self._order[at])
+        at = int(np.searchsorted(hashes, h))
+        while at < len(hashes) and hashes[at] == h:
+            row = int(order[at])
             if self[row] == chunk_id:
                 return row
             at += 1
         return None
 
     def rows_of(self, ids: Sequence[str]) -> np.ndarray:
-        """Return the row of each of ``ids`` (-1: not a chunk of this table), searched at once."""
-        wanted = np.fromiter((id_hash(i) for i in ids), np.int64, len(ids))
-        at = np.searchsorted(self._hashes, wanted)
+        """Return the row of each of ``ids`` (-1: not a chunk of this table), searched at once.
+
+        Another :class:`ChunkIds` (a segment's) is searched by the hashes it holds.
+        """
+        if isinstance(ids, ChunkIds):
+            wanted = ids._row_hashes
+        else:
+            wanted = np.fromiter((id_hash(i) for i in ids), np.int64, len(ids))
+        hashes, order = self._lookup
+        at = np.searchsorted(hashes, wanted)
         out = np.full(len(ids), -1, dtype=np.int64)
-        hit = np.flatnonzero(at < len(self._hashes))
-        hit = hit[self._hashes[at[hit]] == wanted[hit]]
+        hit = np.flatnonzero(at < len(hashes))
+        hit = hit[hashes[at[hit]] == wanted[hit]]
         for k in hit.tolist():  # the first of a hash is nearly always the id: else look on
-            row: int | None = int(self._order[at[k]])
+            row: int | None = int(order[at[k]])
             if self[row] != ids[k]:
                 row = self.row(ids[k])
             out[k] = -1 if row is None else row

@@ -99,7 +99,7 @@ def salvage(
         rows = _chroma_rows(directory, manifest)
     if "chunks" in lost:
         assert rows is not None
-        ids = order or _vector_ids(directory, manifest) or sorted(rows)
+        ids = order or sorted(rows)  # the graph's order, else the ids'
         missing = [i for i in ids if i not in rows]
         if missing or len(ids) != manifest.counts.get("chunks", len(ids)):
             raise IndexStateError(
@@ -166,13 +166,6 @@ def _unopened_copy(location: ChromaLocation, held: ExitStack) -> ChromaLocation:
     folder = Path(held.enter_context(tempfile.TemporaryDirectory(prefix="hopgraph-salvage-")))
     shutil.copytree(location.path, folder / location.path.name)
     return replace(location, path=folder / location.path.name)
-
-
-def _vector_ids(directory: Path, manifest: Manifest) -> list[str] | None:
-    try:
-        return list(VectorTable.load(directory, manifest.vectors).ids)
-    except Exception:  # the vector table is lost too: the ids' order comes from elsewhere
-        return None
 
 
 def _chunk(chunk_id: str, text: str, meta: dict) -> Chunk:

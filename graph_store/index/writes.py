@@ -18,6 +18,7 @@ import numpy as np
 
 from hopgraph.core.errors import InputError
 from hopgraph.core.forked import Forked
+from hopgraph.core.id_lists import ChunkIds
 from hopgraph.core.settings import IndexSettings
 from hopgraph.core.threads import in_process
 from hopgraph.graph_store.documents.chunking import chunk_document
@@ -247,10 +248,12 @@ def write_tables(
         else:
             store = BM25Store.build(chunks, root, segment)
         store.save(gen.folder / "bm25")
+        bm25 = list(store.paths)
+        del store, kept  # their ids go before the vectors' own are read
         vectors = VectorTable.load(root, manifest.vectors)
-        merged = vectors.compacted(list(ids_of(chunks)), root, f"{name}/vectors-merged")
+        merged = vectors.compacted(ChunkIds(ids_of(chunks)), root, f"{name}/vectors-merged")
         ann = VectorTable.ann_files(root, merged.paths, known)
-        return Tables(list(store.paths), merged.paths, ann)
+        return Tables(bm25, merged.paths, ann)
 
     tables = Forked("writing the chunk and document tables and BM25", work, previous is not None)
     manifest.files.update(

@@ -33,11 +33,12 @@ import Stemmer
 from hopgraph.core.arrays import unique_rows
 from hopgraph.core.errors import IndexStateError
 from hopgraph.core.file_reads import verify_file
+from hopgraph.core.id_lists import ChunkIds
 from hopgraph.graph_store.documents.schema import Chunk
 
 from .base import Scored
-from .chunk_table import ChunkTable
-from .segments import to_merge
+from .chunk_table import ChunkTable, ids_of
+from .segments import live_rows, to_merge
 
 if TYPE_CHECKING:
     import scipy.sparse as sp
@@ -108,9 +109,12 @@ class Postings:
 
 @dataclass
 class Segment:
-    """Term frequencies of some chunks: ``tf`` is chunks × ``vocab`` (CSC: columns are terms)."""
+    """Term frequencies of some chunks: ``tf`` is chunks × ``vocab`` (CSC: columns are terms).
 
-    ids: list[str]
+    A loaded segment holds its ids compactly (:class:`ChunkIds`).
+    """
+
+    ids: Sequence[str]
     vocab: dict[str, int]
     tf: Postings
     lengths: np.ndarray
@@ -164,7 +168,7 @@ class Segment:
         folder.mkdir(parents=True, exist_ok=True)
         sp.save_npz(folder / "tf.npz", self.tf.matrix(), compressed=False)
         np.save(folder / "lengths.npy", self.lengths)
-        text = json.dumps({"ids": self.ids, "vocab": list(self.vocab)}, ensure_ascii=False)
+        text = json.dumps({"ids": list(self.ids), "vocab": list(self.vocab)}, ensure_ascii=False)
         (folder / "terms.json").write_text(text, encoding="utf-8")
 
     @classmethod
@@ -173,7 +177,8 @@ class Segment:
         terms = json.loads(verify_file(folder / "terms.json").read_text(encoding="utf-8"))
         vocab = {term: i for i, term in enumerate(terms["vocab"])}
         tf = Postings.load(folder / "tf.npz")
-        return cls(terms["ids"], vocab, tf, np.load(verify_file(folder / "lengths.npy")))
+        ids = ChunkIds(terms.pop("ids"))  # a segment's list at a time, not the corpus's
+        return cls(ids, vocab, tf, np.load(verify_file(folder / "lengths.npy")))
 
     @cached_property
     def impact_ceilings(self) -> tuple[np.ndarray, float]:
@@ -207,18 +212,13 @@ def impact(idf: float, tf: np.ndarray, lengths: np.ndarray, mean_length: float) 
     return idf * tf / (tf + K1 * (1 - B + B * lengths / mean_length))
 
 
-def _live_rows(segments: Sequence[Segment], ids: Sequence[str]) -> list[np.ndarray]:
+def _live_rows(segments: Sequence[Segment], ids: ChunkIds) -> list[np.ndarray]:
     """Each segment row's place in chunk order (``ids``), -1 for a dead row.
 
     A row is dead when its chunk was deleted since, or stored again in a later segment (a
     replaced chunk, deleted and added back under its id): only its newest row counts.
     """
-    unclaimed = {chunk_id: i for i, chunk_id in enumerate(ids)}
-    newest_first = [
-        np.array([unclaimed.pop(i, -1) for i in segment.ids], dtype=np.int64)
-        for segment in reversed(segments)
-    ]
-    return newest_first[::-1]
+    return live_rows(ids, [segment.ids for segment in segments])[0]
 
 
 class BM25Store:
@@ -232,12 +232,15 @@ class BM25Store:
         stats: dict,
         rows: list[np.ndarray] | None = None,
     ) -> None:
-        """Hold the store; ``rows``: :func:`_live_rows` of the segments, when worked out."""
+        """Hold the store; ``rows``: :func:`_live_rows` of the segments, when worked out.
+
+        ``ids`` are held compactly (:class:`ChunkIds`), as a served table holds them.
+        """
         self.segments = segments
         self.paths = paths
-        self.ids = ids
+        self.ids = ids if isinstance(ids, ChunkIds) else ChunkIds(ids)
         self.stats = stats
-        self.rows = _live_rows(segments, ids) if rows is None else rows
+        self.rows = _live_rows(segments, self.ids) if rows is None else rows
 
     @classmethod
     def build(cls, chunks: Sequence[Chunk], root: Path | None = None, name: str = "") -> BM25Store:
@@ -265,7 +268,7 @@ class BM25Store:
         and the new ones are merged into one segment there instead, from their stored term
         counts: only the write's own chunks are tokenized.
         """
-        ids = [c.id for c in chunks]
+        ids = ChunkIds(ids_of(chunks))  # a write's scan of the table: no list of every id
         new = [Segment.build(added)] if added else []
         segments = [*self.segments, *new]
         rows = _live_rows(segments, ids)

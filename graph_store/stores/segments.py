@@ -22,6 +22,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
+
+from hopgraph.core.id_lists import ChunkIds
+
 MAX_SEGMENTS = 8
 """Small segments that make the next write merge them."""
 MAX_DEAD_SHARE = 0.25
@@ -43,3 +47,27 @@ def to_merge(sizes: Sequence[int], dead: Sequence[int]) -> list[int]:
     if worn or len(small) >= MAX_SEGMENTS:
         return sorted({*small, *worn})
     return []
+
+
+def live_rows(
+    table: ChunkIds, segments: Sequence[Sequence[str]]
+) -> tuple[list[np.ndarray], np.ndarray]:
+    """Each segment row's row in ``table`` (the live chunks' ids, in chunk order), -1 if dead.
+
+    A row is dead when its chunk was deleted since, or stored again later: in a later segment
+    (a replaced chunk, deleted and added back under its id) or further down its own; only the
+    newest row of a chunk counts. Also returns which of ``table``'s chunks some segment holds.
+    Arrays throughout: no dict or set of every id (at 3M chunks those were a gigabyte).
+    """
+    held = np.zeros(len(table), dtype=bool)
+    out = []
+    for ids in reversed(segments):
+        rows = table.rows_of(ids)
+        found = np.flatnonzero(rows >= 0)[::-1]  # last rows first: np.unique keeps the first
+        newest = found[np.unique(rows[found], return_index=True)[1]]
+        newest = newest[~held[rows[newest]]]  # a later segment's row wins
+        live = np.full(len(rows), -1, dtype=np.int64)
+        live[newest] = rows[newest]
+        held[rows[newest]] = True
+        out.append(live)
+    return out[::-1], held

@@ -32,6 +32,7 @@ from hopgraph.core.id_lists import ChunkIds
 
 from .ivf import IVF
 from .manifest import Manifest, ann_hint, crc32
+from .segments import live_rows
 from .vector_table import VectorSegment, VectorTable
 
 log = logging.getLogger(__name__)
@@ -145,21 +146,15 @@ class VectorSearch:
             raise ValueError(f"search mode must be one of {SEARCH_MODES}, got {mode!r}")
         rows = ids if isinstance(ids, ChunkIds) else ChunkIds(ids)  # no dict of every id
         table = VectorTable.load(directory, manifest.vectors)
-        held = np.zeros(
-            len(rows), dtype=bool
-        )  # a later segment wins a repeated id (a replaced chunk)
+        # a later segment wins a repeated id (a replaced chunk)
+        live, _ = live_rows(rows, [segment.ids for segment in table.segments])
         segments = []
-        for s in reversed(range(len(table.segments))):
-            segment = table.segments[s]
-            chunk_rows = rows.rows_of(segment.ids)
-            mine = chunk_rows >= 0
-            chunk_rows[mine & held[np.maximum(chunk_rows, 0)]] = -1
-            held[chunk_rows[chunk_rows >= 0]] = True
+        for s, (segment, chunk_rows) in enumerate(zip(table.segments, live, strict=True)):
             if keep is not None and s not in keep:
                 continue
             ivf = None if mode == "exact" else _ivf(directory, manifest, segment, mode)
             segments.append(SearchSegment(segment.vectors, chunk_rows, ivf))
-        return cls(segments[::-1], len(rows), complete=keep is None)
+        return cls(segments, len(rows), complete=keep is None)
 
     @classmethod
     def of_matrix(cls, matrix: np.ndarray, mode: SearchMode = "auto") -> VectorSearch:

@@ -15,7 +15,6 @@ vectors are read from Chroma, and its next write saves them as a first segment.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,9 +23,10 @@ import numpy as np
 
 from hopgraph.core.errors import IndexStateError
 from hopgraph.core.file_reads import verify_file, verify_range
+from hopgraph.core.id_lists import ChunkIds, load_ids, save_ids
 
 from .ivf import IVF, IVF_FILE, MIN_ROWS
-from .segments import to_merge
+from .segments import live_rows, to_merge
 
 VECTORS_FILE = "vectors.npy"
 IDS_FILE = "ids.json"
@@ -34,10 +34,13 @@ IDS_FILE = "ids.json"
 
 @dataclass(frozen=True)
 class VectorSegment:
-    """Some chunks' vectors (rows in ``ids`` order), saved in folder ``path`` under the index."""
+    """Some chunks' vectors (rows in ``ids`` order), saved in folder ``path`` under the index.
+
+    A loaded segment holds its ids compactly (:class:`ChunkIds`, read an id at a time).
+    """
 
     path: str
-    ids: list[str]
+    ids: Sequence[str]
     vectors: np.ndarray
 
     def save(self, root: Path, dtype: str = "float32", ann: bool = True) -> None:
@@ -48,7 +51,7 @@ class VectorSegment:
         folder = root / self.path
         folder.mkdir(parents=True, exist_ok=True)
         np.save(folder / VECTORS_FILE, np.ascontiguousarray(self.vectors, dtype=dtype))
-        (folder / IDS_FILE).write_text(json.dumps(self.ids), encoding="utf-8")
+        save_ids(self.ids, folder / IDS_FILE)
         if ann and len(self.ids) >= MIN_ROWS:
             IVF.build(np.asarray(self.vectors, dtype=np.float32)).save(folder / IVF_FILE)
 
@@ -60,7 +63,7 @@ class VectorSegment:
             # the header block (shape, type) now; the rows' blocks as searches read them
             verify_range(folder / VECTORS_FILE, 0, 1)
             vectors = np.load(folder / VECTORS_FILE, mmap_mode="r")
-            ids = json.loads(verify_file(folder / IDS_FILE).read_text(encoding="utf-8"))
+            ids = ChunkIds(load_ids(verify_file(folder / IDS_FILE)))
         except (OSError, ValueError) as err:
             raise IndexStateError(
                 f"the vector segment {folder} is missing or damaged: {err}",
@@ -140,26 +143,41 @@ class VectorTable:
         dtype = str(np.load(root / paths[0] / VECTORS_FILE, mmap_mode="r").dtype)
         return [*paths, *VectorTable.build(added, vectors, root, path, dtype).paths]
 
-    def holders(self) -> dict[str, tuple[int, int]]:
-        """Return where each id's vector lies: (segment, row); a later segment wins a repeat."""
-        where: dict[str, tuple[int, int]] = {}
-        for s, segment in enumerate(self.segments):
-            where.update((chunk_id, (s, row)) for row, chunk_id in enumerate(segment.ids))
-        return where
+    def places(self, ids: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """Return where each of ``ids`` (distinct) has its vector: its segment, and row there.
+
+        A later segment wins a repeated id (:func:`segments.live_rows`); an id with no vector
+        is an error that names it.
+        """
+        table = ids if isinstance(ids, ChunkIds) else ChunkIds(ids)
+        rows, held = live_rows(table, [s.ids for s in self.segments])
+        if not held.all():
+            missing = np.flatnonzero(~held)
+            raise IndexStateError(
+                f"{len(missing)} chunks have no stored vector (e.g. {table[int(missing[0])]!r})",
+                "the index is damaged: rebuild it with `hopgraph index SOURCE --force`",
+            )
+        segment = np.zeros(len(table), dtype=np.int64)
+        local = np.zeros(len(table), dtype=np.int64)
+        for s, live in enumerate(rows):
+            mine = np.flatnonzero(live >= 0)
+            segment[live[mine]], local[live[mine]] = s, mine
+        return segment, local
 
     def matrix(self, ids: Sequence[str]) -> np.ndarray:
-        """Return the vectors of ``ids``, in that order (a later segment wins a repeated id)."""
-        where = self.holders()
-        _none_missing(ids, where)
+        """Return the vectors of ``ids`` (distinct), in that order (float16 rows widened)."""
+        return self._gathered(*self.places(ids))
+
+    def _gathered(self, segment: np.ndarray, local: np.ndarray) -> np.ndarray:
+        """Return the vectors at these (segment, row) places, in their order."""
         dimension = self.segments[0].vectors.shape[1] if self.segments else 0
-        out = np.empty((len(ids), dimension), dtype=np.float32)  # float16 rows are widened
-        place = np.array([where[i] for i in ids], dtype=np.int64).reshape(-1, 2)
-        for s, segment in enumerate(self.segments):
-            mine = np.flatnonzero(place[:, 0] == s)
+        out = np.empty((len(segment), dimension), dtype=np.float32)
+        for s, held in enumerate(self.segments):
+            mine = np.flatnonzero(segment == s)
             if len(mine):
-                rows = place[mine, 1]
+                rows = local[mine]
                 order = np.argsort(rows)  # memory-mapped: read the file forwards
-                out[mine[order]] = segment.vectors[rows[order]]
+                out[mine[order]] = held.vectors[rows[order]]
         return out
 
     def read_every(self, ids: Sequence[str], block: int = 1 << 16) -> None:
@@ -168,7 +186,7 @@ class VectorTable:
         A check: what :meth:`matrix` of every id reads, without a matrix of them all (4.6 GB
         at 3M MiniLM rows).
         """
-        _none_missing(ids, self.holders())
+        self.places(ids)
         for segment in self.segments:
             for at in range(0, len(segment.ids), block):
                 np.asarray(segment.vectors[at : at + block], dtype=np.float32)
@@ -202,31 +220,20 @@ class VectorTable:
 
         Which: :func:`segments.to_merge` (size-tiered: the writes' small segments once there
         are enough of them, and any segment with too many dead rows; a build's or a cluster
-        partition's segment stays as it is). The merged segment, of the live rows (``ids``)
-        those segments hold, comes last.
+        partition's segment stays as it is). The merged segment, of the live rows (``ids``,
+        distinct, held compactly when a :class:`ChunkIds`) those segments hold, comes last.
         """
-        holder, live = self.holders(), set(ids)
+        table = ids if isinstance(ids, ChunkIds) else ChunkIds(ids)
+        segment, local = self.places(table)
         sizes = [len(s.ids) for s in self.segments]
-        dead = [  # deleted since, or stored again in a later segment
-            sum(1 for row, i in enumerate(seg.ids) if i not in live or holder[i] != (number, row))
-            for number, seg in enumerate(self.segments)
-        ]
-        merge = set(to_merge(sizes, dead))
+        live = np.bincount(segment, minlength=len(self.segments))
+        merge = set(to_merge(sizes, [size - int(n) for size, n in zip(sizes, live, strict=True)]))
         if not merge:
             return self
         kept = [s for number, s in enumerate(self.segments) if number not in merge]
-        rest = [i for i in ids if holder[i][0] in merge]
-        if not rest:  # every row of them is dead: they go, and nothing takes their place
+        rest = np.flatnonzero(np.isin(segment, sorted(merge)))
+        if not len(rest):  # every row of them is dead: they go, and nothing takes their place
             return VectorTable(kept)
-        merged = VectorTable.build(rest, self.matrix(rest), root, path, self.dtype)
+        vectors = self._gathered(segment[rest], local[rest])
+        merged = VectorTable.build([table[int(r)] for r in rest], vectors, root, path, self.dtype)
         return VectorTable([*kept, *merged.segments])
-
-
-def _none_missing(ids: Sequence[str], where: dict[str, tuple[int, int]]) -> None:
-    """Raise if one of ``ids`` has no vector in ``where`` (VectorTable.holders)."""
-    missing = [i for i in ids if i not in where]
-    if missing:
-        raise IndexStateError(
-            f"{len(missing)} chunks have no stored vector (e.g. {missing[0]!r})",
-            "the index is damaged: rebuild it with `hopgraph index SOURCE --force`",
-        )

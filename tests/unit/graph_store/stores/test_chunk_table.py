@@ -82,6 +82,7 @@ def test_chunk_ids_index_compare_and_find_rows_as_a_list_would(collide, monkeypa
     assert ids[1:4] == listed[1:4] and ids[3] == "é ü#ß"
     asked = [listed[5], "missing", listed[0], listed[-1], listed[5]]
     assert ids.rows_of(asked).tolist() == [5, -1, 0, len(listed) - 1, 5]
+    assert ids.rows_of(ChunkIds(asked)).tolist() == [5, -1, 0, len(listed) - 1, 5]
     assert ids == listed and ids == ChunkIds(listed) and ids != ChunkIds(listed[:-1])
     assert ids != listed[::-1]
     with pytest.raises(IndexError):
@@ -89,6 +90,25 @@ def test_chunk_ids_index_compare_and_find_rows_as_a_list_would(collide, monkeypa
     rows = ChunkRows(ids)
     assert all(rows[i] == r for r, i in enumerate(listed)) and "nope" not in rows
     assert rows.get("nope") is None and len(rows) == len(listed)
+
+
+def test_chunk_ids_sent_to_another_process_hash_its_way(monkeypatch) -> None:
+    """A str hash is salted per process: ids pickled into a worker (a Ray task's) are looked
+    up by that worker's hashes, not by the sender's."""
+    import pickle
+
+    from hopgraph.core import id_lists
+    from hopgraph.core.id_lists import ChunkIds
+
+    listed = [f"doc-{i}" for i in range(50)]
+    sent = pickle.dumps(ChunkIds(listed))
+    monkeypatch.setattr(id_lists, "id_hash", lambda chunk_id: hash(chunk_id) ^ 0x5A5A)
+    received = pickle.loads(sent)
+    assert received == listed and received.rows_of(["doc-7", "nope"]).tolist() == [7, -1]
+    assert received.row("doc-49") == 49 and received.rows_of(ChunkIds(listed[3:5])).tolist() == [
+        3,
+        4,
+    ]
 
 
 def test_a_scan_reads_every_pass_from_the_file_and_names_a_wrong_count(tmp_path: Path) -> None:

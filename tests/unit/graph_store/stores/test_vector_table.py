@@ -45,11 +45,19 @@ def _tiered(table: VectorTable, live: list[str]) -> None:
     sizes = [len(s.ids) for s in table.segments]
     small = [size for size in sizes if size < segments.LARGE_SHARE * max(sizes)]
     assert len(small) < segments.MAX_SEGMENTS
-    holder, wanted = table.holders(), set(live)
+    holder, wanted = _holders(table), set(live)
     for number, segment in enumerate(table.segments):
         rows = enumerate(segment.ids)
         alive = sum(1 for row, i in rows if i in wanted and holder[i] == (number, row))
         assert len(segment.ids) - alive <= segments.MAX_DEAD_SHARE * len(segment.ids)
+
+
+def _holders(table: VectorTable) -> dict[str, tuple[int, int]]:
+    """Where each id's vector lies, as a dict would say: a later segment and row win."""
+    where: dict[str, tuple[int, int]] = {}
+    for s, segment in enumerate(table.segments):
+        where.update((chunk_id, (s, row)) for row, chunk_id in enumerate(segment.ids))
+    return where
 
 
 def test_a_clusters_partitions_stay_segments_of_their_own(tmp_path):
