@@ -378,10 +378,12 @@ class WriteTexts:
 
         A replaced chunk's id is a new chunk's too: its old text is the table's.
         """
-        if self.held or not chunks:  # none: the table is not opened (its ids take memory)
+        if self.held or not chunks:
             return list(chunks)
-        table = self.table()
-        return [table[c.id] for c in chunks]
+        if self._table is None:  # one pass keeping these: no table of every id (a delete's
+            found = chunks_with_ids(self.directory, self.manifest, {c.id for c in chunks})
+            return [found[c.id] for c in chunks]  # driver grew 1.65x from 1M to 3M with it)
+        return [self._table[c.id] for c in chunks]
 
     def of(self, chunks: Sequence[Chunk]) -> list[Chunk]:
         """Return ``chunks`` with their texts (a new chunk's own, a kept one's from the table)."""

@@ -196,3 +196,23 @@ def test_chunks_read_by_id_in_one_pass_are_the_tables_and_a_wrong_count_is_named
     assert chunks_with_ids(tmp_path, _Manifest(4), set()) == {}  # type: ignore[arg-type]
     with pytest.raises(IndexStateError, match="holds 4 chunks, the manifest says 5"):
         chunks_with_ids(tmp_path, _Manifest(5), wanted)  # type: ignore[arg-type]
+
+
+def test_a_writes_removed_chunks_get_their_texts_without_a_table_of_every_id(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A delete's driver reads its removed chunks' texts in one pass: the table of every id
+    (ChunkTable) is not opened for them, and a later lookup still opens it."""
+    from hopgraph.graph_store.stores.chunk_table import WriteTexts
+
+    write_chunks(tmp_path / "chunks.jsonl", CHUNKS)
+    texts = WriteTexts(tmp_path, _Manifest(4), [], held=False)  # type: ignore[arg-type]
+    opened = []
+    monkeypatch.setattr(ChunkTable, "open", lambda path: opened.append(path) or _open(path))
+    removed = [replace(CHUNKS[2], text=""), replace(CHUNKS[0], text="")]
+    assert texts.before(removed) == [CHUNKS[2], CHUNKS[0]] and not opened
+    assert texts.of([replace(CHUNKS[1], text="")]) == [CHUNKS[1]] and len(opened) == 1
+    assert texts.before(removed) == [CHUNKS[2], CHUNKS[0]] and len(opened) == 1
+
+
+_open = ChunkTable.open
