@@ -32,7 +32,7 @@ import numpy as np
 from hopgraph.evals.bench import save_json
 from hopgraph.evals.metrics import percentile
 from hopgraph.graph_store import Index
-from hopgraph.graph_store.stores.chunk_table import ChunkTable
+from hopgraph.graph_store.stores.chunk_table import scan_chunks
 from hopgraph.graph_store.stores.manifest import read_manifest
 from hopgraph.tools import make_retriever
 
@@ -41,10 +41,14 @@ K = 10
 
 
 def queries_of(directory: Path, count: int) -> list[str]:
-    """Return the titles of ``count`` chunks spread evenly over the index."""
-    table = ChunkTable.open(read_manifest(directory).path(directory, "chunks"))
-    step = max(1, len(table) // count)
-    return [table.at(row).title for row in range(0, len(table), step)[:count]]
+    """Return the titles of ``count`` chunks spread evenly over the index.
+
+    Read in one pass that keeps those titles only: this process is the router measured, and
+    a table opened here (every id) would be counted as the router's.
+    """
+    scan = scan_chunks(directory, read_manifest(directory))
+    wanted = set(range(0, len(scan), max(1, len(scan) // count))[:count])
+    return [chunk.title for row, chunk in enumerate(scan) if row in wanted]
 
 
 def one_process(directory: Path, queries: list[str]) -> tuple[dict, float, float]:

@@ -20,9 +20,8 @@ Each edge type is one symmetric sparse matrix over the index's chunks (the order
 
 from __future__ import annotations
 
-import json
 import zipfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -33,7 +32,7 @@ import numpy as np
 from hopgraph.core.csr import Csr, CsrLike, rows_edges
 from hopgraph.core.errors import IndexStateError
 from hopgraph.core.file_reads import mapped_members, verify_file
-from hopgraph.core.id_lists import save_ids
+from hopgraph.core.id_lists import ChunkIds, load_ids, save_ids
 from hopgraph.graph_store.stores.manifest import MANIFEST, graphs_hint
 
 if TYPE_CHECKING:  # networkx (0.2 s of imports) only for to_networkx: no retriever walks it;
@@ -181,9 +180,19 @@ class PassageGraph:
             sp.save_npz(directory / f"passages-{kind}.npz", matrix, compressed=False)
 
     @classmethod
-    def load(cls, directory: Path) -> PassageGraph:
-        """Read a graph written by :meth:`save`."""
-        ids = json.loads(verify_file(directory / "nodes.json").read_text(encoding="utf-8"))
+    def load(cls, directory: Path, known: Sequence[str] | None = None) -> PassageGraph:
+        """Read a graph written by :meth:`save`.
+
+        ``known``: the index's chunk ids, which the graph's node order is nearly always: read
+        an id at a time and compared, they are the graph's ids then (no second copy of every
+        id, not even for a moment); else the graph's own are held (:class:`ChunkIds`).
+        """
+        nodes = verify_file(directory / "nodes.json")
+        ids: Sequence[str] | None = None
+        if known is not None and _same_ids(load_ids(nodes), known):
+            ids = known
+        if ids is None:
+            ids = ChunkIds(load_ids(nodes))
         missing = [k for k in EDGE_TYPES if not (directory / f"passages-{k}.npz").is_file()]
         if missing:
             raise IndexStateError(  # the reader adds the hint: it knows the index's folder
@@ -208,6 +217,15 @@ class PassageGraph:
                 extra = {"source": self.ids[i]} if directed else {}
                 graph.add_edge(self.ids[i], self.ids[j], type=kind, weight=float(w), **extra)
         return graph
+
+
+def _same_ids(found: Iterator[str], known: Sequence[str]) -> bool:
+    """Tell whether ``found``, read in turn, are ``known`` in order (nothing kept)."""
+    count = 0
+    for count, (other, one) in enumerate(zip(known, found), 1):  # noqa: B007, B905 (counted)
+        if one != other:
+            return False
+    return count == len(known) and next(found, None) is None
 
 
 def save_nodes(ids: Iterable[str], directory: Path) -> None:

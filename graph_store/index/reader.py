@@ -178,10 +178,8 @@ class Index:
         from hopgraph.graph_store.graphs.passage_graph import PassageGraph
 
         with self._graph_file("passage graph"):
-            graph = PassageGraph.load(self._graph_dir())
-        if graph.ids == self.ids:  # one list of the ids, not a second copy of every string
-            graph.ids = self.ids
-        return graph
+            # its node order is nearly always the table's: then one copy of the ids, shared
+            return PassageGraph.load(self._graph_dir(), self.ids)
 
     @cached_property
     def extractions(self) -> list[Extraction]:

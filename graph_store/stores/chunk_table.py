@@ -148,7 +148,7 @@ class ChunkTable(Mapping[str, Chunk]):
             starts.append(at)
 
         found = ChunkIds(ids())
-        return cls(path, found, np.frombuffer(starts, dtype=np.int64).copy())
+        return cls(path, found, np.frombuffer(starts, dtype=np.int64))  # a view: no copy
 
     def __getitem__(self, chunk_id: str) -> Chunk:
         return self.at(self.rows[chunk_id])

@@ -3,6 +3,7 @@ import pytest
 import scipy.sparse as sp
 
 from hopgraph.core.errors import IndexStateError
+from hopgraph.core.id_lists import ChunkIds
 from hopgraph.evals.coverage import covered
 from hopgraph.graph_store.documents.schema import Chunk
 from hopgraph.graph_store.graphs import passage_graph
@@ -131,6 +132,11 @@ def test_passage_graph_features_neighbours_and_round_trip(tmp_path, monkeypatch)
     graph.save(tmp_path)
     again = PassageGraph.load(tmp_path)
     assert again.ids == graph.ids
+    known = ChunkIds(graph.ids)  # an index's table's ids: the graph's order shares them
+    assert PassageGraph.load(tmp_path, known).ids is known
+    for other in (graph.ids[:-1], [*graph.ids, "z"], graph.ids[::-1]):  # another order: its own
+        own = PassageGraph.load(tmp_path, ChunkIds(other)).ids
+        assert own == graph.ids and list(own) == list(graph.ids)
     assert all((again.edges[k] != graph.edges[k]).nnz == 0 for k in graph.edges)
     exported = again.to_networkx()
     assert exported.number_of_edges() == sum(graph.edge_count(k) for k in graph.edges)
