@@ -122,12 +122,51 @@ class ChunkIds(Sequence[str]):
         out = np.full(len(ids), -1, dtype=np.int64)
         hit = np.flatnonzero(at < len(hashes))
         hit = hit[hashes[at[hit]] == wanted[hit]]
-        for k in hit.tolist():  # the first of a hash is nearly always the id: else look on
-            row: int | None = int(order[at[k]])
-            if self[row] != ids[k]:
-                row = self.row(ids[k])
+        out[hit] = order[at[hit]]  # the first of a hash is nearly always the id: else look on
+        if isinstance(ids, ChunkIds):  # compared as bytes, by blocks (no Python string each)
+            unsure = hit[~self._same_as(out[hit], ids, hit)]
+        else:
+            unsure = np.array([k for k in hit.tolist() if self[int(out[k])] != ids[k]], np.int64)
+        for k in unsure.tolist():
+            row = self.row(ids[k])
             out[k] = -1 if row is None else row
         return out
+
+    def _same_as(self, rows: np.ndarray, other: ChunkIds, at: np.ndarray) -> np.ndarray:
+        """Tell, pair by pair, whether this table's id at ``rows`` is ``other``'s at ``at``."""
+        out = np.zeros(len(rows), dtype=bool)
+        mine, theirs = _bytes_of(self), _bytes_of(other)
+        for start in range(0, len(rows), COMPARE_BLOCK):
+            block = slice(start, start + COMPARE_BLOCK)
+            a, a_end = self._span(rows[block])
+            b, b_end = other._span(at[block])
+            size = a_end - a
+            same = size == b_end - b
+            check = np.flatnonzero(same & (size > 0))
+            if len(check):
+                sizes = size[check]
+                firsts = np.cumsum(sizes) - sizes
+                offset = np.arange(int(sizes.sum())) - np.repeat(firsts, sizes)
+                differ = mine[np.repeat(a[check], sizes) + offset]
+                differ = differ != theirs[np.repeat(b[check], sizes) + offset]
+                same[check[np.logical_or.reduceat(differ, firsts)]] = False
+            out[block] = same
+        return out
+
+    def _span(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Return where the ids at ``rows`` start and end in the blob."""
+        ends = self._ends[rows]
+        starts = np.where(rows > 0, self._ends[np.maximum(rows - 1, 0)], 0)
+        return starts, ends
+
+
+COMPARE_BLOCK = 1 << 16
+"""Ids whose bytes :meth:`ChunkIds.rows_of` compares at once (a few megabytes of indices)."""
+
+
+def _bytes_of(ids: ChunkIds) -> np.ndarray:
+    """Return the ids' blob as bytes in an array (a view)."""
+    return np.frombuffer(ids._blob, dtype=np.uint8)
 
 
 class ChunkRows(Mapping[str, int]):
