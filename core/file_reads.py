@@ -335,6 +335,12 @@ def mapped_members(path: Path) -> dict[str, np.ndarray] | None:
     return {name: mapped_member(path, info) for name, info in members.items()}
 
 
+def saved_text(value: np.ndarray) -> str:
+    """Return a string scalar saved in an archive (scipy saves a format as bytes) as str."""
+    item = np.asarray(value).item()
+    return item.decode() if isinstance(item, bytes) else str(item)
+
+
 def mapped_member(path: Path, info: zipfile.ZipInfo) -> np.ndarray:
     """Map one stored .npy member of a zip file (its bytes lie contiguous in the file)."""
     with open(path, "rb") as handle:

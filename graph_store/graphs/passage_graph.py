@@ -31,7 +31,7 @@ import numpy as np
 
 from hopgraph.core.csr import Csr, CsrLike, rows_edges
 from hopgraph.core.errors import IndexStateError
-from hopgraph.core.file_reads import mapped_members, verify_file
+from hopgraph.core.file_reads import mapped_members, saved_text, verify_file
 from hopgraph.core.id_lists import ChunkIds, load_ids, save_ids
 from hopgraph.graph_store.stores.manifest import MANIFEST, graphs_hint
 
@@ -253,16 +253,10 @@ def mapped_csr(path: Path) -> Csr:
         return _loaded(path)
     # scipy saves the format as a bytes scalar: str() of it reads "b'csr'", which sent every
     # graph to the whole-file read below until this compared the decoded value
-    if _text(arrays["format"]) != "csr":
+    if saved_text(arrays["format"]) != "csr":
         return _loaded(path)
     rows, cols = (int(x) for x in arrays["shape"])
     return Csr(arrays["indptr"], arrays["indices"], arrays["data"], (rows, cols))
-
-
-def _text(value: np.ndarray) -> str:
-    """Return a saved string scalar (bytes or str) as str."""
-    item = np.asarray(value).item()
-    return item.decode() if isinstance(item, bytes) else str(item)
 
 
 def _loaded(path: Path) -> Csr:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import zipfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -32,7 +33,7 @@ import Stemmer
 
 from hopgraph.core.arrays import unique_rows
 from hopgraph.core.errors import IndexStateError
-from hopgraph.core.file_reads import verify_file
+from hopgraph.core.file_reads import mapped_members, saved_text, verify_file
 from hopgraph.core.id_lists import ChunkIds
 from hopgraph.graph_store.documents.schema import Chunk
 
@@ -90,8 +91,21 @@ class Postings:
 
     @classmethod
     def load(cls, path: Path) -> Postings:
-        """Read what ``scipy.sparse.save_npz`` wrote (another format than CSC: through scipy)."""
-        with np.load(verify_file(path), allow_pickle=False) as saved:
+        """Read what ``scipy.sparse.save_npz`` wrote (another format than CSC: through scipy).
+
+        Memory-mapped where it was saved uncompressed (as :meth:`Segment.save` saves it): a
+        query reads its terms' postings where they lie, and a write's tables' writer, which
+        opens every segment, holds none of them (they were 330 MB a million chunks of its heap,
+        and of the shards').
+        """
+        try:
+            mapped = mapped_members(verify_file(path))
+        except (KeyError, zipfile.BadZipFile) as err:  # the caller names a damaged file
+            raise ValueError(f"{path} is not a saved matrix: {err}") from err
+        if mapped is not None and saved_text(mapped["format"]) == "csc":
+            shape = tuple(int(n) for n in mapped["shape"])
+            return cls(mapped["data"], mapped["indices"], mapped["indptr"], (shape[0], shape[1]))
+        with np.load(path, allow_pickle=False) as saved:
             kind = saved["format"].item()
             if (kind.decode() if isinstance(kind, bytes) else kind) == "csc":
                 shape = tuple(int(n) for n in saved["shape"])
