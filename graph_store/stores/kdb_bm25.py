@@ -102,14 +102,12 @@ class Postings:
             mapped = mapped_members(verify_file(path))
         except (KeyError, zipfile.BadZipFile) as err:  # the caller names a damaged file
             raise ValueError(f"{path} is not a saved matrix: {err}") from err
-        if mapped is not None and saved_text(mapped["format"]) == "csc":
+        if mapped is None:  # saved compressed: read whole
+            with np.load(path, allow_pickle=False) as saved:
+                mapped = {name: saved[name] for name in saved.files}
+        if saved_text(mapped["format"]) == "csc":
             shape = tuple(int(n) for n in mapped["shape"])
             return cls(mapped["data"], mapped["indices"], mapped["indptr"], (shape[0], shape[1]))
-        with np.load(path, allow_pickle=False) as saved:
-            kind = saved["format"].item()
-            if (kind.decode() if isinstance(kind, bytes) else kind) == "csc":
-                shape = tuple(int(n) for n in saved["shape"])
-                return cls(saved["data"], saved["indices"], saved["indptr"], (shape[0], shape[1]))
         import scipy.sparse as sp
 
         return cls.of(sp.load_npz(path))
