@@ -41,8 +41,10 @@ def ray_map(ray: ModuleType, peaks: Peaks | None = None) -> Map:
         shared: dict[int, Any] = {}
         for call in calls:
             for arg in call:
-                if _large(arg):
-                    shared.setdefault(id(arg), ray.put(arg))
+                # not setdefault(id, ray.put(arg)): that puts it again for every call (the
+                # IVF centroids, 4 bytes a passage, were written once a task)
+                if _large(arg) and id(arg) not in shared:
+                    shared[id(arg)] = ray.put(arg)
         sent = [[shared.get(id(arg), arg) for arg in call] for call in calls]
         try:
             found = ray.get([task.remote(function, expected, *call) for call in sent])
