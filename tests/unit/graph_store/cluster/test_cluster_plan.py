@@ -247,7 +247,7 @@ class _Task:
 class _Ray:
     """Ray's calls that tasks.ray_map makes, run here; what goes to the object store counted."""
 
-    class exceptions:  # noqa: N801 - Ray's name
+    class exceptions:  # Ray's name
         RayError = RuntimeError
 
     def __init__(self):
