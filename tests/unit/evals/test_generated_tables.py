@@ -96,6 +96,8 @@ def test_each_cluster_process_is_projected_on_the_line_through_its_series():
     later = [_graphs(n, 300, 1000, series="0") for n in (1_000_000, 3_000_000)]  # a hash's name
     wider = [*reports, *later]
     assert render_processes(wider).startswith("Series 0:")  # the series of the largest corpus
+    alone = _graphs(10_000_000, 300, 1000, series="1")  # one run: nothing to project from
+    assert render_processes([*wider, alone]).startswith("Series 0:")
     # driver: 200 MB + 0.1 KB a passage; task: 1 KB a passage, past 4 GB by 10M (one P: a line)
     assert "| graph build driver | 230 MB | 300 MB | – | 500 MB | 1.2 GB | line |" in table
     assert (
