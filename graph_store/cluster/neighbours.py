@@ -28,8 +28,8 @@ all the same): the exact search and the assignment read the
 table in order and let go of the pages as they go (VectorSearch.release_pages); the k-means
 sample, the IVF join and the local join read rows all over it, so they read them from the
 files without mapping them (VectorSearch.read). Tasks hand their work over in files, which a
-task puts together (:func:`gather_lists`): the driver holds the centroids and file names only,
-whatever the corpus.
+task puts together (:func:`gather_lists`): the driver holds file names only, whatever the
+corpus.
 """
 
 from __future__ import annotations
@@ -118,8 +118,8 @@ def search_lists(
     ``joined``: by the IVF join and the local join (see the module doc), else exactly. Calls
     hand everything over as files in ``scratch`` (a folder every node mounts; default: a
     temporary one), not through this process or the object store (an array read from it stays
-    in the reader's RSS): this one holds file names and the centroids. A step's files go once
-    the next has run.
+    in the reader's RSS): this one holds file names only. A step's files go once the next has
+    run.
     """
     ranges = list(pairwise(np.linspace(0, n, parts + 1).astype(int).tolist()))
     with _scratch(scratch) as folder:
@@ -133,12 +133,15 @@ def search_lists(
             run(gather_lists, [(found, "", ranges, n, m, str(to))])
             _removed(found)
             return
-        [centroids] = run(train_centroids, [(source, n)])
+        # a file, as every hand-over: through this process and the object store the centroids
+        # (4 bytes a passage at 256 dimensions) were read once and put once a step (36 MB at 3M)
+        centroids = str(folder / "centroids.npy")
+        [lists] = run(train_centroids, [(source, n, centroids)])
         labels = [str(folder / f"labels-{i}.npy") for i in range(len(ranges))]
         run(assign, [(source, a, b, centroids, at)
                      for (a, b), at in zip(ranges, labels, strict=True)])  # fmt: skip
         order = str(folder / "order.npz")
-        run(order_rows, [(labels, len(centroids), order)])
+        run(order_rows, [(labels, lists, order)])
         _removed(labels)
         # calls take rows in list order: alike rows together, so each reads fewer lists
         run(join_rows, [(source, order, a, b, centroids, m, probes, at)
@@ -152,7 +155,7 @@ def search_lists(
                               for (a, b), at in zip(ranges, found, strict=True)])  # fmt: skip
             Path(lists).unlink()
         run(gather_lists, [(found, order, ranges, n, m, str(to))])
-        _removed([*found, order])
+        _removed([*found, order, centroids])
 
 
 @contextlib.contextmanager
@@ -230,8 +233,11 @@ def exact_lists(source: Source, start: int, stop: int, m: int, to: str) -> None:
     _put(to, rows, scores)
 
 
-def train_centroids(source: Source, n: int) -> np.ndarray:
-    """Return unit k-means centroids, one per :data:`LIST_ROWS` rows, from a sample (seeded)."""
+def train_centroids(source: Source, n: int, to: str) -> int:
+    """Write unit k-means centroids to the ``.npy`` file ``to`` (a call); return how many.
+
+    One per :data:`LIST_ROWS` rows, trained on a sample (seeded).
+    """
     import faiss
 
     search = _open(source)
@@ -244,11 +250,14 @@ def train_centroids(source: Source, n: int) -> np.ndarray:
         min_points_per_centroid=1, max_points_per_centroid=TRAIN_PER_LIST,
     )  # fmt: skip
     kmeans.train(vectors)
-    return np.ascontiguousarray(kmeans.centroids, dtype=np.float32)
+    centroids = np.ascontiguousarray(kmeans.centroids, dtype=np.float32)
+    np.save(to, centroids)
+    return len(centroids)
 
 
-def assign(source: Source, start: int, stop: int, centroids: np.ndarray, to: str) -> None:
+def assign(source: Source, start: int, stop: int, centroids_file: str, to: str) -> None:
     """Write the nearest centroid of each chunk row ``start``–``stop`` to ``to`` (a call)."""
+    centroids = np.load(centroids_file)
     search = _open(source)
     out = np.empty(stop - start, dtype=np.int32)
     step = _rows_per_block(len(centroids))
@@ -269,19 +278,21 @@ def join_rows(
     listed: str,
     start: int,
     stop: int,
-    centroids: np.ndarray,
+    centroids_file: str,
     m: int,
     probes: int,
     to: str,
 ) -> None:
     """Find the lists of rows (``listed``'s places ``start``–``stop``) in their nearest lists.
 
-    ``listed``: every chunk row by IVF list (:func:`order_rows`). Each row reads its ``probes``
+    ``listed``: every chunk row by IVF list (:func:`order_rows`); ``centroids_file``: what
+    :func:`train_centroids` wrote. Each row reads its ``probes``
     lists nearest by centroid; a list is read once for all the rows that probe it, by one
     matrix product. The lists (rows, cosines) go to the file ``to``.
     """
     order, starts = _order(listed)
     rows = order[start:stop]
+    centroids = np.load(centroids_file)
     search = _open(source)
     queries = search.read(rows)
     wide, step = min(probes, len(centroids)), _rows_per_block(len(centroids))

@@ -110,6 +110,24 @@ def test_the_ivf_join_keeps_nearly_every_neighbour_with_its_exact_cosine(
     np.testing.assert_allclose(got.scores[listed], exact[listed], atol=1e-5)
 
 
+def test_the_driver_hands_the_calls_file_names_not_arrays(written, monkeypatch, tmp_path):
+    """What passes between the driver and the calls grows with nothing: the centroids (4 bytes a
+    passage) went through the object store as an array, read once and put once a step."""
+    monkeypatch.setattr(neighbours, "LIST_ROWS", 16)
+    handed = []
+
+    def run(function, calls):
+        results = in_process(function, calls)
+        handed.extend([*(a for call in calls for a in call), *results])
+        return results
+
+    with Index.open(written) as idx:
+        source, n = (str(written), idx.manifest.model_dump_json()), len(idx.chunks)
+    search_lists(source, n, WIDTH, True, 3, tmp_path / "lists.npz", run, scratch=tmp_path / "s")
+    assert not [a for a in handed if isinstance(a, np.ndarray)]
+    assert not any((tmp_path / "s").iterdir())  # the centroids' file gone with the rest
+
+
 def test_a_list_asked_by_many_rows_is_scored_by_blocks_of_them_to_the_same_lists(
     written, monkeypatch
 ):
