@@ -122,20 +122,27 @@ def line(points: list[tuple[float, float]]) -> tuple[float, float]:
 def process_points(reports: list[dict]) -> tuple[str, dict[str, list[Point]]]:
     """Return the series of runs that reached the largest corpus, and each process's peaks.
 
-    Of two series that reached it, the later name; a series of one run (one size, one task
-    count: nothing to project from) is not chosen while another can be.
+    Of two series that reached it, the later name. A series that projects every kind (graph
+    builds, writes and serving each run at two sizes or task counts) comes before one that
+    does not (its other kinds still to be run), and one of a single run before none.
     ``reports``: graph builds and writes (``evals.bench.cluster_graphs`` / ``cluster_writes``
     ``--out``) and serving runs; those of one ``series`` are one commit's, at several sizes or
     task counts (each row's ``partitions``). A series is named by its date and commit, which do
     not sort by time within a day: the widest runs are what a projection is drawn from.
     """
     reach: dict[str, int] = {}
-    runs: dict[str, set[tuple[int, int | None]]] = {}
+    runs: dict[tuple[str, str], set[tuple[int, int | None]]] = {}
     for report in (r for r in reports if r.get("series")):
         name, n = report["series"], int(report["chunks"])
         reach[name] = max(reach.get(name, 0), n)
-        runs.setdefault(name, set()).update((n, row.get("partitions")) for row in report["rows"])
-    series = max(reach, key=lambda name: (len(runs[name]) > 1, reach[name], name), default="")
+        made = runs.setdefault((name, report["kind"]), set())
+        made.update((n, row.get("partitions")) for row in report["rows"])
+
+    def rank(name: str) -> tuple[bool, bool, int, str]:
+        made = [len(runs.get((name, kind), ())) for kind in KINDS]
+        return min(made) > 1, sum(made) > 1, reach[name], name
+
+    series = max(reach, key=rank, default="")
     found: dict[str, list[Point]] = {}
     for report in (r for r in reports if series and r.get("series") == series):
         n = int(report["chunks"])
