@@ -136,12 +136,12 @@ def search_lists(
         # a file, as every hand-over: through this process and the object store the centroids
         # (4 bytes a passage at 256 dimensions) were read once and put once a step (36 MB at 3M)
         centroids = str(folder / "centroids.npy")
-        [lists] = run(train_centroids, [(source, n, centroids)])
+        [ivf_lists] = run(train_centroids, [(source, n, centroids)])
         labels = [str(folder / f"labels-{i}.npy") for i in range(len(ranges))]
         run(assign, [(source, a, b, centroids, at)
                      for (a, b), at in zip(ranges, labels, strict=True)])  # fmt: skip
         order = str(folder / "order.npz")
-        run(order_rows, [(labels, lists, order)])
+        run(order_rows, [(labels, ivf_lists, order)])
         _removed(labels)
         # calls take rows in list order: alike rows together, so each reads fewer lists
         run(join_rows, [(source, order, a, b, centroids, m, probes, at)
