@@ -11,12 +11,14 @@ to the code that multiplies or adds matrices (graph builds, degrees, IIER's and 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
 from .arrays import unique_rows
+from .file_reads import FileReads
 
 if TYPE_CHECKING:
     import scipy.sparse as sp
@@ -39,6 +41,8 @@ class Csr:
     indices: np.ndarray
     data: np.ndarray
     shape: tuple[int, int]
+    rows_file: FileRows | None = field(default=None, compare=False, repr=False)
+    """Where a query's rows are read from when the arrays map a file (:class:`FileRows`)."""
 
     @classmethod
     def of(cls, matrix: CsrLike) -> Csr:
@@ -84,6 +88,70 @@ def _writable(matrix: Csr) -> bool:
     return all(a.flags.writeable for a in (matrix.indptr, matrix.indices, matrix.data))
 
 
+FILE_ROWS = 4096
+"""Rows past which :func:`row_edges` reads the mapped arrays: a pass over the whole graph
+(GNN-Ret's full scan, a build) is not a query's few rows, and one read a row would be slow."""
+
+
+class FileRows:
+    """Rows of a CSR matrix whose arrays lie in a file, read with ``os.pread``: none mapped.
+
+    A query reads a few rows of the passage graph (who its top-K chunks send to). Read through
+    the memory map, each row's page brought the 16 cached pages around it into the process as
+    well (the kernel's fault-around; MADV_RANDOM does not stop it), so the router's resident
+    graph pages grew to the whole file within 200 gnn_ret queries: 342 of the 366 MB of the
+    entity, link and structural edges at 3M passages, the most of its growth with the corpus.
+    Read here, the page cache keeps the file (shared, reclaimable) and the process only the
+    rows it asked for (core/file_reads.py says the same of the chunk table).
+    """
+
+    def __init__(self, indptr: np.memmap, indices: np.memmap, data: np.memmap) -> None:
+        """Take the file and where each array lies from the three arrays mapping it."""
+        arrays = (indptr, indices, data)
+        paths = {str(a.filename) for a in arrays}
+        if len(paths) != 1:
+            raise ValueError(f"the arrays map {len(paths)} files, not one")
+        self.path = Path(paths.pop())
+        self._spans = [(int(a.offset), a.dtype) for a in arrays]
+        self._file = FileReads(self.path)
+
+    def __getstate__(self) -> dict:
+        return {"path": self.path, "spans": self._spans}  # the descriptor is this process's
+
+    def __setstate__(self, state: dict) -> None:
+        self.path, self._spans = state["path"], state["spans"]
+        self._file = FileReads(self.path)
+
+    def _read(self, which: int, start: int, stop: int) -> np.ndarray:
+        """Return elements ``start`` to ``stop`` of array ``which`` (indptr, indices, data)."""
+        offset, dtype = self._spans[which]
+        size = dtype.itemsize
+        return np.frombuffer(self._file.read(offset + start * size, offset + stop * size), dtype)
+
+    def row(self, row: int) -> tuple[np.ndarray, np.ndarray]:
+        """Return (columns, weights) of one row."""
+        start, end = (int(x) for x in self._read(0, row, row + 2))
+        if end <= start:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+        return self._read(1, start, end), self._read(2, start, end)
+
+    def edges(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Return what :func:`row_edges` returns, reading each row's entries from the file."""
+        sources, targets = [], []
+        for row in np.asarray(rows, dtype=np.int64).tolist():
+            columns, weights = self.row(row)
+            columns = columns[weights != 0]
+            sources.append(np.full(len(columns), row, dtype=np.int64))
+            targets.append(columns.astype(np.int64))
+        if not sources:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+        return np.concatenate(sources), np.concatenate(targets)
+
+    def close(self) -> None:
+        """Close the file now."""
+        self._file.close()
+
+
 def row_edges(matrix: CsrLike, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Return (row, column) of every non-zero entry in ``rows``, row by row: the edges they send.
 
@@ -91,6 +159,8 @@ def row_edges(matrix: CsrLike, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray
     each call, a millisecond at a million rows.
     """
     rows = np.asarray(rows, dtype=np.int64)
+    if isinstance(matrix, Csr) and matrix.rows_file is not None and len(rows) <= FILE_ROWS:
+        return matrix.rows_file.edges(rows)
     starts, ends = matrix.indptr[rows], matrix.indptr[rows + 1]
     counts = (ends - starts).astype(np.int64)
     total = int(counts.sum())
@@ -113,6 +183,9 @@ def rows_edges(matrices: Sequence[CsrLike], rows: np.ndarray) -> tuple[np.ndarra
 
 def has_entry(matrix: CsrLike, row: int, column: int) -> bool:
     """Whether ``matrix`` holds a non-zero entry at (row, column) (its row, read directly)."""
+    if isinstance(matrix, Csr) and matrix.rows_file is not None:
+        columns, weights = matrix.rows_file.row(row)
+        return bool(weights[columns == column].any())
     start, end = matrix.indptr[row], matrix.indptr[row + 1]
     found = matrix.indices[start:end] == column
     return bool(found.any() and matrix.data[start:end][found].any())

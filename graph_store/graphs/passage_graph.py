@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from hopgraph.core.csr import Csr, CsrLike, rows_edges
+from hopgraph.core.csr import Csr, CsrLike, FileRows, rows_edges
 from hopgraph.core.errors import IndexStateError
 from hopgraph.core.file_reads import mapped_members, saved_text, verify_file
 from hopgraph.core.id_lists import ChunkIds, load_ids, save_ids
@@ -256,7 +256,11 @@ def mapped_csr(path: Path) -> Csr:
     if saved_text(arrays["format"]) != "csr":
         return _loaded(path)
     rows, cols = (int(x) for x in arrays["shape"])
-    return Csr(arrays["indptr"], arrays["indices"], arrays["data"], (rows, cols))
+    indptr, indices, data = arrays["indptr"], arrays["indices"], arrays["data"]
+    mapped = all(isinstance(a, np.memmap) for a in (indptr, indices, data))
+    # a query's rows are read from the file (FileRows); the maps serve whole-graph arithmetic
+    rows_file = FileRows(indptr, indices, data) if mapped else None
+    return Csr(indptr, indices, data, (rows, cols), rows_file)
 
 
 def _loaded(path: Path) -> Csr:

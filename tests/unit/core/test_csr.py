@@ -1,5 +1,8 @@
 """core/csr.py: rows read with numpy give what scipy gives, and a saved graph is read mapped."""
 
+import pickle
+from pathlib import Path
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -87,3 +90,60 @@ def test_walks_are_the_binary_adjacency_without_scipy():
         np.testing.assert_array_equal(
             graph.walks(types).to_scipy().toarray(), graph.adjacency(types).toarray()
         )
+
+
+def _mapped_pages(path) -> int:
+    """Return how many kB of ``path`` this process has mapped in (its resident pages)."""
+    total, inside = 0, False
+    with open("/proc/self/smaps") as smaps:
+        for line in smaps:
+            head = line.split()
+            if "-" in head[0] and not head[0].endswith(":"):
+                inside = len(head) > 5 and head[5] == str(path)
+            elif inside and head[0] == "Rss:":
+                total += int(head[1])
+    return total
+
+
+def test_a_loaded_graphs_rows_are_read_from_its_file_with_no_page_mapped_in(tmp_path):
+    graph = _graph(400)
+    graph.save(tmp_path / "graph")
+    loaded = PassageGraph.load(tmp_path / "graph")
+    rows = np.array([5, 0, 399, 17, 5])
+    for kind in EDGE_TYPES:
+        matrix = loaded.csr[kind]
+        assert matrix.rows_file is not None, kind
+        mine = row_edges(matrix, rows)
+        expected = row_edges(Csr.of(graph.edges[kind]), rows)  # the arrays, in memory
+        for got, want in zip(mine, expected, strict=True):
+            np.testing.assert_array_equal(got, want, err_msg=kind)
+        for row, column in [(0, 1), (17, 3), (399, 2)]:
+            assert has_entry(matrix, row, column) == has_entry(graph.edges[kind], row, column)
+    if Path("/proc/self/smaps").exists():  # the rows came through reads, not the map
+        assert _mapped_pages(tmp_path / "graph" / "passages-entity.npz") == 0
+
+
+def test_a_graph_of_file_rows_goes_to_another_process_by_its_path(tmp_path):
+    graph = _graph()
+    graph.save(tmp_path / "graph")
+    matrix = PassageGraph.load(tmp_path / "graph").csr["entity"]
+    again = pickle.loads(pickle.dumps(matrix))
+    assert again.rows_file is not None and again.rows_file.path == matrix.rows_file.path
+    for got, want in zip(
+        row_edges(again, np.arange(40)), row_edges(matrix, np.arange(40)), strict=True
+    ):
+        np.testing.assert_array_equal(got, want)
+
+
+def test_a_pass_over_many_rows_reads_the_mapped_arrays(tmp_path, monkeypatch):
+    graph = _graph()
+    graph.save(tmp_path / "graph")
+    matrix = PassageGraph.load(tmp_path / "graph").csr["link"]
+    monkeypatch.setattr("hopgraph.core.csr.FILE_ROWS", 10)
+    monkeypatch.setattr(type(matrix.rows_file), "edges", _refused)
+    source, _ = row_edges(matrix, np.arange(40))  # a full pass: the maps, not one read a row
+    assert len(source) == int((graph.edges["link"].data != 0).sum())
+
+
+def _refused(*_: object) -> None:
+    raise AssertionError("a pass over the graph read it a row at a time")
