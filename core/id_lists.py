@@ -27,27 +27,29 @@ def id_hash(chunk_id: str) -> int:
 class ChunkIds(Sequence[str]):
     """Chunk ids in row order, held as one UTF-8 blob: ``ids[row]`` and :meth:`row` of an id.
 
-    About 16 bytes a chunk beside the ids' own bytes (each end and hash), and 16 more for the
-    lookup by id (the hashes sorted, and their rows), made the first time an id is looked up:
-    a segment's ids, only ever looked up in the live table (:meth:`rows_of`), never pay for
-    it. A list and a dict of Python strings took about 170. Two tables' ids compare equal by a
-    digest taken as they were read.
+    About 12 bytes a chunk beside the ids' own bytes (each end, 4 while the blob is under
+    4 GiB, and hash), and 4 more for the lookup by id (the hashes sorted in place, and the row
+    of each), made the first time an id is looked up: a segment's ids, only ever looked up in
+    the live table (:meth:`rows_of`), never pay for it. A list and a dict of Python strings
+    took about 170. Two tables' ids compare equal by a digest taken as they were read.
     """
 
     def __init__(self, ids: Iterable[str]) -> None:
-        # built as it is read: no list of every id as Python strings, even for a moment
-        blob, ends, hashes = bytearray(), array("q"), array("q")
+        # built as it is read, in the types kept: no list of every id as Python strings, and
+        # no copy made after (a copy of a few hundred megabytes at 10M ids, freed into a heap
+        # that keeps it, was the router's growth)
+        blob, ends, hashes = bytearray(), array("I"), array("q")
         for chunk_id in ids:
             blob += chunk_id.encode("utf-8")
+            if len(blob) > WIDE_END and ends.typecode == "I":  # past 4 GiB of ids: 8-byte ends
+                ends = array("q", ends)
             ends.append(len(blob))
             hashes.append(id_hash(chunk_id))
-        # no copies: each array is a view of what it was read into (a copy of a few hundred
-        # megabytes at 10M ids, freed into a heap that keeps it, was the router's growth)
-        self._blob = blob
-        self._ends = np.frombuffer(ends, dtype=np.int64)
-        self._row_hashes = np.frombuffer(hashes, dtype=np.int64)
         digest = hashlib.blake2b(blob, digest_size=16)
         digest.update(memoryview(ends).cast("B"))
+        self._blob = blob
+        self._ends = np.frombuffer(ends, dtype=np.uint32 if ends.typecode == "I" else np.int64)
+        self._row_hashes: np.ndarray | None = np.frombuffer(hashes, dtype=np.int64)
         self.digest = digest.digest()
 
     def __getstate__(self) -> dict:
@@ -60,9 +62,27 @@ class ChunkIds(Sequence[str]):
 
     @cached_property
     def _lookup(self) -> tuple[np.ndarray, np.ndarray]:
-        """The hashes sorted, and the row of each: what :meth:`row` searches."""
-        order = np.argsort(self._row_hashes, kind="stable").astype(np.int64)
-        return self._row_hashes[order], order
+        """The hashes sorted, and the row of each: what :meth:`row` searches.
+
+        The rows' own hashes are let go once sorted (the order gives them back): the table
+        keeps 12 bytes a chunk for it, not 24.
+        """
+        hashes = self._hashes_by_row()
+        order = np.argsort(hashes, kind="stable")
+        rows = order.astype(np.uint32 if len(hashes) <= WIDE_END else np.int64)
+        found = hashes[order]
+        del order
+        self._row_hashes = None  # _hashes_by_row makes them again if asked
+        return found, rows
+
+    def _hashes_by_row(self) -> np.ndarray:
+        """Return each row's id hash (made again from the lookup once it sorted them)."""
+        if self._row_hashes is not None:
+            return self._row_hashes
+        hashes, rows = self._lookup
+        out = np.empty(len(hashes), dtype=np.int64)
+        out[rows] = hashes
+        return out
 
     def __len__(self) -> int:
         return len(self._ends)
@@ -114,7 +134,7 @@ class ChunkIds(Sequence[str]):
         Another :class:`ChunkIds` (a segment's) is searched by the hashes it holds.
         """
         if isinstance(ids, ChunkIds):
-            wanted = ids._row_hashes
+            wanted = ids._hashes_by_row()
         else:
             wanted = np.fromiter((id_hash(i) for i in ids), np.int64, len(ids))
         hashes, order = self._lookup
@@ -155,11 +175,13 @@ class ChunkIds(Sequence[str]):
 
     def _span(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Return where the ids at ``rows`` start and end in the blob."""
-        ends = self._ends[rows]
-        starts = np.where(rows > 0, self._ends[np.maximum(rows - 1, 0)], 0)
+        ends = self._ends[rows].astype(np.int64)  # 4-byte ends: signed sums of sizes below
+        starts = np.where(rows > 0, self._ends[np.maximum(rows - 1, 0)], 0).astype(np.int64)
         return starts, ends
 
 
+WIDE_END = (1 << 32) - 1
+"""The largest end (blob bytes) or row a 4-byte array holds: past it, 8-byte ones."""
 COMPARE_BLOCK = 1 << 16
 """Ids whose bytes :meth:`ChunkIds.rows_of` compares at once (a few megabytes of indices)."""
 

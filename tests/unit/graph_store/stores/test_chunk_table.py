@@ -6,6 +6,7 @@ import json
 from dataclasses import asdict, replace
 from pathlib import Path
 
+import orjson
 import pytest
 
 from hopgraph.core.errors import IndexStateError
@@ -216,3 +217,40 @@ def test_a_writes_removed_chunks_get_their_texts_without_a_table_of_every_id(
 
 
 _open = ChunkTable.open
+
+
+def test_a_table_of_many_blocks_reads_each_row_where_its_line_lies(tmp_path: Path) -> None:
+    from hopgraph.graph_store.stores.chunk_table import LineSpans
+
+    chunks = [Chunk(f"d{i}#0", f"d{i}", f"T{i}", "x" * (i % 37), 0, 1) for i in range(700)]
+    lines = [orjson.dumps(c).decode() for c in chunks]
+    blank = {0, 255, 256, 511, 699}  # blank lines after rows at and around block edges
+    text = "".join(line + "\n" + ("\n" if i in blank else "") for i, line in enumerate(lines))
+    path = tmp_path / "chunks.jsonl"
+    path.write_text("\n" + text, encoding="utf-8")  # and one before the first row
+    table = ChunkTable.open(path)
+    assert len(table) == 700 and LineSpans.BLOCK < 700 // 2
+    for row in (0, 1, 254, 255, 256, 257, 511, 512, 699):
+        assert table.at(row) == chunks[row]
+        assert table.line(chunks[row].id) == lines[row].encode() + b"\n"
+    assert list(table.values()) == chunks
+
+
+def test_chunk_ids_hold_four_byte_ends_and_rows_and_let_go_of_the_row_hashes(monkeypatch) -> None:
+    from hopgraph.core import id_lists
+    from hopgraph.core.id_lists import ChunkIds
+
+    listed = [f"doc-{i}" for i in range(300)]
+    ids = ChunkIds(listed)
+    assert ids._ends.itemsize == 4
+    assert ids.row("doc-299") == 299
+    _, rows = ids._lookup
+    assert rows.itemsize == 4 and ids._row_hashes is None  # sorted, the rows' own let go
+    other = ChunkIds(listed[::-1])
+    other.row("doc-0")  # its own lookup made: its rows' hashes are made again when asked
+    assert ids.rows_of(other).tolist() == list(range(299, -1, -1))
+    monkeypatch.setattr(id_lists, "WIDE_END", 100)  # past 4 GiB: 8-byte ends and rows
+    wide = ChunkIds(listed)
+    assert wide._ends.itemsize == 8 and wide._lookup[1].itemsize == 8
+    assert list(wide) == listed and wide.rows_of(listed[::7]).tolist() == list(range(0, 300, 7))
+    assert wide == ChunkIds(listed)
