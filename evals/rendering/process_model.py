@@ -119,49 +119,66 @@ def line(points: list[tuple[float, float]]) -> tuple[float, float]:
     return mean_y - slope * mean_x, slope
 
 
-def process_points(reports: list[dict]) -> tuple[str, dict[str, list[Point]]]:
-    """Return the series of runs that reached the largest corpus, and each process's peaks.
+def process_points(reports: list[dict]) -> tuple[dict[str, str], dict[str, list[Point]]]:
+    """Return the series each kind is projected from, and each process's peaks.
 
-    Of two series that reached it, the later name. A series that projects every kind (graph
-    builds, writes and serving each run at two sizes or task counts) comes before one that
-    does not (its other kinds still to be run), and one of a single run before none.
     ``reports``: graph builds and writes (``evals.bench.cluster_graphs`` / ``cluster_writes``
     ``--out``) and serving runs; those of one ``series`` are one commit's, at several sizes or
-    task counts (each row's ``partitions``). A series is named by its date and commit, which do
-    not sort by time within a day: the widest runs are what a projection is drawn from.
+    task counts (each row's ``partitions``). Each kind (graph builds, writes, serving) comes
+    from the series whose runs of it reached the largest corpus, one with two runs or more
+    (something to project from) before one of a single run; of two alike, the later name. So
+    a commit that changed one kind's processes (the router) is projected from its own runs
+    while the others keep a series that ran them. A series is named by its date and commit,
+    which do not sort by time within a day: the widest runs are what a projection is drawn from.
     """
-    reach: dict[str, int] = {}
+    reach: dict[tuple[str, str], int] = {}
     runs: dict[tuple[str, str], set[tuple[int, int | None]]] = {}
     for report in (r for r in reports if r.get("series")):
-        name, n = report["series"], int(report["chunks"])
-        reach[name] = max(reach.get(name, 0), n)
-        made = runs.setdefault((name, report["kind"]), set())
-        made.update((n, row.get("partitions")) for row in report["rows"])
+        key, n = (report["series"], report["kind"]), int(report["chunks"])
+        reach[key] = max(reach.get(key, 0), n)
+        runs.setdefault(key, set()).update((n, row.get("partitions")) for row in report["rows"])
 
-    def rank(name: str) -> tuple[bool, bool, int, str]:
-        made = [len(runs.get((name, kind), ())) for kind in KINDS]
-        return min(made) > 1, sum(made) > 1, reach[name], name
+    def rank(key: tuple[str, str]) -> tuple[bool, int, str]:
+        return len(runs[key]) > 1, reach[key], key[0]
 
-    series = max(reach, key=rank, default="")
+    chosen = {}
+    for kind in KINDS:
+        ran = [key for key in reach if key[1] == kind]
+        if ran:
+            chosen[kind] = max(ran, key=rank)[0]
     found: dict[str, list[Point]] = {}
-    for report in (r for r in reports if series and r.get("series") == series):
-        n = int(report["chunks"])
-        for row in report["rows"]:
-            if report["kind"] == "serving":
-                if row.get("shards"):
-                    name = f"router ({row['shards']} shards, gnn_ret)"
-                    found.setdefault(name, []).append((n, None, row["router_rss_mb"]))
-                continue
-            what = "graph build" if report["kind"] == "graphs" else row["write"]
-            tasks = row.get("partitions")
-            found.setdefault(f"{what} driver", []).append((n, tasks, row["driver_peak_rss_mb"]))
-            if report["kind"] == "writes" and "children_peak_rss_mb" in row:  # a graph build's
-                # counts its driver too (a child of the benchmark's): the tables' writer here
-                name = f"{what} driver's largest child"
-                found.setdefault(name, []).append((n, tasks, row["children_peak_rss_mb"]))
-            for task, mb in row.get("task_peaks_mb", {}).items():
-                found.setdefault(f"{what} task `{task}`", []).append((n, tasks, mb))
-    return series, found
+    for report in (r for r in reports if r.get("series")):
+        if chosen.get(report["kind"]) == report["series"]:
+            _add_points(report, found)
+    return chosen, found
+
+
+def _add_points(report: dict, found: dict[str, list[Point]]) -> None:
+    """Add each process's peak in one report's runs to ``found``."""
+    n = int(report["chunks"])
+    for row in report["rows"]:
+        if report["kind"] == "serving":
+            if row.get("shards"):
+                name = f"router ({row['shards']} shards, gnn_ret)"
+                found.setdefault(name, []).append((n, None, row["router_rss_mb"]))
+            continue
+        what = "graph build" if report["kind"] == "graphs" else row["write"]
+        tasks = row.get("partitions")
+        found.setdefault(f"{what} driver", []).append((n, tasks, row["driver_peak_rss_mb"]))
+        if report["kind"] == "writes" and "children_peak_rss_mb" in row:  # a graph build's
+            # counts its driver too (a child of the benchmark's): the tables' writer here
+            name = f"{what} driver's largest child"
+            found.setdefault(name, []).append((n, tasks, row["children_peak_rss_mb"]))
+        for task, mb in row.get("task_peaks_mb", {}).items():
+            found.setdefault(f"{what} task `{task}`", []).append((n, tasks, mb))
+
+
+def series_named(chosen: dict[str, str]) -> str:
+    """Return which series each kind came from, in words ("Series X" when one for all)."""
+    if len(set(chosen.values())) == 1:
+        return f"Series {next(iter(chosen.values()))}"
+    words = {"graphs": "graph builds", "writes": "writes", "serving": "serving"}
+    return "Series " + "; ".join(f"{name} ({words[kind]})" for kind, name in chosen.items())
 
 
 def _mb(value: float) -> str:
@@ -172,16 +189,17 @@ def _mb(value: float) -> str:
 
 def render_processes(reports: list[dict]) -> str:
     """Project each cluster process's peak RSS from one series (see the module doc)."""
-    series, found = process_points(reports)
+    chosen, found = process_points(reports)
     runs = sorted({(n, t) for points in found.values() for n, t, _ in points if t})
     if not runs:
         return ""
     least = min(t for _, t in runs)
     header = [f"{n / 1e6:g}M / {t}" for n, t in runs]
     lines = [
-        f"Series {series}: each process's peak RSS in each run (passages / tasks a step), what "
-        "a row of a task's share adds, and the projection at 3M and 10M with a step cut as "
-        f"`task_count` cuts it (at least {least} tasks, at most {TASK_ROWS:,} rows each: "
+        f"{series_named(chosen)}: each process's peak RSS in each run (passages / tasks a "
+        "step), what a row of a task's share adds, and the projection at 3M and 10M with a "
+        f"step cut as `task_count` cuts it (at least {least} tasks, at most {TASK_ROWS:,} rows "
+        "each: "
         f"{', '.join(f'{tasks_at(n, least)} tasks at {n / 1e6:g}M' for n in TARGETS)}); "
         f"**bold** past {WORKER_LIMIT_MB / 1024:.0f} GB; ≤: an upper bound (see how).",
         "",

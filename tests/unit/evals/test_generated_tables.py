@@ -95,15 +95,19 @@ def test_each_cluster_process_is_projected_on_the_line_through_its_series():
     assert table.startswith("Series b:")  # of two series at 1M, the later name only
     later = [_graphs(n, 300, 1000, series="0") for n in (1_000_000, 3_000_000)]  # a hash's name
     wider = [*reports, *later]
-    assert render_processes(wider).startswith("Series 0:")  # the series of the largest corpus
+    both = "Series 0 (graph builds); b (serving):"  # each kind's series of its largest corpus
+    assert render_processes(wider).startswith(both)
     alone = _graphs(10_000_000, 300, 1000, series="1")  # one run: nothing to project from
-    assert render_processes([*wider, alone]).startswith("Series 0:")
-    whole = []  # every kind at two sizes: before a later series of graph builds alone
+    assert render_processes([*wider, alone]).startswith(both)
+    whole = []  # every kind at two sizes; a later series of graph builds alone
     for n in (300_000, 1_000_000):
         whole += [_graphs(n, 250, 900, series="a0"), {**serving(n, 400), "series": "a0"}]
         whole.append({"kind": "writes", "chunks": n, "series": "a0", "rows": [
             {"write": "add", "partitions": 8, "driver_peak_rss_mb": 300}]})  # fmt: skip
-    assert render_processes([*whole, *later]).startswith("Series a0:")
+    # each kind from the series that ran it widest: graph builds from the later one
+    mixed = render_processes([*whole, *later])
+    assert mixed.startswith("Series 0 (graph builds); a0 (writes); a0 (serving):")
+    assert "| graph build driver | – | 300 MB | 300 MB |" in mixed  # 0's runs, not a0's 250
     # driver: 200 MB + 0.1 KB a passage; task: 1 KB a passage, past 4 GB by 10M (one P: a line)
     assert "| graph build driver | 230 MB | 300 MB | – | 500 MB | 1.2 GB | line |" in table
     assert (
