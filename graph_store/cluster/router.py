@@ -14,9 +14,10 @@ once (:class:`Shards`), the answers merged here. The merges are exact:
 
 So GNN-Ret stays exact and its rounds stay bounded: one scatter per list it reads (its first
 depth, a deeper one only when its certificate asks) and one per batch of rows it scores. The
-passage graph and the extractions stay on the router (memory-mapped where the index keeps them
-so), as one index's; the chunk table is read as one process reads it, a chunk parsed from the
-memory-mapped file when a method asks for it (stores.chunk_table.ChunkTable).
+passage graph and the extractions stay on the router, as one index's: the graph's files are
+mapped for whole-graph arithmetic, and a query's rows are read from them (core.csr.FileRows),
+so only what it read is the router's; the chunk table is read as one process reads it, a chunk
+parsed from the file when a method asks for it (stores.chunk_table.ChunkTable).
 """
 
 from __future__ import annotations
