@@ -159,6 +159,9 @@ def row_edges(matrix: CsrLike, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray
     each call, a millisecond at a million rows.
     """
     rows = np.asarray(rows, dtype=np.int64)
+    if len(matrix.indices) == 0:  # no edge at all (structural edges of one-chunk documents):
+        # its row pointers, mapped, are not read (a map of them only, the pages around each)
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
     if isinstance(matrix, Csr) and matrix.rows_file is not None and len(rows) <= FILE_ROWS:
         return matrix.rows_file.edges(rows)
     starts, ends = matrix.indptr[rows], matrix.indptr[rows + 1]
@@ -183,6 +186,8 @@ def rows_edges(matrices: Sequence[CsrLike], rows: np.ndarray) -> tuple[np.ndarra
 
 def has_entry(matrix: CsrLike, row: int, column: int) -> bool:
     """Whether ``matrix`` holds a non-zero entry at (row, column) (its row, read directly)."""
+    if len(matrix.indices) == 0:
+        return False
     if isinstance(matrix, Csr) and matrix.rows_file is not None:
         columns, weights = matrix.rows_file.row(row)
         return bool(weights[columns == column].any())

@@ -147,3 +147,14 @@ def test_a_pass_over_many_rows_reads_the_mapped_arrays(tmp_path, monkeypatch):
 
 def _refused(*_: object) -> None:
     raise AssertionError("a pass over the graph read it a row at a time")
+
+
+def test_an_edge_type_with_no_edge_reads_none_of_its_row_pointers(tmp_path):
+    graph = _graph(400)
+    graph.csr["structural"] = Csr.of(sp.csr_matrix((400, 400), dtype=np.float32))
+    graph.save(tmp_path / "graph")
+    matrix = PassageGraph.load(tmp_path / "graph").csr["structural"]
+    source, target = row_edges(matrix, np.array([3, 200, 399]))
+    assert len(source) == len(target) == 0 and not has_entry(matrix, 3, 4)
+    if Path("/proc/self/smaps").exists():  # its pointers are mapped: a read maps their pages
+        assert _mapped_pages(tmp_path / "graph" / "passages-structural.npz") == 0
