@@ -167,3 +167,17 @@ def test_a_document_without_its_markers_is_named_and_nothing_is_written(tmp_path
     with pytest.raises(SystemExit, match="no <!-- table:"):
         doc_tables.write(tmp_path)
     assert (tmp_path / "README.md").read_text() == "no markers here\n"
+
+
+def test_a_run_whose_driver_figure_is_left_out_still_gives_its_tasks():
+    from hopgraph.evals.rendering.process_model import process_points
+
+    def writes(n, row):
+        return {"kind": "writes", "chunks": n, "series": "s", "rows": [row]}
+
+    whole = {"write": "delete", "partitions": 8, "driver_peak_rss_mb": 210,
+             "task_peaks_mb": {"pick_rows": 500}}  # fmt: skip
+    tasks_only = {"write": "delete", "partitions": 24, "task_peaks_mb": {"pick_rows": 900}}
+    _, found = process_points([writes(1_000_000, whole), writes(3_000_000, tasks_only)])
+    assert found["delete driver"] == [(1_000_000, 8, 210)]
+    assert found["delete task `pick_rows`"] == [(1_000_000, 8, 500), (3_000_000, 24, 900)]
