@@ -30,8 +30,8 @@ class ChunkIds(Sequence[str]):
     About 12 bytes a chunk beside the ids' own bytes (each end, 4 while the blob is under
     4 GiB, and hash), and 4 more once an id is looked up (the hashes sorted, the row of each,
     and the rows' own hashes let go): a segment's ids, only ever looked up in the live table
-    (:meth:`rows_of`), never pay for it. A list and a dict of Python strings
-    took about 170. Two tables' ids compare equal by a digest taken as they were read.
+    (:meth:`rows_of`), never pay for it. A list and a dict of Python strings took about 170.
+    Two tables' ids compare equal by a digest taken as they were read.
     """
 
     def __init__(self, ids: Iterable[str]) -> None:

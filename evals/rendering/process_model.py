@@ -189,7 +189,7 @@ def _mb(value: float) -> str:
 
 
 def render_processes(reports: list[dict]) -> str:
-    """Project each cluster process's peak RSS from one series (see the module doc)."""
+    """Project each cluster process's peak RSS from its kind's series (see the module doc)."""
     chosen, found = process_points(reports)
     runs = sorted({(n, t) for points in found.values() for n, t, _ in points if t})
     if not runs:
