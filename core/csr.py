@@ -147,10 +147,6 @@ class FileRows:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
         return np.concatenate(sources), np.concatenate(targets)
 
-    def close(self) -> None:
-        """Close the file now."""
-        self._file.close()
-
 
 def row_edges(matrix: CsrLike, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Return (row, column) of every non-zero entry in ``rows``, row by row: the edges they send.

@@ -31,7 +31,7 @@ import orjson
 
 from hopgraph.core.errors import IndexStateError
 from hopgraph.core.file_reads import FileReads, verify_file
-from hopgraph.core.id_lists import ChunkIds, ChunkRows
+from hopgraph.core.id_lists import WIDE_END, ChunkIds, ChunkRows
 from hopgraph.graph_store.documents.schema import Chunk
 
 from .manifest import Manifest, tables_hint
@@ -145,7 +145,7 @@ class LineSpans:
 
     def _end_last(self, end: int) -> None:
         assert self._last is not None
-        if end - self._last > WIDE_LINE:
+        if end - self._last > WIDE_END:  # a length in 4 bytes
             raise ValueError(f"a line of {end - self._last} bytes: a chunk is far smaller")
         self._lengths.append(end - self._last)
 
@@ -157,10 +157,6 @@ class LineSpans:
         first = row - row % self.BLOCK
         start = self._starts[row // self.BLOCK] + sum(self._lengths[first:row])
         return start, start + self._lengths[row]
-
-
-WIDE_LINE = (1 << 32) - 1
-"""The longest line :class:`LineSpans` holds (a length in 4 bytes)."""
 
 
 class ChunkTable(Mapping[str, Chunk]):
