@@ -26,8 +26,10 @@ sets; weights fitted on them did worse on the documentation sets):
   question *and* the chosen sentences, the question words still wanted, the *bridge* words it
   holds (of a name a chosen sentence brought in: "educated at the University of the Philippines"
   → the University of the Philippines' page), whether a chosen sentence names its page, and
-  whether its passage is cited already. A further pick must have at least MIN_CHANCE of the
-  chance left and fit in the characters left.
+  whether its passage is cited already, weighed by how much of the question the chosen sentences
+  leave wanted (all of it said: the answer is likeliest beside them, in the same passage; words
+  still wanted: another passage is the next hop). A further pick must have at least MIN_CHANCE
+  of the chance left and fit in the characters left.
 
 Each passage also gets its own best sentence for the question alone
 (:attr:`ExtractiveAnswer.answering`), which ``ask`` shows whole instead of cutting the passage
@@ -53,7 +55,8 @@ from .extractive_model import FIRST, SentenceModel, default_model
 from .sentences import HEADING, sentences
 
 MAX_SENTENCES = 3
-"""The most sentences an answer gives: one per hop of a two-hop question, and one to spare."""
+"""The most sentences an answer gives: one per hop of a two-hop question and one to spare, or a
+one-hop answer and the sentences beside it."""
 MAX_CHARS = 600
 """The most characters an answer's sentences hold; a first sentence longer is cut at a word."""
 
@@ -182,8 +185,9 @@ def open_picks(found: Sentences, chosen: Sequence[int], room: int) -> list[int]:
     """Return the sentences a next pick may take: those left that fit the room, and state.
 
     Any sentence may be the first (one too long is cut; one that asks loses ASKS_PENALTY). A
-    further one may come from a passage already cited: the model weighs that ("passage already
-    cited"; the hand-set weights take one only where no other passage is left).
+    further one may come from a passage already cited: the model weighs that
+    (extractive_model.CITED: the more of the question the chosen sentences leave wanted, the less
+    likely).
     """
     candidates = found.candidates
     if not chosen:
@@ -228,6 +232,7 @@ def further_features(found: Sentences, chosen: Sequence[int]) -> np.ndarray:
     cosines = found.vectors[1:] @ (context / max(float(np.linalg.norm(context)), 1e-12))
     linked = _linked(candidates, [candidates[i].text for i in chosen], found.question)
     cited = {candidates[i].passage for i in chosen}
+    wanted = _wanted(left, found.asked, rarity)
     extra = np.array(
         [
             [
@@ -235,7 +240,7 @@ def further_features(found: Sentences, chosen: Sequence[int]) -> np.ndarray:
                 _held(c.words, left, rarity),
                 _held(c.words, bridges, rarity),
                 c.passage in linked,
-                c.passage in cited,
+                wanted if c.passage in cited else 0.0,
             ]
             for i, c in enumerate(candidates)
         ],
@@ -395,6 +400,15 @@ def _rarity(sentences: Sequence[frozenset[str]]) -> dict[str, float]:
     n = len(sentences)
     df = Counter(w for s in sentences for w in s)
     return {w: math.log(1 + n / d) for w, d in df.items()}
+
+
+def _wanted(left: set[str], asked: frozenset[str], rarity: dict) -> float:
+    """Return the rarity-weighted share of the question's words still wanted (left by the picks).
+
+    A question word no sentence holds counts as a word once (log 2) and is always left.
+    """
+    total = sum(rarity.get(w, math.log(2)) for w in asked)
+    return sum(rarity.get(w, math.log(2)) for w in left) / total if total else 0.0
 
 
 def _held(words: frozenset[str], wanted: set[str] | frozenset[str], rarity: dict) -> float:

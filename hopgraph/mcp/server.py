@@ -130,7 +130,7 @@ def build_server(
         """Answer a question from the corpus, citing passages, with the steps and LLM usage.
 
         With no LLM configured on the server: an extractive answer (the passages' sentences
-        that answer, at most three, one per hop, each citing its passage), the passages a
+        that answer, at most three, each citing its passage), the passages a
         retriever ranks first with their answering sentence, and why no answer was written (as
         `hopgraph ask`).
         """

@@ -197,7 +197,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
             "if one stops (a server error, Ctrl-C), the same command with --thread resumes it. "
             "With no LLM (--llm none, or none configured) it answers with the sentences of the "
             "method's passages (gnn_ret's for an agent) that answer, at most three (600 "
-            "characters), one per hop, each citing its passage, then each passage with its "
+            "characters), each citing its passage, then each passage with its "
             "answering sentence."
         ),
     )

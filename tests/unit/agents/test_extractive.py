@@ -1,4 +1,4 @@
-"""The answer without an LLM: the passages' own sentences, one per hop, each cited."""
+"""The answer without an LLM: the passages' own sentences, at most three, each cited."""
 
 import json
 from types import SimpleNamespace
@@ -17,6 +17,7 @@ from hopgraph.agents.extractive import (
     sentences_of,
 )
 from hopgraph.agents.extractive_model import (
+    CITED,
     FIRST,
     FURTHER,
     SentenceModel,
@@ -89,7 +90,7 @@ def test_a_further_pick_follows_the_page_a_chosen_sentence_names():
     named = hit(3, "University of the Philippines", "Its cadets have drilled since 1912.")
     found = sentences_of(INDEX, QUESTION, [ALCALA, decoy, named])
     first = {"log passage rank": -5.0, "question words": 1.0}  # "He was educated at ..."
-    by_words = model(first, {"question words left": 5.0, "passage already cited": -9.0})
+    by_words = model(first, {"question words left": 5.0, CITED: -9.0})
     by_link = model(first, {"its page is named by a chosen sentence": 5.0})
     assert [s.passage for s in choose(found, by_words).sentences][:2] == [1, 2]
     assert [s.passage for s in choose(found, by_link).sentences][:2] == [1, 3]
@@ -224,3 +225,29 @@ def test_sentences_glued_without_a_space_are_split_but_a_dotted_name_is_not():
         "Use marshmallow.Schema to load.",
         "See `flask.Flask` there.",
     ]
+
+
+def test_a_cited_passage_loses_only_as_much_as_the_question_still_wants():
+    """Said all the question asks: the answer is beside it; words still wanted: another hop."""
+    etna = hit(
+        1,
+        "Mount Etna",
+        "Mount Etna is a volcano whose eruptions are frequent. The latest came on 16 March 2017.",
+    )
+    other = hit(2, "Vesuvius", "Vesuvius is a volcano near Naples. It blew in 1944.")
+    question = "When was the latest of the eruptions of Mount Etna?"
+    found = sentences_of(INDEX, question, [etna, other])
+    texts = [c.text for c in found.candidates]
+
+    def cited_after(said: str) -> np.ndarray:
+        chosen = [texts.index(said)]
+        return dict(zip(FURTHER, further_features(found, chosen).T, strict=True))[CITED]
+
+    said_most = cited_after("Mount Etna is a volcano whose eruptions are frequent.")
+    said_none = cited_after("Vesuvius is a volcano near Naples.")
+    assert 0 < said_most[texts.index("The latest came on 16 March 2017.")] < 0.5
+    assert said_none[texts.index("It blew in 1944.")] == 1.0  # the whole question still wanted
+    assert said_most[texts.index("It blew in 1944.")] == 0  # not cited
+    answer = extractive_answer(INDEX, question, [etna, other])
+    assert [s.passage for s in answer.sentences][:2] == [1, 1]
+    assert "16 March 2017" in answer.text
