@@ -251,3 +251,12 @@ def test_a_cited_passage_loses_only_as_much_as_the_question_still_wants():
     answer = extractive_answer(INDEX, question, [etna, other])
     assert [s.passage for s in answer.sentences][:2] == [1, 1]
     assert "16 March 2017" in answer.text
+
+
+def test_the_fitted_study_model_in_the_repository_reads_the_features_this_code_computes():
+    """A change of the features must refit evals/results/extractive/fitted-model.json."""
+    from pathlib import Path
+
+    fitted = Path(__file__).parents[3] / "evals" / "results" / "extractive" / "fitted-model.json"
+    model = load_model(fitted)
+    assert model.first.names == FIRST and model.further.names == FURTHER
