@@ -9,9 +9,9 @@ brought in, the pages they name, the question words they left wanting).
 
 The answer uses the hand-set weights below (:func:`default_model`). Weights fitted on the train
 sets (``python -m hopgraph.evals.extractive --train --out FILE``,
-:mod:`hopgraph.evals.extractive.training`) kept more answers on 2wiki and NQ, as many on
-hotpotqa and musique, and far fewer on both documentation sets (docs/evaluation.md, "An answer
-without an LLM"), so they are a study, read back with :func:`load_model`, not the default.
+:mod:`hopgraph.evals.extractive.training`) kept more answers on 2wiki, fewer on the other
+dev sets and far fewer on both documentation sets (docs/evaluation.md, "An answer without an
+LLM"), so they are a study, read back with :func:`load_model`, not the default.
 """
 
 from __future__ import annotations
