@@ -407,8 +407,8 @@ def _wanted(left: set[str], asked: frozenset[str], rarity: dict) -> float:
 
     A question word no sentence holds counts as a word once (log 2) and is always left.
     """
-    total = sum(rarity.get(w, math.log(2)) for w in asked)
-    return sum(rarity.get(w, math.log(2)) for w in left) / total if total else 0.0
+    said = frozenset(asked - left)  # words of chosen sentences: each has its rarity
+    return 1.0 - _held(said, asked, rarity) if asked else 0.0
 
 
 def _held(words: frozenset[str], wanted: set[str] | frozenset[str], rarity: dict) -> float:

@@ -1,6 +1,7 @@
 """The answer without an LLM: the passages' own sentences, at most three, each cited."""
 
 import json
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -255,8 +256,6 @@ def test_a_cited_passage_loses_only_as_much_as_the_question_still_wants():
 
 def test_the_fitted_study_model_in_the_repository_reads_the_features_this_code_computes():
     """A change of the features must refit evals/results/extractive/fitted-model.json."""
-    from pathlib import Path
-
     fitted = Path(__file__).parents[3] / "evals" / "results" / "extractive" / "fitted-model.json"
     model = load_model(fitted)
     assert model.first.names == FIRST and model.further.names == FURTHER
