@@ -7,6 +7,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
+from hopgraph.agents import extractive
 from hopgraph.agents.extractive import (
     MAX_CHARS,
     MAX_SENTENCES,
@@ -252,6 +253,20 @@ def test_a_cited_passage_loses_only_as_much_as_the_question_still_wants():
     answer = extractive_answer(INDEX, question, [etna, other])
     assert [s.passage for s in answer.sentences][:2] == [1, 1]
     assert "16 March 2017" in answer.text
+
+
+def test_a_page_the_corpus_holds_twice_gives_its_sentence_once(monkeypatch):
+    """Two versions of one page: a second copy of a chosen sentence would take a place."""
+    copy = hit(2, "Larry Alcala", ALCALA.text.replace("was a Filipino", "was a noted Filipino"))
+    educated = "He was educated at the University of the Philippines."
+    instruction = "Military instruction started at the University of the Philippines in 1912."
+
+    def said() -> list[str]:
+        return [s.text for s in extractive_answer(INDEX, QUESTION, [ALCALA, copy, UP]).sentences]
+
+    assert said().count(educated) == 1 and instruction in said()
+    monkeypatch.setattr(extractive, "REPEAT_COSINE", 1.01)  # no sentence is a repeat
+    assert said().count(educated) == 2
 
 
 def test_the_fitted_study_model_in_the_repository_reads_the_features_this_code_computes():
